@@ -1,0 +1,46 @@
+// Row softmax over attention scores, with the scale, masks and bias of attention.
+//
+// Letters (here and in every header of this library):
+//   n_q  queries (rows of a score matrix)       n_k  keys = values (columns of a score matrix)
+//   d_k  width of one query/key                 d_v  width of one value
+//   h    heads                                  d_model  width of a token vector
+//
+// For an (n_q,n_k) matrix of raw scores s = q·kᵀ, entry (i,j) becomes the softmax input
+//   x_ij = s_ij·scale + bias_ij            if key j is kept for query i
+//   x_ij = -inf                            if it is masked
+// Key j is masked for query i when causal and j > i (rows and columns are aligned at 0, so
+// query i sees keys 0..i, also when n_q != n_k), when keep_ij == 0, or when bias_ij == -inf.
+// weights_ij = exp(x_ij - max_j x_ij) / sum_j exp(x_ij - max_j x_ij).
+// A row whose keys are all masked has no distribution to take: its weights are all zero,
+// so its attention output is a zero row. Never NaN.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace wa {
+
+struct ScoreMask {
+  float scale = 1.0f;              // usually 1/sqrt(d_k)
+  bool causal = false;             // query i sees keys j <= i
+  const uint8_t* keep = nullptr;   // (n_q,n_k), 1 = keep, 0 = masked; null keeps all
+  const float* bias = nullptr;     // (n_q,n_k), added after scaling; -inf masks; null adds 0
+};
+
+// The softmax input x_ij above for one entry; shared by the fast path, trace and reference.
+// i and j are positions in the full (n_q,n_k) matrix.
+inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
+  return (m.causal && j > i) || (m.keep && m.keep[i * n_k + j] == 0);
+}
+
+// Rows [row0, row0+rows) of an (n_q,n_k) score matrix, only the first `cols` keys present:
+// scores (rows,cols) raw q·kᵀ -> weights (rows,cols); scores == weights is allowed.
+// Keys cols..n_k-1 must be masked for every row given (the causal skip uses this).
+void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
+                  size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask);
+
+// For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
+void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked,
+                      size_t row0, size_t rows, size_t n_k, const ScoreMask& mask);
+
+}  // namespace wa

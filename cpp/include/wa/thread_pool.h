@@ -1,0 +1,39 @@
+// A persistent pool of worker threads, started once and reused by every call.
+//
+// Everywhere in this library a null ThreadPool* means "run serially on the caller".
+// Work is split into tasks whose results do not depend on which thread runs them,
+// so outputs are bitwise identical for 1 and N threads.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+namespace wa {
+
+class ThreadPool {
+ public:
+  // threads: how many threads run tasks, the caller included (1 = no workers).
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const;
+
+  // Replaces the serial loop
+  //   for (size_t i = 0; i < n; ++i) task(i);
+  // Tasks run on the caller and the workers in any order and return when all are done.
+  // An exception thrown by a task is rethrown here (the first one, after all tasks end).
+  // Not re-entrant: a task must not call parallel_for on the same pool.
+  void parallel_for(size_t n, const std::function<void(size_t)>& task);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// pool->parallel_for(n, task), or the serial loop itself when pool is null.
+void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task);
+
+}  // namespace wa

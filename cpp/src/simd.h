@@ -1,0 +1,90 @@
+// f32x4: four float lanes, the one vector type of this library.
+// wasm SIMD128 under Emscripten (-msimd128), SSE on x86 natively (so the native tests run
+// vector code too), plain scalar lanes anywhere else. No fused multiply-add: SIMD128 has none
+// without relaxed SIMD, and keeping mul+add on every target keeps the roundings alike.
+#pragma once
+
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+#define WA_SIMD_NAME "wasm-simd128"
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#define WA_SIMD_NAME "sse2"
+#else
+#include <algorithm>
+#define WA_SIMD_NAME "scalar"
+#endif
+
+namespace wa::simd {
+
+#if defined(__wasm_simd128__)
+
+using f32x4 = v128_t;
+inline f32x4 load(const float* p) { return wasm_v128_load(p); }
+inline void store(float* p, f32x4 v) { wasm_v128_store(p, v); }
+inline f32x4 splat(float x) { return wasm_f32x4_splat(x); }
+inline f32x4 load_splat(const float* p) { return wasm_v128_load32_splat(p); }
+inline f32x4 add(f32x4 a, f32x4 b) { return wasm_f32x4_add(a, b); }
+inline f32x4 sub(f32x4 a, f32x4 b) { return wasm_f32x4_sub(a, b); }
+inline f32x4 mul(f32x4 a, f32x4 b) { return wasm_f32x4_mul(a, b); }
+inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
+inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
+inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
+inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+
+#elif defined(__SSE2__)
+
+using f32x4 = __m128;
+inline f32x4 load(const float* p) { return _mm_loadu_ps(p); }
+inline void store(float* p, f32x4 v) { _mm_storeu_ps(p, v); }
+inline f32x4 splat(float x) { return _mm_set1_ps(x); }
+inline f32x4 load_splat(const float* p) { return _mm_load1_ps(p); }
+inline f32x4 add(f32x4 a, f32x4 b) { return _mm_add_ps(a, b); }
+inline f32x4 sub(f32x4 a, f32x4 b) { return _mm_sub_ps(a, b); }
+inline f32x4 mul(f32x4 a, f32x4 b) { return _mm_mul_ps(a, b); }
+inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : a, as pmax
+inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
+inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
+inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+
+#else
+
+struct f32x4 {
+  float v[4];
+};
+inline f32x4 load(const float* p) { return {{p[0], p[1], p[2], p[3]}}; }
+inline void store(float* p, f32x4 a) {
+  for (int i = 0; i < 4; ++i) p[i] = a.v[i];
+}
+inline f32x4 splat(float x) { return {{x, x, x, x}}; }
+inline f32x4 load_splat(const float* p) { return splat(*p); }
+#define WA_LANEWISE(name, expr)                      \
+  inline f32x4 name(f32x4 a, f32x4 b) {              \
+    f32x4 r;                                         \
+    for (int i = 0; i < 4; ++i) r.v[i] = (expr);     \
+    return r;                                        \
+  }
+WA_LANEWISE(add, a.v[i] + b.v[i])
+WA_LANEWISE(sub, a.v[i] - b.v[i])
+WA_LANEWISE(mul, a.v[i] * b.v[i])
+WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
+#undef WA_LANEWISE
+inline float lane0(f32x4 a) { return a.v[0]; }
+inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
+inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+
+#endif
+
+// c + a·b, as a separate multiply and add on every target.
+inline f32x4 muladd(f32x4 a, f32x4 b, f32x4 c) { return add(mul(a, b), c); }
+// The largest lane / the sum of the lanes, in a fixed order.
+inline float hmax(f32x4 v) {
+  v = max(v, swap_pairs(v));
+  return lane0(max(v, swap_lanes(v)));
+}
+inline float hsum(f32x4 v) {
+  v = add(v, swap_pairs(v));
+  return lane0(add(v, swap_lanes(v)));
+}
+
+}  // namespace wa::simd

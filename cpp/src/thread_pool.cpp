@@ -1,0 +1,116 @@
+// Workers sleep on a condition variable between calls. A call publishes (task, n), bumps the
+// generation and wakes them; everyone, the caller included, takes task indices from one
+// atomic counter until none are left; the caller then waits until every worker has left the
+// generation, so the next call can reuse the shared state.
+#include "wa/thread_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace wa {
+
+struct ThreadPool::State {
+  std::vector<std::thread> workers;
+  std::mutex mutex;
+  std::condition_variable wake;  // workers: a new generation, or stop
+  std::condition_variable idle;  // caller: the last worker left the generation
+  uint64_t generation = 0;
+  bool stop = false;
+  size_t busy = 0;  // workers not yet done with the current generation
+
+  const std::function<void(size_t)>* task = nullptr;
+  size_t n = 0;
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+
+  void run_tasks() {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      try {
+        (*task)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+
+  void worker_loop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        wake.wait(lock, [&] { return stop || generation != seen; });
+        if (stop) return;
+        seen = generation;
+      }
+      run_tasks();
+      std::lock_guard<std::mutex> lock(mutex);
+      if (--busy == 0) idle.notify_one();
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int threads) : state_(new State) {
+  const int workers = std::max(threads, 1) - 1;
+  state_->workers.reserve(workers);
+  try {
+    for (int i = 0; i < workers; ++i)
+      state_->workers.emplace_back([s = state_.get()] { s->worker_loop(); });
+  } catch (const std::system_error&) {
+    // No more threads to be had (a single-thread wasm build has none, a threaded one only
+    // its preloaded workers): run with the workers started so far. threads() tells.
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->stop = true;
+  }
+  state_->wake.notify_all();
+  for (std::thread& t : state_->workers) t.join();
+}
+
+int ThreadPool::threads() const { return static_cast<int>(state_->workers.size()) + 1; }
+
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task) {
+  State& s = *state_;
+  if (s.workers.empty() || n <= 1) {
+    for (size_t i = 0; i < n; ++i) task(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.task = &task;
+    s.n = n;
+    s.next.store(0, std::memory_order_relaxed);
+    s.busy = s.workers.size();
+    s.error = nullptr;
+    ++s.generation;
+  }
+  s.wake.notify_all();
+  s.run_tasks();
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.idle.wait(lock, [&] { return s.busy == 0; });
+    error = s.error;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task) {
+  if (pool) {
+    pool->parallel_for(n, task);
+  } else {
+    for (size_t i = 0; i < n; ++i) task(i);
+  }
+}
+
+}  // namespace wa
