@@ -1,0 +1,143 @@
+// The wasm module's surface: bindings only. Arguments arrive as plain numbers and byte
+// offsets into wasm memory (the JS layer allocates, copies in and validates); each call
+// converts them, calls the core, and returns "" or the error message as a string, because
+// a C++ exception reaching JS would arrive as a bare number.
+#include <emscripten/bind.h>
+
+#include <malloc.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "wa/attention.h"
+#include "wa/build_info.h"
+#include "wa/thread_pool.h"
+
+namespace {
+
+std::unique_ptr<wa::ThreadPool> pool;  // one per module instance, started by set_threads
+
+template <class T>
+T* ptr(uintptr_t offset) {
+  return reinterpret_cast<T*>(offset);
+}
+
+template <class F>
+std::string guarded(F&& call) {
+  try {
+    call();
+    return "";
+  } catch (const std::bad_alloc&) {
+    return "out of memory: the inputs and their intermediates do not fit in wasm memory";
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+struct AttentionArgs {
+  uintptr_t q, k, v, out;  // (n_q,d_k), (n_k,d_k), (n_k,d_v) -> (n_q,d_v)
+  uint32_t n_q, n_k, d_k, d_v;
+  float scale;
+  bool causal;
+  uintptr_t keep, bias;                        // (n_q,n_k) or 0
+  uintptr_t scores, scaled, masked, weights;   // trace, all (n_q,n_k), or all 0
+};
+
+struct MhaArgs {
+  uint32_t batch, n_q, n_k, d_model, heads, d_k, d_v;
+  uintptr_t x, context, out;
+  uintptr_t wq, wk, wv, wo, bq, bk, bv, bo;
+  float scale;
+  bool causal;
+  uintptr_t keep, bias;
+  uintptr_t q, k, v, scores, scaled, masked, weights, concat;  // trace, or all 0
+};
+
+std::string set_threads(int threads) {
+  return guarded([&] {
+    pool.reset();
+    if (threads > 1) pool = std::make_unique<wa::ThreadPool>(threads);
+  });
+}
+
+int threads() { return pool ? pool->threads() : 1; }
+
+std::string simd_isa() { return wa::simd_isa(); }
+
+// Bytes malloc has handed out and not had back: the leak checks watch this.
+double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
+
+wa::ScoreMask score_mask(float scale, bool causal, uintptr_t keep, uintptr_t bias) {
+  wa::ScoreMask m;
+  m.scale = scale;
+  m.causal = causal;
+  m.keep = ptr<const uint8_t>(keep);
+  m.bias = ptr<const float>(bias);
+  return m;
+}
+
+std::string attention_forward(const AttentionArgs& a) {
+  return guarded([&] {
+    const wa::AttentionTrace trace{ptr<float>(a.scores), ptr<float>(a.scaled),
+                                   ptr<float>(a.masked), ptr<float>(a.weights)};
+    wa::attention_forward({ptr<const float>(a.q), a.n_q, a.d_k, a.d_k},
+                          {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
+                          {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
+                          {ptr<float>(a.out), a.n_q, a.d_v, a.d_v},
+                          score_mask(a.scale, a.causal, a.keep, a.bias),
+                          a.scores ? &trace : nullptr, pool.get());
+  });
+}
+
+std::string mha_forward(const MhaArgs& a) {
+  return guarded([&] {
+    const wa::MhaShape shape{a.batch, a.n_q, a.n_k, a.d_model, a.heads, a.d_k, a.d_v};
+    const wa::MhaWeights w{ptr<const float>(a.wq), ptr<const float>(a.wk), ptr<const float>(a.wv),
+                           ptr<const float>(a.wo), ptr<const float>(a.bq), ptr<const float>(a.bk),
+                           ptr<const float>(a.bv), ptr<const float>(a.bo)};
+    const wa::MhaTrace trace{ptr<float>(a.q),      ptr<float>(a.k),      ptr<float>(a.v),
+                             ptr<float>(a.scores), ptr<float>(a.scaled), ptr<float>(a.masked),
+                             ptr<float>(a.weights), ptr<float>(a.concat)};
+    wa::mha_forward(shape, w, ptr<const float>(a.x), ptr<const float>(a.context),
+                    ptr<float>(a.out), score_mask(a.scale, a.causal, a.keep, a.bias),
+                    a.scores ? &trace : nullptr, pool.get());
+  });
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(wasm_attention) {
+  using namespace emscripten;
+  value_object<AttentionArgs>("AttentionArgs")
+      .field("q", &AttentionArgs::q).field("k", &AttentionArgs::k).field("v", &AttentionArgs::v)
+      .field("out", &AttentionArgs::out)
+      .field("nQ", &AttentionArgs::n_q).field("nK", &AttentionArgs::n_k)
+      .field("dK", &AttentionArgs::d_k).field("dV", &AttentionArgs::d_v)
+      .field("scale", &AttentionArgs::scale).field("causal", &AttentionArgs::causal)
+      .field("keep", &AttentionArgs::keep).field("bias", &AttentionArgs::bias)
+      .field("scores", &AttentionArgs::scores).field("scaled", &AttentionArgs::scaled)
+      .field("masked", &AttentionArgs::masked).field("weights", &AttentionArgs::weights);
+  value_object<MhaArgs>("MhaArgs")
+      .field("batch", &MhaArgs::batch).field("nQ", &MhaArgs::n_q).field("nK", &MhaArgs::n_k)
+      .field("dModel", &MhaArgs::d_model).field("heads", &MhaArgs::heads)
+      .field("dK", &MhaArgs::d_k).field("dV", &MhaArgs::d_v)
+      .field("x", &MhaArgs::x).field("context", &MhaArgs::context).field("out", &MhaArgs::out)
+      .field("wq", &MhaArgs::wq).field("wk", &MhaArgs::wk).field("wv", &MhaArgs::wv)
+      .field("wo", &MhaArgs::wo).field("bq", &MhaArgs::bq).field("bk", &MhaArgs::bk)
+      .field("bv", &MhaArgs::bv).field("bo", &MhaArgs::bo)
+      .field("scale", &MhaArgs::scale).field("causal", &MhaArgs::causal)
+      .field("keep", &MhaArgs::keep).field("bias", &MhaArgs::bias)
+      .field("q", &MhaArgs::q).field("k", &MhaArgs::k).field("v", &MhaArgs::v)
+      .field("scores", &MhaArgs::scores).field("scaled", &MhaArgs::scaled)
+      .field("masked", &MhaArgs::masked).field("weights", &MhaArgs::weights)
+      .field("concat", &MhaArgs::concat);
+  function("setThreads", &set_threads);
+  function("threads", &threads);
+  function("simdIsa", &simd_isa);
+  function("allocatedBytes", &allocated_bytes);
+  function("attentionForward", &attention_forward);
+  function("mhaForward", &mha_forward);
+}

@@ -1,0 +1,74 @@
+// Helpers shared by the doctest suites: deterministic inputs, the odd sizes to sweep, and
+// comparisons that report the largest difference seen.
+#pragma once
+
+#include <doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "wa/thread_pool.h"
+
+namespace wa::test {
+
+// Sizes that cross every tile edge: 1, below/at/above the 4-row and 8-column tiles, and
+// around the 64-row block. n_k/d_k sweeps add sizes past the 256 k-slice.
+inline const std::vector<size_t> kOddSizes = {1, 2, 3, 5, 17, 63, 64, 65, 129};
+
+// Uniform floats in [lo, hi) from a fixed xorshift stream: identical natively and in wasm.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  uint32_t s = seed * 2654435761u + 0x9E3779B9u;
+  std::vector<float> v(n);
+  for (float& x : v) {
+    s ^= s << 13, s ^= s >> 17, s ^= s << 5;
+    x = lo + (hi - lo) * static_cast<float>(s >> 8) * (1.0f / 16777216.0f);
+  }
+  return v;
+}
+
+struct Diff {
+  double max_abs = 0;  // largest |a - b|
+  size_t at = 0;       // where
+  double a = 0, b = 0;
+};
+inline Diff max_abs_diff(const float* a, const float* b, size_t n) {
+  Diff d;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = std::fabs(static_cast<double>(a[i]) - b[i]);
+    if (e > d.max_abs || std::isnan(e)) d = {std::isnan(e) ? INFINITY : e, i, a[i], b[i]};
+  }
+  return d;
+}
+inline Diff max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  return max_abs_diff(a.data(), b.data(), a.size());
+}
+
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+inline bool all_finite(const std::vector<float>& v) {
+  for (float x : v)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+// A pool with workers, shared by the suites (threads start once per test run).
+inline ThreadPool& test_pool() {
+  static ThreadPool pool(3);
+  return pool;
+}
+
+}  // namespace wa::test
+
+// CHECK that two float arrays agree within tol, naming the largest difference.
+#define CHECK_CLOSE(actual, expected, tol)                                                     \
+  do {                                                                                         \
+    const ::wa::test::Diff d_ = ::wa::test::max_abs_diff(actual, expected);                    \
+    INFO("largest |difference| " << d_.max_abs << " at " << d_.at << ": " << d_.a << " vs " \
+                                 << d_.b << " (tolerance " << (tol) << ")");                 \
+    CHECK(d_.max_abs <= (tol));                                                                \
+  } while (0)
