@@ -1,0 +1,80 @@
+// A static file server for web/ on localhost.
+//
+// By default every response carries the two headers that make the page cross-origin
+// isolated, which browsers require before they hand out SharedArrayBuffer, and so threads:
+//   Cross-Origin-Opener-Policy: same-origin
+//   Cross-Origin-Embedder-Policy: require-corp
+// --no-isolation leaves them out, as a plain static host would: the page then runs the
+// single-thread build (the browser tests load it both ways).
+//
+// usage: node scripts/serve.mjs [--port N] [--no-isolation] [--quiet]
+//        PORT in the environment works too; a busy port moves on to the next one.
+import { createServer } from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { extname, join, normalize, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('../web', import.meta.url)));
+
+const types = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.bin': 'application/octet-stream',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+export function startServer({ port = 8080, isolation = true, quiet = false } = {}) {
+  const server = createServer(async (req, res) => {
+    const headers = { 'Cache-Control': 'no-cache' };
+    if (isolation) {
+      headers['Cross-Origin-Opener-Policy'] = 'same-origin';
+      headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
+    }
+    try {
+      const path = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
+      let file = normalize(join(root, path));
+      if (file !== root && !file.startsWith(root + sep)) throw Object.assign(new Error(), { code: 'ENOENT' });
+      if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
+      const body = await readFile(file);
+      headers['Content-Type'] = types[extname(file)] ?? 'application/octet-stream';
+      res.writeHead(200, headers).end(req.method === 'HEAD' ? undefined : body);
+    } catch (e) {
+      const missing = e.code === 'ENOENT' || e.code === 'EISDIR' || e.code === 'ENOTDIR';
+      res.writeHead(missing ? 404 : 500, { ...headers, 'Content-Type': 'text/plain' })
+        .end(missing ? 'not found' : 'server error');
+    }
+  });
+  return new Promise((resolvePromise, reject) => {
+    const tryPort = (p, triesLeft) => {
+      server.once('error', (e) => {
+        if (e.code === 'EADDRINUSE' && triesLeft > 0) tryPort(p + 1, triesLeft - 1);
+        else reject(e);
+      });
+      server.listen(p, '127.0.0.1', () => {
+        const url = `http://localhost:${server.address().port}/`;
+        if (!quiet) {
+          console.log(`Serving web/ at ${url}` +
+            (isolation ? ' (cross-origin isolated: threads on)' : ' (not isolated: single-thread build)'));
+        }
+        resolvePromise({ server, url, close: () => new Promise((r) => server.close(r)) });
+      });
+    };
+    tryPort(port, 20);
+  });
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const portArg = args.indexOf('--port');
+  const port = Number(portArg >= 0 ? args[portArg + 1] : process.env.PORT ?? 8080);
+  startServer({ port, isolation: !args.includes('--no-isolation'), quiet: args.includes('--quiet') })
+    .then(({ url }) => console.log(`Open ${url} in a browser. Ctrl+C stops the server.`))
+    .catch((e) => { console.error(`serve: ${e.message}`); process.exit(1); });
+}

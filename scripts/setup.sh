@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing need and this machine lacks; does nothing when all is
+# there, so both README commands call it every time.
+#   Debian packages: emscripten (the wasm toolchain), doctest-dev (the C++ test framework),
+#   chromium (the headless browser of the page tests), cmake and g++ (the native build).
+#   npm packages: package-lock.json's, with `npm ci`, whenever the lock changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
+[ -f /usr/include/doctest/doctest.h ] || missing+=(doctest-dev)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v g++ >/dev/null 2>&1 || missing+=(g++)
+command -v make >/dev/null 2>&1 || missing+=(make)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# node_modules/.package-lock.json is npm's record of the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi

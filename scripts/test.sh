@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `npm test`: set up, build, then every suite: the C++ tests natively and as wasm under
+# Node (ctest), then the JS tests (node's test runner). Runs them all, fails if any failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/setup.sh || exit 1
+bash scripts/build.sh || exit 1
+
+status=0
+ctest --test-dir build/native --output-on-failure || status=1
+ctest --test-dir build/wasm --output-on-failure || status=1
+if compgen -G "tests/js/*.test.mjs" >/dev/null; then
+  node --test tests/js/*.test.mjs || status=1
+fi
+exit $status
