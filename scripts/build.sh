@@ -16,3 +16,7 @@ if [ ! -f build/wasm/CMakeCache.txt ]; then
   emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build build/wasm -j"$jobs"
+
+# The package's types for require() users: the same declarations under the .d.cts name
+# TypeScript looks for beside index.cjs.
+cp web/lib/index.d.ts web/lib/index.d.cts

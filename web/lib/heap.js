@@ -1,0 +1,85 @@
+// Ownership of wasm memory, in one place.
+//
+// Every buffer the package puts in the wasm heap is malloc'd here and freed here: call
+// buffers live in a scope that frees them when the call returns or throws; layer weights
+// live until their owner's dispose(). Views into the heap are re-taken on every access,
+// because memory growth (here or on a worker thread) detaches the old ArrayBuffer.
+
+// wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
+const MAX_BYTES = 2 ** 31;
+
+export class Heap {
+  #module;
+
+  constructor(module) {
+    this.#module = module;
+  }
+
+  // The heap's current buffer (a SharedArrayBuffer in the threaded build).
+  buffer() {
+    const m = this.#module;
+    return m.wasmMemory ? m.wasmMemory.buffer : m.HEAPU8.buffer;
+  }
+
+  // Byte offset of a fresh block of `bytes`, or a RangeError naming `what` when it cannot fit.
+  alloc(bytes, what) {
+    if (bytes > MAX_BYTES) {
+      throw new RangeError(`${what} needs ${formatBytes(bytes)}, more than wasm memory can hold (2 GB)`);
+    }
+    const ptr = this.#module._malloc(Math.max(bytes, 1));
+    if (!ptr) {
+      throw new RangeError(`${what} needs ${formatBytes(bytes)} and wasm memory has no room left for it`);
+    }
+    return ptr;
+  }
+
+  free(ptr) {
+    if (ptr) this.#module._free(ptr);
+  }
+
+  f32(ptr, length) {
+    return new Float32Array(this.buffer(), ptr, length);
+  }
+
+  // Copies a typed array into a new block; returns its offset.
+  put(data, what) {
+    const ptr = this.alloc(data.byteLength, what);
+    new data.constructor(this.buffer(), ptr, data.length).set(data);
+    return ptr;
+  }
+
+  // A fresh Float32Array copy of `length` floats at ptr: never a view the caller could hold
+  // past a memory growth or a free.
+  read(ptr, length) {
+    return this.f32(ptr, length).slice();
+  }
+
+  // Runs fn(scope) and frees everything scope.alloc/put allocated, whatever happens.
+  scoped(fn) {
+    const owned = [];
+    const scope = {
+      alloc: (bytes, what) => {
+        const p = this.alloc(bytes, what);
+        owned.push(p);
+        return p;
+      },
+      put: (data, what) => {
+        const p = this.put(data, what);
+        owned.push(p);
+        return p;
+      },
+    };
+    try {
+      return fn(scope);
+    } finally {
+      for (const p of owned) this.free(p);
+    }
+  }
+}
+
+export function formatBytes(bytes) {
+  if (bytes >= 2 ** 30) return `${(bytes / 2 ** 30).toFixed(1)} GB`;
+  if (bytes >= 2 ** 20) return `${(bytes / 2 ** 20).toFixed(1)} MB`;
+  if (bytes >= 2 ** 10) return `${(bytes / 2 ** 10).toFixed(1)} KB`;
+  return `${bytes} bytes`;
+}

@@ -1,0 +1,147 @@
+// Types for wasm-attention. Letters: nQ queries, nK keys (= values), dK query/key width,
+// dV value width, dModel token width, heads the number of heads.
+
+/** A row-major float32 tensor. */
+export interface Tensor {
+  data: Float32Array;
+  shape: number[];
+}
+
+/** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
+ *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
+export type Mask =
+  | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
+  | Uint8Array
+  | Float32Array;
+
+export interface CreateAttentionOptions {
+  /** Threads to run on: a positive integer or 'auto' (default): the cores reported, up to 16.
+   *  A browser page that is not cross-origin isolated gets 1, without error. */
+  threads?: number | 'auto';
+  /** Where the package's .wasm/.js files are, if not next to the module: a URL (browser) or path (Node). */
+  locateFile?: (fileName: string) => string;
+  /** The .wasm bytes, if already at hand. */
+  wasmBinary?: ArrayBuffer | Uint8Array;
+}
+
+export interface Backend {
+  simd: true;
+  /** Threads actually in use. */
+  threads: number;
+  /** 'simd-mt': SIMD128 + threads; 'simd': SIMD128, one thread. */
+  variant: 'simd-mt' | 'simd';
+  /** The vector instruction set compiled in, 'wasm-simd128'. */
+  isa: string;
+}
+
+export interface AttentionOptions {
+  /** Query i sees keys j <= i only. */
+  causal?: boolean;
+  /** [nQ,nK]: a keep mask or an additive mask. */
+  mask?: Mask;
+  /** Multiplies q·kᵀ; default 1/sqrt(dK). */
+  scale?: number;
+  /** Also return every intermediate. */
+  trace?: boolean;
+}
+
+export interface AttentionResult {
+  /** [nQ,dV] */
+  output: Tensor;
+  /** With trace: q·kᵀ [nQ,nK] */
+  scores?: Tensor;
+  /** With trace: scores·scale [nQ,nK] */
+  scaled?: Tensor;
+  /** With trace: the softmax input [nQ,nK]: scaled + additive mask, -Infinity where masked */
+  masked?: Tensor;
+  /** With trace: softmax(masked), rows sum to 1 (a row with every key masked is all zero) [nQ,nK] */
+  weights?: Tensor;
+}
+
+export interface MultiHeadWeights {
+  /** [dModel, heads·dK] */
+  wq: Tensor;
+  /** [dModel, heads·dK] */
+  wk: Tensor;
+  /** [dModel, heads·dV] */
+  wv: Tensor;
+  /** [heads·dV, dModel] */
+  wo: Tensor;
+  /** [heads·dK], with bias */
+  bq?: Tensor;
+  /** [heads·dK], with bias */
+  bk?: Tensor;
+  /** [heads·dV], with bias */
+  bv?: Tensor;
+  /** [dModel], with bias */
+  bo?: Tensor;
+}
+
+export interface MultiHeadConfig {
+  dModel: number;
+  heads: number;
+  /** Per-head query/key width; default dModel / heads. */
+  dK?: number;
+  /** Per-head value width; default dK. */
+  dV?: number;
+  /** Add biases to the four projections (default false). */
+  bias?: boolean;
+  /** Initial weights; without them, seeded Xavier-uniform (biases zero). */
+  weights?: MultiHeadWeights;
+  /** Seed of the initialization, 0 to 2^32-1 (default 0). */
+  seed?: number;
+}
+
+export interface ForwardOptions extends AttentionOptions {
+  /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
+  context?: Tensor;
+}
+
+export interface HeadTrace {
+  /** [batch?, nQ, dK] */
+  q: Tensor;
+  /** [batch?, nK, dK] */
+  k: Tensor;
+  /** [batch?, nK, dV] */
+  v: Tensor;
+  /** [batch?, nQ, nK] */
+  scores: Tensor;
+  scaled: Tensor;
+  masked: Tensor;
+  weights: Tensor;
+  /** [batch?, nQ, dV] */
+  output: Tensor;
+}
+
+export interface ForwardResult {
+  /** Same shape as x. */
+  output: Tensor;
+  /** With trace: one entry per head. */
+  heads?: HeadTrace[];
+  /** With trace: [batch?, nQ, heads·dV] */
+  concat?: Tensor;
+}
+
+export interface MultiHeadAttention {
+  readonly config: Readonly<{ dModel: number; heads: number; dK: number; dV: number; bias: boolean }>;
+  /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. */
+  forward(x: Tensor, options?: ForwardOptions): ForwardResult;
+  /** The current weights (copies). */
+  readonly weights: MultiHeadWeights;
+  /** Frees the layer's wasm memory; later calls throw. */
+  dispose(): void;
+}
+
+export interface Attention {
+  readonly backend: Backend;
+  /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v */
+  attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): AttentionResult;
+  multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
+  /** Bytes of wasm memory, and bytes allocated in it. */
+  memory(): { wasmBytes: number; allocatedBytes: number };
+  /** Stops the threads and frees the module; later calls throw. */
+  dispose(): void;
+}
+
+export function createAttention(options?: CreateAttentionOptions): Promise<Attention>;
+export function tensor(data: Float32Array, shape: number[]): Tensor;

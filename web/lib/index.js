@@ -1,0 +1,34 @@
+// wasm-attention: attention in WebAssembly (SIMD128 + threads), for Node and browsers.
+//
+//   import { createAttention } from 'wasm-attention';
+//   const attn = await createAttention({ threads: 'auto' });
+//   const { output } = attn.attention(q, k, v, { causal: true });
+//
+// Types and the full API: index.d.ts. Errors: TypeError for a wrong kind of value,
+// RangeError for a wrong size or value; after any error the instance keeps working.
+import { Attention } from './attention.js';
+import { defaultThreads, loadModule } from './loader.js';
+import { checkOptions } from './tensor.js';
+
+export { tensor } from './tensor.js';
+
+// options.threads: a positive integer or 'auto' (the default: the cores the platform reports,
+// up to 16). Without cross-origin isolation a browser gets one thread, without error.
+// options.locateFile(name): where to find the package's .wasm/.js files, if not next to it.
+// options.wasmBinary: the .wasm bytes, if already at hand.
+export async function createAttention(options) {
+  const where = 'createAttention';
+  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary']);
+  let threads = o.threads ?? 'auto';
+  if (threads === 'auto') threads = await defaultThreads();
+  else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be a positive integer or 'auto', got ${typeof threads}`);
+  else if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`${where}: threads must be a positive integer or 'auto', got ${threads}`);
+  if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
+    throw new TypeError(`${where}: locateFile must be a function (fileName) => url or path`);
+  }
+  if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
+    throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
+  }
+  const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
+  return new Attention(module, variant);
+}

@@ -1,0 +1,69 @@
+// Picks a build of the wasm module and instantiates it.
+//
+//   simd-mt  SIMD128 + pthreads: Node, and browsers where the page is cross-origin isolated
+//            (SharedArrayBuffer exists only there)
+//   simd     SIMD128, one thread: everywhere else, and whenever one thread is asked for
+//
+// The .wasm files are found next to this module (new URL(..., import.meta.url), which
+// bundlers follow), or wherever options.locateFile says.
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
+  typeof window === 'undefined';
+
+const wasmFolder = new URL('./wasm/', import.meta.url);
+
+// Node's built-in modules, fetched so that bundlers for the browser never see an import.
+async function nodeBuiltin(name) {
+  if (process.getBuiltinModule) return process.getBuiltinModule(name);
+  const specifier = `node:${name}`;
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+}
+
+export function threadsAvailable() {
+  return isNode || (globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
+}
+
+export async function defaultThreads() {
+  if (isNode) {
+    const os = await nodeBuiltin('os');
+    return Math.max(1, Math.min(16, os.availableParallelism?.() ?? os.cpus().length));
+  }
+  return Math.max(1, Math.min(16, globalThis.navigator?.hardwareConcurrency ?? 1));
+}
+
+// -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
+export async function loadModule({ threads, locateFile, wasmBinary }) {
+  const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
+  const base = variant === 'simd-mt' ? 'wasm_attention_mt' : 'wasm_attention_st';
+  // Literal specifiers, so that bundlers include both builds.
+  const { default: wrapped } = variant === 'simd-mt'
+    ? await import('./wasm/wasm_attention_mt.mjs')
+    : await import('./wasm/wasm_attention_st.mjs');
+
+  const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
+  let factory;
+  if (isNode) {
+    const [{ createRequire }, { readFile }, { fileURLToPath }, { dirname }] = await Promise.all(
+      ['module', 'fs/promises', 'url', 'path'].map(nodeBuiltin));
+    const locate = (file) => (locateFile ? locateFile(file) : fileURLToPath(new URL(file, wasmFolder)));
+    // Node 20's fetch() cannot read a file path: hand the loader the bytes.
+    settings.wasmBinary = wasmBinary ?? await readFile(locate(`${base}.wasm`));
+    settings.locateFile = locate;
+    factory = wrapped(createRequire(import.meta.url), dirname(locate(`${base}.js`)));
+  } else {
+    const locate = (file) => (locateFile ? locateFile(file) : new URL(file, wasmFolder).href);
+    if (wasmBinary) settings.wasmBinary = wasmBinary;
+    settings.locateFile = locate;
+    settings.mainScriptUrlOrBlob = locate(`${base}.js`);  // what pthread workers load
+    factory = wrapped(undefined, undefined);
+  }
+
+  const module = await factory(settings);
+  const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
+  if (error) throw new Error(`wasm-attention: could not start threads: ${error}`);
+  if (isNode && module.PThread) {
+    // Idle pool workers must not keep a Node process alive.
+    for (const worker of [...module.PThread.unusedWorkers, ...module.PThread.runningWorkers]) worker.unref?.();
+  }
+  return { module, variant };
+}
