@@ -11,6 +11,7 @@
 
 #include "gemm_kernels.h"
 #include "scratch.h"
+#include "simd.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
@@ -19,49 +20,90 @@ namespace {
 
 using kernels::kGemmMR;
 using kernels::kGemmNR;
+using namespace simd;
 
 constexpr size_t kKC = 256;  // k per packed slice: a 4x256 a panel is 4 KB, an 8x256 b panel 8 KB
 constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 64 KB, in L2
 constexpr size_t kNC = 256;  // columns of c per task
-constexpr size_t kSerialFlops = 64 * 64 * 64;  // below this, waking threads costs more than it saves
-
-// op(x) as a (rows,cols) matrix over the stored one.
-struct Operand {
-  const float* data;
-  size_t ld;
-  Transpose t;
-  float at(size_t r, size_t c) const { return t == Transpose::yes ? data[c * ld + r] : data[r * ld + c]; }
-};
+constexpr double kSerialFlops = 64 * 64 * 64;  // below this, waking threads costs more than it saves
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-// op(a) (m,k): rows [i0,i0+mc) x k [p0,p0+kc) -> MR-row panels, (kc,MR) each.
-void pack_a(const Operand& a, size_t m, size_t i0, size_t mc, size_t p0, size_t kc, float* dst) {
-  for (size_t i = i0; i < i0 + mc; i += kGemmMR) {
+// x (rows,cols) row stride ld: element (r,c), for the generic (edge) packing paths.
+float at(const float* x, size_t ld, Transpose t, size_t r, size_t c) {
+  return t == Transpose::yes ? x[c * ld + r] : x[r * ld + c];
+}
+
+// op(a) (m,k), rows [i0,i0+mc) x k [p0,p0+kc) -> MR-row panels, each (kc,MR): step p holds
+// a(i..i+3, p).
+void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_t mc, size_t p0,
+            size_t kc, float* dst) {
+  for (size_t i = i0; i < i0 + mc; i += kGemmMR, dst += kGemmMR * kc) {
     const size_t mr = std::min(kGemmMR, m - i);
-    for (size_t p = p0; p < p0 + kc; ++p) {
-      for (size_t r = 0; r < kGemmMR; ++r) dst[r] = r < mr ? a.at(i + r, p) : 0.0f;
-      dst += kGemmMR;
+    size_t p = 0;
+    if (mr == kGemmMR && ta == Transpose::yes) {
+      // a stored (k,m): the 4 values of a step are contiguous
+      for (; p < kc; ++p) store(dst + p * 4, load(a + (p0 + p) * lda + i));
+    } else if (mr == kGemmMR) {
+      // a stored (m,k): 4 rows, read 4 steps at a time and transposed in registers
+      const float* r0 = a + i * lda + p0;
+      for (; p + 4 <= kc; p += 4) {
+        f32x4 v0 = load(r0 + p), v1 = load(r0 + lda + p), v2 = load(r0 + 2 * lda + p), v3 = load(r0 + 3 * lda + p);
+        transpose4x4(v0, v1, v2, v3);
+        store(dst + p * 4, v0), store(dst + p * 4 + 4, v1), store(dst + p * 4 + 8, v2), store(dst + p * 4 + 12, v3);
+      }
     }
+    for (; p < kc; ++p)
+      for (size_t r = 0; r < kGemmMR; ++r) dst[p * 4 + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
   }
 }
 
-// op(b) (k,n): columns [j0,j0+NR) -> one panel (k,NR).
-void pack_b_panel(const Operand& b, size_t k, size_t n, size_t j0, float* dst) {
+// op(b) (k,n), columns [j0,j0+NR) -> one panel (k,NR): step p holds b(p, j0..j0+7).
+void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, size_t j0, float* dst) {
   const size_t nr = std::min(kGemmNR, n - j0);
-  if (b.t == Transpose::no && nr == kGemmNR) {
-    for (size_t p = 0; p < k; ++p, dst += kGemmNR)
-      std::memcpy(dst, b.data + p * b.ld + j0, kGemmNR * sizeof(float));
-    return;
+  size_t p = 0;
+  if (nr == kGemmNR && tb == Transpose::no) {
+    // b stored (k,n): a step is 8 contiguous floats
+    for (; p < k; ++p) {
+      store(dst + p * 8, load(b + p * ldb + j0));
+      store(dst + p * 8 + 4, load(b + p * ldb + j0 + 4));
+    }
+  } else if (nr == kGemmNR) {
+    // b stored (n,k): 8 rows, 4 steps at a time, as two 4x4 transposes
+    const float* r0 = b + j0 * ldb;
+    for (; p + 4 <= k; p += 4) {
+      for (size_t half = 0; half < 2; ++half) {
+        const float* r = r0 + half * 4 * ldb + p;
+        f32x4 v0 = load(r), v1 = load(r + ldb), v2 = load(r + 2 * ldb), v3 = load(r + 3 * ldb);
+        transpose4x4(v0, v1, v2, v3);
+        float* d = dst + p * 8 + half * 4;
+        store(d, v0), store(d + 8, v1), store(d + 16, v2), store(d + 24, v3);
+      }
+    }
   }
-  for (size_t p = 0; p < k; ++p, dst += kGemmNR)
-    for (size_t c = 0; c < kGemmNR; ++c) dst[c] = c < nr ? b.at(p, j0 + c) : 0.0f;
+  for (; p < k; ++p)
+    for (size_t c = 0; c < kGemmNR; ++c) dst[p * 8 + c] = c < nr ? at(b, ldb, tb, p, j0 + c) : 0.0f;
 }
 
 }  // namespace
 
-void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
-          const float* b, size_t ldb, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
+size_t packed_b_floats(size_t k, size_t n) { return round_up(n, kGemmNR) * k; }
+
+void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+            ThreadPool* pool) {
+  const size_t panels = (n + kGemmNR - 1) / kGemmNR;
+  constexpr size_t kPanelsPerTask = 8;
+  if (static_cast<double>(k) * n < kSerialFlops / 16) pool = nullptr;
+  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of 8 panels
+  parallel_for(pool, (panels + kPanelsPerTask - 1) / kPanelsPerTask, [&](size_t t) {
+    const size_t end = std::min(panels, (t + 1) * kPanelsPerTask);
+    for (size_t jp = t * kPanelsPerTask; jp < end; ++jp)
+      pack_b_panel(tb, b, ldb, k, n, jp * kGemmNR, packed + jp * kGemmNR * k);
+  });
+}
+
+void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
+                   const float* packed_b, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)
@@ -70,28 +112,17 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
   }
   if (static_cast<double>(m) * n * k < kSerialFlops) pool = nullptr;
 
-  const Operand opa{a, lda, ta}, opb{b, ldb, tb};
-  const size_t panels = (n + kGemmNR - 1) / kGemmNR;
-  float* packed_b = thread_scratch(ScratchSlot::gemm_b, panels * kGemmNR * k);
-
-  // for (panel = 0; panel < panels; ++panel) pack panel; in chunks of 8 panels per task
-  constexpr size_t kPanelsPerTask = 8;
-  parallel_for(pool, (panels + kPanelsPerTask - 1) / kPanelsPerTask, [&](size_t t) {
-    const size_t end = std::min(panels, (t + 1) * kPanelsPerTask);
-    for (size_t jp = t * kPanelsPerTask; jp < end; ++jp)
-      pack_b_panel(opb, k, n, jp * kGemmNR, packed_b + jp * kGemmNR * k);
-  });
-
   const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
+  // for (block = 0; block < row_blocks·col_blocks; ++block) its (MC,NC) tile of c
   parallel_for(pool, row_blocks * col_blocks, [&](size_t t) {
     const size_t i0 = t / col_blocks * kMC, j0 = t % col_blocks * kNC;
     const size_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
     float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, kGemmMR) * kKC);
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
-      pack_a(opa, m, i0, mc, p0, kc, packed_a);
+      pack_a(ta, a, lda, m, i0, mc, p0, kc, packed_a);
       for (size_t j = j0; j < j0 + nc; j += kGemmNR) {
-        const float* b_panel = packed_b + j * k + p0 * kGemmNR;  // panel j/NR starts at j*k
+        const float* b_panel = packed_b + j * k + p0 * kGemmNR;  // panel j/NR starts at j·k
         const size_t nr = std::min(kGemmNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kGemmMR) {
           kernels::f32_gemm_4x8_vec128(std::min(kGemmMR, m - i), nr, kc,
@@ -101,6 +132,15 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
       }
     }
   });
+}
+
+void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
+          const float* b, size_t ldb, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
+  if (m == 0 || n == 0 || k == 0) return gemm_packed_b(ta, m, n, k, a, lda, nullptr, c, ldc, accumulate, pool);
+  float* packed = thread_scratch(ScratchSlot::gemm_b, packed_b_floats(k, n));
+  const bool parallel = static_cast<double>(m) * n * k >= kSerialFlops;
+  pack_b(tb, k, n, b, ldb, packed, parallel ? pool : nullptr);
+  gemm_packed_b(ta, m, n, k, a, lda, packed, c, ldc, accumulate, pool);
 }
 
 }  // namespace wa

@@ -31,6 +31,13 @@ inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+// Rows r0..r3 of a 4x4 block become its columns.
+inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
+  const f32x4 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+  const f32x4 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+  r0 = wasm_i64x2_shuffle(t0, t2, 0, 2), r1 = wasm_i64x2_shuffle(t0, t2, 1, 3);
+  r2 = wasm_i64x2_shuffle(t1, t3, 0, 2), r3 = wasm_i64x2_shuffle(t1, t3, 1, 3);
+}
 
 #elif defined(__SSE2__)
 
@@ -46,6 +53,7 @@ inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : 
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) { _MM_TRANSPOSE4_PS(r0, r1, r2, r3); }
 
 #else
 
@@ -72,6 +80,11 @@ WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
 inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
+  f32x4* r[4] = {&r0, &r1, &r2, &r3};
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j) std::swap(r[i]->v[j], r[j]->v[i]);
+}
 
 #endif
 

@@ -22,6 +22,17 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k,
           const float* a, size_t lda, const float* b, size_t ldb,
           float* c, size_t ldc, bool accumulate, ThreadPool* pool = nullptr);
 
+// Packing op(b) once for many products with it (attention multiplies every block of queries by
+// the same k and v): pack_b lays op(b) (k,n) out as the micro-kernel reads it, in
+// packed_b_floats(k, n) floats; gemm_packed_b then computes c (m,n) [+]= op(a)·op(b) from it.
+// gemm() is exactly pack_b + gemm_packed_b.
+size_t packed_b_floats(size_t k, size_t n);
+void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+            ThreadPool* pool = nullptr);
+void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
+                   const float* packed_b, float* c, size_t ldc, bool accumulate,
+                   ThreadPool* pool = nullptr);
+
 inline void gemm_nn(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b,
                     size_t ldb, float* c, size_t ldc, bool accumulate = false,
                     ThreadPool* pool = nullptr) {
