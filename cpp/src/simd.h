@@ -12,6 +12,8 @@
 #define WA_SIMD_NAME "sse2"
 #else
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #define WA_SIMD_NAME "scalar"
 #endif
 
@@ -31,6 +33,10 @@ inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+// The float whose bits are v's shifted left by 23 (an integer in the exponent field).
+inline f32x4 shl23(f32x4 v) { return wasm_i32x4_shl(v, 23); }
+// Lanes where a < b keep 0, the others keep x.
+inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) { return wasm_v128_andnot(x, wasm_f32x4_lt(a, b)); }
 // Rows r0..r3 of a 4x4 block become its columns.
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
   const f32x4 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
@@ -53,6 +59,8 @@ inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : 
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+inline f32x4 shl23(f32x4 v) { return _mm_castsi128_ps(_mm_slli_epi32(_mm_castps_si128(v), 23)); }
+inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) { return _mm_andnot_ps(_mm_cmplt_ps(a, b), x); }
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) { _MM_TRANSPOSE4_PS(r0, r1, r2, r3); }
 
 #else
@@ -80,6 +88,20 @@ WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
 inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+inline f32x4 shl23(f32x4 a) {
+  f32x4 r;
+  for (int i = 0; i < 4; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &a.v[i], 4);
+    bits <<= 23;
+    std::memcpy(&r.v[i], &bits, 4);
+  }
+  return r;
+}
+inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) {
+  for (int i = 0; i < 4; ++i) x.v[i] = a.v[i] < b.v[i] ? 0.0f : x.v[i];
+  return x;
+}
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
   f32x4* r[4] = {&r0, &r1, &r2, &r3};
   for (int i = 0; i < 4; ++i)
@@ -90,6 +112,26 @@ inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
 
 // c + a·b, as a separate multiply and add on every target.
 inline f32x4 muladd(f32x4 a, f32x4 b, f32x4 c) { return add(mul(a, b), c); }
+// exp(x) for x <= 0 (softmax's x - max), within 3 ulp (2.2 worst seen by simd_test.cpp);
+// lanes below -87.3 (and -inf) give 0.
+// Range reduction x = n·ln2 + t, |t| <= ln2/2, with n rounded by a magic bias whose low
+// mantissa bits become 2^n's exponent field; exp(t) by a degree-5 polynomial (the constants of
+// XNNPACK's rr2-p5 kernels).
+inline f32x4 exp_nonpositive(f32x4 x) {
+  const f32x4 magic = splat(0x1.8000FEp23f);
+  f32x4 n = muladd(x, splat(0x1.715476p+0f), magic);  // x·log2(e), rounded
+  const f32x4 s = shl23(n);                             // 2^n
+  n = sub(n, magic);
+  f32x4 t = muladd(n, splat(-0x1.62E400p-1f), x);       // x - n·ln2, in two parts
+  t = muladd(n, splat(-0x1.7F7D1Cp-20f), t);
+  f32x4 p = muladd(splat(0x1.0F9F9Cp-7f), t, splat(0x1.573A1Ap-5f));
+  p = muladd(p, t, splat(0x1.555A80p-3f));
+  p = muladd(p, t, splat(0x1.FFFDC6p-2f));
+  p = muladd(p, t, splat(0x1.FFFFF6p-1f));
+  t = mul(t, s);
+  return zero_where_less(x, splat(-0x1.5D589Ep6f), muladd(t, p, s));  // s·(1 + t·p)
+}
+
 // The largest lane / the sum of the lanes, in a fixed order.
 inline float hmax(f32x4 v) {
   v = max(v, swap_pairs(v));

@@ -1,5 +1,5 @@
 // Row softmax as three named passes over a row: x = scale/mask/bias of the scores and their
-// max; w = exp(x - max) and their sum; w *= 1/sum.
+// max; w = exp(x - max) and their sum; w *= 1/sum. Vectorized with simd.h throughout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -48,6 +48,31 @@ float masked_scaled_row(const float* s, float* x, size_t i, size_t cols, size_t 
   return max;
 }
 
+// w (cols) = exp(w - max) / sum: the exp pass with its sum, then the 1/sum pass. Lanes are
+// summed in a fixed order; the tail goes through the same vector exp, padded with -inf.
+void exp_minus_max_and_scale(float* w, size_t cols, float max) {
+  using namespace simd;
+  const f32x4 vmax = splat(max);
+  f32x4 vsum = splat(0.0f);
+  size_t j = 0;
+  for (; j + 4 <= cols; j += 4) {
+    const f32x4 e = exp_nonpositive(sub(load(w + j), vmax));  // exp(-inf) = 0 for masked keys
+    store(w + j, e);
+    vsum = add(vsum, e);
+  }
+  if (j < cols) {
+    float tail[4] = {kNegInf, kNegInf, kNegInf, kNegInf};
+    for (size_t t = 0; j + t < cols; ++t) tail[t] = w[j + t];
+    const f32x4 e = exp_nonpositive(sub(load(tail), vmax));
+    store(tail, e);
+    vsum = add(vsum, e);
+    for (size_t t = 0; j + t < cols; ++t) w[j + t] = tail[t];
+  }
+  const f32x4 vinv = splat(1.0f / hsum(vsum));  // sum >= 1: the max contributes exp(0)
+  for (j = 0; j + 4 <= cols; j += 4) store(w + j, mul(load(w + j), vinv));
+  for (; j < cols; ++j) w[j] *= lane0(vinv);
+}
+
 }  // namespace
 
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
@@ -67,13 +92,7 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
       for (size_t j = 0; j < cols; ++j) w[j] = w[j] == kPosInf ? 1.0f / count : 0.0f;
       continue;
     }
-    float sum = 0.0f;
-    for (size_t j = 0; j < cols; ++j) {
-      w[j] = std::exp(w[j] - max);  // exp(-inf) = 0 for masked keys
-      sum += w[j];
-    }
-    const float inv = 1.0f / sum;  // sum >= 1: the max contributes exp(0)
-    for (size_t j = 0; j < cols; ++j) w[j] *= inv;
+    exp_minus_max_and_scale(w, cols, max);
   }
 }
 
