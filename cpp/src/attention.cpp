@@ -1,11 +1,15 @@
 // Scaled dot-product attention forward, in blocks of query rows:
 //   s = q_block·kᵀ; w = softmax(mask(s·scale)); out_block = w·v.
+// And its backward: the weights recomputed in the same blocks, then whole-matrix passes
+// (dk and dv sum over every query, so they are GEMMs over all rows, not per-block sums).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attention_rows.h"
 #include "scratch.h"
+#include "simd.h"
 #include "wa/attention.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
@@ -48,19 +52,61 @@ std::string shape(const char* name, ConstMatrix m) {
   return std::string(name) + " (" + std::to_string(m.rows) + "," + std::to_string(m.cols) + ")";
 }
 
+bool has_shape(ConstMatrix m, size_t rows, size_t cols) { return m.rows == rows && m.cols == cols; }
+
+// What is wrong with q, k, v together, or "".
+std::string qkv_problem(ConstMatrix q, ConstMatrix k, ConstMatrix v) {
+  if (!q.rows || !q.cols || !k.rows || !v.cols) return "every dimension must be at least 1";
+  if (k.cols != q.cols) return "k must have as many columns as q (d_k)";
+  if (v.rows != k.rows) return "v must have as many rows as k (n_k)";
+  return "";
+}
+
 void check_shapes(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix out) {
-  std::string problem;
-  if (!q.rows || !q.cols || !k.rows || !v.cols)
-    problem = "every dimension must be at least 1";
-  else if (k.cols != q.cols)
-    problem = "k must have as many columns as q (d_k)";
-  else if (v.rows != k.rows)
-    problem = "v must have as many rows as k (n_k)";
-  else if (out.rows != q.rows || out.cols != v.cols)
-    problem = "out must be (n_q,d_v)";
+  std::string problem = qkv_problem(q, k, v);
+  if (problem.empty() && !has_shape(out, q.rows, v.cols)) problem = "out must be (n_q,d_v)";
   if (!problem.empty())
     throw std::invalid_argument("attention: " + problem + ": " + shape("q", q) + ", " +
                                 shape("k", k) + ", " + shape("v", v) + ", " + shape("out", out));
+}
+
+// What is wrong with the arguments of attention_backward, or "".
+std::string backward_problem(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                             ConstMatrix dq, ConstMatrix dk, ConstMatrix dv) {
+  std::string problem = qkv_problem(q, k, v);
+  if (!problem.empty()) return problem;
+  if (!has_shape(d_out, q.rows, v.cols)) return "d_out must be (n_q,d_v)";
+  if (!has_shape(dq, q.rows, q.cols)) return "dq must be (n_q,d_k), as q";
+  if (!has_shape(dk, k.rows, k.cols)) return "dk must be (n_k,d_k), as k";
+  if (!has_shape(dv, v.rows, v.cols)) return "dv must be (n_k,d_v), as v";
+  return "";
+}
+
+void check_backward_shapes(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                           ConstMatrix dq, ConstMatrix dk, ConstMatrix dv) {
+  const std::string problem = backward_problem(q, k, v, d_out, dq, dk, dv);
+  if (!problem.empty())
+    throw std::invalid_argument("attention backward: " + problem + ": " + shape("q", q) + ", " +
+                                shape("k", k) + ", " + shape("v", v) + ", " +
+                                shape("d_out", d_out) + ", " + shape("dq", dq) + ", " +
+                                shape("dk", dk) + ", " + shape("dv", dv));
+}
+
+// The softmax Jacobian-vector product for one row, with the scale, in place over dP:
+// p (n), dp (n) -> ds (n) = p ⊙ (dp − Σ_j dp_j·p_j) · scale. Masked keys have p = 0: ds = 0.
+void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
+  simd::f32x4 vdot = simd::splat(0.0f);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) vdot = simd::muladd(simd::load(dp + j), simd::load(p + j), vdot);
+  float dot = simd::hsum(vdot);
+  for (; j < n; ++j) dot += dp[j] * p[j];
+
+  const simd::f32x4 vsub = simd::splat(dot), vscale = simd::splat(scale);
+  for (j = 0; j + 4 <= n; j += 4) {
+    const simd::f32x4 vds = simd::mul(simd::load(p + j), simd::sub(simd::load(dp + j), vsub));
+    simd::store(dp + j, simd::mul(vds, vscale));
+  }
+  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - dot) * scale;
 }
 
 }  // namespace
@@ -74,6 +120,48 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
     const size_t r0 = b * kAttentionRowBlock;
     attention_rows(q, k, v, out, mask, r0, std::min(q.rows, r0 + kAttentionRowBlock), trace);
   });
+}
+
+void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
+                                     ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
+                                     float scale, ThreadPool* pool) {
+  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols, d_v = v.cols;
+  // out = P·v  ->  dv = Pᵀ·d_out: P (n_q,n_k), d_out (n_q,d_v) -> dv (n_k,d_v)
+  gemm_tn(n_k, d_v, n_q, p.data, p.ld, d_out.data, d_out.ld, dv.data, dv.ld, false, pool);
+  // out = P·v  ->  dP = d_out·vᵀ: d_out (n_q,d_v), v (n_k,d_v) -> dP (n_q,n_k)
+  std::vector<float> ds(n_q * n_k);
+  gemm_nt(n_q, n_k, d_v, d_out.data, d_out.ld, v.data, v.ld, ds.data(), n_k, false, pool);
+  // P = softmax(x), x = s·scale + bias  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P))·scale, in place
+  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  // for (b = 0; b < blocks; ++b) for (i in rows [b·B, (b+1)·B)) row i of dS
+  parallel_for(pool, blocks, [&](size_t b) {
+    const size_t r1 = std::min(n_q, (b + 1) * kAttentionRowBlock);
+    for (size_t i = b * kAttentionRowBlock; i < r1; ++i)
+      softmax_backward_row(p.data + i * p.ld, ds.data() + i * n_k, n_k, scale);
+  });
+  // s = q·kᵀ  ->  dq = dS·k: dS (n_q,n_k), k (n_k,d_k) -> dq (n_q,d_k)
+  gemm_nn(n_q, d_k, n_k, ds.data(), n_k, k.data, k.ld, dq.data, dq.ld, false, pool);
+  // s = q·kᵀ  ->  dk = dSᵀ·q: dS (n_q,n_k), q (n_q,d_k) -> dk (n_k,d_k)
+  gemm_tn(n_k, d_k, n_q, ds.data(), n_k, q.data, q.ld, dk.data, dk.ld, false, pool);
+}
+
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+                        ThreadPool* pool) {
+  check_backward_shapes(q, k, v, d_out, dq, dk, dv);
+  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
+  // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
+  std::vector<float> p(n_q * n_k);
+  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
+  parallel_for(pool, blocks, [&](size_t b) {
+    const size_t r0 = b * kAttentionRowBlock, rows = std::min(n_q, r0 + kAttentionRowBlock) - r0;
+    float* p_block = p.data() + r0 * n_k;
+    gemm_nt(rows, n_k, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, n_k);
+    softmax_rows(p_block, n_k, p_block, n_k, r0, rows, n_k, n_k, mask);
+  });
+  attention_backward_from_weights(q, k, v, {p.data(), n_q, n_k, n_k}, d_out, dq, dk, dv,
+                                  mask.scale, pool);
 }
 
 }  // namespace wa

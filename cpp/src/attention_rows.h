@@ -1,4 +1,5 @@
-// The serial unit of attention work that the thread pool spreads: a block of query rows.
+// The units of attention work shared by attention.cpp and multi_head_attention.cpp: the
+// forward for a block of query rows, and the backward from the forward's weights.
 #pragma once
 
 #include <cstddef>
@@ -15,5 +16,13 @@ constexpr size_t kAttentionRowBlock = 32;
 // trace, when set, points at the full (n_q,n_k) matrices of this attention.
 void attention_rows(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace* trace);
+
+// attention_backward given the forward's weights instead of recomputing them:
+// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v), p (n_q,n_k) softmax weights, d_out (n_q,d_v)
+//   -> dq (n_q,d_k), dk (n_k,d_k), dv (n_k,d_v).
+// pool spreads each pass (null: all on the calling thread, as inside a pool task).
+void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
+                                     ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
+                                     float scale, ThreadPool* pool);
 
 }  // namespace wa

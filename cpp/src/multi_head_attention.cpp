@@ -1,5 +1,7 @@
 // Multi-head attention forward: three projections (GEMMs over all batch rows), attention for
 // every (sequence, head, query block) as one task list, then the output projection.
+// Backward: the same passes in reverse, the attention part one task per (sequence, head)
+// (dK and dV sum over every query of the sequence).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -42,6 +44,32 @@ void check(const MhaShape& s, const MhaWeights& w, const float* x, const float* 
         std::to_string(s.n_q) + ", n_k " + std::to_string(s.n_k) + ", d_model " +
         std::to_string(s.d_model) + ", h " + std::to_string(s.heads) + ", d_k " +
         std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
+}
+
+// Σ over rows: m (rows,cols) -> sums (cols), rows added in order. No-op for a null sums.
+void column_sums(const float* m, size_t rows, size_t cols, float* sums) {
+  if (!sums) return;
+  std::fill(sums, sums + cols, 0.0f);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < cols; ++j) sums[j] += m[r * cols + j];
+}
+
+void check_backward(const MhaWeights& w, const float* context, const MhaTrace& saved,
+                    const float* d_out, const MhaGrads& g) {
+  std::string problem;
+  if (!d_out)
+    problem = "d_out is required";
+  else if (!saved.q || !saved.k || !saved.v || !saved.weights || !saved.concat)
+    problem = "the saved trace needs q, k, v, weights and concat from the forward";
+  else if (!g.dx || !g.dwq || !g.dwk || !g.dwv || !g.dwo)
+    problem = "grads needs dx, dwq, dwk, dwv and dwo";
+  else if (!context != !g.d_context)
+    problem = context ? "cross-attention needs grads.d_context"
+                      : "self-attention takes no grads.d_context (dx holds context's gradient)";
+  else if (!w.bq != !g.dbq || !w.bk != !g.dbk || !w.bv != !g.dbv || !w.bo != !g.dbo)
+    problem = "grads.db* must be set exactly for the biases w has (dbq for bq, ...)";
+  if (!problem.empty())
+    throw std::invalid_argument("multi-head attention backward: " + problem);
 }
 
 }  // namespace
@@ -91,6 +119,71 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
 
   // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
   project(concat, rows_q, hv, w.wo, w.bo, s.d_model, out, pool);
+}
+
+void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
+                  const MhaTrace& saved, const float* d_out, const ScoreMask& mask,
+                  const MhaGrads& g, ThreadPool* pool) {
+  check(s, w, x, context, d_out);
+  check_backward(w, context, saved, d_out, g);
+  const float* ctx = context ? context : x;
+  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  const size_t rows_q = s.batch * s.n_q, rows_k = s.batch * s.n_k;
+
+  std::vector<float> workspace(rows_q * hv + rows_q * hk + rows_k * hk + rows_k * hv);
+  float* d_concat = workspace.data();     // (batch·n_q, h·d_v)
+  float* dq = d_concat + rows_q * hv;     // (batch·n_q, h·d_k)
+  float* dk = dq + rows_q * hk;           // (batch·n_k, h·d_k)
+  float* dv = dk + rows_k * hk;           // (batch·n_k, h·d_v)
+
+  // out = concat·W_O + b_O:
+  //   concat (batch·n_q,h·d_v), d_out (batch·n_q,d_model) -> dW_O = concatᵀ·d_out (h·d_v,d_model)
+  gemm_tn(hv, s.d_model, rows_q, saved.concat, hv, d_out, s.d_model, g.dwo, s.d_model, false, pool);
+  column_sums(d_out, rows_q, s.d_model, g.dbo);
+  //   d_out (batch·n_q,d_model), W_O (h·d_v,d_model) -> dconcat = d_out·W_Oᵀ (batch·n_q,h·d_v)
+  gemm_nt(rows_q, hv, s.d_model, d_out, s.d_model, w.wo, s.d_model, d_concat, hv, false, pool);
+
+  // head_i = attention(Q_i, K_i, V_i), head i of sequence b into concat columns [i·d_v,(i+1)·d_v):
+  //   dconcat head slice -> dQ, dK, dV head slices, from the saved weights (batch, h, n_q, n_k)
+  auto head_backward = [&](size_t bh, ThreadPool* inner) {
+    const size_t head = bh % s.heads, b = bh / s.heads;
+    const size_t q0 = b * s.n_q, k0 = b * s.n_k;  // first row of sequence b
+    const ConstMatrix qh{saved.q + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
+    const ConstMatrix kh{saved.k + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
+    const ConstMatrix vh{saved.v + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
+    const ConstMatrix ph{saved.weights + bh * s.n_q * s.n_k, s.n_q, s.n_k, s.n_k};
+    const ConstMatrix doh{d_concat + q0 * hv + head * s.d_v, s.n_q, s.d_v, hv};
+    const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
+    const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
+    const Matrix dvh{dv + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
+    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, mask.scale, inner);
+  };
+  const size_t tasks = s.batch * s.heads;
+  if (tasks == 1) {
+    head_backward(0, pool);  // one head: its passes use the pool instead
+  } else {
+    // for (b < batch) for (head < h): writes only that head's columns of dQ, dK, dV
+    parallel_for(pool, tasks, [&](size_t bh) { head_backward(bh, nullptr); });
+  }
+
+  // Q = x·W_Q + b_Q: x (batch·n_q,d_model), dQ (batch·n_q,h·d_k) -> dW_Q = xᵀ·dQ (d_model,h·d_k)
+  gemm_tn(s.d_model, hk, rows_q, x, s.d_model, dq, hk, g.dwq, hk, false, pool);
+  column_sums(dq, rows_q, hk, g.dbq);
+  // K = context·W_K + b_K: -> dW_K = contextᵀ·dK (d_model,h·d_k)
+  gemm_tn(s.d_model, hk, rows_k, ctx, s.d_model, dk, hk, g.dwk, hk, false, pool);
+  column_sums(dk, rows_k, hk, g.dbk);
+  // V = context·W_V + b_V: -> dW_V = contextᵀ·dV (d_model,h·d_v)
+  gemm_tn(s.d_model, hv, rows_k, ctx, s.d_model, dv, hv, g.dwv, hv, false, pool);
+  column_sums(dv, rows_k, hv, g.dbv);
+
+  // Q = x·W_Q: dQ (batch·n_q,h·d_k), W_Q (d_model,h·d_k) -> dx = dQ·W_Qᵀ (batch·n_q,d_model)
+  gemm_nt(rows_q, s.d_model, hk, dq, hk, w.wq, hk, g.dx, s.d_model, false, pool);
+  // K = context·W_K, V = context·W_V -> d_context = dK·W_Kᵀ + dV·W_Vᵀ (batch·n_k,d_model);
+  // for self-attention context is x, and these add to dx.
+  const bool self = !context;
+  float* d_ctx = self ? g.dx : g.d_context;
+  gemm_nt(rows_k, s.d_model, hk, dk, hk, w.wk, hk, d_ctx, s.d_model, /*accumulate=*/self, pool);
+  gemm_nt(rows_k, s.d_model, hv, dv, hv, w.wv, hv, d_ctx, s.d_model, true, pool);
 }
 
 }  // namespace wa

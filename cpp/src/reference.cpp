@@ -1,15 +1,14 @@
 // Scalar references with double accumulation: the spec for the fast paths.
-// Written for clarity, not speed: plain loops, one output element at a time.
+// Written for clarity, not speed: plain loops, one output element at a time. Every op is a
+// function over doubles; the float entry points convert in, call it, and round once at the end.
 #include "wa/reference.h"
 
 #include <cmath>
 #include <limits>
-#include <vector>
 
 namespace wa::ref {
 namespace {
 
-using Doubles = std::vector<double>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in softmax.h.
@@ -38,7 +37,7 @@ Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, const ScoreMask& m) 
   return w;
 }
 
-// a (m,k) row stride lda, b (k,n) row stride ldb -> (m,n), in double.
+// a (m,k) row stride lda, b (k,n) row stride ldb -> a·b (m,n), in double.
 Doubles matmul_d(const double* a, size_t lda, const double* b, size_t ldb, size_t m, size_t n,
                  size_t k) {
   Doubles c(m * n, 0.0);
@@ -50,8 +49,51 @@ Doubles matmul_d(const double* a, size_t lda, const double* b, size_t ldb, size_
     }
   return c;
 }
+// a (m,k), b (n,k), dense -> a·bᵀ (m,n)
+Doubles matmul_nt_d(const double* a, const double* b, size_t m, size_t n, size_t k) {
+  Doubles c(m * n, 0.0);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (size_t p = 0; p < k; ++p) sum += a[i * k + p] * b[j * k + p];
+      c[i * n + j] = sum;
+    }
+  return c;
+}
+// a (k,m), b (k,n), dense -> aᵀ·b (m,n)
+Doubles matmul_tn_d(const double* a, const double* b, size_t m, size_t n, size_t k) {
+  Doubles c(m * n, 0.0);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (size_t p = 0; p < k; ++p) sum += a[p * m + i] * b[p * n + j];
+      c[i * n + j] = sum;
+    }
+  return c;
+}
 
-Doubles to_doubles(const float* p, size_t count) { return Doubles(p, p + count); }
+// sums (cols) += Σ over the rows of m (rows,cols)
+void add_column_sums(Doubles& sums, const Doubles& m, size_t rows, size_t cols) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < cols; ++c) sums[c] += m[r * cols + c];
+}
+// acc += d, element by element
+void add_to(Doubles& acc, const Doubles& d) {
+  for (size_t i = 0; i < d.size(); ++i) acc[i] += d[i];
+}
+// The columns [c0, c0+width) of m (rows, stride) as a dense (rows,width) matrix, and back.
+Doubles columns(const Doubles& m, size_t rows, size_t stride, size_t c0, size_t width) {
+  Doubles d(rows * width);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < width; ++c) d[r * width + c] = m[r * stride + c0 + c];
+  return d;
+}
+void set_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width, const Doubles& d) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < width; ++c) m[r * stride + c0 + c] = d[r * width + c];
+}
+
+Doubles to_doubles(const float* p, size_t count) { return p ? Doubles(p, p + count) : Doubles(); }
 Doubles to_doubles(ConstMatrix m) {
   Doubles d(m.rows * m.cols);
   for (size_t r = 0; r < m.rows; ++r)
@@ -61,18 +103,17 @@ Doubles to_doubles(ConstMatrix m) {
 void store(const Doubles& d, float* out) {
   for (size_t i = 0; i < d.size(); ++i) out[i] = static_cast<float>(d[i]);
 }
+void store(const Doubles& d, Matrix out) {
+  for (size_t r = 0; r < out.rows; ++r)
+    for (size_t c = 0; c < out.cols; ++c)
+      out.data[r * out.ld + c] = static_cast<float>(d[r * out.cols + c]);
+}
 
 // Attention in double: q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v).
 // trace (float, (n_q,n_k) each) when set.
 Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q, size_t n_k,
                     size_t d_k, size_t d_v, const ScoreMask& m, const AttentionTrace* trace) {
-  Doubles s(n_q * n_k);
-  for (size_t i = 0; i < n_q; ++i)
-    for (size_t j = 0; j < n_k; ++j) {
-      double dot = 0;
-      for (size_t p = 0; p < d_k; ++p) dot += q[i * d_k + p] * k[j * d_k + p];
-      s[i * n_k + j] = dot;
-    }
+  const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
   const Doubles w = softmax_d(s, n_q, n_k, m);
   if (trace) {
     for (size_t i = 0; i < n_q; ++i)
@@ -87,6 +128,87 @@ Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t
       }
   }
   return matmul_d(w.data(), n_k, v.data(), d_v, n_q, d_v, n_k);
+}
+
+struct AttentionGradsD {
+  Doubles dq, dk, dv;  // (n_q,d_k), (n_k,d_k), (n_k,d_v)
+};
+
+// The backward of attention_d: q, k, v, d_out (n_q,d_v) -> dq, dk, dv; its passes in reverse.
+AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const Doubles& v,
+                                     const Doubles& d_out, size_t n_q, size_t n_k, size_t d_k,
+                                     size_t d_v, const ScoreMask& m) {
+  const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
+  const Doubles p = softmax_d(s, n_q, n_k, m);
+  AttentionGradsD g;
+  // out = P·v -> dv = Pᵀ·d_out, dP = d_out·vᵀ
+  g.dv = matmul_tn_d(p.data(), d_out.data(), n_k, d_v, n_q);
+  Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
+  // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il)
+  // x = s·scale + bias               -> ds = dx·scale
+  for (size_t i = 0; i < n_q; ++i) {
+    double dot = 0;
+    for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
+    for (size_t j = 0; j < n_k; ++j)
+      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * m.scale;
+  }
+  // s = q·kᵀ -> dq = ds·k, dk = dsᵀ·q
+  g.dq = matmul_d(ds.data(), n_k, k.data(), d_k, n_q, d_k, n_k);
+  g.dk = matmul_tn_d(ds.data(), q.data(), n_k, d_k, n_q);
+  return g;
+}
+
+MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
+  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  return {to_doubles(w.wq, s.d_model * hk), to_doubles(w.wk, s.d_model * hk),
+          to_doubles(w.wv, s.d_model * hv), to_doubles(w.wo, hv * s.d_model),
+          to_doubles(w.bq, hk),             to_doubles(w.bk, hk),
+          to_doubles(w.bv, hv),             to_doubles(w.bo, s.d_model)};
+}
+
+// x (n,d_model), w (d_model,cols), bias (cols or empty) -> x·w + bias (n,cols)
+Doubles project_d(const double* x, size_t n, size_t d_model, const Doubles& w, const Doubles& bias,
+                  size_t cols) {
+  Doubles y = matmul_d(x, d_model, w.data(), cols, n, cols, d_model);
+  if (!bias.empty())
+    for (size_t r = 0; r < n; ++r)
+      for (size_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
+  return y;
+}
+
+// One sequence through the layer, every intermediate the backward needs kept.
+struct SequenceD {
+  Doubles q, k, v;  // (n_q,h·d_k), (n_k,h·d_k), (n_k,h·d_v)
+  Doubles concat;   // (n_q,h·d_v)
+  Doubles out;      // (n_q,d_model)
+};
+
+// x_b (n_q,d_model), context_b (n_k,d_model) of sequence b -> its forward. trace, when set,
+// receives the heads' attention intermediates of sequence b.
+SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const double* xb,
+                             const double* cb, const ScoreMask& mask, const MhaTrace* trace,
+                             size_t b) {
+  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  SequenceD f;
+  f.q = project_d(xb, s.n_q, s.d_model, w.wq, w.bq, hk);
+  f.k = project_d(cb, s.n_k, s.d_model, w.wk, w.bk, hk);
+  f.v = project_d(cb, s.n_k, s.d_model, w.wv, w.bv, hv);
+  f.concat.assign(s.n_q * hv, 0.0);
+  for (size_t h = 0; h < s.heads; ++h) {
+    AttentionTrace th{};
+    if (trace) {
+      const size_t offset = (b * s.heads + h) * s.n_q * s.n_k;
+      th = {trace->scores + offset, trace->scaled + offset, trace->masked + offset,
+            trace->weights + offset};
+    }
+    const Doubles o = attention_d(columns(f.q, s.n_q, hk, h * s.d_k, s.d_k),
+                                  columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
+                                  columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
+                                  s.d_v, mask, trace ? &th : nullptr);
+    set_columns(f.concat, s.n_q, hv, h * s.d_v, s.d_v, o);
+  }
+  f.out = project_d(f.concat.data(), s.n_q, hv, w.wo, w.bo, s.d_model);
+  return f;
 }
 
 }  // namespace
@@ -111,67 +233,119 @@ void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, const 
 
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
                        const ScoreMask& mask, const AttentionTrace* trace) {
-  const Doubles o = attention_d(to_doubles(q), to_doubles(k), to_doubles(v), q.rows, k.rows,
-                                q.cols, v.cols, mask, trace);
-  for (size_t r = 0; r < out.rows; ++r)
-    for (size_t c = 0; c < out.cols; ++c) out.data[r * out.ld + c] = static_cast<float>(o[r * out.cols + c]);
+  store(attention_d(to_doubles(q), to_doubles(k), to_doubles(v), q.rows, k.rows, q.cols, v.cols,
+                    mask, trace),
+        out);
+}
+
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask) {
+  const AttentionGradsD g = attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v),
+                                                 to_doubles(d_out), q.rows, k.rows, q.cols,
+                                                 v.cols, mask);
+  store(g.dq, dq);
+  store(g.dk, dk);
+  store(g.dv, dv);
 }
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
                  float* out, const ScoreMask& mask, const MhaTrace* trace) {
-  const float* ctx = context ? context : x;
-  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v, nn = s.n_q * s.n_k;
-  // x_b (n,d_model)·w (d_model,cols) + bias -> (n,cols), in double
-  auto project = [&](const float* xb, size_t n, const float* wm, const float* bias, size_t cols) {
-    const Doubles xd = to_doubles(xb, n * s.d_model), wd = to_doubles(wm, s.d_model * cols);
-    Doubles y = matmul_d(xd.data(), s.d_model, wd.data(), cols, n, cols, s.d_model);
-    if (bias)
-      for (size_t r = 0; r < n; ++r)
-        for (size_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
-    return y;
-  };
-  // the columns [c0, c0+width) of m (rows, stride) as a dense matrix
-  auto columns = [](const Doubles& m, size_t rows, size_t stride, size_t c0, size_t width) {
-    Doubles d(rows * width);
-    for (size_t r = 0; r < rows; ++r)
-      for (size_t c = 0; c < width; ++c) d[r * width + c] = m[r * stride + c0 + c];
-    return d;
-  };
-
+  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  const MhaWeightsDouble wd = to_doubles(s, w);
+  const Doubles xd = to_doubles(x, s.batch * s.n_q * s.d_model);
+  const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * s.d_model) : xd;
   for (size_t b = 0; b < s.batch; ++b) {
-    const float* xb = x + b * s.n_q * s.d_model;
-    const float* cb = ctx + b * s.n_k * s.d_model;
-    const Doubles q = project(xb, s.n_q, w.wq, w.bq, hk);
-    const Doubles k = project(cb, s.n_k, w.wk, w.bk, hk);
-    const Doubles v = project(cb, s.n_k, w.wv, w.bv, hv);
-    Doubles concat(s.n_q * hv);
-    for (size_t h = 0; h < s.heads; ++h) {
-      AttentionTrace th{};
-      if (trace) {
-        const size_t offset = (b * s.heads + h) * nn;
-        th = {trace->scores + offset, trace->scaled + offset, trace->masked + offset,
-              trace->weights + offset};
-      }
-      const Doubles o = attention_d(columns(q, s.n_q, hk, h * s.d_k, s.d_k),
-                                    columns(k, s.n_k, hk, h * s.d_k, s.d_k),
-                                    columns(v, s.n_k, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
-                                    s.d_v, mask, trace ? &th : nullptr);
-      for (size_t r = 0; r < s.n_q; ++r)
-        for (size_t c = 0; c < s.d_v; ++c) concat[r * hv + h * s.d_v + c] = o[r * s.d_v + c];
-    }
-    const Doubles wo = to_doubles(w.wo, hv * s.d_model);
-    Doubles y = matmul_d(concat.data(), hv, wo.data(), s.d_model, s.n_q, s.d_model, hv);
-    if (w.bo)
-      for (size_t r = 0; r < s.n_q; ++r)
-        for (size_t c = 0; c < s.d_model; ++c) y[r * s.d_model + c] += w.bo[c];
-    store(y, out + b * s.n_q * s.d_model);
+    const SequenceD f = sequence_forward_d(s, wd, &xd[b * s.n_q * s.d_model],
+                                           &cd[b * s.n_k * s.d_model], mask, trace, b);
+    store(f.out, out + b * s.n_q * s.d_model);
     if (trace) {
-      store(q, trace->q + b * s.n_q * hk);
-      store(k, trace->k + b * s.n_k * hk);
-      store(v, trace->v + b * s.n_k * hv);
-      store(concat, trace->concat + b * s.n_q * hv);
+      store(f.q, trace->q + b * s.n_q * hk);
+      store(f.k, trace->k + b * s.n_k * hk);
+      store(f.v, trace->v + b * s.n_k * hv);
+      store(f.concat, trace->concat + b * s.n_q * hv);
     }
   }
+}
+
+void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
+                  const float* d_out, const ScoreMask& mask, const MhaGrads& grads) {
+  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v, dm = s.d_model;
+  const MhaWeightsDouble wd = to_doubles(s, w);
+  const Doubles xd = to_doubles(x, s.batch * s.n_q * dm);
+  const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * dm) : xd;
+  Doubles dwq(dm * hk, 0.0), dwk(dm * hk, 0.0), dwv(dm * hv, 0.0), dwo(hv * dm, 0.0);
+  Doubles dbq(hk, 0.0), dbk(hk, 0.0), dbv(hv, 0.0), dbo(dm, 0.0);
+
+  for (size_t b = 0; b < s.batch; ++b) {
+    const double* xb = &xd[b * s.n_q * dm];
+    const double* cb = &cd[b * s.n_k * dm];
+    const SequenceD f = sequence_forward_d(s, wd, xb, cb, mask, nullptr, b);
+    const Doubles d_out_b = to_doubles(d_out + b * s.n_q * dm, s.n_q * dm);
+
+    // out = concat·W_O + b_O -> dW_O += concatᵀ·d_out, db_O += Σ_rows d_out, dconcat = d_out·W_Oᵀ
+    add_to(dwo, matmul_tn_d(f.concat.data(), d_out_b.data(), hv, dm, s.n_q));
+    add_column_sums(dbo, d_out_b, s.n_q, dm);
+    const Doubles d_concat = matmul_nt_d(d_out_b.data(), wd.wo.data(), s.n_q, hv, dm);
+
+    // head_i = attention(Q_i, K_i, V_i) -> the heads' column slices of dQ, dK, dV
+    Doubles dq(s.n_q * hk), dk(s.n_k * hk), dv(s.n_k * hv);
+    for (size_t h = 0; h < s.heads; ++h) {
+      const AttentionGradsD g = attention_backward_d(
+          columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
+          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v),
+          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, mask);
+      set_columns(dq, s.n_q, hk, h * s.d_k, s.d_k, g.dq);
+      set_columns(dk, s.n_k, hk, h * s.d_k, s.d_k, g.dk);
+      set_columns(dv, s.n_k, hv, h * s.d_v, s.d_v, g.dv);
+    }
+
+    // Q = x·W_Q + b_Q -> dW_Q += xᵀ·dQ, db_Q += Σ_rows dQ, dx = dQ·W_Qᵀ
+    add_to(dwq, matmul_tn_d(xb, dq.data(), dm, hk, s.n_q));
+    add_column_sums(dbq, dq, s.n_q, hk);
+    Doubles dx = matmul_nt_d(dq.data(), wd.wq.data(), s.n_q, dm, hk);
+    // K = context·W_K + b_K, V = context·W_V + b_V -> dW_K, dW_V, db_K, db_V,
+    //   d_context = dK·W_Kᵀ + dV·W_Vᵀ
+    add_to(dwk, matmul_tn_d(cb, dk.data(), dm, hk, s.n_k));
+    add_to(dwv, matmul_tn_d(cb, dv.data(), dm, hv, s.n_k));
+    add_column_sums(dbk, dk, s.n_k, hk);
+    add_column_sums(dbv, dv, s.n_k, hv);
+    Doubles d_context = matmul_nt_d(dk.data(), wd.wk.data(), s.n_k, dm, hk);
+    add_to(d_context, matmul_nt_d(dv.data(), wd.wv.data(), s.n_k, dm, hv));
+
+    if (context) {
+      store(d_context, grads.d_context + b * s.n_k * dm);
+    } else {
+      add_to(dx, d_context);  // context is x
+    }
+    store(dx, grads.dx + b * s.n_q * dm);
+  }
+  store(dwq, grads.dwq);
+  store(dwk, grads.dwk);
+  store(dwv, grads.dwv);
+  store(dwo, grads.dwo);
+  if (grads.dbq) store(dbq, grads.dbq);
+  if (grads.dbk) store(dbk, grads.dbk);
+  if (grads.dbv) store(dbv, grads.dbv);
+  if (grads.dbo) store(dbo, grads.dbo);
+}
+
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v,
+                                 size_t n_q, size_t n_k, size_t d_k, size_t d_v,
+                                 const ScoreMask& mask) {
+  return attention_d(q, k, v, n_q, n_k, d_k, d_v, mask, nullptr);
+}
+
+Doubles mha_forward_double(const MhaShape& s, const MhaWeightsDouble& w, const Doubles& x,
+                           const Doubles& context, const ScoreMask& mask) {
+  const Doubles& ctx = context.empty() ? x : context;
+  Doubles out;
+  out.reserve(s.batch * s.n_q * s.d_model);
+  for (size_t b = 0; b < s.batch; ++b) {
+    const SequenceD f = sequence_forward_d(s, w, &x[b * s.n_q * s.d_model],
+                                           &ctx[b * s.n_k * s.d_model], mask, nullptr, b);
+    out.insert(out.end(), f.out.begin(), f.out.end());
+  }
+  return out;
 }
 
 }  // namespace wa::ref

@@ -1,4 +1,4 @@
-// Scaled dot-product attention and multi-head attention, forward.
+// Scaled dot-product attention and multi-head attention, forward and backward.
 // Letters as in softmax.h. Every matrix is row-major float32.
 #pragma once
 
@@ -36,6 +36,21 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
                        const ScoreMask& mask, const AttentionTrace* trace = nullptr,
                        ThreadPool* pool = nullptr);
 
+// The backward of attention_forward: given d_out = ∂L/∂out for some scalar loss L,
+// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v), d_out (n_q,d_v) -> dq (n_q,d_k), dk (n_k,d_k), dv (n_k,d_v).
+// Recomputes the weights P = softmax(mask(q·kᵀ·scale)) (n_q,n_k), then, in reverse:
+//   out = P·v             -> dv = Pᵀ·d_out, dP = d_out·vᵀ
+//   P = softmax(x)        -> dx = P ⊙ (dP − rowsum(dP ⊙ P))   (Jacobian-vector product)
+//   x = s·scale + bias    -> ds = dx·scale
+//   s = q·kᵀ              -> dq = ds·k, dk = dsᵀ·q
+// A masked (query, key) pair has P = 0 and passes exactly zero gradient; a query whose keys are
+// all masked gets a zero dq row and adds nothing to dk and dv. The gradients are written (not
+// accumulated) and must not overlap the inputs. Works in 2·n_q·n_k floats of its own memory.
+// Throws std::invalid_argument on shapes that do not fit together.
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+                        ThreadPool* pool = nullptr);
+
 // Multi-head attention over a batch of sequences.
 //   x (batch,n_q,d_model): the queries' sequence; context (batch,n_k,d_model): the keys' and
 //   values' sequence (cross-attention), or null for self-attention (context = x, n_k = n_q).
@@ -72,5 +87,34 @@ struct MhaTrace {
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
                  const float* context, float* out, const ScoreMask& mask,
                  const MhaTrace* trace = nullptr, ThreadPool* pool = nullptr);
+
+// Gradients of mha_forward, each the shape of what it differentiates. Caller-owned; written,
+// not accumulated; weight and bias gradients are summed over the batch.
+struct MhaGrads {
+  float* dx;                        // (batch, n_q, d_model)
+  float* d_context = nullptr;       // (batch, n_k, d_model); null for self-attention, whose
+                                    // context is x: dx then carries the K and V terms too
+  float* dwq;                       // (d_model, h·d_k)
+  float* dwk;                       // (d_model, h·d_k)
+  float* dwv;                       // (d_model, h·d_v)
+  float* dwo;                       // (h·d_v, d_model)
+  float* dbq = nullptr;             // (h·d_k); set exactly when w.bq is
+  float* dbk = nullptr;             // (h·d_k); set exactly when w.bk is
+  float* dbv = nullptr;             // (h·d_v); set exactly when w.bv is
+  float* dbo = nullptr;             // (d_model); set exactly when w.bo is
+};
+
+// The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
+// saved is the trace of the forward call with these same arguments; the backward reads its
+// q, k, v, weights and concat (scores, scaled and masked may be null). In reverse:
+//   out = concat·W_O + b_O          -> dW_O = concatᵀ·d_out, db_O = Σ_rows d_out, dconcat = d_out·W_Oᵀ
+//   head_i = attention(Q_i,K_i,V_i) -> dQ_i, dK_i, dV_i as attention_backward, from the saved weights
+//   Q = x·W_Q + b_Q                 -> dW_Q = xᵀ·dQ, db_Q = Σ_rows dQ, dx = dQ·W_Qᵀ
+//   K = context·W_K + b_K           -> dW_K = contextᵀ·dK, db_K = Σ_rows dK, d_context = dK·W_Kᵀ
+//   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
+// Throws std::invalid_argument on impossible shapes or missing buffers.
+void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
+                  const float* context, const MhaTrace& saved, const float* d_out,
+                  const ScoreMask& mask, const MhaGrads& grads, ThreadPool* pool = nullptr);
 
 }  // namespace wa

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "wa/attention.h"
 #include "wa/gemm.h"
@@ -23,5 +24,34 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
                  const float* context, float* out, const ScoreMask& mask,
                  const MhaTrace* trace = nullptr);
+
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
+                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask);
+
+// As wa::mha_backward, but without the saved trace: the reference recomputes every
+// intermediate of the forward in double instead of reading the forward's float copies.
+void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
+                  const float* context, const float* d_out, const ScoreMask& mask,
+                  const MhaGrads& grads);
+
+// ---- The forwards in double throughout: inputs and outputs too ----
+// What finite differences of the backwards need: a step of 1e-5 is below a float's resolution
+// for most inputs. The float references above round these same computations once, at the end.
+// Matrices are dense row-major vectors; the mask's bias stays float (it is not differentiated).
+using Doubles = std::vector<double>;
+
+// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v)
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v,
+                                 size_t n_q, size_t n_k, size_t d_k, size_t d_v,
+                                 const ScoreMask& mask);
+
+// Shapes as in MhaWeights; an empty bias is no bias.
+struct MhaWeightsDouble {
+  Doubles wq, wk, wv, wo, bq, bk, bv, bo;
+};
+// x (batch,n_q,d_model), context (batch,n_k,d_model) or empty for self-attention
+//   -> out (batch,n_q,d_model)
+Doubles mha_forward_double(const MhaShape& shape, const MhaWeightsDouble& w, const Doubles& x,
+                           const Doubles& context, const ScoreMask& mask);
 
 }  // namespace wa::ref
