@@ -14,6 +14,7 @@
 
 #include "wa/attention.h"
 #include "wa/build_info.h"
+#include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
 namespace {
@@ -37,6 +38,12 @@ std::string guarded(F&& call) {
   }
 }
 
+struct MatmulArgs {
+  uintptr_t a, b, c;  // op(a) (m,k), op(b) (k,n) -> c (m,n)
+  uint32_t m, n, k;
+  bool transpose_a, transpose_b;  // a stored (k,m) / b stored (n,k)
+};
+
 struct AttentionArgs {
   uintptr_t q, k, v, out;  // (n_q,d_k), (n_k,d_k), (n_k,d_v) -> (n_q,d_v)
   uint32_t n_q, n_k, d_k, d_v;
@@ -53,7 +60,16 @@ struct MhaArgs {
   float scale;
   bool causal;
   uintptr_t keep, bias;
-  uintptr_t q, k, v, scores, scaled, masked, weights, concat;  // trace, or all 0
+  // trace: q, k, v, concat set together (or all 0), and scores..weights all set or all 0
+  uintptr_t q, k, v, scores, scaled, masked, weights, concat;
+};
+
+// The gradient side of a backward call: d_out in, gradients out (0 where absent).
+struct AttentionGradArgs {
+  uintptr_t d_out, dq, dk, dv;
+};
+struct MhaGradArgs {
+  uintptr_t d_out, dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
 };
 
 std::string set_threads(int threads) {
@@ -79,6 +95,16 @@ wa::ScoreMask score_mask(float scale, bool causal, uintptr_t keep, uintptr_t bia
   return m;
 }
 
+std::string matmul(const MatmulArgs& a) {
+  return guarded([&] {
+    const wa::Transpose ta = a.transpose_a ? wa::Transpose::yes : wa::Transpose::no;
+    const wa::Transpose tb = a.transpose_b ? wa::Transpose::yes : wa::Transpose::no;
+    wa::gemm(ta, tb, a.m, a.n, a.k, ptr<const float>(a.a), a.transpose_a ? a.m : a.k,
+             ptr<const float>(a.b), a.transpose_b ? a.k : a.n, ptr<float>(a.c), a.n, false,
+             pool.get());
+  });
+}
+
 std::string attention_forward(const AttentionArgs& a) {
   return guarded([&] {
     const wa::AttentionTrace trace{ptr<float>(a.scores), ptr<float>(a.scaled),
@@ -92,18 +118,53 @@ std::string attention_forward(const AttentionArgs& a) {
   });
 }
 
+wa::MhaShape mha_shape(const MhaArgs& a) {
+  return {a.batch, a.n_q, a.n_k, a.d_model, a.heads, a.d_k, a.d_v};
+}
+wa::MhaWeights mha_weights(const MhaArgs& a) {
+  return {ptr<const float>(a.wq), ptr<const float>(a.wk), ptr<const float>(a.wv),
+          ptr<const float>(a.wo), ptr<const float>(a.bq), ptr<const float>(a.bk),
+          ptr<const float>(a.bv), ptr<const float>(a.bo)};
+}
+wa::MhaTrace mha_trace(const MhaArgs& a) {
+  return {ptr<float>(a.q),      ptr<float>(a.k),      ptr<float>(a.v),
+          ptr<float>(a.scores), ptr<float>(a.scaled), ptr<float>(a.masked),
+          ptr<float>(a.weights), ptr<float>(a.concat)};
+}
+
+std::string attention_backward(const AttentionArgs& a, const AttentionGradArgs& g) {
+  return guarded([&] {
+    wa::attention_backward({ptr<const float>(a.q), a.n_q, a.d_k, a.d_k},
+                           {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
+                           {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
+                           {ptr<const float>(g.d_out), a.n_q, a.d_v, a.d_v},
+                           {ptr<float>(g.dq), a.n_q, a.d_k, a.d_k},
+                           {ptr<float>(g.dk), a.n_k, a.d_k, a.d_k},
+                           {ptr<float>(g.dv), a.n_k, a.d_v, a.d_v},
+                           score_mask(a.scale, a.causal, a.keep, a.bias), pool.get());
+  });
+}
+
+// a's q, k, v and concat hold what the forward saved (its trace).
+std::string mha_backward(const MhaArgs& a, const MhaGradArgs& g) {
+  return guarded([&] {
+    const wa::MhaGrads grads{ptr<float>(g.dx),  ptr<float>(g.d_context), ptr<float>(g.dwq),
+                             ptr<float>(g.dwk), ptr<float>(g.dwv),       ptr<float>(g.dwo),
+                             ptr<float>(g.dbq), ptr<float>(g.dbk),       ptr<float>(g.dbv),
+                             ptr<float>(g.dbo)};
+    wa::mha_backward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
+                     ptr<const float>(a.context), mha_trace(a), ptr<const float>(g.d_out),
+                     score_mask(a.scale, a.causal, a.keep, a.bias), grads, pool.get());
+  });
+}
+
 std::string mha_forward(const MhaArgs& a) {
   return guarded([&] {
-    const wa::MhaShape shape{a.batch, a.n_q, a.n_k, a.d_model, a.heads, a.d_k, a.d_v};
-    const wa::MhaWeights w{ptr<const float>(a.wq), ptr<const float>(a.wk), ptr<const float>(a.wv),
-                           ptr<const float>(a.wo), ptr<const float>(a.bq), ptr<const float>(a.bk),
-                           ptr<const float>(a.bv), ptr<const float>(a.bo)};
-    const wa::MhaTrace trace{ptr<float>(a.q),      ptr<float>(a.k),      ptr<float>(a.v),
-                             ptr<float>(a.scores), ptr<float>(a.scaled), ptr<float>(a.masked),
-                             ptr<float>(a.weights), ptr<float>(a.concat)};
-    wa::mha_forward(shape, w, ptr<const float>(a.x), ptr<const float>(a.context),
-                    ptr<float>(a.out), score_mask(a.scale, a.causal, a.keep, a.bias),
-                    a.scores ? &trace : nullptr, pool.get());
+    const wa::MhaTrace trace = mha_trace(a);
+    wa::mha_forward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
+                    ptr<const float>(a.context), ptr<float>(a.out),
+                    score_mask(a.scale, a.causal, a.keep, a.bias), a.q ? &trace : nullptr,
+                    pool.get());
   });
 }
 
@@ -111,6 +172,10 @@ std::string mha_forward(const MhaArgs& a) {
 
 EMSCRIPTEN_BINDINGS(wasm_attention) {
   using namespace emscripten;
+  value_object<MatmulArgs>("MatmulArgs")
+      .field("a", &MatmulArgs::a).field("b", &MatmulArgs::b).field("c", &MatmulArgs::c)
+      .field("m", &MatmulArgs::m).field("n", &MatmulArgs::n).field("k", &MatmulArgs::k)
+      .field("transposeA", &MatmulArgs::transpose_a).field("transposeB", &MatmulArgs::transpose_b);
   value_object<AttentionArgs>("AttentionArgs")
       .field("q", &AttentionArgs::q).field("k", &AttentionArgs::k).field("v", &AttentionArgs::v)
       .field("out", &AttentionArgs::out)
@@ -134,10 +199,23 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("scores", &MhaArgs::scores).field("scaled", &MhaArgs::scaled)
       .field("masked", &MhaArgs::masked).field("weights", &MhaArgs::weights)
       .field("concat", &MhaArgs::concat);
+  value_object<AttentionGradArgs>("AttentionGradArgs")
+      .field("dOut", &AttentionGradArgs::d_out).field("dq", &AttentionGradArgs::dq)
+      .field("dk", &AttentionGradArgs::dk).field("dv", &AttentionGradArgs::dv);
+  value_object<MhaGradArgs>("MhaGradArgs")
+      .field("dOut", &MhaGradArgs::d_out).field("dx", &MhaGradArgs::dx)
+      .field("dContext", &MhaGradArgs::d_context)
+      .field("dwq", &MhaGradArgs::dwq).field("dwk", &MhaGradArgs::dwk)
+      .field("dwv", &MhaGradArgs::dwv).field("dwo", &MhaGradArgs::dwo)
+      .field("dbq", &MhaGradArgs::dbq).field("dbk", &MhaGradArgs::dbk)
+      .field("dbv", &MhaGradArgs::dbv).field("dbo", &MhaGradArgs::dbo);
   function("setThreads", &set_threads);
   function("threads", &threads);
   function("simdIsa", &simd_isa);
   function("allocatedBytes", &allocated_bytes);
+  function("matmul", &matmul);
   function("attentionForward", &attention_forward);
   function("mhaForward", &mha_forward);
+  function("attentionBackward", &attention_backward);
+  function("mhaBackward", &mha_backward);
 }

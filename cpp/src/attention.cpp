@@ -122,6 +122,19 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
   });
 }
 
+void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matrix p,
+                       ThreadPool* pool) {
+  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
+  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
+  parallel_for(pool, blocks, [&](size_t b) {
+    const size_t r0 = b * kAttentionRowBlock, rows = std::min(n_q, r0 + kAttentionRowBlock) - r0;
+    float* p_block = p.data + r0 * p.ld;
+    gemm_nt(rows, n_k, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
+    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, n_k, n_k, mask);
+  });
+}
+
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
                                      ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
                                      float scale, ThreadPool* pool) {
@@ -149,17 +162,10 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
                         Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
                         ThreadPool* pool) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
-  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
+  const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
   std::vector<float> p(n_q * n_k);
-  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
-  parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r0 = b * kAttentionRowBlock, rows = std::min(n_q, r0 + kAttentionRowBlock) - r0;
-    float* p_block = p.data() + r0 * n_k;
-    gemm_nt(rows, n_k, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, n_k);
-    softmax_rows(p_block, n_k, p_block, n_k, r0, rows, n_k, n_k, mask);
-  });
+  attention_weights(q, k, mask, {p.data(), n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p.data(), n_q, n_k, n_k}, d_out, dq, dk, dv,
                                   mask.scale, pool);
 }

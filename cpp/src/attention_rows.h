@@ -17,6 +17,12 @@ constexpr size_t kAttentionRowBlock = 32;
 void attention_rows(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace* trace);
 
+// The forward's weights again: q (n_q,d_k), k (n_k,d_k) -> p (n_q,n_k) =
+// softmax(mask(q·kᵀ·scale)), bitwise as attention_forward computes them. pool spreads the
+// row blocks (null: all on the calling thread).
+void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matrix p,
+                       ThreadPool* pool);
+
 // attention_backward given the forward's weights instead of recomputing them:
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v), p (n_q,n_k) softmax weights, d_out (n_q,d_v)
 //   -> dq (n_q,d_k), dk (n_k,d_k), dv (n_k,d_v).

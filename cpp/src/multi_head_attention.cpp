@@ -30,7 +30,7 @@ void project(const float* x, size_t rows, size_t d_model, const float* w, const 
 }
 
 void check(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-           const float* out) {
+           const float* out, const MhaTrace* trace) {
   std::string problem;
   if (!s.batch || !s.n_q || !s.n_k || !s.d_model || !s.heads || !s.d_k || !s.d_v)
     problem = "every dimension must be at least 1";
@@ -38,6 +38,10 @@ void check(const MhaShape& s, const MhaWeights& w, const float* x, const float* 
     problem = "self-attention (no context) needs n_k == n_q";
   else if (!x || !out || !w.wq || !w.wk || !w.wv || !w.wo)
     problem = "x, out and the four weight matrices are required";
+  else if (trace && (!trace->q || !trace->k || !trace->v || !trace->concat ||
+                     !trace->scores != !trace->scaled || !trace->scores != !trace->masked ||
+                     !trace->scores != !trace->weights))
+    problem = "a trace sets q, k, v and concat, and scores, scaled, masked, weights all or none";
   if (!problem.empty())
     throw std::invalid_argument(
         "multi-head attention: " + problem + ": batch " + std::to_string(s.batch) + ", n_q " +
@@ -59,8 +63,8 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
   std::string problem;
   if (!d_out)
     problem = "d_out is required";
-  else if (!saved.q || !saved.k || !saved.v || !saved.weights || !saved.concat)
-    problem = "the saved trace needs q, k, v, weights and concat from the forward";
+  else if (!saved.q || !saved.k || !saved.v || !saved.concat)
+    problem = "the saved trace needs q, k, v and concat from the forward";
   else if (!g.dx || !g.dwq || !g.dwk || !g.dwv || !g.dwo)
     problem = "grads needs dx, dwq, dwk, dwv and dwo";
   else if (!context != !g.d_context)
@@ -76,11 +80,12 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
                  float* out, const ScoreMask& mask, const MhaTrace* trace, ThreadPool* pool) {
-  check(s, w, x, context, out);
+  check(s, w, x, context, out, trace);
   const float* ctx = context ? context : x;
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   const size_t rows_q = s.batch * s.n_q, rows_k = s.batch * s.n_k;
 
+  const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
   std::vector<float> workspace;
   float *q, *k, *v, *concat;
   if (trace) {
@@ -107,14 +112,14 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
     const ConstMatrix vh{v + b * s.n_k * hv + head * s.d_v, s.n_k, s.d_v, hv};
     const Matrix oh{concat + b * s.n_q * hv + head * s.d_v, s.n_q, s.d_v, hv};
     AttentionTrace th{};
-    if (trace) {
+    if (head_traces) {
       const size_t offset = bh * s.n_q * s.n_k;
       th = {trace->scores + offset, trace->scaled + offset, trace->masked + offset,
             trace->weights + offset};
     }
     const size_t r0 = block * kAttentionRowBlock;
     attention_rows(qh, kh, vh, oh, mask, r0, std::min(s.n_q, r0 + kAttentionRowBlock),
-                   trace ? &th : nullptr);
+                   head_traces ? &th : nullptr);
   });
 
   // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
@@ -124,7 +129,7 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
                   const MhaTrace& saved, const float* d_out, const ScoreMask& mask,
                   const MhaGrads& g, ThreadPool* pool) {
-  check(s, w, x, context, d_out);
+  check(s, w, x, context, d_out, nullptr);
   check_backward(w, context, saved, d_out, g);
   const float* ctx = context ? context : x;
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
@@ -151,7 +156,14 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     const ConstMatrix qh{saved.q + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const ConstMatrix kh{saved.k + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
     const ConstMatrix vh{saved.v + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    const ConstMatrix ph{saved.weights + bh * s.n_q * s.n_k, s.n_q, s.n_k, s.n_k};
+    std::vector<float> recomputed;
+    const float* p = saved.weights ? saved.weights + bh * s.n_q * s.n_k : nullptr;
+    if (!p) {  // the forward kept no weights: q_h (n_q,d_k), k_h (n_k,d_k) -> P (n_q,n_k)
+      recomputed.resize(s.n_q * s.n_k);
+      attention_weights(qh, kh, mask, {recomputed.data(), s.n_q, s.n_k, s.n_k}, inner);
+      p = recomputed.data();
+    }
+    const ConstMatrix ph{p, s.n_q, s.n_k, s.n_k};
     const ConstMatrix doh{d_concat + q0 * hv + head * s.d_v, s.n_q, s.d_v, hv};
     const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};

@@ -1,6 +1,7 @@
 // Multi-head attention backward: the reference against finite differences of the double
 // forward (self and cross, batch 2, biases, masks), the fast path against the reference,
-// exact zeros for masked tokens, thread-count independence, and missing buffers.
+// exact zeros for masked tokens, thread-count independence, missing buffers, and a saved
+// trace without weights.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -244,11 +245,40 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
       "multi-head attention backward: grads.db* must be set exactly for the biases w has (dbq "
       "for bq, ...)",
       std::invalid_argument);
-  MhaTrace no_weights = trace;
-  no_weights.weights = nullptr;
-  CHECK_THROWS_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), no_weights,
-                               l.d_out.data(), m, g.grads()),
-                  std::invalid_argument);
+  MhaTrace no_concat = trace;
+  no_concat.concat = nullptr;
+  CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), no_concat,
+                                    l.d_out.data(), m, g.grads()),
+                       "multi-head attention backward: the saved trace needs q, k, v and concat "
+                       "from the forward",
+                       std::invalid_argument);
+}
+
+TEST_CASE("a forward that saved only q, k, v and concat gives the same gradients, bitwise") {
+  for (bool cross : {false, true}) {
+    const Layer l({2, 37, cross ? size_t{41} : size_t{37}, 16, 4, 4, 5}, cross, true, 77);
+    const ScoreMask m = l.mask(!cross);
+    const Grads full = backward(l, m, &test::test_pool());
+
+    Saved saved(l.s);
+    MhaTrace small = saved.trace();
+    small.scores = small.scaled = small.masked = small.weights = nullptr;
+    std::vector<float> out(l.d_out.size());
+    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &small, &test::test_pool());
+    Grads g(l);
+    mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), m,
+                 g.grads(), &test::test_pool());
+    INFO("cross=" << cross);
+    CHECK(test::bitwise_equal(g.dx, full.dx));
+    CHECK(test::bitwise_equal(g.d_context, full.d_context));
+    CHECK(test::bitwise_equal(g.dwq, full.dwq));
+    CHECK(test::bitwise_equal(g.dwk, full.dwk));
+    CHECK(test::bitwise_equal(g.dwv, full.dwv));
+    CHECK(test::bitwise_equal(g.dwo, full.dwo));
+    CHECK(test::bitwise_equal(g.dbq, full.dbq));
+    CHECK(test::bitwise_equal(g.dbo, full.dbo));
+    CHECK(test::max_abs_diff(g.dwq, std::vector<float>(g.dwq.size(), 0.0f)).max_abs > 0);  // not vacuous
+  }
 }
 
 }  // namespace

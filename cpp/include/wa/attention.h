@@ -72,7 +72,9 @@ struct MhaWeights {
   const float* bv = nullptr;  // (h·d_v)
   const float* bo = nullptr;  // (d_model)
 };
-// Every intermediate, caller-owned; all pointers set, or pass no trace.
+// Every intermediate, caller-owned. q, k, v and concat are set together; so are scores,
+// scaled, masked and weights, and those four may be left null: the trace then holds only
+// O(n·d_model) values, what mha_backward needs to recompute the rest.
 struct MhaTrace {
   float* q;        // (batch, n_q, h·d_k)
   float* k;        // (batch, n_k, h·d_k)
@@ -106,7 +108,8 @@ struct MhaGrads {
 
 // The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
 // saved is the trace of the forward call with these same arguments; the backward reads its
-// q, k, v, weights and concat (scores, scaled and masked may be null). In reverse:
+// q, k, v and concat, and its weights if set (else it recomputes them, head by head, from q
+// and k: one more q·kᵀ and softmax instead of keeping (batch,h,n_q,n_k) floats). In reverse:
 //   out = concat·W_O + b_O          -> dW_O = concatᵀ·d_out, db_O = Σ_rows d_out, dconcat = d_out·W_Oᵀ
 //   head_i = attention(Q_i,K_i,V_i) -> dQ_i, dK_i, dV_i as attention_backward, from the saved weights
 //   Q = x·W_Q + b_Q                 -> dW_Q = xᵀ·dQ, db_Q = Σ_rows dQ, dx = dQ·W_Qᵀ
