@@ -1,5 +1,5 @@
-// Scaled dot-product attention forward, in blocks of query rows:
-//   s = q_block·kᵀ; w = softmax(mask(s·scale)); out_block = w·v.
+// Scaled dot-product attention forward, in blocks of query rows (attention_rows.cpp) over k
+// and v packed once:  s = q_block·kᵀ; w = softmax(mask(s·scale)); out_block = w·v.
 // And its backward: the weights recomputed in the same blocks, then whole-matrix passes
 // (dk and dv sum over every query, so they are GEMMs over all rows, not per-block sums).
 #include <algorithm>
@@ -15,36 +15,6 @@
 #include "wa/thread_pool.h"
 
 namespace wa {
-
-void attention_rows(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
-                    const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace* trace) {
-  const size_t rows = r1 - r0, n_k = k.rows, d_k = q.cols, d_v = v.cols;
-  // Causal: query i sees keys j <= i, so keys from r1 on are masked for the whole block and
-  // need not be scored. A trace shows every score, so it takes them all.
-  const size_t cols = mask.causal && !trace ? std::min(n_k, r1) : n_k;
-
-  float* scores;
-  float* weights;
-  size_t ld;
-  if (trace) {
-    ld = n_k;
-    scores = trace->scores + r0 * ld;
-    weights = trace->weights + r0 * ld;
-  } else {
-    ld = cols;
-    scores = weights = thread_scratch(ScratchSlot::attention_scores, rows * cols);
-  }
-
-  // q_block (rows,d_k), k (cols,d_k) -> scores (rows,cols)
-  gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, scores, ld);
-  if (trace)
-    score_trace_rows(scores, ld, trace->scaled + r0 * ld, trace->masked + r0 * ld, r0, rows,
-                     n_k, mask);
-  // scores (rows,cols) -> weights (rows,cols)
-  softmax_rows(scores, ld, weights, ld, r0, rows, cols, n_k, mask);
-  // weights (rows,cols), v (cols,d_v) -> out_block (rows,d_v)
-  gemm_nn(rows, d_v, cols, weights, ld, v.data, v.ld, out.data + r0 * out.ld, out.ld);
-}
 
 namespace {
 
@@ -114,24 +84,14 @@ void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
                        const ScoreMask& mask, const AttentionTrace* trace, ThreadPool* pool) {
   check_shapes(q, k, v, out);
+  float* buffer = thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(k.rows, k.cols, v.cols));
+  const PackedKV kv = pack_kv(k, v, buffer, pool);
   const size_t blocks = (q.rows + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B)
+  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B): the fused form unless every score is asked for
   parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r0 = b * kAttentionRowBlock;
-    attention_rows(q, k, v, out, mask, r0, std::min(q.rows, r0 + kAttentionRowBlock), trace);
-  });
-}
-
-void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matrix p,
-                       ThreadPool* pool) {
-  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
-  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
-  parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r0 = b * kAttentionRowBlock, rows = std::min(n_q, r0 + kAttentionRowBlock) - r0;
-    float* p_block = p.data + r0 * p.ld;
-    gemm_nt(rows, n_k, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
-    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, n_k, n_k, mask);
+    const size_t r0 = b * kAttentionRowBlock, r1 = std::min(q.rows, r0 + kAttentionRowBlock);
+    if (trace) attention_rows(q, kv, out, mask, r0, r1, trace);
+    else attention_rows_fused(q, kv, out, mask, r0, r1);
   });
 }
 

@@ -103,7 +103,8 @@ void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float*
 }
 
 void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
-                   const float* packed_b, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
+                   const float* packed_b, size_t packed_k, float* c, size_t ldc, bool accumulate,
+                   ThreadPool* pool) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)
@@ -122,7 +123,7 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
       const size_t kc = std::min(kKC, k - p0);
       pack_a(ta, a, lda, m, i0, mc, p0, kc, packed_a);
       for (size_t j = j0; j < j0 + nc; j += kGemmNR) {
-        const float* b_panel = packed_b + j * k + p0 * kGemmNR;  // panel j/NR starts at j·k
+        const float* b_panel = packed_b + j * packed_k + p0 * kGemmNR;  // panel j/NR at j·packed_k
         const size_t nr = std::min(kGemmNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kGemmMR) {
           kernels::f32_gemm_4x8_vec128(std::min(kGemmMR, m - i), nr, kc,
@@ -136,11 +137,11 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
 
 void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
           const float* b, size_t ldb, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
-  if (m == 0 || n == 0 || k == 0) return gemm_packed_b(ta, m, n, k, a, lda, nullptr, c, ldc, accumulate, pool);
+  if (m == 0 || n == 0 || k == 0) return gemm_packed_b(ta, m, n, k, a, lda, nullptr, k, c, ldc, accumulate, pool);
   float* packed = thread_scratch(ScratchSlot::gemm_b, packed_b_floats(k, n));
   const bool parallel = static_cast<double>(m) * n * k >= kSerialFlops;
   pack_b(tb, k, n, b, ldb, packed, parallel ? pool : nullptr);
-  gemm_packed_b(ta, m, n, k, a, lda, packed, c, ldc, accumulate, pool);
+  gemm_packed_b(ta, m, n, k, a, lda, packed, k, c, ldc, accumulate, pool);
 }
 
 }  // namespace wa

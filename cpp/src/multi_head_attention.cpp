@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention_rows.h"
+#include "scratch.h"
 #include "wa/attention.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
@@ -103,23 +104,32 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   project(ctx, rows_k, s.d_model, w.wk, w.bk, hk, k, pool);
   project(ctx, rows_k, s.d_model, w.wv, w.bv, hv, v, pool);
 
-  // for (b < batch) for (head < h) for (block < blocks): head output rows -> concat columns
-  const size_t blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  parallel_for(pool, s.batch * s.heads * blocks, [&](size_t t) {
-    const size_t block = t % blocks, bh = t / blocks, head = bh % s.heads, b = bh / s.heads;
-    const ConstMatrix qh{q + b * s.n_q * hk + head * s.d_k, s.n_q, s.d_k, hk};
+  // Each head's k and v packed once: for (b < batch) for (head < h) pack K_h, V_h
+  const size_t heads = s.batch * s.heads, kv_floats = packed_kv_floats(s.n_k, s.d_k, s.d_v);
+  float* kv_buffer = thread_scratch(ScratchSlot::packed_kv, heads * kv_floats);
+  std::vector<PackedKV> kv(heads);
+  parallel_for(pool, heads, [&](size_t bh) {
+    const size_t head = bh % s.heads, b = bh / s.heads;
     const ConstMatrix kh{k + b * s.n_k * hk + head * s.d_k, s.n_k, s.d_k, hk};
     const ConstMatrix vh{v + b * s.n_k * hv + head * s.d_v, s.n_k, s.d_v, hv};
+    kv[bh] = pack_kv(kh, vh, kv_buffer + bh * kv_floats, nullptr);
+  });
+
+  // for (b < batch) for (head < h) for (block < blocks): head output rows -> concat columns
+  const size_t blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  parallel_for(pool, heads * blocks, [&](size_t t) {
+    const size_t block = t % blocks, bh = t / blocks, head = bh % s.heads, b = bh / s.heads;
+    const ConstMatrix qh{q + b * s.n_q * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const Matrix oh{concat + b * s.n_q * hv + head * s.d_v, s.n_q, s.d_v, hv};
-    AttentionTrace th{};
+    const size_t r0 = block * kAttentionRowBlock, r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
     if (head_traces) {
       const size_t offset = bh * s.n_q * s.n_k;
-      th = {trace->scores + offset, trace->scaled + offset, trace->masked + offset,
-            trace->weights + offset};
+      const AttentionTrace th{trace->scores + offset, trace->scaled + offset,
+                              trace->masked + offset, trace->weights + offset};
+      attention_rows(qh, kv[bh], oh, mask, r0, r1, &th);
+    } else {
+      attention_rows_fused(qh, kv[bh], oh, mask, r0, r1);
     }
-    const size_t r0 = block * kAttentionRowBlock;
-    attention_rows(qh, kh, vh, oh, mask, r0, std::min(s.n_q, r0 + kAttentionRowBlock),
-                   head_traces ? &th : nullptr);
   });
 
   // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)

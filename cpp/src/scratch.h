@@ -6,7 +6,7 @@
 
 namespace wa {
 
-enum class ScratchSlot { gemm_a, gemm_b, attention_scores, count };
+enum class ScratchSlot { gemm_a, gemm_b, attention_scores, packed_kv, count };
 
 // At least `floats` floats for this thread and slot; valid until the next call for that slot.
 float* thread_scratch(ScratchSlot slot, size_t floats);

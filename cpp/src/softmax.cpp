@@ -1,5 +1,6 @@
-// Row softmax as three named passes over a row: x = scale/mask/bias of the scores and their
-// max; w = exp(x - max) and their sum; w *= 1/sum. Vectorized with simd.h throughout.
+// Row softmax as named passes over a row: x = scale/mask/bias of the scores and their max;
+// w = exp(x - max) and their sum; w *= 1/sum. The online form runs the same passes over one
+// key block at a time, carrying each row's max and sum. Vectorized with simd.h throughout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,49 +11,51 @@
 namespace wa {
 namespace {
 
+using namespace simd;
+
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
-// x (cols) = the softmax inputs of row i; returns max x (-inf when every key is masked).
-float masked_scaled_row(const float* s, float* x, size_t i, size_t cols, size_t n_k,
+// x (cols) = the softmax inputs of keys [j0, j0+cols) for query i; returns their max
+// (-inf when every one is masked).
+float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t cols, size_t n_k,
                         const ScoreMask& m) {
   if (!m.keep && !m.bias) {
-    // Only the causal mask: keys [0, visible) are kept, the rest are -inf.
-    const size_t visible = m.causal ? std::min(cols, i + 1) : cols;
-    const simd::f32x4 vscale = simd::splat(m.scale);
-    simd::f32x4 vmax = simd::splat(kNegInf);
+    // Only the causal mask: keys [j0, j0+visible) are kept, the rest are -inf.
+    const size_t visible = !m.causal ? cols : i + 1 > j0 ? std::min(cols, i + 1 - j0) : 0;
+    const f32x4 vscale = splat(m.scale);
+    f32x4 vmax = splat(kNegInf);
     size_t j = 0;
     for (; j + 4 <= visible; j += 4) {
-      const simd::f32x4 vx = simd::mul(simd::load(s + j), vscale);
-      simd::store(x + j, vx);
-      vmax = simd::max(vmax, vx);
+      const f32x4 vx = mul(load(s + j), vscale);
+      store(x + j, vx);
+      vmax = max(vmax, vx);
     }
-    float max = simd::hmax(vmax);
+    float row_max = hmax(vmax);
     for (; j < visible; ++j) {
       x[j] = s[j] * m.scale;
-      max = std::max(max, x[j]);
+      row_max = std::max(row_max, x[j]);
     }
     for (; j < cols; ++j) x[j] = kNegInf;
-    return max;
+    return row_max;
   }
-  float max = kNegInf;
+  float row_max = kNegInf;
   for (size_t j = 0; j < cols; ++j) {
     float v = kNegInf;
-    if (!is_masked(m, n_k, i, j)) {
+    if (!is_masked(m, n_k, i, j0 + j)) {
       v = s[j] * m.scale;
-      if (m.bias) v += m.bias[i * n_k + j];
+      if (m.bias) v += m.bias[i * n_k + j0 + j];
     }
     x[j] = v;
-    max = std::max(max, v);
+    row_max = std::max(row_max, v);
   }
-  return max;
+  return row_max;
 }
 
-// w (cols) = exp(w - max) / sum: the exp pass with its sum, then the 1/sum pass. Lanes are
-// summed in a fixed order; the tail goes through the same vector exp, padded with -inf.
-void exp_minus_max_and_scale(float* w, size_t cols, float max) {
-  using namespace simd;
-  const f32x4 vmax = splat(max);
+// w (cols) = exp(w - max); returns their sum. Lanes are summed in a fixed order; the tail goes
+// through the same vector exp, padded with -inf.
+float exp_minus_max(float* w, size_t cols, float row_max) {
+  const f32x4 vmax = splat(row_max);
   f32x4 vsum = splat(0.0f);
   size_t j = 0;
   for (; j + 4 <= cols; j += 4) {
@@ -68,9 +71,15 @@ void exp_minus_max_and_scale(float* w, size_t cols, float max) {
     vsum = add(vsum, e);
     for (size_t t = 0; j + t < cols; ++t) w[j + t] = tail[t];
   }
-  const f32x4 vinv = splat(1.0f / hsum(vsum));  // sum >= 1: the max contributes exp(0)
-  for (j = 0; j + 4 <= cols; j += 4) store(w + j, mul(load(w + j), vinv));
-  for (; j < cols; ++j) w[j] *= lane0(vinv);
+  return hsum(vsum);
+}
+
+// w (cols) *= factor
+void scale_row(float* w, size_t cols, float factor) {
+  const f32x4 vf = splat(factor);
+  size_t j = 0;
+  for (; j + 4 <= cols; j += 4) store(w + j, mul(load(w + j), vf));
+  for (; j < cols; ++j) w[j] *= factor;
 }
 
 }  // namespace
@@ -78,29 +87,41 @@ void exp_minus_max_and_scale(float* w, size_t cols, float max) {
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
                   size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* s = scores + r * ld_scores;
     float* w = weights + r * ld_weights;
-    const float max = masked_scaled_row(s, w, row0 + r, cols, n_k, mask);
-
-    if (max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
-      for (size_t j = 0; j < cols; ++j) w[j] = 0.0f;
-      continue;
-    }
-    if (max == kPosInf) {  // the limit: equal shares for the +inf entries
-      float count = 0;
-      for (size_t j = 0; j < cols; ++j) count += w[j] == kPosInf;
+    const float row_max = masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, mask);
+    if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
+      std::fill(w, w + cols, 0.0f);
+    } else if (row_max == kPosInf) {  // the limit: equal shares for the +inf entries
+      const float count = static_cast<float>(std::count(w, w + cols, kPosInf));
       for (size_t j = 0; j < cols; ++j) w[j] = w[j] == kPosInf ? 1.0f / count : 0.0f;
+    } else {
+      scale_row(w, cols, 1.0f / exp_minus_max(w, cols, row_max));  // sum >= 1: exp(0) is in it
+    }
+  }
+}
+
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
+                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
+                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* pr = p + r * ld_p;
+    const float block_max = masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, mask);
+    const float new_max = std::max(row_max[r], block_max);
+    if (new_max == kNegInf) {  // nothing visible yet: p = 0, nothing to rescale
+      std::fill(pr, pr + cols, 0.0f);
+      rescale[r] = 1.0f;
       continue;
     }
-    exp_minus_max_and_scale(w, cols, max);
+    rescale[r] = std::exp(row_max[r] - new_max);  // exp(-inf) = 0 on the first visible block
+    row_sum[r] = row_sum[r] * rescale[r] + exp_minus_max(pr, cols, new_max);
+    row_max[r] = new_max;
   }
 }
 
 void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked, size_t row0,
                       size_t rows, size_t n_k, const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
-    const size_t i = row0 + r;
-    masked_scaled_row(scores + r * ld, masked + r * ld, i, n_k, n_k, mask);
+    masked_scaled_row(scores + r * ld, masked + r * ld, row0 + r, 0, n_k, n_k, mask);
     for (size_t j = 0; j < n_k; ++j) scaled[r * ld + j] = scores[r * ld + j] * mask.scale;
   }
 }

@@ -254,17 +254,19 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
                        std::invalid_argument);
 }
 
-TEST_CASE("a forward that saved only q, k, v and concat gives the same gradients, bitwise") {
+TEST_CASE("a backward without saved weights recomputes them: the same gradients, bitwise") {
   for (bool cross : {false, true}) {
     const Layer l({2, 37, cross ? size_t{41} : size_t{37}, 16, 4, 4, 5}, cross, true, 77);
     const ScoreMask m = l.mask(!cross);
     const Grads full = backward(l, m, &test::test_pool());
 
+    // what a full forward saved, less the (batch,h,n_q,n_k) matrices
     Saved saved(l.s);
-    MhaTrace small = saved.trace();
-    small.scores = small.scaled = small.masked = small.weights = nullptr;
+    MhaTrace full_trace = saved.trace();
     std::vector<float> out(l.d_out.size());
-    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &small, &test::test_pool());
+    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &full_trace, &test::test_pool());
+    MhaTrace small = full_trace;
+    small.scores = small.scaled = small.masked = small.weights = nullptr;
     Grads g(l);
     mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), m,
                  g.grads(), &test::test_pool());

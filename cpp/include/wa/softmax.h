@@ -39,6 +39,17 @@ inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
                   size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask);
 
+// The online form, for attention that never holds a whole score row: one block of keys
+// [j0, j0+cols) for rows [row0, row0+rows). scores (rows,cols) raw q·kᵀ -> p (rows,cols) =
+// exp(x - m), where m is the row's running max over the keys seen so far; per row r, row_max[r]
+// and row_sum[r] (start at -inf and 0) carry the running max and Σ exp(x - max), and
+// rescale[r] = exp(old max - new max) is the factor by which whatever was accumulated from
+// earlier blocks must be multiplied. After the last block, weights = p / row_sum (a row_sum of
+// 0 means every key was masked: a zero row). scores == p is allowed.
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
+                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
+                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
+
 // For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
 void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked,
                       size_t row0, size_t rows, size_t n_k, const ScoreMask& mask);
