@@ -9,6 +9,7 @@
 
 #include "attention_rows.h"
 #include "scratch.h"
+#include "sizes.h"
 #include "simd.h"
 #include "wa/attention.h"
 #include "wa/gemm.h"
@@ -102,7 +103,7 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
   // out = P·v  ->  dv = Pᵀ·d_out: P (n_q,n_k), d_out (n_q,d_v) -> dv (n_k,d_v)
   gemm_tn(n_k, d_v, n_q, p.data, p.ld, d_out.data, d_out.ld, dv.data, dv.ld, false, pool);
   // out = P·v  ->  dP = d_out·vᵀ: d_out (n_q,d_v), v (n_k,d_v) -> dP (n_q,n_k)
-  std::vector<float> ds(n_q * n_k);
+  std::vector<float> ds(checked_product({n_q, n_k}));
   gemm_nt(n_q, n_k, d_v, d_out.data, d_out.ld, v.data, v.ld, ds.data(), n_k, false, pool);
   // P = softmax(x), x = s·scale + bias  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P))·scale, in place
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
@@ -124,7 +125,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
-  std::vector<float> p(n_q * n_k);
+  std::vector<float> p(checked_product({n_q, n_k}));
   attention_weights(q, k, mask, {p.data(), n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p.data(), n_q, n_k, n_k}, d_out, dq, dk, dv,
                                   mask.scale, pool);

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "scratch.h"
+#include "sizes.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
@@ -21,7 +22,7 @@ constexpr size_t kKeyBlock = 256;  // keys per step of the fused form: a (32,256
 }  // namespace
 
 size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v) {
-  return packed_b_floats(d_k, n_k) + packed_b_floats(n_k, d_v);
+  return checked_sum({packed_b_floats(d_k, n_k), packed_b_floats(n_k, d_v)});
 }
 
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) {

@@ -11,6 +11,7 @@
 
 #include "gemm_kernels.h"
 #include "scratch.h"
+#include "sizes.h"
 #include "simd.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
@@ -87,7 +88,7 @@ void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, 
 
 }  // namespace
 
-size_t packed_b_floats(size_t k, size_t n) { return round_up(n, kGemmNR) * k; }
+size_t packed_b_floats(size_t k, size_t n) { return checked_product({round_up(n, kGemmNR), k}); }
 
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool) {

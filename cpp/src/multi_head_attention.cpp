@@ -9,6 +9,7 @@
 
 #include "attention_rows.h"
 #include "scratch.h"
+#include "sizes.h"
 #include "wa/attention.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
@@ -83,8 +84,8 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
                  float* out, const ScoreMask& mask, const MhaTrace* trace, ThreadPool* pool) {
   check(s, w, x, context, out, trace);
   const float* ctx = context ? context : x;
-  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-  const size_t rows_q = s.batch * s.n_q, rows_k = s.batch * s.n_k;
+  const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
+  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
 
   const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
   std::vector<float> workspace;
@@ -92,7 +93,8 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   if (trace) {
     q = trace->q, k = trace->k, v = trace->v, concat = trace->concat;
   } else {
-    workspace.resize(rows_q * hk + rows_k * hk + rows_k * hv + rows_q * hv);
+    workspace.resize(checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, hk}),
+                                  checked_product({rows_k, hv}), checked_product({rows_q, hv})}));
     q = workspace.data();
     k = q + rows_q * hk;
     v = k + rows_k * hk;
@@ -106,7 +108,7 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
 
   // Each head's k and v packed once: for (b < batch) for (head < h) pack K_h, V_h
   const size_t heads = s.batch * s.heads, kv_floats = packed_kv_floats(s.n_k, s.d_k, s.d_v);
-  float* kv_buffer = thread_scratch(ScratchSlot::packed_kv, heads * kv_floats);
+  float* kv_buffer = thread_scratch(ScratchSlot::packed_kv, checked_product({heads, kv_floats}));
   std::vector<PackedKV> kv(heads);
   parallel_for(pool, heads, [&](size_t bh) {
     const size_t head = bh % s.heads, b = bh / s.heads;
@@ -142,10 +144,11 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   check(s, w, x, context, d_out, nullptr);
   check_backward(w, context, saved, d_out, g);
   const float* ctx = context ? context : x;
-  const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-  const size_t rows_q = s.batch * s.n_q, rows_k = s.batch * s.n_k;
+  const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
+  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
 
-  std::vector<float> workspace(rows_q * hv + rows_q * hk + rows_k * hk + rows_k * hv);
+  std::vector<float> workspace(checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
+                                            checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
   float* d_concat = workspace.data();     // (batch·n_q, h·d_v)
   float* dq = d_concat + rows_q * hv;     // (batch·n_q, h·d_k)
   float* dk = dq + rows_q * hk;           // (batch·n_k, h·d_k)
@@ -169,7 +172,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     std::vector<float> recomputed;
     const float* p = saved.weights ? saved.weights + bh * s.n_q * s.n_k : nullptr;
     if (!p) {  // the forward kept no weights: q_h (n_q,d_k), k_h (n_k,d_k) -> P (n_q,n_k)
-      recomputed.resize(s.n_q * s.n_k);
+      recomputed.resize(checked_product({s.n_q, s.n_k}));
       attention_weights(qh, kh, mask, {recomputed.data(), s.n_q, s.n_k, s.n_k}, inner);
       p = recomputed.data();
     }
