@@ -1,0 +1,128 @@
+// The page's forms and keys: reads the controls into settings, keeps them consistent with the
+// state (which ones apply in which mode), and turns ←/→ into previous/next step.
+//
+//   bindControls(onChange)      onChange(patch) with patch a part of the state
+//   syncControls(state)         controls <- state (disabled fields, d_k, head choices)
+//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects and radios
+
+// The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, the divisors of d_model = 100.
+const $ = (id) => document.getElementById(id);
+
+function debounce(fn, ms) {
+  let timer;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+// An integer from a number field, or null when it is empty or out of [lo, hi].
+function readInt(input, lo, hi) {
+  const v = Number(input.value);
+  return input.value.trim() !== '' && Number.isInteger(v) && v >= lo && v <= hi ? v : null;
+}
+
+export function bindControls(onChange) {
+  const sentence = $('sentence');
+  const typed = debounce(() => onChange({ text: sentence.value }), 150);
+  sentence.addEventListener('input', typed);
+
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.addEventListener('change', () => onChange({ mode: radio.value }));
+  }
+  for (const radio of document.querySelectorAll('input[name="projection"]')) {
+    radio.addEventListener('change', () => onChange({ projection: radio.value }));
+  }
+
+  const seed = $('seed');
+  const seedChanged = () => {
+    const v = readInt(seed, 0, 0xffffffff);
+    seed.setAttribute('aria-invalid', String(v === null));
+    if (v !== null) onChange({ seed: v, projection: 'random' });
+  };
+  seed.addEventListener('input', debounce(seedChanged, 200));
+  seed.addEventListener('change', seedChanged);
+  $('new-seed').addEventListener('click', () => {
+    const v = Math.floor(Math.random() * 100000);
+    seed.value = String(v);
+    onChange({ seed: v, projection: 'random' });
+  });
+
+  $('heads').addEventListener('change', (e) => onChange({ heads: Number(e.target.value) }));
+  const dk = $('dk');
+  const dkChanged = () => {
+    const v = readInt(dk, 1, 100);
+    dk.setAttribute('aria-invalid', String(v === null));
+    if (v !== null) onChange({ dK: v, dkTouched: true });
+  };
+  dk.addEventListener('input', debounce(dkChanged, 200));
+  dk.addEventListener('change', dkChanged);
+  $('follow-head').addEventListener('change', (e) => onChange({ head: Number(e.target.value) }));
+
+  $('causal').addEventListener('change', (e) => onChange({ causal: e.target.checked }));
+  $('scaling').addEventListener('change', (e) => onChange({ scaling: e.target.checked }));
+  $('positions').addEventListener('change', (e) => onChange({ positions: e.target.checked }));
+  $('options').addEventListener('submit', (e) => e.preventDefault());
+}
+
+export function syncControls(state) {
+  const worked = state.mode === 'worked';
+  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === state.mode;
+  $('sentence-area').hidden = worked;
+  $('worked-area').hidden = !worked;
+  $('unknown-legend').hidden = worked;
+
+  for (const radio of document.querySelectorAll('input[name="projection"]')) {
+    radio.checked = radio.value === state.projection;
+    radio.disabled = worked;
+  }
+  const random = state.projection === 'random' && !worked;
+  $('seed').disabled = worked;
+  $('new-seed').disabled = worked;
+  if (Number($('seed').value) !== state.seed && document.activeElement !== $('seed')) $('seed').value = String(state.seed);
+
+  const heads = $('heads');
+  heads.disabled = worked;
+  heads.value = String(worked ? 1 : state.heads);
+  const dk = $('dk');
+  dk.readOnly = !random;
+  dk.disabled = worked;
+  if (document.activeElement !== dk || !random) dk.value = String(state.effectiveDK);
+  $('dk-note').innerHTML = worked
+    ? 'The worked example has one head with d<sub>k</sub> = 2.'
+    : random
+      ? 'd<sub>k</sub>: the projection size of each head (1 to 100).'
+      : 'd<sub>k</sub> = 100 / heads with identity projections.';
+
+  const follow = $('follow-head');
+  const count = worked ? 1 : state.heads;
+  if (follow.options.length !== count) {
+    follow.innerHTML = Array.from({ length: count }, (_, k) => `<option value="${k}">${k + 1}</option>`).join('');
+  }
+  follow.value = String(state.head);
+  follow.disabled = count === 1;
+
+  $('causal').checked = state.causal;
+  $('scaling').checked = state.scaling;
+  const positions = $('positions');
+  positions.checked = state.positions && !worked;
+  positions.disabled = worked;
+}
+
+// ←/→ change the step unless the key means something where the focus is.
+function keyBelongsToTarget(t) {
+  if (!(t instanceof Element)) return false;
+  if (t.isContentEditable || t.closest('textarea, select')) return true;
+  if (t.tagName === 'INPUT') return !['checkbox', 'button', 'submit', 'reset'].includes(t.type);
+  return false;
+}
+
+export function bindStepKeys(onStep) {
+  document.addEventListener('keydown', (e) => {
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    if (e.key !== 'ArrowLeft' && e.key !== 'ArrowRight') return;
+    if (keyBelongsToTarget(e.target)) return;
+    e.preventDefault();
+    onStep(e.key === 'ArrowLeft' ? -1 : 1);
+  });
+}

@@ -1,0 +1,454 @@
+// One matrix as a <canvas> heatmap: row and column labels, a colour legend, the values written
+// in the cells when they fit, a tooltip on hover, the followed query row outlined, and (for
+// softmax weights) a column of row sums.
+//
+//   createHeatmap(spec, { onSelectRow }) -> { element, setFocusRow(i | null), cellPoint(i, j) }
+//
+//   spec.name       id of the matrix in window.attentionPage (e.g. 'scores')
+//   spec.label      its name as text (e.g. 'QKᵀ'); spec.labelHtml to show it with markup
+//   spec.data       Float32Array (rows·cols), row-major;  spec.shape [rows, cols]
+//   spec.scale      'signed' (diverging, centred at 0, ±max|v|) | 'unit' (sequential, weights in
+//                   [0,1], drawn from 0 to spec.domainMax or a round number above the largest)
+//   spec.rowLabels  tokens, when rows are tokens (then rows are selectable); else rows are numbered
+//   spec.colLabels  tokens, when columns are tokens; else columns are numbered
+//   spec.rowNoun, spec.colNoun   what a row / column is, for tooltips ('query', 'key', 'dimension')
+//   spec.colGroups, spec.rowGroups  { size, label(g), short(g) }: blocks of columns/rows (heads) to
+//                   separate and name, e.g. "head 2" or, where that does not fit, "h2"
+//   spec.rowSums    draw each row's sum at the right (softmax rows sum to 1)
+//   spec.compact    a small multiple: small cells, no labels
+//   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
+//   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
+//   spec.description  extra words for the canvas's aria-label
+//
+// Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
+// and text are crisp.
+import {
+  DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, diverging, gradientCss, sequential, textOn, weightTop,
+} from './colors.js';
+import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
+
+const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+const MONO = 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace';
+const INK = '#1d2330';
+const MUTED = '#5b6475';
+const ACCENT = '#3451b2';
+const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+
+let measureCtx;
+function textWidth(text, font) {
+  measureCtx ??= document.createElement('canvas').getContext('2d');
+  measureCtx.font = font;
+  return measureCtx.measureText(text).width;
+}
+
+// text shortened with "…" to fit maxWidth.
+function fitText(text, font, maxWidth) {
+  if (textWidth(text, font) <= maxWidth) return text;
+  let s = text;
+  while (s.length > 1 && textWidth(`${s}\u2026`, font) > maxWidth) s = s.slice(0, -1);
+  return `${s}\u2026`;
+}
+
+// Cell size and what is drawn, from the matrix size and kind.
+function layoutFor(spec) {
+  const [rows, cols] = spec.shape;
+  if (spec.compact) {
+    // About 188 px a side; two side by side on a phone.
+    const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2));
+    const c = clamp(Math.floor(side / Math.max(rows, cols)), 2, 16);
+    return { cw: c, ch: c, values: false };
+  }
+  if (rows <= 8 && cols <= 8) return { cw: 66, ch: 30, values: true };
+  if (spec.rowLabels && spec.colLabels) {  // token × token: square cells
+    const c = rows <= 12 ? 24 : rows <= 16 ? 22 : rows <= 24 ? 18 : rows <= 32 ? 15 : rows <= 48 ? 12 : rows <= 64 ? 11 : 10;
+    return { cw: c, ch: c, values: false };
+  }
+  if (spec.rowLabels) {  // tokens × dimensions: about targetWidth px wide
+    const ch = rows <= 16 ? 20 : rows <= 32 ? 16 : rows <= 64 ? 12 : 10;
+    return { cw: clamp(Math.floor((spec.targetWidth ?? 600) / cols), 4, 24), ch, values: false };
+  }
+  // A weight matrix: square cells, at most 400 px a side.
+  const c = clamp(Math.floor(400 / Math.max(rows, cols)), 2, 20);
+  return { cw: c, ch: c, values: false };
+}
+
+// Every nth index gets a label, n from 1 2 5 10 20 25 50..., so labels are >= minGap px apart.
+function tickStep(cell, minGap) {
+  for (const s of [1, 2, 5, 10, 20, 25, 50, 100, 200, 500]) if (s * cell >= minGap) return s;
+  return 1000;
+}
+
+let hatchPattern;
+function hatch(ctx) {
+  if (!hatchPattern) {
+    const tile = document.createElement('canvas');
+    tile.width = tile.height = 6;
+    const t = tile.getContext('2d');
+    t.fillStyle = MASKED_FILL;
+    t.fillRect(0, 0, 6, 6);
+    t.strokeStyle = MASKED_HATCH;
+    t.lineWidth = 1;
+    t.beginPath();
+    t.moveTo(-1, 7); t.lineTo(7, -1);
+    t.moveTo(-1, 1); t.lineTo(1, -1);
+    t.moveTo(5, 7); t.lineTo(7, 5);
+    t.stroke();
+    hatchPattern = tile;
+  }
+  return ctx.createPattern(hatchPattern, 'repeat');
+}
+
+// ---- the tooltip: one fixed-position element shared by every heatmap (no layout shifts) ----
+function tooltipElement() {
+  let el = document.getElementById('tooltip');
+  if (!el) {
+    el = document.createElement('div');
+    el.id = 'tooltip';
+    el.setAttribute('role', 'tooltip');
+    el.hidden = true;
+    document.body.append(el);
+  }
+  return el;
+}
+
+function showTooltip(html, clientX, clientY) {
+  const el = tooltipElement();
+  el.innerHTML = html;
+  el.hidden = false;
+  const { offsetWidth: w, offsetHeight: h } = el;
+  let x = clientX + 14;
+  let y = clientY + 16;
+  if (x + w > innerWidth - 4) x = Math.max(4, clientX - w - 14);
+  if (y + h > innerHeight - 4) y = Math.max(4, clientY - h - 12);
+  el.style.transform = `translate(${Math.round(x)}px, ${Math.round(y)}px)`;
+}
+
+export function hideTooltip() {
+  tooltipElement().hidden = true;
+}
+
+// ---- the heatmap ----
+export function createHeatmap(spec, { onSelectRow } = {}) {
+  const [rows, cols] = spec.shape;
+  const data = spec.data;
+  const { cw, ch, values } = layoutFor(spec);
+  const labelFont = (bold = false) => `${bold ? '600 ' : ''}${clamp(ch - 2, 9, 12)}px ${SANS}`;
+  const tickFont = `10px ${SANS}`;
+  const tokenLabel = (labels, i) => `${labels[i]}${spec.unknown?.[i] ? '?' : ''}`;
+
+  // Range of the finite values.
+  let min = Infinity, max = -Infinity, hasMasked = false;
+  for (const v of data) {
+    if (v === -Infinity) { hasMasked = true; continue; }
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (min === Infinity) min = max = 0;
+  const maxAbs = Math.max(Math.abs(min), Math.abs(max));
+  // Weights: from 0 to a round number at or above the largest weight (1 when a row is one-hot),
+  // so that flat rows (every weight near 1/n) still show their pattern; the legend says the top.
+  const unitTop = spec.domainMax ?? weightTop(max);
+  const colour = spec.scale === 'unit' ? (v) => sequential(v / unitTop) : (v) => diverging(v, maxAbs);
+
+  // Margins: row labels left, column labels on top, row sums right.
+  let padLeft = 0, padTop = 0, padRight = 0, sumsWidth = 0, colLabelsFlat = false;
+  if (!spec.compact) {
+    if (spec.rowLabels) {
+      const widest = Math.max(...spec.rowLabels.map((t, i) => textWidth(tokenLabel(spec.rowLabels, i), labelFont(true))));
+      padLeft = Math.ceil(Math.min(widest, 96)) + 10;
+    } else {
+      padLeft = spec.rowGroups ? 30 : Math.ceil(textWidth(String(rows), tickFont)) + 8;
+    }
+    if (spec.colLabels) {
+      const widest = Math.max(...spec.colLabels.map((t, i) => textWidth(tokenLabel(spec.colLabels, i), labelFont())));
+      colLabelsFlat = widest <= cw - 6;  // short labels over wide cells read better upright
+      padTop = colLabelsFlat ? 20 : Math.ceil(Math.min(widest, 88)) + 8;
+    } else {
+      padTop = 16;
+      padRight = spec.colGroups ? 0 : 12;  // room for the last column number
+    }
+    if (spec.rowSums) sumsWidth = 58;
+  }
+  const gridW = cols * cw, gridH = rows * ch;
+  const width = padLeft + gridW + Math.max(sumsWidth, padRight) + 3;
+  const height = padTop + gridH + 3;
+  const x0 = padLeft + 1, y0 = padTop + 1;  // top-left of cell (0,0)
+
+  // DOM: <figure class="heatmap" data-name data-shape> caption, scroll box, legend.
+  const figure = document.createElement('figure');
+  figure.className = `heatmap${spec.compact ? ' compact' : ''}`;
+  figure.dataset.name = spec.name;
+  figure.dataset.shape = `${rows},${cols}`;
+  const caption = document.createElement('figcaption');
+  caption.innerHTML = `<span class="hm-label">${spec.labelHtml ?? esc(spec.label)}</span> <span class="hm-shape">${fmtShape(spec.shape)}</span>`;
+  const scroller = document.createElement('div');
+  scroller.className = 'hm-scroll';
+  const canvas = document.createElement('canvas');
+  const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
+  canvas.width = width * dpr;
+  canvas.height = height * dpr;
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.setAttribute('role', 'img');
+  const rangeText = hasMasked ? `finite values from ${fmtShort(min)} to ${fmtShort(max)}, masked cells minus infinity` : `values from ${fmtShort(min)} to ${fmtShort(max)}`;
+  canvas.setAttribute('aria-label', `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`);
+  scroller.append(canvas);
+  figure.append(caption, scroller, legend());
+
+  function legend() {
+    const el = document.createElement('div');
+    el.className = 'hm-legend';
+    el.setAttribute('aria-hidden', 'true');
+    if (spec.scale === 'unit') {
+      el.innerHTML = `<span>0</span><span class="bar" style="background:${gradientCss(SEQUENTIAL_STOPS)}"></span><span>${unitTop}</span>`;
+    } else {
+      el.innerHTML = `<span>${fmtShort(-maxAbs)}</span><span class="bar" style="background:${gradientCss(DIVERGING_STOPS)}"><i>0</i></span><span>${fmtShort(maxAbs)}</span>`;
+    }
+    if (hasMasked) el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>\u2212\u221e masked</span>');
+    return el;
+  }
+
+  // The cells and unchanging labels, drawn once into an offscreen canvas.
+  const base = document.createElement('canvas');
+  base.width = canvas.width;
+  base.height = canvas.height;
+  {
+    const g = base.getContext('2d');
+    g.scale(dpr, dpr);
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, width, height);
+    const gap = cw >= 8 && ch >= 8 ? 1 : 0;
+    const pattern = hasMasked ? hatch(g) : null;
+    g.textAlign = 'center';
+    g.textBaseline = 'middle';
+    g.font = `12px ${MONO}`;
+    for (let r = 0; r < rows; ++r) {
+      for (let c = 0; c < cols; ++c) {
+        const v = data[r * cols + c];
+        const x = x0 + c * cw, y = y0 + r * ch;
+        if (v === -Infinity) {
+          g.fillStyle = pattern;
+          g.fillRect(x, y, cw - gap, ch - gap);
+          if (values) { g.fillStyle = INK; g.fillText(fmt(v), x + cw / 2, y + ch / 2); }
+          continue;
+        }
+        const col = colour(v);
+        g.fillStyle = col.css;
+        g.fillRect(x, y, cw - gap, ch - gap);
+        if (values) {
+          g.fillStyle = textOn(col.rgb);
+          g.fillText(fmt(v), x + cw / 2, y + ch / 2);
+        }
+      }
+    }
+    // Head blocks: white separators.
+    g.fillStyle = '#fff';
+    if (spec.colGroups) for (let k = spec.colGroups.size; k < cols; k += spec.colGroups.size) g.fillRect(x0 + k * cw - 1, y0, 2, gridH);
+    if (spec.rowGroups) for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
+    if (!spec.compact) drawLabels(g);
+  }
+
+  function drawLabels(g) {
+    g.fillStyle = MUTED;
+    g.textBaseline = 'middle';
+    // Row labels.
+    if (spec.rowLabels) {
+      g.textAlign = 'right';
+      g.font = labelFont();
+      for (let r = 0; r < rows; ++r) {
+        g.fillStyle = spec.unknown?.[r] ? '#8a4b00' : INK;
+        g.fillText(fitText(tokenLabel(spec.rowLabels, r), labelFont(), padLeft - 8), padLeft - 5, y0 + r * ch + ch / 2);
+      }
+    } else if (spec.rowGroups) {
+      g.textAlign = 'right';
+      g.font = tickFont;
+      const size = spec.rowGroups.size;
+      for (let k = 0; k * size < rows; ++k) g.fillText(spec.rowGroups.short(k), padLeft - 4, y0 + (k + 0.5) * size * ch);
+    } else {
+      g.textAlign = 'right';
+      g.font = tickFont;
+      const step = tickStep(ch, 14);
+      for (let r = 0; r < rows; ++r) {
+        if (r === 0 || (r + 1) % step === 0) g.fillText(String(r + 1), padLeft - 4, y0 + r * ch + ch / 2);
+      }
+    }
+    // Column labels.
+    g.fillStyle = MUTED;
+    if (spec.colLabels && colLabelsFlat) {
+      g.font = labelFont();
+      g.textAlign = 'center';
+      for (let c = 0; c < cols; ++c) {
+        g.fillStyle = spec.unknown?.[c] ? '#8a4b00' : INK;
+        g.fillText(tokenLabel(spec.colLabels, c), x0 + c * cw + cw / 2, padTop / 2);
+      }
+    } else if (spec.colLabels) {
+      g.font = labelFont();
+      g.textAlign = 'left';
+      for (let c = 0; c < cols; ++c) {
+        g.save();
+        g.translate(x0 + c * cw + cw / 2, padTop - 4);
+        g.rotate(-Math.PI / 2);
+        g.fillStyle = spec.unknown?.[c] ? '#8a4b00' : INK;
+        g.fillText(fitText(tokenLabel(spec.colLabels, c), labelFont(), padTop - 8), 0, 0);
+        g.restore();
+      }
+    } else if (spec.colGroups) {
+      g.font = tickFont;
+      g.textAlign = 'center';
+      const size = spec.colGroups.size;
+      for (let k = 0; k * size < cols; ++k) {
+        const full = spec.colGroups.label(k);
+        const text = textWidth(full, tickFont) + 4 <= size * cw ? full : spec.colGroups.short(k);
+        if (textWidth(text, tickFont) <= size * cw + 2) g.fillText(text, x0 + (k + 0.5) * size * cw, padTop / 2);
+      }
+    } else {
+      g.font = tickFont;
+      g.textAlign = 'center';
+      const step = tickStep(cw, 22);
+      for (let c = 0; c < cols; ++c) {
+        if (c === 0 || (c + 1) % step === 0) g.fillText(String(c + 1), x0 + c * cw + cw / 2, padTop / 2);
+      }
+    }
+    // Row sums.
+    if (spec.rowSums) {
+      g.textAlign = 'right';
+      g.font = `600 10px ${SANS}`;
+      g.fillStyle = MUTED;
+      g.fillText('\u03a3 row', x0 + gridW + sumsWidth - 4, padTop - 8);
+      g.font = `${clamp(ch - 2, 9, 12)}px ${MONO}`;
+      g.fillStyle = INK;
+      for (let r = 0; r < rows; ++r) g.fillText(fmt(rowSum(r)), x0 + gridW + sumsWidth - 4, y0 + r * ch + ch / 2);
+    }
+  }
+
+  function rowSum(r) {
+    let s = 0;
+    for (let c = 0; c < cols; ++c) s += data[r * cols + c];
+    return s;
+  }
+
+  let focusRow = null;
+  let hover = null;  // { r, c } of the cell under the pointer
+  const ctx = canvas.getContext('2d');
+
+  function draw() {
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.drawImage(base, 0, 0);
+    ctx.scale(dpr, dpr);
+    if (focusRow !== null && spec.rowLabels && focusRow < rows) {
+      const y = y0 + focusRow * ch;
+      if (!spec.compact) {
+        // The followed row's label, bold, in the accent colour, with a marker.
+        ctx.fillStyle = '#eef1fb';
+        ctx.fillRect(0, y, padLeft - 1, ch);
+        ctx.font = labelFont(true);
+        ctx.textAlign = 'right';
+        ctx.textBaseline = 'middle';
+        ctx.fillStyle = ACCENT;
+        ctx.fillText(fitText(tokenLabel(spec.rowLabels, focusRow), labelFont(true), padLeft - 8), padLeft - 5, y + ch / 2);
+      }
+      outline(x0, y, gridW + (spec.rowSums ? sumsWidth : 0), ch);
+    }
+    if (hover) outline(x0 + hover.c * cw, y0 + hover.r * ch, cw, ch);
+  }
+
+  // A 2 px dark frame with a 1 px white inner frame: visible on every colour of both scales.
+  function outline(x, y, w, h) {
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = '#000';
+    ctx.strokeRect(x - 1, y - 1, w + 1, h + 1);
+    if (w > 4 && h > 4) {
+      ctx.lineWidth = 1;
+      ctx.strokeStyle = '#fff';
+      ctx.strokeRect(x + 0.5, y + 0.5, w - 2, h - 2);
+    }
+  }
+
+  // What is under a point in CSS pixels of the canvas.
+  function hit(x, y) {
+    const c = Math.floor((x - x0) / cw), r = Math.floor((y - y0) / ch);
+    const inRows = r >= 0 && r < rows, inCols = c >= 0 && c < cols;
+    if (inRows && inCols) return { kind: 'cell', r, c };
+    if (inRows && x < x0) return { kind: 'rowLabel', r };
+    if (inRows && x >= x0 + gridW && spec.rowSums) return { kind: 'sum', r };
+    if (inCols && y < y0) return { kind: 'colLabel', c };
+    return null;
+  }
+
+  const rowText = (r) => (spec.rowLabels ? `${spec.rowNoun ?? 'token'} ${r + 1} ${quote(spec.rowLabels[r])}` : `${spec.rowNoun ?? 'row'} ${r + 1}`);
+  const colText = (c) => (spec.colLabels ? `${spec.colNoun ?? 'token'} ${c + 1} ${quote(spec.colLabels[c])}` : `${spec.colNoun ?? 'column'} ${c + 1}`);
+
+  function tooltipHtml(h) {
+    if (h.kind === 'cell') {
+      const v = data[h.r * cols + h.c];
+      return `<div class="tt-title">${esc(spec.label)} [${h.r + 1}, ${h.c + 1}]</div>` +
+        `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-col">${esc(colText(h.c))}</div>` +
+        `<div class="tt-value">${fmt(v)}${v === -Infinity ? ' (masked)' : ''}</div>`;
+    }
+    if (h.kind === 'sum') {
+      return `<div class="tt-title">Sum of row ${h.r + 1}</div><div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-value">${fmt(rowSum(h.r))}</div>`;
+    }
+    if (h.kind === 'rowLabel' && spec.rowLabels) {
+      return `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-hint">Click to follow this row</div>`;
+    }
+    if (h.kind === 'colLabel' && spec.colLabels) {
+      return `<div class="tt-col">${esc(colText(h.c))}</div><div class="tt-hint">Click to follow its query row</div>`;
+    }
+    return null;
+  }
+
+  const selectableRow = (h) => {
+    if (!h || !onSelectRow) return null;
+    if (spec.rowLabels && h.kind !== 'colLabel') return h.r;
+    if (spec.colLabels && h.kind === 'colLabel') return h.c;
+    return null;
+  };
+
+  function pointAt(e) {
+    const rect = canvas.getBoundingClientRect();
+    return hit(e.clientX - rect.left, e.clientY - rect.top);
+  }
+
+  function onMove(e) {
+    const h = pointAt(e);
+    const cell = h?.kind === 'cell' ? { r: h.r, c: h.c } : null;
+    if (cell?.r !== hover?.r || cell?.c !== hover?.c) {
+      hover = cell;
+      draw();
+    }
+    const html = h ? tooltipHtml(h) : null;
+    if (html) showTooltip(html, e.clientX, e.clientY);
+    else hideTooltip();
+    canvas.style.cursor = selectableRow(h) !== null ? 'pointer' : 'default';
+  }
+  canvas.addEventListener('pointermove', onMove);
+  canvas.addEventListener('pointerdown', onMove);
+  canvas.addEventListener('pointerleave', () => {
+    hover = null;
+    draw();
+    hideTooltip();
+  });
+  canvas.addEventListener('click', (e) => {
+    const r = selectableRow(pointAt(e));
+    if (r !== null) onSelectRow(r);
+  });
+
+  draw();
+
+  return {
+    element: figure,
+    setFocusRow(i) {
+      focusRow = i;
+      draw();
+    },
+    // Viewport coordinates of the centre of cell (i, j), scrolled into view first (for tests).
+    cellPoint(i, j) {
+      const cx = x0 + (j + 0.5) * cw, cy = y0 + (i + 0.5) * ch;
+      scroller.scrollLeft = Math.max(0, cx - scroller.clientWidth / 2);
+      const before = canvas.getBoundingClientRect();
+      window.scrollBy(0, before.top + cy - innerHeight / 2);
+      const rect = canvas.getBoundingClientRect();
+      return { x: rect.left + cx, y: rect.top + cy };
+    },
+  };
+}
