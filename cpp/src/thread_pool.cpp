@@ -2,6 +2,10 @@
 // generation and wakes them; everyone, the caller included, takes task indices from one
 // atomic counter until none are left; the caller then waits until every worker has left the
 // generation, so the next call can reuse the shared state.
+//
+// The caller never blocks: in a browser it is the page's main thread, where a blocking wait
+// is forbidden (Emscripten turns it into a busy-wait and warns). It takes the mutex with
+// try_lock and waits for the workers by spinning on an atomic count; both waits are short.
 #include "wa/thread_pool.h"
 
 #include <algorithm>
@@ -19,10 +23,9 @@ struct ThreadPool::State {
   std::vector<std::thread> workers;
   std::mutex mutex;
   std::condition_variable wake;  // workers: a new generation, or stop
-  std::condition_variable idle;  // caller: the last worker left the generation
   uint64_t generation = 0;
   bool stop = false;
-  size_t busy = 0;  // workers not yet done with the current generation
+  std::atomic<size_t> busy{0};  // workers not yet done with the current generation
 
   const std::function<void(size_t)>* task = nullptr;
   size_t n = 0;
@@ -50,9 +53,13 @@ struct ThreadPool::State {
         seen = generation;
       }
       run_tasks();
-      std::lock_guard<std::mutex> lock(mutex);
-      if (--busy == 0) idle.notify_one();
+      busy.fetch_sub(1, std::memory_order_release);
     }
+  }
+
+  // The caller's lock: spins instead of sleeping (see the top of this file).
+  void lock_without_blocking() {
+    while (!mutex.try_lock()) std::this_thread::yield();
   }
 };
 
@@ -69,10 +76,9 @@ ThreadPool::ThreadPool(int threads) : state_(new State) {
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->stop = true;
-  }
+  state_->lock_without_blocking();
+  state_->stop = true;
+  state_->mutex.unlock();
   state_->wake.notify_all();
   for (std::thread& t : state_->workers) t.join();
 }
@@ -85,23 +91,20 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
     for (size_t i = 0; i < n; ++i) task(i);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.task = &task;
-    s.n = n;
-    s.next.store(0, std::memory_order_relaxed);
-    s.busy = s.workers.size();
-    s.error = nullptr;
-    ++s.generation;
-  }
+  s.lock_without_blocking();
+  s.task = &task;
+  s.n = n;
+  s.next.store(0, std::memory_order_relaxed);
+  s.busy.store(s.workers.size(), std::memory_order_relaxed);
+  s.error = nullptr;
+  ++s.generation;
+  s.mutex.unlock();
   s.wake.notify_all();
   s.run_tasks();
-  std::exception_ptr error;
-  {
-    std::unique_lock<std::mutex> lock(s.mutex);
-    s.idle.wait(lock, [&] { return s.busy == 0; });
-    error = s.error;
-  }
+  while (s.busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  s.lock_without_blocking();  // the workers' writes to error are done; read it under the lock
+  std::exception_ptr error = s.error;
+  s.mutex.unlock();
   if (error) std::rethrow_exception(error);
 }
 
