@@ -67,6 +67,7 @@ struct MhaArgs {
 // The gradient side of a backward call: d_out in, gradients out (0 where absent).
 struct AttentionGradArgs {
   uintptr_t d_out, dq, dk, dv;
+  uintptr_t weights, d_weights, d_scores;  // the backward's trace, all (n_q,n_k), or all 0
 };
 struct MhaGradArgs {
   uintptr_t d_out, dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
@@ -134,6 +135,8 @@ wa::MhaTrace mha_trace(const MhaArgs& a) {
 
 std::string attention_backward(const AttentionArgs& a, const AttentionGradArgs& g) {
   return guarded([&] {
+    const wa::AttentionBackwardTrace trace{ptr<float>(g.weights), ptr<float>(g.d_weights),
+                                           ptr<float>(g.d_scores)};
     wa::attention_backward({ptr<const float>(a.q), a.n_q, a.d_k, a.d_k},
                            {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
                            {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
@@ -141,7 +144,8 @@ std::string attention_backward(const AttentionArgs& a, const AttentionGradArgs& 
                            {ptr<float>(g.dq), a.n_q, a.d_k, a.d_k},
                            {ptr<float>(g.dk), a.n_k, a.d_k, a.d_k},
                            {ptr<float>(g.dv), a.n_k, a.d_v, a.d_v},
-                           score_mask(a.scale, a.causal, a.keep, a.bias), pool.get());
+                           score_mask(a.scale, a.causal, a.keep, a.bias),
+                           g.weights ? &trace : nullptr, pool.get());
   });
 }
 
@@ -201,7 +205,10 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("concat", &MhaArgs::concat);
   value_object<AttentionGradArgs>("AttentionGradArgs")
       .field("dOut", &AttentionGradArgs::d_out).field("dq", &AttentionGradArgs::dq)
-      .field("dk", &AttentionGradArgs::dk).field("dv", &AttentionGradArgs::dv);
+      .field("dk", &AttentionGradArgs::dk).field("dv", &AttentionGradArgs::dv)
+      .field("weights", &AttentionGradArgs::weights)
+      .field("dWeights", &AttentionGradArgs::d_weights)
+      .field("dScores", &AttentionGradArgs::d_scores);
   value_object<MhaGradArgs>("MhaGradArgs")
       .field("dOut", &MhaGradArgs::d_out).field("dx", &MhaGradArgs::dx)
       .field("dContext", &MhaGradArgs::d_context)

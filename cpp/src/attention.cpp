@@ -98,13 +98,15 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
                                      ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
-                                     float scale, ThreadPool* pool) {
+                                     float scale, ThreadPool* pool, float* d_weights,
+                                     float* d_scores) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols, d_v = v.cols;
   // out = P·v  ->  dv = Pᵀ·d_out: P (n_q,n_k), d_out (n_q,d_v) -> dv (n_k,d_v)
   gemm_tn(n_k, d_v, n_q, p.data, p.ld, d_out.data, d_out.ld, dv.data, dv.ld, false, pool);
   // out = P·v  ->  dP = d_out·vᵀ: d_out (n_q,d_v), v (n_k,d_v) -> dP (n_q,n_k)
   std::vector<float> ds(checked_product({n_q, n_k}));
   gemm_nt(n_q, n_k, d_v, d_out.data, d_out.ld, v.data, v.ld, ds.data(), n_k, false, pool);
+  if (d_weights) std::copy(ds.begin(), ds.end(), d_weights);
   // P = softmax(x), x = s·scale + bias  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P))·scale, in place
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
   // for (b = 0; b < blocks; ++b) for (i in rows [b·B, (b+1)·B)) row i of dS
@@ -113,6 +115,7 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     for (size_t i = b * kAttentionRowBlock; i < r1; ++i)
       softmax_backward_row(p.data + i * p.ld, ds.data() + i * n_k, n_k, scale);
   });
+  if (d_scores) std::copy(ds.begin(), ds.end(), d_scores);
   // s = q·kᵀ  ->  dq = dS·k: dS (n_q,n_k), k (n_k,d_k) -> dq (n_q,d_k)
   gemm_nn(n_q, d_k, n_k, ds.data(), n_k, k.data, k.ld, dq.data, dq.ld, false, pool);
   // s = q·kᵀ  ->  dk = dSᵀ·q: dS (n_q,n_k), q (n_q,d_k) -> dk (n_k,d_k)
@@ -121,14 +124,16 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
                         Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
-                        ThreadPool* pool) {
+                        const AttentionBackwardTrace* trace, ThreadPool* pool) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
-  std::vector<float> p(checked_product({n_q, n_k}));
-  attention_weights(q, k, mask, {p.data(), n_q, n_k, n_k}, pool);
-  attention_backward_from_weights(q, k, v, {p.data(), n_q, n_k, n_k}, d_out, dq, dk, dv,
-                                  mask.scale, pool);
+  std::vector<float> own;
+  float* p = trace ? trace->weights : (own.resize(checked_product({n_q, n_k})), own.data());
+  attention_weights(q, k, mask, {p, n_q, n_k, n_k}, pool);
+  attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, mask.scale,
+                                  pool, trace ? trace->d_weights : nullptr,
+                                  trace ? trace->d_scores : nullptr);
 }
 
 }  // namespace wa

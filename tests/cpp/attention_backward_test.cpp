@@ -41,7 +41,7 @@ struct Grads {
 
 Grads backward(const Problem& p, const ScoreMask& m, ThreadPool* pool = nullptr) {
   Grads g(p);
-  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m, pool);
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m, nullptr, pool);
   return g;
 }
 Grads backward_ref(const Problem& p, const ScoreMask& m) {
@@ -226,6 +226,32 @@ TEST_CASE("attention backward gives bitwise identical gradients on 1 and 3 threa
     CHECK(test::bitwise_equal(serial.dk, g3.dk));
     CHECK(test::bitwise_equal(serial.dv, g3.dv));
   }
+}
+
+TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS zero where masked and dq = dS·k") {
+  const Problem p(9, 13, 5, 4, 321);
+  ScoreMask m;
+  m.scale = 0.4f;
+  m.causal = true;
+  const size_t nn = p.n_q * p.n_k;
+  std::vector<float> weights(nn), d_weights(nn), d_scores(nn);
+  const AttentionBackwardTrace trace{weights.data(), d_weights.data(), d_scores.data()};
+  Grads g(p);
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m, &trace, &test::test_pool());
+  CHECK(test::bitwise_equal(g.dq, backward(p, m).dq));  // the trace changes nothing
+
+  std::vector<float> fwd_weights(nn), scores(nn), scaled(nn), masked(nn), out(p.n_q * p.d_v);
+  const AttentionTrace fwd{scores.data(), scaled.data(), masked.data(), fwd_weights.data()};
+  attention_forward(p.Q(), p.K(), p.V(), {out.data(), p.n_q, p.d_v, p.d_v}, m, &fwd);
+  CHECK(test::bitwise_equal(weights, fwd_weights));
+
+  std::vector<float> dp(nn), dq(p.n_q * p.d_k);
+  ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(), p.d_v, dp.data(), p.n_k, false);
+  CHECK_CLOSE(d_weights, dp, 1e-6);
+  ref::gemm(Transpose::no, Transpose::no, p.n_q, p.d_k, p.n_k, d_scores.data(), p.n_k, p.k.data(), p.d_k, dq.data(), p.d_k, false);
+  CHECK_CLOSE(g.dq, dq, 1e-6);
+  for (size_t i = 0; i < p.n_q; ++i)
+    for (size_t j = i + 1; j < p.n_k; ++j) CHECK(d_scores[i * p.n_k + j] == 0.0f);
 }
 
 TEST_CASE("attention backward rejects shapes that do not fit together, naming them") {

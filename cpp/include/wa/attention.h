@@ -47,9 +47,19 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 // all masked gets a zero dq row and adds nothing to dk and dv. The gradients are written (not
 // accumulated) and must not overlap the inputs. Works in 2·n_q·n_k floats of its own memory.
 // Throws std::invalid_argument on shapes that do not fit together.
+// trace, when not null, receives the backward's own intermediates (see below).
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
                         Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+                        const struct AttentionBackwardTrace* trace = nullptr,
                         ThreadPool* pool = nullptr);
+
+// The intermediates of one attention backward, each (n_q,n_k), row-major, ld = n_k.
+// Caller-owned; all set.
+struct AttentionBackwardTrace {
+  float* weights;    // P, the forward's weights
+  float* d_weights;  // dP = ∂L/∂P = d_out·vᵀ
+  float* d_scores;   // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
+};
 
 // Multi-head attention over a batch of sequences.
 //   x (batch,n_q,d_model): the queries' sequence; context (batch,n_k,d_model): the keys' and
