@@ -7,6 +7,23 @@ import {
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
+const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
+
+// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes.
+function checkQKV(where, q, k, v) {
+  checkTensor(where, 'q', q, [2], '[nQ,dK]');
+  checkTensor(where, 'k', k, [2], '[nK,dK]');
+  checkTensor(where, 'v', v, [2], '[nK,dV]');
+  const [nQ, dK] = q.shape;
+  const [nK, dV] = v.shape;
+  if (k.shape[1] !== dK) {
+    throw new RangeError(`${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`);
+  }
+  if (k.shape[0] !== nK) {
+    throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
+  }
+  return { nQ, nK, dK, dV };
+}
 
 export class Attention {
   #rt;
@@ -35,17 +52,7 @@ export class Attention {
     const where = 'attention';
     const rt = this.#rt;
     rt.checkAlive(where);
-    checkTensor(where, 'q', q, [2], '[nQ,dK]');
-    checkTensor(where, 'k', k, [2], '[nK,dK]');
-    checkTensor(where, 'v', v, [2], '[nK,dV]');
-    const [nQ, dK] = q.shape;
-    const [nK, dV] = v.shape;
-    if (k.shape[1] !== dK) {
-      throw new RangeError(`${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`);
-    }
-    if (k.shape[0] !== nK) {
-      throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
-    }
+    const { nQ, nK, dK, dV } = checkQKV(where, q, k, v);
     const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
     const causal = checkBoolean(where, 'causal', o.causal);
     const trace = checkBoolean(where, 'trace', o.trace);
@@ -53,7 +60,7 @@ export class Attention {
     const { keep, bias } = checkMask(where, o.mask, nQ, nK);
 
     const { heap } = rt;
-    return heap.scoped((s) => {
+    return heap.scoped(where, (s) => {
       const args = {
         q: s.put(q.data, 'q'), k: s.put(k.data, 'k'), v: s.put(v.data, 'v'),
         out: s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`),
@@ -71,6 +78,72 @@ export class Attention {
         for (const name of TRACE_NAMES) result[name] = tensor(heap.read(args[name], nQ * nK), [nQ, nK]);
       }
       return result;
+    });
+  }
+
+  // The gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output:
+  // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }. Masked positions get exactly zero gradient.
+  // With trace: also weights (P), dWeights (dP = dOutput·vᵀ) and dScores (dS = ∂L/∂(q·kᵀ)),
+  // each [nQ,nK].
+  attentionBackward(q, k, v, dOutput, options) {
+    const where = 'attentionBackward';
+    const rt = this.#rt;
+    rt.checkAlive(where);
+    const { nQ, nK, dK, dV } = checkQKV(where, q, k, v);
+    checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
+    if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+    }
+    const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+    const causal = checkBoolean(where, 'causal', o.causal);
+    const trace = checkBoolean(where, 'trace', o.trace);
+    const scale = checkScale(where, o.scale, dK);
+    const { keep, bias } = checkMask(where, o.mask, nQ, nK);
+    const { heap } = rt;
+    return heap.scoped(where, (s) => {
+      const args = {
+        q: s.put(q.data, 'q'), k: s.put(k.data, 'k'), v: s.put(v.data, 'v'), out: 0,
+        nQ, nK, dK, dV, scale, causal,
+        keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0,
+        scores: 0, scaled: 0, masked: 0, weights: 0,
+      };
+      const grads = {
+        dOut: s.put(dOutput.data, 'dOutput'),
+        dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv'),
+        weights: 0, dWeights: 0, dScores: 0,
+      };
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) grads[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+      rt.call(where, 'attentionBackward', args, grads);
+      const result = {
+        dq: tensor(heap.read(grads.dq, nQ * dK), [nQ, dK]),
+        dk: tensor(heap.read(grads.dk, nK * dK), [nK, dK]),
+        dv: tensor(heap.read(grads.dv, nK * dV), [nK, dV]),
+      };
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(grads[name], nQ * nK), [nQ, nK]);
+      return result;
+    });
+  }
+
+  // a [m,k], b [k,n] -> a·b [m,n]. transposeA: a is given as [k,m]; transposeB: b as [n,k].
+  matmul(a, b, options) {
+    const where = 'matmul';
+    const rt = this.#rt;
+    rt.checkAlive(where);
+    checkTensor(where, 'a', a, [2], '[m,k]');
+    checkTensor(where, 'b', b, [2], '[k,n]');
+    const o = checkOptions(where, options, ['transposeA', 'transposeB']);
+    const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
+    const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
+    const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
+    const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
+    if (kb !== k) {
+      throw new RangeError(`${where}: a is ${showShape(a.shape)}${transposeA ? ' (transposed)' : ''} and b is ${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}: the inner sizes ${k} and ${kb} must match`);
+    }
+    const { heap } = rt;
+    return heap.scoped(where, (s) => {
+      const args = { a: s.put(a.data, 'a'), b: s.put(b.data, 'b'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
+      rt.call(where, 'matmul', args);
+      return tensor(heap.read(args.c, m * n), [m, n]);
     });
   }
 

@@ -21,11 +21,16 @@ export class Heap {
     return m.wasmMemory ? m.wasmMemory.buffer : m.HEAPU8.buffer;
   }
 
-  // Byte offset of a fresh block of `bytes`, or a RangeError naming `what` when it cannot fit.
-  alloc(bytes, what) {
+  // A RangeError naming `what` when a block of `bytes` could never fit in wasm memory.
+  checkFits(bytes, what) {
     if (bytes > MAX_BYTES) {
       throw new RangeError(`${what} needs ${formatBytes(bytes)}, more than wasm memory can hold (2 GB)`);
     }
+  }
+
+  // Byte offset of a fresh block of `bytes`, or a RangeError naming `what` when it cannot fit.
+  alloc(bytes, what) {
+    this.checkFits(bytes, what);
     const ptr = this.#module._malloc(Math.max(bytes, 1));
     if (!ptr) {
       throw new RangeError(`${what} needs ${formatBytes(bytes)} and wasm memory has no room left for it`);
@@ -55,16 +60,17 @@ export class Heap {
   }
 
   // Runs fn(scope) and frees everything scope.alloc/put allocated, whatever happens.
-  scoped(fn) {
+  // where: the public entry's name, which prefixes the messages of allocation errors.
+  scoped(where, fn) {
     const owned = [];
     const scope = {
       alloc: (bytes, what) => {
-        const p = this.alloc(bytes, what);
+        const p = this.alloc(bytes, `${where}: ${what}`);
         owned.push(p);
         return p;
       },
       put: (data, what) => {
-        const p = this.put(data, what);
+        const p = this.put(data, `${where}: ${what}`);
         owned.push(p);
         return p;
       },

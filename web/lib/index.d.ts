@@ -122,10 +122,53 @@ export interface ForwardResult {
   concat?: Tensor;
 }
 
+/** Gradients of a layer's most recent forward, each the shape of what it differentiates. */
+export interface MultiHeadGradients {
+  /** Same shape as x. */
+  dx: Tensor;
+  /** Same shape as the context; cross-attention only. */
+  dContext?: Tensor;
+  dwq: Tensor;
+  dwk: Tensor;
+  dwv: Tensor;
+  dwo: Tensor;
+  /** With bias. */
+  dbq?: Tensor;
+  dbk?: Tensor;
+  dbv?: Tensor;
+  dbo?: Tensor;
+}
+
+export interface AttentionGradients {
+  /** [nQ,dK] */
+  dq: Tensor;
+  /** [nK,dK] */
+  dk: Tensor;
+  /** [nK,dV] */
+  dv: Tensor;
+  /** With trace: the forward's weights P [nQ,nK] */
+  weights?: Tensor;
+  /** With trace: dP = dOutput·vᵀ [nQ,nK] */
+  dWeights?: Tensor;
+  /** With trace: dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale, zero where masked [nQ,nK] */
+  dScores?: Tensor;
+}
+
+export interface MatmulOptions {
+  /** a is given as [k,m]. */
+  transposeA?: boolean;
+  /** b is given as [n,k]. */
+  transposeB?: boolean;
+}
+
 export interface MultiHeadAttention {
   readonly config: Readonly<{ dModel: number; heads: number; dK: number; dV: number; bias: boolean }>;
-  /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. */
+  /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs. */
   forward(x: Tensor, options?: ForwardOptions): ForwardResult;
+  /** Gradients of the most recent forward for dOutput = ∂L/∂output (the output's shape). */
+  backward(dOutput: Tensor): MultiHeadGradients;
+  /** Plain SGD in place: w -= learningRate · dw for each gradient given. Clears the saved forward. */
+  step(grads: Partial<MultiHeadGradients>, learningRate: number): void;
   /** The current weights (copies). */
   readonly weights: MultiHeadWeights;
   /** Frees the layer's wasm memory; later calls throw. */
@@ -136,6 +179,10 @@ export interface Attention {
   readonly backend: Backend;
   /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v */
   attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): AttentionResult;
+  /** Gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output. */
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionOptions): AttentionGradients;
+  /** a [m,k] · b [k,n] -> [m,n]. */
+  matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor;
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
   /** Bytes of wasm memory, and bytes allocated in it. */
   memory(): { wasmBytes: number; allocatedBytes: number };

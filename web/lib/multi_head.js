@@ -28,6 +28,10 @@ export class MultiHeadAttention {
   #ptrs = {};  // weight name -> offset in wasm memory; null once disposed
   #shapes;
   #token = {};
+  // What the most recent forward left for backward(): offsets of x, context, mask, and of
+  // Q, K, V and concat (O(n·dModel) floats; the backward recomputes the attention weights),
+  // with the call's sizes and options. Null before a forward, after step() and dispose().
+  #saved = null;
 
   constructor(rt, config) {
     const where = 'multiHeadAttention';
@@ -75,7 +79,7 @@ export class MultiHeadAttention {
     if (bias) for (const name of BIAS_NAMES) values[name] ??= new Float32Array(shapes[name][0]);
 
     try {
-      for (const [name, data] of Object.entries(values)) this.#ptrs[name] = rt.heap.put(data, `weights.${name}`);
+      for (const [name, data] of Object.entries(values)) this.#ptrs[name] = rt.heap.put(data, `${where}: weights.${name}`);
     } catch (e) {
       for (const p of Object.values(this.#ptrs)) rt.heap.free(p);
       throw e;
@@ -97,7 +101,7 @@ export class MultiHeadAttention {
   forward(x, options) {
     const where = 'multiHeadAttention.forward';
     this.#checkAlive(where);
-    const { dModel, heads, dK, dV, bias } = this.config;
+    const { dModel, heads, dK, dV } = this.config;
     checkTensor(where, 'x', x, [2, 3], '[n,dModel] or [batch,n,dModel]');
     const rank = x.shape.length;
     const batch = rank === 3 ? x.shape[0] : 1;
@@ -120,28 +124,52 @@ export class MultiHeadAttention {
     const scale = checkScale(where, o.scale, dK);
     const { keep, bias: additive } = checkMask(where, o.mask, nQ, nK);
 
+    const { heap } = this.#rt;
+    const hk = heads * dK, hv = heads * dV;
+    const savedSizes = { q: batch * nQ * hk, k: batch * nK * hk, v: batch * nK * hv, concat: batch * nQ * hv };
+    for (const [name, size] of Object.entries(savedSizes)) heap.checkFits(4 * size, `${where}: ${name}`);
+    this.#releaseSaved();
+    const saved = {};
+    try {
+      saved.x = heap.put(x.data, `${where}: x`);
+      saved.context = o.context ? heap.put(o.context.data, `${where}: context`) : 0;
+      saved.keep = keep ? heap.put(keep, `${where}: mask`) : 0;
+      saved.bias = additive ? heap.put(additive, `${where}: mask`) : 0;
+      for (const [name, size] of Object.entries(savedSizes)) saved[name] = heap.alloc(4 * size, `${where}: ${name}`);
+    } catch (e) {
+      for (const p of Object.values(saved)) heap.free(p);
+      throw e;
+    }
+    this.#saved = { ptrs: saved, batch, nQ, nK, rank, causal, scale, xShape: [...x.shape], contextShape: o.context ? [...o.context.shape] : null };
+    try {
+      return this.#forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes });
+    } catch (e) {
+      this.#releaseSaved();  // a failed forward leaves nothing to differentiate
+      throw e;
+    }
+  }
+
+  // The forward's wasm call over the saved buffers, and its results read back.
+  #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
+    const { dModel, heads, dK, dV, bias } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
     const hk = heads * dK, hv = heads * dV, nn = nQ * nK;
-    return heap.scoped((s) => {
+    return heap.scoped(where, (s) => {
       const p = this.#ptrs;
       const args = {
         batch, nQ, nK, dModel, heads, dK, dV,
-        x: s.put(x.data, 'x'),
-        context: o.context ? s.put(o.context.data, 'context') : 0,
+        x: saved.x, context: saved.context,
         out: s.alloc(batch * nQ * dModel * 4, 'the output'),
         wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
         bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
-        scale, causal,
-        keep: keep ? s.put(keep, 'mask') : 0,
-        bias: additive ? s.put(additive, 'mask') : 0,
-        q: 0, k: 0, v: 0, scores: 0, scaled: 0, masked: 0, weights: 0, concat: 0,
+        scale, causal, keep: saved.keep, bias: saved.bias,
+        q: saved.q, k: saved.k, v: saved.v, concat: saved.concat,
+        scores: 0, scaled: 0, masked: 0, weights: 0,
       };
-      const traceSizes = {
-        q: batch * nQ * hk, k: batch * nK * hk, v: batch * nK * hv, concat: batch * nQ * hv,
-        scores: batch * heads * nn, scaled: batch * heads * nn, masked: batch * heads * nn, weights: batch * heads * nn,
-      };
-      if (trace) for (const [name, size] of Object.entries(traceSizes)) args[name] = s.alloc(size * 4, `the trace's ${name}`);
+      const scoreSizes = { scores: batch * heads * nn, scaled: batch * heads * nn, masked: batch * heads * nn, weights: batch * heads * nn };
+      if (trace) for (const [name, size] of Object.entries(scoreSizes)) args[name] = s.alloc(size * 4, `the trace's ${name}`);
+      const traceSizes = { ...savedSizes, ...scoreSizes };
       rt.call(where, 'mhaForward', args);
 
       const lead = rank === 3 ? [batch] : [];
@@ -169,6 +197,86 @@ export class MultiHeadAttention {
     });
   }
 
+  // Gradients of the most recent forward: dOutput (the output's shape) = ∂L/∂output ->
+  // { dx, dContext (cross-attention only), dwq, dwk, dwv, dwo, and dbq, dbk, dbv, dbo with bias },
+  // each the shape of what it differentiates; weight gradients are summed over the batch.
+  backward(dOutput) {
+    const where = 'multiHeadAttention.backward';
+    this.#checkAlive(where);
+    const saved = this.#saved;
+    if (!saved) {
+      throw new TypeError(`${where}: there is no forward to differentiate: call forward() first (step() and a failed forward clear it)`);
+    }
+    const { dModel, heads, dK, dV, bias } = this.config;
+    const { batch, nQ, nK, rank } = saved;
+    const outShape = [...saved.xShape];
+    checkTensor(where, 'dOutput', dOutput, [rank], showShape(outShape));
+    if (dOutput.shape.some((d, i) => d !== outShape[i])) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the last forward's output is ${showShape(outShape)}`);
+    }
+    const rt = this.#rt;
+    const { heap } = rt;
+    const p = this.#ptrs;
+    const sizes = {
+      dx: saved.xShape, dContext: saved.contextShape,
+      dwq: this.#shapes.wq, dwk: this.#shapes.wk, dwv: this.#shapes.wv, dwo: this.#shapes.wo,
+      dbq: bias ? this.#shapes.bq : null, dbk: bias ? this.#shapes.bk : null,
+      dbv: bias ? this.#shapes.bv : null, dbo: bias ? this.#shapes.bo : null,
+    };
+    return heap.scoped(where, (s) => {
+      const grads = { dOut: s.put(dOutput.data, 'dOutput') };
+      for (const [name, shape] of Object.entries(sizes)) {
+        grads[name] = shape ? s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`) : 0;
+      }
+      const args = {
+        batch, nQ, nK, dModel, heads, dK, dV,
+        x: saved.ptrs.x, context: saved.ptrs.context, out: 0,
+        wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
+        bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
+        scale: saved.scale, causal: saved.causal, keep: saved.ptrs.keep, bias: saved.ptrs.bias,
+        q: saved.ptrs.q, k: saved.ptrs.k, v: saved.ptrs.v, concat: saved.ptrs.concat,
+        scores: 0, scaled: 0, masked: 0, weights: 0,
+      };
+      rt.call(where, 'mhaBackward', args, grads);
+      const result = {};
+      for (const [name, shape] of Object.entries(sizes)) {
+        if (shape) result[name] = tensor(heap.read(grads[name], shape.reduce((a, b) => a * b, 1)), [...shape]);
+      }
+      return result;
+    });
+  }
+
+  // One plain SGD step, in place: w -= learningRate · dw for every gradient given (dwq..dwo,
+  // dbq..dbo, as backward() returns them; dx and dContext are ignored). Clears the saved
+  // forward, whose gradients would no longer match the weights.
+  step(grads, learningRate) {
+    const where = 'multiHeadAttention.step';
+    this.#checkAlive(where);
+    if (typeof learningRate !== 'number') throw new TypeError(`${where}: learningRate must be a number, got ${typeof learningRate}`);
+    if (!Number.isFinite(learningRate)) throw new RangeError(`${where}: learningRate must be finite, got ${learningRate}`);
+    const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#shapes).map((n) => `d${n}`)]);
+    const updates = [];
+    for (const name of Object.keys(this.#ptrs)) {
+      const grad = g[`d${name}`];
+      if (grad === undefined) continue;
+      checkTensor(where, `grads.d${name}`, grad, [this.#shapes[name].length], showShape(this.#shapes[name]));
+      if (grad.shape.some((d, i) => d !== this.#shapes[name][i])) {
+        throw new RangeError(`${where}: grads.d${name} is ${showShape(grad.shape)} but ${name} is ${showShape(this.#shapes[name])}`);
+      }
+      updates.push([name, grad.data]);
+    }
+    for (const [name, data] of updates) {
+      const w = this.#rt.heap.f32(this.#ptrs[name], data.length);
+      for (let i = 0; i < data.length; ++i) w[i] -= learningRate * data[i];
+    }
+    this.#releaseSaved();
+  }
+
+  #releaseSaved() {
+    if (this.#saved && !this.#rt.disposed) for (const p of Object.values(this.#saved.ptrs)) this.#rt.heap.free(p);
+    this.#saved = null;
+  }
+
   // The current weights as tensors (copies): wq, wk, wv, wo, and bq, bk, bv, bo with bias.
   get weights() {
     this.#checkAlive('multiHeadAttention.weights');
@@ -181,6 +289,7 @@ export class MultiHeadAttention {
   // Frees the weights; later calls throw. Safe to call twice.
   dispose() {
     if (!this.#ptrs) return;
+    this.#releaseSaved();
     if (!this.#rt.disposed) for (const p of Object.values(this.#ptrs)) this.#rt.heap.free(p);
     this.#ptrs = null;
     leftBehind.unregister(this.#token);

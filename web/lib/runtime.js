@@ -18,8 +18,8 @@ export class Runtime {
 
   // Calls a binding that returns "" or an error message, and throws the message as an Error
   // (a RangeError when memory ran out), prefixed with the public entry's name.
-  call(where, binding, args) {
-    const error = this.module[binding](args);
+  call(where, binding, ...args) {
+    const error = this.module[binding](...args);
     if (error) throw new (error.startsWith('out of memory') ? RangeError : Error)(`${where}: ${error}`);
   }
 

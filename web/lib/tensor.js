@@ -10,15 +10,19 @@ export const showShape = (shape) => `[${shape.join(',')}]`;
 
 function describe(value) {
   if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
   if (Array.isArray(value)) return 'an Array';
-  if (typeof value === 'object') return `a ${value.constructor?.name ?? 'object'}`;
+  if (typeof value === 'object') {
+    const name = value.constructor?.name ?? 'object';
+    return `${/^[aeiou]/i.test(name) ? 'an' : 'a'} ${name}`;
+  }
   return typeof value === 'number' ? `the number ${value}` : `a ${typeof value}`;
 }
 
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
-  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t)) {
+  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || Array.isArray(t)) {
     throw new TypeError(`${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`);
   }
   if (!(t.data instanceof Float32Array)) {
@@ -74,11 +78,14 @@ export function checkBoolean(where, name, value) {
   return value;
 }
 
-// scale: a finite number, 1/sqrt(dK) when left out.
+// scale: a number finite also as a float32 (wasm computes in float32), 1/sqrt(dK) when left out.
 export function checkScale(where, scale, dK) {
   if (scale === undefined) return 1 / Math.sqrt(dK);
   if (typeof scale !== 'number') throw new TypeError(`${where}: scale must be a number, got ${describe(scale)}`);
   if (!Number.isFinite(scale)) throw new RangeError(`${where}: scale must be finite, got ${scale}`);
+  if (!Number.isFinite(Math.fround(scale))) {
+    throw new RangeError(`${where}: scale must be finite as a 32-bit float (|scale| < 3.4e38), got ${scale}`);
+  }
   return scale;
 }
 

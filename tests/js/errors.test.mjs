@@ -1,0 +1,449 @@
+// Every error of the JS API: its class (TypeError for a wrong kind of value, RangeError for a
+// wrong size or value) and its message, which names the entry, the argument and the shapes.
+// After each error the instance keeps working, and nothing leaks in wasm memory.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { createAttention, tensor } from '../../web/lib/index.js';
+import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
+
+const TOL = 1e-5;
+
+const f32 = (n, value = 0.25) => new Float32Array(n).fill(value);
+const t2 = (rows, cols, value) => tensor(f32(rows * cols, value), [rows, cols]);
+
+// fn() must throw exactly Class (not a subclass or another error) with a message matching re.
+function throwsWith(fn, Class, re) {
+  let error;
+  try {
+    fn();
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
+  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
+  assert.match(error.message, re);
+}
+
+async function rejectsWith(promise, Class, re) {
+  let error;
+  try {
+    (await promise).dispose();
+  } catch (e) {
+    error = e;
+  }
+  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
+  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
+  assert.match(error.message, re);
+}
+
+// A correct call right after an error gives the right numbers.
+const probe = (() => {
+  const next = rng(99);
+  const q = randomTensor(next, [37, 6]);
+  const k = randomTensor(next, [41, 6]);
+  const v = randomTensor(next, [41, 5]);
+  const x = randomTensor(next, [2, 7, 8]);
+  return { q, k, v, x, ref: attentionRef(q, k, v, { causal: true }).output };
+})();
+
+function stillWorks(attn, layer) {
+  const { output, weights } = attn.attention(probe.q, probe.k, probe.v, { causal: true, trace: true });
+  const d = maxAbsDiff(output.data, probe.ref);
+  assert.ok(d <= TOL, `attention after an error: max abs diff ${d}`);
+  assert.equal(weights.shape[1], 41);
+  if (layer) {
+    const r = layer.forward(probe.x, { causal: true });
+    const ref = mhaRef(probe.x, layer.weights, { batch: 2, nQ: 7, dModel: 8, heads: 2, causal: true });
+    const dm = maxAbsDiff(r.output.data, ref.output);
+    assert.ok(dm <= TOL, `multi-head attention after an error: max abs diff ${dm}`);
+  }
+}
+
+describe('errors', () => {
+  let attn, layer;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+    layer = attn.multiHeadAttention({ dModel: 8, heads: 2, bias: true, seed: 5 });
+  });
+  after(() => attn.dispose());
+
+  // A test that fn throws Class with a message matching re, and that a correct call follows.
+  function run(title, fn, Class, re) {
+    test(title, () => {
+      throwsWith(() => fn(), Class, re);
+      stillWorks(attn, layer);
+    });
+  }
+
+  describe('attention: wrong types', () => {
+    const k = t2(5, 2), v = t2(5, 3);
+    run('q as a plain array', () => attn.attention([[1, 2], [3, 4]], k, v), TypeError,
+      /^attention: q must be a tensor \{ data: Float32Array, shape: number\[\] \} \[nQ,dK\], got an Array$/);
+    run('q as a bare Float32Array', () => attn.attention(f32(4), k, v), TypeError,
+      /^attention: q must be a tensor .* \[nQ,dK\], got a Float32Array$/);
+    run('k missing', () => attn.attention(t2(4, 2), undefined, v), TypeError,
+      /^attention: k must be a tensor .* \[nK,dK\], got undefined$/);
+    run('v null', () => attn.attention(t2(4, 2), k, null), TypeError,
+      /^attention: v must be a tensor .* \[nK,dV\], got null$/);
+    run('q.data as Float64Array', () => attn.attention(tensor(new Float64Array(8), [4, 2]), k, v), TypeError,
+      /^attention: q\.data must be a Float32Array, got a Float64Array$/);
+    run('k.data as a plain array', () => attn.attention(t2(4, 2), tensor(new Array(10).fill(0), [5, 2]), v), TypeError,
+      /^attention: k\.data must be a Float32Array, got an Array$/);
+    run('q.shape not an array', () => attn.attention(tensor(f32(8), '4,2'), k, v), TypeError,
+      /^attention: q\.shape must be an array of sizes, got a string$/);
+    run('v.shape missing', () => attn.attention(t2(4, 2), k, { data: f32(15) }), TypeError,
+      /^attention: v\.shape must be an array of sizes, got undefined$/);
+    run('options not an object', () => attn.attention(t2(4, 2), k, v, true), TypeError,
+      /^attention: options must be an object, got a boolean$/);
+    run('unknown option casual', () => attn.attention(t2(4, 2), k, v, { casual: true }), TypeError,
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace\)$/);
+    run('causal not a boolean', () => attn.attention(t2(4, 2), k, v, { causal: 'yes' }), TypeError,
+      /^attention: causal must be true or false, got a string$/);
+    run('trace not a boolean', () => attn.attention(t2(4, 2), k, v, { trace: 1 }), TypeError,
+      /^attention: trace must be true or false, got the number 1$/);
+    run('scale not a number', () => attn.attention(t2(4, 2), k, v, { scale: '0.5' }), TypeError,
+      /^attention: scale must be a number, got a string$/);
+    run('mask as Float64Array', () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }), TypeError,
+      /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \}, got a Float64Array$/);
+    run('mask as a plain array', () => attn.attention(t2(4, 2), k, v, { mask: new Array(20).fill(1) }), TypeError,
+      /^attention: mask must be .*got an Array$/);
+    run('mask tensor with Int32Array data', () => attn.attention(t2(4, 2), k, v, { mask: tensor(new Int32Array(20), [4, 5]) }), TypeError,
+      /^attention: mask must be .*got an Object$/);
+  });
+
+  describe('attention: shapes', () => {
+    run('k columns != q columns', () => attn.attention(t2(4, 2), t2(5, 3), t2(5, 3)), RangeError,
+      /^attention: k is \[5,3\] but q is \[4,2\]: k needs 2 columns, as many as q \(dK\)$/);
+    run('v rows != k rows', () => attn.attention(t2(4, 2), t2(5, 2), t2(4, 3)), RangeError,
+      /^attention: v is \[4,3\] but k is \[5,2\]: v needs 5 rows, one per key \(nK\)$/);
+    run('q of rank 3', () => attn.attention(tensor(f32(8), [2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q must have 2 dimensions \[nQ,dK\], got shape \[2,2,2\]$/);
+    run('k of rank 1', () => attn.attention(t2(4, 2), tensor(f32(10), [10]), t2(5, 3)), RangeError,
+      /^attention: k must have 2 dimensions \[nK,dK\], got shape \[10\]$/);
+    run('keep mask tensor of the wrong shape', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(new Uint8Array(20), [5, 4]) }), RangeError,
+      /^attention: mask has shape \[5,4\] but the scores are \[4,5\] \(nQ queries by nK keys\)$/);
+    run('additive mask tensor of the wrong rank', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(f32(20), [20]) }), RangeError,
+      /^attention: mask has shape \[20\] but the scores are \[4,5\]/);
+    run('bare keep mask of the wrong length', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: new Uint8Array(19) }), RangeError,
+      /^attention: mask has 19 values but the scores \[4,5\] need 20$/);
+    run('mask tensor whose data does not match its shape', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(f32(21), [4, 5]) }), RangeError,
+      /^attention: mask has 21 values but the scores \[4,5\] need 20$/);
+    for (const [label, shape] of [['zero', [0, 2]], ['negative', [-4, 2]], ['non-integer', [4, 0.5]], ['NaN', [NaN, 2]], ['string', ['4', '2']]]) {
+      run(`q with a ${label} dimension`, () => attn.attention(tensor(f32(8), shape), t2(5, 2), t2(5, 3)), RangeError,
+        new RegExp(`^attention: q has shape \\[${shape.join(',').replace('.', '\\.')}\\]: every size must be a positive integer$`));
+    }
+    run('v with a zero dimension', () => attn.attention(t2(4, 2), t2(5, 2), tensor(new Float32Array(0), [5, 0])), RangeError,
+      /^attention: v has shape \[5,0\]: every size must be a positive integer$/);
+    run('q.data shorter than its shape', () => attn.attention(tensor(f32(7), [4, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q\.data has 7 values but shape \[4,2\] needs 8$/);
+    run('v.data longer than its shape', () => attn.attention(t2(4, 2), t2(5, 2), tensor(f32(16), [5, 3])), RangeError,
+      /^attention: v\.data has 16 values but shape \[5,3\] needs 15$/);
+  });
+
+  describe('attention: values', () => {
+    const withAt = (n, i, x) => { const d = f32(n); d[i] = x; return d; };
+    run('NaN in q', () => attn.attention(tensor(withAt(8, 3, NaN), [4, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q\.data\[3\] is NaN: inputs must be finite numbers$/);
+    run('Infinity in k', () => attn.attention(t2(4, 2), tensor(withAt(10, 9, Infinity), [5, 2]), t2(5, 3)), RangeError,
+      /^attention: k\.data\[9\] is Infinity: inputs must be finite numbers$/);
+    run('-Infinity in v', () => attn.attention(t2(4, 2), t2(5, 2), tensor(withAt(15, 0, -Infinity), [5, 3])), RangeError,
+      /^attention: v\.data\[0\] is -Infinity: inputs must be finite numbers$/);
+    run('NaN in an additive mask', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: withAt(20, 2, NaN) }), RangeError,
+      /^attention: mask\[2\] is NaN: an additive mask takes finite values, or -Infinity to mask$/);
+    run('+Infinity in an additive mask tensor', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(withAt(20, 19, Infinity), [4, 5]) }), RangeError,
+      /^attention: mask\[19\] is Infinity: an additive mask takes finite values, or -Infinity to mask$/);
+    for (const scale of [NaN, Infinity, -Infinity]) {
+      run(`scale ${scale}`, () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { scale }), RangeError,
+        new RegExp(`^attention: scale must be finite, got ${String(scale).replace('-', '\\-')}$`));
+    }
+    run('scale beyond float32 range', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { scale: 1e39 }), RangeError,
+      /^attention: scale must be finite as a 32-bit float .*, got 1e\+39$/);
+  });
+
+  describe('multiHeadAttention: configuration', () => {
+    const mk = (config) => () => attn.multiHeadAttention(config);
+    const good = (next) => ({ wq: randomTensor(next, [8, 8]), wk: randomTensor(next, [8, 8]), wv: randomTensor(next, [8, 8]), wo: randomTensor(next, [8, 8]) });
+    run('no config', mk(undefined), TypeError, /^multiHeadAttention: dModel must be a number, got undefined$/);
+    run('config not an object', mk(8), TypeError, /^multiHeadAttention: options must be an object, got the number 8$/);
+    run('unknown key', mk({ dModel: 8, heads: 2, head: 2 }), TypeError,
+      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, dK, dV, bias, weights, seed\)$/);
+    run('dModel 0', mk({ dModel: 0, heads: 1 }), RangeError, /^multiHeadAttention: dModel must be a positive integer, got 0$/);
+    run('dModel non-integer', mk({ dModel: 7.5, heads: 1 }), RangeError, /^multiHeadAttention: dModel must be a positive integer, got 7\.5$/);
+    run('dModel as a string', mk({ dModel: '8', heads: 2 }), TypeError, /^multiHeadAttention: dModel must be a number, got a string$/);
+    run('heads negative', mk({ dModel: 8, heads: -2 }), RangeError, /^multiHeadAttention: heads must be a positive integer, got -2$/);
+    run('dK zero', mk({ dModel: 8, heads: 2, dK: 0 }), RangeError, /^multiHeadAttention: dK must be a positive integer, got 0$/);
+    run('dV non-integer', mk({ dModel: 8, heads: 2, dV: 2.5 }), RangeError, /^multiHeadAttention: dV must be a positive integer, got 2\.5$/);
+    run('heads not dividing dModel without dK', mk({ dModel: 8, heads: 3 }), RangeError,
+      /^multiHeadAttention: heads \(3\) does not divide dModel \(8\): pass dK \(and dV\) explicitly$/);
+    run('bias not a boolean', mk({ dModel: 8, heads: 2, bias: 1 }), TypeError, /^multiHeadAttention: bias must be true or false, got the number 1$/);
+    for (const seed of [-1, 1.5, 2 ** 32, NaN]) {
+      run(`seed ${seed}`, mk({ dModel: 8, heads: 2, seed }), RangeError,
+        new RegExp(`^multiHeadAttention: seed must be an integer from 0 to 2\\^32-1, got ${String(seed).replace('.', '\\.')}$`));
+    }
+    run('weights.wq of the wrong shape', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(1)), wq: t2(8, 4) } }), RangeError,
+      /^multiHeadAttention: weights\.wq is \[8,4\] but dModel 8, heads 2, dK 4, dV 4 need \[8,8\]$/);
+    run('weights.wv for another dV', () => attn.multiHeadAttention({ dModel: 8, heads: 2, dV: 3, weights: good(rng(2)) }), RangeError,
+      /^multiHeadAttention: weights\.wv is \[8,8\] but dModel 8, heads 2, dK 4, dV 3 need \[8,6\]$/);
+    run('weights.wo of rank 1', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(3)), wo: tensor(f32(64), [64]) } }), RangeError,
+      /^multiHeadAttention: weights\.wo must have 2 dimensions \[8,8\], got shape \[64\]$/);
+    run('weights.bq of the wrong length', () => attn.multiHeadAttention({ dModel: 8, heads: 2, bias: true, weights: { ...good(rng(4)), bq: tensor(f32(7), [7]) } }), RangeError,
+      /^multiHeadAttention: weights\.bq is \[7\] but dModel 8, heads 2, dK 4, dV 4 need \[8\]$/);
+    run('weights.wk missing', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(5)), wk: undefined } }), TypeError,
+      /^multiHeadAttention: weights\.wk must be a tensor \{ data: Float32Array, shape: number\[\] \} \[8,8\], got undefined$/);
+    run('weights.wq.data as Float64Array', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(6)), wq: tensor(new Float64Array(64), [8, 8]) } }), TypeError,
+      /^multiHeadAttention: weights\.wq\.data must be a Float32Array, got a Float64Array$/);
+    run('weights with an unknown name', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(7)), wx: t2(8, 8) } }), TypeError,
+      /^multiHeadAttention: weights: unknown option "wx" \(known: wq, wk, wv, wo, bq, bk, bv, bo\)$/);
+    run('weights with biases but no bias: true', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(8)), bo: tensor(f32(8), [8]) } }), TypeError,
+      /^multiHeadAttention: weights has biases but bias is not true; pass bias: true to use them$/);
+    run('NaN in weights.wv', () => {
+      const w = good(rng(9));
+      w.wv.data[5] = NaN;
+      return attn.multiHeadAttention({ dModel: 8, heads: 2, weights: w });
+    }, RangeError, /^multiHeadAttention: weights\.wv\.data\[5\] is NaN: inputs must be finite numbers$/);
+  });
+
+  describe('multiHeadAttention.forward', () => {
+    const W = 'multiHeadAttention\\.forward';
+    run('x as a plain array', () => layer.forward([[1, 2, 3, 4, 5, 6, 7, 8]]), TypeError,
+      new RegExp(`^${W}: x must be a tensor .* \\[n,dModel\\] or \\[batch,n,dModel\\], got an Array$`));
+    run('x of the wrong dModel', () => layer.forward(t2(5, 7)), RangeError,
+      new RegExp(`^${W}: x is \\[5,7\\] but this layer has dModel 8: its last size must be 8$`));
+    run('x of rank 4', () => layer.forward(tensor(f32(32), [1, 1, 4, 8])), RangeError,
+      new RegExp(`^${W}: x must have 2 or 3 dimensions \\[n,dModel\\] or \\[batch,n,dModel\\], got shape \\[1,1,4,8\\]$`));
+    run('x.data not matching its shape', () => layer.forward(tensor(f32(39), [5, 8])), RangeError,
+      new RegExp(`^${W}: x\\.data has 39 values but shape \\[5,8\\] needs 40$`));
+    run('x with a zero batch', () => layer.forward(tensor(f32(0), [0, 5, 8])), RangeError,
+      new RegExp(`^${W}: x has shape \\[0,5,8\\]: every size must be a positive integer$`));
+    run('NaN in x', () => { const x = t2(5, 8); x.data[7] = NaN; return layer.forward(x); }, RangeError,
+      new RegExp(`^${W}: x\\.data\\[7\\] is NaN: inputs must be finite numbers$`));
+    run('context with the wrong dModel', () => layer.forward(t2(5, 8), { context: t2(6, 7) }), RangeError,
+      new RegExp(`^${W}: context is \\[6,7\\] but x is \\[5,8\\]: context needs last size dModel 8$`));
+    run('context with the wrong batch', () => layer.forward(tensor(f32(80), [2, 5, 8]), { context: tensor(f32(144), [3, 6, 8]) }), RangeError,
+      new RegExp(`^${W}: context is \\[3,6,8\\] but x is \\[2,5,8\\]: context needs batch 2 and last size dModel 8$`));
+    run('context of another rank than x', () => layer.forward(tensor(f32(80), [2, 5, 8]), { context: t2(6, 8) }), RangeError,
+      new RegExp(`^${W}: context must have 3 dimensions \\[batch,nK,dModel\\], got shape \\[6,8\\]$`));
+    run('context.data as Float64Array', () => layer.forward(t2(5, 8), { context: tensor(new Float64Array(48), [6, 8]) }), TypeError,
+      new RegExp(`^${W}: context\\.data must be a Float32Array, got a Float64Array$`));
+    run('Infinity in context', () => { const c = t2(6, 8); c.data[47] = Infinity; return layer.forward(t2(5, 8), { context: c }); }, RangeError,
+      new RegExp(`^${W}: context\\.data\\[47\\] is Infinity: inputs must be finite numbers$`));
+    run('mask for self-attention shape in cross-attention', () => layer.forward(t2(5, 8), { context: t2(6, 8), mask: tensor(new Uint8Array(25), [5, 5]) }), RangeError,
+      new RegExp(`^${W}: mask has shape \\[5,5\\] but the scores are \\[5,6\\] \\(nQ queries by nK keys\\)$`));
+    run('mask per batch (not supported: shared)', () => layer.forward(tensor(f32(80), [2, 5, 8]), { mask: new Uint8Array(50) }), RangeError,
+      new RegExp(`^${W}: mask has 50 values but the scores \\[5,5\\] need 25$`));
+    run('+Infinity in the mask', () => { const m = f32(25, 0); m[4] = Infinity; return layer.forward(t2(5, 8), { mask: m }); }, RangeError,
+      new RegExp(`^${W}: mask\\[4\\] is Infinity: an additive mask takes finite values, or -Infinity to mask$`));
+    run('scale NaN', () => layer.forward(t2(5, 8), { scale: NaN }), RangeError, new RegExp(`^${W}: scale must be finite, got NaN$`));
+    run('unknown option casual', () => layer.forward(t2(5, 8), { casual: true }), TypeError,
+      new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace\\)$`));
+    run('trace not a boolean', () => layer.forward(t2(5, 8), { trace: 'all' }), TypeError,
+      new RegExp(`^${W}: trace must be true or false, got a string$`));
+  });
+
+  describe('too large for wasm memory', () => {
+    run('attention trace [70000,70000]', () => attn.attention(t2(70000, 1), t2(70000, 1), t2(70000, 1), { trace: true }), RangeError,
+      /^attention: the trace's scores \[70000,70000\] needs 18\.3 GB, more than wasm memory can hold \(2 GB\)$/);
+    run('multi-head trace scores for a batch', () => layer.forward(tensor(f32(8 * 9000 * 8), [8, 9000, 8]), { trace: true }), RangeError,
+      /^multiHeadAttention\.forward: the trace's scores needs 4\.8 GB, more than wasm memory can hold \(2 GB\)$/);
+    // Q, K, V and concat of [32768, 32768] each: 2^32 bytes apiece, 2^34 together, sizes that
+    // wrap around to 0 in wasm32 arithmetic. (Before the fix the module wrote over its own
+    // memory and every later call failed with "table index is out of bounds".)
+    test('multi-head intermediates past 4 GB (wrap around in wasm32)', () => {
+      const wide = attn.multiHeadAttention({ dModel: 1, heads: 1, dK: 32768, seed: 1 });
+      throwsWith(() => wide.forward(t2(32768, 1)), RangeError,
+        /^multiHeadAttention\.forward: .+ needs (4|16)\.0 GB, more than wasm memory can hold \(2 GB\)$/);
+      stillWorks(attn, layer);
+      wide.dispose();
+    });
+    // Q [16384, 30000]: 1.8 GB, under the 2 GB a block can have, but more than is left.
+    test('multi-head intermediates under 2 GB each that do not fit', () => {
+      const wide = attn.multiHeadAttention({ dModel: 1, heads: 1, dK: 30000, seed: 1 });
+      throwsWith(() => wide.forward(t2(16384, 1)), RangeError,
+        /^multiHeadAttention\.forward: (out of memory: the inputs and their intermediates do not fit in wasm memory|.+ needs 1\.8 GB and wasm memory has no room left for it)$/);
+      stillWorks(attn, layer);
+      // and the same layer works on a size that fits
+      const x = randomTensor(rng(3), [3, 1]);
+      const ref = mhaRef(x, wide.weights, { nQ: 3, dModel: 1, heads: 1, dK: 30000 });
+      const d = maxAbsDiff(wide.forward(x).output.data, ref.output);
+      assert.ok(d <= 1e-4, `max abs diff ${d}`);
+      wide.dispose();
+    });
+    test('no room left: each trace fits alone, not all four (own instance)', async () => {
+      const own = await createAttention({ threads: 1 });
+      try {
+        const baseline = own.memory().allocatedBytes;
+        throwsWith(() => own.attention(t2(15000, 1), t2(15000, 1), t2(15000, 1), { trace: true }), RangeError,
+          /^attention: the trace's \w+ \[15000,15000\] needs 858\.3 MB and wasm memory has no room left for it$/);
+        assert.equal(own.memory().allocatedBytes, baseline, 'everything freed');
+        stillWorks(own);
+      } finally {
+        own.dispose();
+      }
+    });
+  });
+});
+
+describe('disposed instances and layers', () => {
+  test('calls after mha.dispose() throw; the instance and other layers keep working', async () => {
+    const attn = await createAttention({ threads: 2 });
+    const keep = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
+    const gone = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 2 });
+    gone.dispose();
+    throwsWith(() => gone.forward(t2(3, 8)), TypeError, /^multiHeadAttention\.forward: this layer was disposed$/);
+    throwsWith(() => gone.weights, TypeError, /^multiHeadAttention\.weights: this layer was disposed$/);
+    gone.dispose();  // twice is fine
+    stillWorks(attn, keep);
+    assert.equal(gone.config.dModel, 8, 'config stays readable');
+    keep.dispose();
+    attn.dispose();
+  });
+
+  test('calls after attn.dispose() throw, on the instance and its layers', async () => {
+    const attn = await createAttention({ threads: 2 });
+    const layer = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
+    attn.dispose();
+    const re = (where) => new RegExp(`^${where}: this attention instance was disposed; create a new one with createAttention\\(\\)$`);
+    throwsWith(() => attn.attention(t2(2, 2), t2(2, 2), t2(2, 2)), TypeError, re('attention'));
+    throwsWith(() => attn.multiHeadAttention({ dModel: 8, heads: 2 }), TypeError, re('multiHeadAttention'));
+    throwsWith(() => layer.forward(t2(3, 8)), TypeError, re('multiHeadAttention\\.forward'));
+    throwsWith(() => layer.weights, TypeError, re('multiHeadAttention\\.weights'));
+    throwsWith(() => attn.backend, TypeError, re('backend'));
+    throwsWith(() => attn.memory(), TypeError, re('memory'));
+    attn.dispose();  // twice is fine
+    layer.dispose();  // and a layer after its instance
+    // other instances are not affected
+    const other = await createAttention({ threads: 1 });
+    stillWorks(other);
+    other.dispose();
+  });
+});
+
+describe('createAttention options', () => {
+  test('bad options', async () => {
+    await rejectsWith(createAttention({ threads: 0 }), RangeError, /^createAttention: threads must be a positive integer or 'auto', got 0$/);
+    await rejectsWith(createAttention({ threads: 1.5 }), RangeError, /^createAttention: threads must be a positive integer or 'auto', got 1\.5$/);
+    await rejectsWith(createAttention({ threads: '2' }), TypeError, /^createAttention: threads must be a positive integer or 'auto', got string$/);
+    await rejectsWith(createAttention({ thread: 2 }), TypeError, /^createAttention: unknown option "thread" \(known: threads, locateFile, wasmBinary\)$/);
+    await rejectsWith(createAttention({ locateFile: 'wasm/' }), TypeError, /^createAttention: locateFile must be a function/);
+    await rejectsWith(createAttention({ wasmBinary: [0, 97, 115, 109] }), TypeError, /^createAttention: wasmBinary must be an ArrayBuffer or Uint8Array$/);
+    await rejectsWith(createAttention('auto'), TypeError, /^createAttention: options must be an object, got a string$/);
+  });
+});
+
+// Each thread keeps scratch buffers, grown to the largest block of work it has had and kept
+// for the thread's life. Before a leak check: calls larger in every size than those of the
+// check, with many blocks each, so that every thread gets some.
+function warmUpThreads(attn) {
+  const next = rng(5);
+  const q = randomTensor(next, [3200, 32]);
+  const k = randomTensor(next, [300, 32]);
+  const v = randomTensor(next, [300, 32]);
+  const layer = attn.multiHeadAttention({ dModel: 32, heads: 4, dK: 16, dV: 16, bias: true, seed: 1 });
+  const x = randomTensor(next, [4, 96, 32]);
+  const context = randomTensor(next, [4, 80, 32]);
+  for (let i = 0; i < 5; ++i) {
+    attn.attention(q, k, v);
+    attn.attention(q, k, v, { causal: true, trace: true });
+    layer.forward(x, { causal: true });
+    layer.forward(x, { context, trace: true });
+  }
+  layer.dispose();
+}
+
+describe('no leaks in wasm memory', () => {
+  for (const threads of [1, 2]) {
+    test(`2000 calls mixing successes and failures (threads: ${threads})`, async () => {
+      const attn = await createAttention({ threads });
+      try {
+        const next = rng(7);
+        const layer = attn.multiHeadAttention({ dModel: 16, heads: 4, bias: true, seed: 3 });
+        const wide = attn.multiHeadAttention({ dModel: 1, heads: 1, dK: 30000, seed: 1 });
+        const q = randomTensor(next, [64, 16]);
+        const k = randomTensor(next, [48, 16]);
+        const v = randomTensor(next, [48, 8]);
+        const keep = new Uint8Array(64 * 48).map(() => (next() < 0.7 ? 1 : 0));
+        const x = randomTensor(next, [2, 10, 16]);
+        const ctx = randomTensor(next, [2, 13, 16]);
+        const huge = t2(70000, 1);
+        const hugeX = tensor(f32(4 * 9000 * 16), [4, 9000, 16]);
+        const tall = t2(16384, 1);
+        const failures = { count: 0 };
+        const fails = (fn) => {
+          assert.throws(fn, (e) => e instanceof TypeError || e instanceof RangeError);
+          ++failures.count;
+        };
+        const round = (i) => {
+          switch (i % 10) {
+            case 0: return attn.attention(q, k, v, { causal: true, trace: true });
+            case 1: return attn.attention(q, k, v, { mask: keep });
+            case 2: return layer.forward(x, { causal: true, trace: true });
+            case 3: return layer.forward(x, { context: ctx, trace: true });
+            case 4: return fails(() => attn.attention(q, v, v));  // k columns != q columns
+            case 5: return fails(() => attn.attention(huge, huge, huge, { trace: true }));  // OOM after q, k, v are in
+            case 6: return fails(() => layer.forward(hugeX, { trace: true }));  // OOM after x and the output
+            case 7: return fails(() => wide.forward(tall));  // OOM: 1.8 GB intermediates
+            case 8: return fails(() => layer.forward(x, { context: ctx, mask: new Uint8Array(3) }));
+            default: return fails(() => attn.attention(q, k, v, { casual: true }));
+          }
+        };
+        warmUpThreads(attn);
+        for (let i = 0; i < 200; ++i) round(i);
+        const baseline = attn.memory().allocatedBytes;
+        failures.count = 0;
+        for (let i = 0; i < 2000; ++i) round(i);
+        assert.equal(failures.count, 1200);
+        const afterCalls = attn.memory().allocatedBytes;
+        assert.equal(afterCalls, baseline, `allocatedBytes ${baseline} -> ${afterCalls} after 2000 calls`);
+        // and the successes were right all along
+        const r = attn.attention(q, k, v, { mask: keep });
+        const d = maxAbsDiff(r.output.data, attentionRef(q, k, v, { keep }).output);
+        assert.ok(d <= TOL, `max abs diff ${d}`);
+        layer.dispose();
+        wide.dispose();
+      } finally {
+        attn.dispose();
+      }
+    });
+
+    test(`200 layers created and disposed (threads: ${threads})`, async () => {
+      const attn = await createAttention({ threads });
+      try {
+        const next = rng(8);
+        const x = randomTensor(next, [2, 6, 12]);
+        const make = (i) => {
+          const config = { dModel: 12, heads: [1, 2, 3, 4][i % 4], bias: i % 2 === 0 };
+          if (i % 3 === 0) {
+            const dK = 12 / config.heads;
+            config.weights = {
+              wq: randomTensor(next, [12, 12]), wk: randomTensor(next, [12, 12]),
+              wv: randomTensor(next, [12, 12]), wo: randomTensor(next, [12, 12]),
+            };
+            if (config.bias) config.weights.bq = randomTensor(next, [config.heads * dK]);
+          } else {
+            config.seed = i;
+          }
+          return attn.multiHeadAttention(config);
+        };
+        const cycle = (i, baseline) => {
+          const l = make(i);
+          if (i % 5 === 0) l.forward(x, { causal: true, trace: i % 2 === 0 });
+          if (baseline !== undefined && i % 7 === 0) {
+            assert.ok(attn.memory().allocatedBytes > baseline, 'a live layer holds its weights');
+          }
+          l.dispose();
+          // a layer that fails to construct holds nothing either
+          assert.throws(() => attn.multiHeadAttention({ dModel: 12, heads: 2, weights: { wq: t2(12, 5) } }), RangeError);
+        };
+        warmUpThreads(attn);
+        for (let i = 0; i < 200; ++i) cycle(i);
+        const baseline = attn.memory().allocatedBytes;
+        for (let i = 0; i < 200; ++i) cycle(i, baseline);
+        const afterLayers = attn.memory().allocatedBytes;
+        assert.equal(afterLayers, baseline, `allocatedBytes ${baseline} -> ${afterLayers} after 200 layers`);
+      } finally {
+        attn.dispose();
+      }
+    });
+  }
+});
