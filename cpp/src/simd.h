@@ -33,6 +33,10 @@ inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+// All-ones lanes where v is NaN; lanes or'ed; whether any lane of a mask is set.
+inline f32x4 nan_lanes(f32x4 v) { return wasm_f32x4_ne(v, v); }
+inline f32x4 bit_or(f32x4 a, f32x4 b) { return wasm_v128_or(a, b); }
+inline bool any_lane(f32x4 mask) { return wasm_v128_any_true(mask); }
 // The float whose bits are v's shifted left by 23 (an integer in the exponent field).
 inline f32x4 shl23(f32x4 v) { return wasm_i32x4_shl(v, 23); }
 // Lanes where a < b keep 0, the others keep x.
@@ -59,6 +63,9 @@ inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : 
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+inline f32x4 nan_lanes(f32x4 v) { return _mm_cmpunord_ps(v, v); }
+inline f32x4 bit_or(f32x4 a, f32x4 b) { return _mm_or_ps(a, b); }
+inline bool any_lane(f32x4 mask) { return _mm_movemask_ps(mask) != 0; }
 inline f32x4 shl23(f32x4 v) { return _mm_castsi128_ps(_mm_slli_epi32(_mm_castps_si128(v), 23)); }
 inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) { return _mm_andnot_ps(_mm_cmplt_ps(a, b), x); }
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) { _MM_TRANSPOSE4_PS(r0, r1, r2, r3); }
@@ -88,6 +95,16 @@ WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
 inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+inline f32x4 nan_lanes(f32x4 a) {
+  f32x4 r;
+  for (int i = 0; i < 4; ++i) r.v[i] = a.v[i] != a.v[i] ? 1.0f : 0.0f;  // nonzero = set
+  return r;
+}
+inline f32x4 bit_or(f32x4 a, f32x4 b) {
+  for (int i = 0; i < 4; ++i) a.v[i] = (a.v[i] != 0.0f || b.v[i] != 0.0f) ? 1.0f : 0.0f;
+  return a;
+}
+inline bool any_lane(f32x4 mask) { return mask.v[0] != 0 || mask.v[1] != 0 || mask.v[2] != 0 || mask.v[3] != 0; }
 inline f32x4 shl23(f32x4 a) {
   f32x4 r;
   for (int i = 0; i < 4; ++i) {

@@ -16,40 +16,48 @@ using namespace simd;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kPosInf = std::numeric_limits<float>::infinity();
 
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
 // x (cols) = the softmax inputs of keys [j0, j0+cols) for query i; returns their max
-// (-inf when every one is masked).
+// (-inf when every one is masked), or NaN when a kept score is NaN: then the row's weights
+// become NaN, so an overflow in q·kᵀ (inf - inf) shows instead of passing for a masked key.
 float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t cols, size_t n_k,
                         const ScoreMask& m) {
+  bool nan = false;
+  float row_max = kNegInf;
   if (!m.keep && !m.bias) {
     // Only the causal mask: keys [j0, j0+visible) are kept, the rest are -inf.
     const size_t visible = !m.causal ? cols : i + 1 > j0 ? std::min(cols, i + 1 - j0) : 0;
     const f32x4 vscale = splat(m.scale);
-    f32x4 vmax = splat(kNegInf);
+    f32x4 vmax = splat(kNegInf), vnan = splat(0.0f);
     size_t j = 0;
     for (; j + 4 <= visible; j += 4) {
       const f32x4 vx = mul(load(s + j), vscale);
       store(x + j, vx);
       vmax = max(vmax, vx);
+      vnan = bit_or(vnan, nan_lanes(vx));
     }
-    float row_max = hmax(vmax);
+    row_max = hmax(vmax);
+    nan = any_lane(vnan);
     for (; j < visible; ++j) {
       x[j] = s[j] * m.scale;
       row_max = std::max(row_max, x[j]);
+      nan |= x[j] != x[j];
     }
     for (; j < cols; ++j) x[j] = kNegInf;
-    return row_max;
-  }
-  float row_max = kNegInf;
-  for (size_t j = 0; j < cols; ++j) {
-    float v = kNegInf;
-    if (!is_masked(m, n_k, i, j0 + j)) {
-      v = s[j] * m.scale;
-      if (m.bias) v += m.bias[i * n_k + j0 + j];
+  } else {
+    for (size_t j = 0; j < cols; ++j) {
+      float v = kNegInf;
+      if (!is_masked(m, n_k, i, j0 + j)) {
+        v = s[j] * m.scale;
+        if (m.bias) v += m.bias[i * n_k + j0 + j];
+      }
+      x[j] = v;
+      row_max = std::max(row_max, v);
+      nan |= v != v;
     }
-    x[j] = v;
-    row_max = std::max(row_max, v);
   }
-  return row_max;
+  return nan ? kNaN : row_max;
 }
 
 // w (cols) = exp(w - max); returns their sum. Lanes are summed in a fixed order; the tail goes
@@ -89,7 +97,9 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
   for (size_t r = 0; r < rows; ++r) {
     float* w = weights + r * ld_weights;
     const float row_max = masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, mask);
-    if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
+    if (row_max != row_max) {  // a NaN score: NaN weights, never a plausible-looking row
+      std::fill(w, w + cols, kNaN);
+    } else if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
       std::fill(w, w + cols, 0.0f);
     } else if (row_max == kPosInf) {  // the limit: equal shares for the +inf entries
       const float count = static_cast<float>(std::count(w, w + cols, kPosInf));
@@ -106,7 +116,12 @@ void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_
   for (size_t r = 0; r < rows; ++r) {
     float* pr = p + r * ld_p;
     const float block_max = masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, mask);
-    const float new_max = std::max(row_max[r], block_max);
+    const float new_max = block_max != block_max ? block_max : std::max(row_max[r], block_max);
+    if (new_max != new_max) {  // a NaN score: the row's output becomes NaN (see masked_scaled_row)
+      std::fill(pr, pr + cols, kNaN);
+      rescale[r] = row_max[r] = row_sum[r] = kNaN;
+      continue;
+    }
     if (new_max == kNegInf) {  // nothing visible yet: p = 0, nothing to rescale
       std::fill(pr, pr + cols, 0.0f);
       rescale[r] = 1.0f;

@@ -188,6 +188,23 @@ TEST_CASE("scores of magnitude 1e4 and -inf bias entries give finite outputs") {
   CHECK_CLOSE(out, run_ref(in, m), 1e-5);
 }
 
+TEST_CASE("a score that overflows to NaN gives a NaN output row, never a quiet zero row") {
+  // q·k = 1e40 - 1e40 = inf - inf in float32 for query 0; query 1 stays finite
+  const std::vector<float> q = {1e20f, 1e20f, 0.5f, 0.25f}, k = {1e20f, -1e20f, 1.0f, 2.0f};
+  const std::vector<float> v = {1, 2, 3, 4};
+  std::vector<float> out(4), out_traced(4), scores(4), scaled(4), masked(4), weights(4);
+  const AttentionTrace trace{scores.data(), scaled.data(), masked.data(), weights.data()};
+  ScoreMask m;
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out.data(), 2, 2, 2}, m);
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out_traced.data(), 2, 2, 2}, m, &trace);
+  for (const std::vector<float>* o : {&out, &out_traced}) {
+    CHECK(std::isnan((*o)[0]));
+    CHECK(std::isnan((*o)[1]));
+    CHECK(std::isfinite((*o)[2]));
+    CHECK(std::isfinite((*o)[3]));
+  }
+}
+
 TEST_CASE("a query whose keys are all masked gets a zero output row") {
   const Inputs in(3, 5, 4, 6, 51);
   std::vector<uint8_t> keep(3 * 5, 1);

@@ -105,11 +105,11 @@ describe('errors', () => {
     run('scale not a number', () => attn.attention(t2(4, 2), k, v, { scale: '0.5' }), TypeError,
       /^attention: scale must be a number, got a string$/);
     run('mask as Float64Array', () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }), TypeError,
-      /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \}, got a Float64Array$/);
+      /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/);
     run('mask as a plain array', () => attn.attention(t2(4, 2), k, v, { mask: new Array(20).fill(1) }), TypeError,
       /^attention: mask must be .*got an Array$/);
     run('mask tensor with Int32Array data', () => attn.attention(t2(4, 2), k, v, { mask: tensor(new Int32Array(20), [4, 5]) }), TypeError,
-      /^attention: mask must be .*got an Object$/);
+      /^attention: mask must be .*; mask\.data is an Int32Array$/);
   });
 
   describe('attention: shapes', () => {
@@ -159,6 +159,17 @@ describe('errors', () => {
     }
     run('scale beyond float32 range', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { scale: 1e39 }), RangeError,
       /^attention: scale must be finite as a 32-bit float .*, got 1e\+39$/);
+    // finite inputs whose products overflow float32: q·kᵀ = 1e40 - 1e40 is inf - inf = NaN
+    const huge = tensor(new Float32Array([1e20, 1e20]), [1, 2]);
+    const opposed = tensor(new Float32Array([1e20, -1e20]), [1, 2]);
+    run('inputs whose products overflow float32 give an error, not NaN', () => attn.attention(huge, opposed, t2(1, 3)), RangeError,
+      /^attention: output\[0\] came out NaN: the inputs are so large that their products overflow 32-bit floats/);
+    run('the same for the backward', () => attn.attentionBackward(huge, opposed, t2(1, 3), t2(1, 3)), RangeError,
+      /^attentionBackward: d[qkv]\[0\] came out NaN: the inputs are so large/);
+    run('a mask whose data is no typed array names mask.data', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: [1, 0], shape: [4, 5] } }), TypeError,
+      /^attention: mask must be .* or a bare typed array; mask\.data is an Array$/);
+    run('a mask shape that is no array', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: new Uint8Array(20), shape: '4,5' } }), TypeError,
+      /^attention: mask\.shape must be an array \[nQ,nK\], got a string$/);
   });
 
   describe('multiHeadAttention: configuration', () => {

@@ -3,7 +3,7 @@
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
+  checkBoolean, checkFiniteResult, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
@@ -73,7 +73,7 @@ export class Attention {
         for (const name of TRACE_NAMES) args[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
       rt.call(where, 'attentionForward', args);
-      const result = { output: tensor(heap.read(args.out, nQ * dV), [nQ, dV]) };
+      const result = { output: tensor(checkFiniteResult(where, 'output', heap.read(args.out, nQ * dV)), [nQ, dV]) };
       if (trace) {
         for (const name of TRACE_NAMES) result[name] = tensor(heap.read(args[name], nQ * nK), [nQ, nK]);
       }
@@ -114,10 +114,11 @@ export class Attention {
       };
       if (trace) for (const name of BACKWARD_TRACE_NAMES) grads[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       rt.call(where, 'attentionBackward', args, grads);
+      const read = (name, size) => checkFiniteResult(where, name, heap.read(grads[name], size));
       const result = {
-        dq: tensor(heap.read(grads.dq, nQ * dK), [nQ, dK]),
-        dk: tensor(heap.read(grads.dk, nK * dK), [nK, dK]),
-        dv: tensor(heap.read(grads.dv, nK * dV), [nK, dV]),
+        dq: tensor(read('dq', nQ * dK), [nQ, dK]),
+        dk: tensor(read('dk', nK * dK), [nK, dK]),
+        dv: tensor(read('dv', nK * dV), [nK, dV]),
       };
       if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(grads[name], nQ * nK), [nQ, nK]);
       return result;
@@ -143,7 +144,7 @@ export class Attention {
     return heap.scoped(where, (s) => {
       const args = { a: s.put(a.data, 'a'), b: s.put(b.data, 'b'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
       rt.call(where, 'matmul', args);
-      return tensor(heap.read(args.c, m * n), [m, n]);
+      return tensor(checkFiniteResult(where, 'the product', heap.read(args.c, m * n)), [m, n]);
     });
   }
 

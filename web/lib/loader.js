@@ -58,7 +58,15 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
     factory = wrapped(undefined, undefined);
   }
 
-  const module = await factory(settings);
+  let module;
+  try {
+    module = await factory(settings);
+  } catch (e) {
+    // The factory's module object is `settings`: stop the workers it started, which would
+    // otherwise keep a Node process alive.
+    settings.PThread?.terminateAllThreads();
+    throw e;
+  }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
   if (error) throw new Error(`wasm-attention: could not start threads: ${error}`);
   if (isNode && module.PThread) {

@@ -4,8 +4,8 @@
 //   output = concat(heads)·wo + bo [n,dModel]
 import { random, xavierUniform } from './init.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkPositiveInteger, checkScale, checkTensor,
-  showShape, tensor,
+  checkBoolean, checkFiniteResult, checkMask, checkOptions, checkPositiveInteger, checkScale,
+  checkTensor, showShape, tensor,
 } from './tensor.js';
 
 const WEIGHT_NAMES = ['wq', 'wk', 'wv', 'wo'];
@@ -173,7 +173,7 @@ export class MultiHeadAttention {
       rt.call(where, 'mhaForward', args);
 
       const lead = rank === 3 ? [batch] : [];
-      const result = { output: tensor(heap.read(args.out, batch * nQ * dModel), [...lead, nQ, dModel]) };
+      const result = { output: tensor(checkFiniteResult(where, 'output', heap.read(args.out, batch * nQ * dModel)), [...lead, nQ, dModel]) };
       if (!trace) return result;
       const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(args[name], traceSizes[name])]));
       // (batch, heads, nQ, nK) -> head h's (batch, nQ, nK)
@@ -240,7 +240,7 @@ export class MultiHeadAttention {
       rt.call(where, 'mhaBackward', args, grads);
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
-        if (shape) result[name] = tensor(heap.read(grads[name], shape.reduce((a, b) => a * b, 1)), [...shape]);
+        if (shape) result[name] = tensor(checkFiniteResult(where, name, heap.read(grads[name], shape.reduce((a, b) => a * b, 1))), [...shape]);
       }
       return result;
     });

@@ -54,6 +54,17 @@ export function checkFinite(where, name, data) {
   }
 }
 
+// A result computed in float32 that came out non-finite: only possible when q·kᵀ (or a
+// projection) overflowed float32, i.e. inputs of magnitude ~1e19 and more.
+export function checkFiniteResult(where, name, data) {
+  for (let i = 0; i < data.length; ++i) {
+    if (!Number.isFinite(data[i])) {
+      throw new RangeError(`${where}: ${name}[${i}] came out ${data[i]}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`);
+    }
+  }
+  return data;
+}
+
 export function checkPositiveInteger(where, name, value) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${where}: ${name} must be a positive integer, got ${value}`);
@@ -97,10 +108,15 @@ export function checkMask(where, mask, nQ, nK) {
   const data = ArrayBuffer.isView(mask) ? mask : mask?.data;
   const shape = ArrayBuffer.isView(mask) ? null : mask?.shape;
   if (!(data instanceof Uint8Array) && !(data instanceof Float32Array)) {
-    throw new TypeError(`${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] }, got ${describe(mask)}`);
+    const isTensor = typeof mask === 'object' && !ArrayBuffer.isView(mask) && !Array.isArray(mask);
+    const got = isTensor ? `mask.data is ${describe(mask.data)}` : `got ${describe(mask)}`;
+    throw new TypeError(`${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`);
   }
-  if (shape !== null && shape !== undefined && (!Array.isArray(shape) || shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK)) {
-    throw new RangeError(`${where}: mask has shape ${Array.isArray(shape) ? showShape(shape) : describe(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`);
+  if (shape !== null && shape !== undefined && !Array.isArray(shape)) {
+    throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(shape)}`);
+  }
+  if (shape && (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK)) {
+    throw new RangeError(`${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`);
   }
   if (data.length !== nQ * nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
