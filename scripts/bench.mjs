@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// `npm run bench`: our attention kernels against tfjs-wasm, onnxruntime-web and plain JS
+// loops, on the same inputs, with the machine's wasm SIMD peak for scale.
+//
+//   node scripts/bench.mjs            everything (~15 minutes on a 2-core machine)
+//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section
+//   node scripts/bench.mjs --only matmul,attention
+//
+// Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
+// and build/bench/results.svg. The peers are installed on first use into build/bench-peers/
+// (they are not dependencies of the package). How each part works is in scripts/bench/:
+//   cases, inputs, flops        what is measured, on what, counted how
+//   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
+//   timing, runner              warm-up + median; one row per case and implementation
+//   kernels, startup, longseq   the sections; child.mjs/spawn.mjs for the ones that need
+//                               processes of their own
+//   peak, wasm_bytes            the SIMD peak probe, a hand-written wasm module
+//   table, svg, compare         the report
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from './bench/args.mjs';
+import { CASES, QUICK_CASES } from './bench/cases.mjs';
+import { compareRows } from './bench/compare.mjs';
+import { runKernels } from './bench/kernels.mjs';
+import { measureLong } from './bench/longseq.mjs';
+import { machineInfo } from './bench/machine.mjs';
+import { measurePeak } from './bench/peak.mjs';
+import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
+import { wasmSizes } from './bench/sizes.mjs';
+import { measureStartup } from './bench/startup.mjs';
+import { renderChart } from './bench/svg.mjs';
+import { renderReport } from './bench/table.mjs';
+import { checkTargets, renderTargets } from './bench/targets.mjs';
+import { peerNotes } from './bench/notes.mjs';
+
+const options = parseArgs(process.argv.slice(2));
+const t0 = performance.now();
+const log = (text) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);
+const want = (section) => options.sections.includes(section);
+
+const results = {
+  startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  options,
+  machine: machineInfo(),
+  notes: [],
+  peers: {},
+  peak: null,
+  rows: [],
+  startup: null,
+  sizes: null,
+  long: null,
+  targets: [],
+};
+const { machine } = results;
+if (machine.loadAverage[0] > 0.25 * machine.cores) {
+  results.notes.push(`the machine was busy when the run started (1-minute load average ${machine.loadAverage[0]} on ${machine.cores} cores): the figures are noisy`);
+}
+
+let peersOk = false;
+if (options.sections.some((s) => s !== 'sizes')) {
+  const r = ensurePeers(log);
+  peersOk = r.ok;
+  if (!r.ok) results.notes.push(`the peers could not be installed (${r.error}): their rows are n/a`);
+}
+for (const name of Object.keys(PEER_VERSIONS)) results.peers[name] = installedVersion(name);
+
+log('measuring the wasm SIMD peak');
+results.peak = await measurePeak();
+log(`peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`);
+
+const caseIds = CASES.filter((c) => want(c.section) && (!options.quick || QUICK_CASES.includes(c.id))).map((c) => c.id);
+if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));
+if (want('sizes')) results.sizes = wasmSizes();
+if (want('startup')) results.startup = await measureStartup({ quick: options.quick, peersOk, log });
+if (want('long')) results.long = await measureLong({ quick: options.quick, peersOk, log });
+results.notes.push(...peerNotes(results));
+results.targets = checkTargets(results);
+results.durationSeconds = Math.round((performance.now() - t0) / 1000);
+
+const outDir = join(ROOT, 'build', 'bench');
+mkdirSync(outDir, { recursive: true });
+// the output samples were only for the cross-check: leave them out of the file; add the
+// % of peak the table shows
+const strip = (rows) => rows.map(({ sample, ...rest }) => (rest.gflops
+  ? { ...rest, pctPeak: (100 * rest.gflops) / results.peak.forThreads(rest.threads) }
+  : rest));
+const saved = { ...results, rows: strip(results.rows), long: results.long && { ...results.long, rows: strip(results.long.rows) } };
+writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(saved, null, 2)}\n`);
+writeFileSync(join(outDir, 'results.svg'), renderChart(results));
+
+process.stdout.write(`${renderReport(results)}\n${renderTargets(results.targets)}\n`);
+log(`done in ${results.durationSeconds} s: build/bench/results.json, build/bench/results.svg`);
+// pthread pools (ours, the peers') must not keep the process alive
+process.exit(0);

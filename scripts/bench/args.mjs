@@ -1,0 +1,44 @@
+// Command line: `node scripts/bench.mjs [--quick] [--only s1,s2,...] [--help]`.
+// Sections can be picked one by one because a full run takes ~15 minutes and most work on
+// one kernel only needs its own rows.
+
+export const SECTIONS = {
+  matmul: 'matmul 512³',
+  attention: 'single-head attention n=512 d=64, plain and causal',
+  mha: 'multi-head attention n=512 dModel=512 8 heads, plain and causal',
+  backward: 'backward of the attention and multi-head cases',
+  startup: 'time to a ready module, in fresh processes',
+  sizes: 'sizes of the .wasm files',
+  long: 'long sequences: causal attention d=64, n = 512 .. 16384',
+};
+
+const USAGE = `usage: node scripts/bench.mjs [--quick] [--only ${Object.keys(SECTIONS).join(',')}]
+  --quick   few runs and a small subset of every section: a smoke test of a minute or two
+  --only    run only these sections (the SIMD peak probe always runs: the % columns need it)
+sections:
+${Object.entries(SECTIONS).map(([k, v]) => `  ${k.padEnd(10)} ${v}`).join('\n')}`;
+
+export function parseArgs(argv) {
+  const options = { quick: false, sections: Object.keys(SECTIONS) };
+  for (let i = 0; i < argv.length; ++i) {
+    const arg = argv[i];
+    if (arg === '--quick') options.quick = true;
+    else if (arg === '--only' || arg.startsWith('--only=')) {
+      const list = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      if (!list) fail('--only needs a list of sections');
+      const picked = list.split(',').map((s) => s.trim()).filter(Boolean);
+      const unknown = picked.filter((s) => !(s in SECTIONS));
+      if (unknown.length) fail(`unknown section${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
+      options.sections = Object.keys(SECTIONS).filter((s) => picked.includes(s));
+    } else if (arg === '--help' || arg === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else fail(`unknown argument ${arg}`);
+  }
+  return options;
+}
+
+function fail(message) {
+  console.error(`bench: ${message}\n${USAGE}`);
+  process.exit(2);
+}

@@ -1,0 +1,60 @@
+// The benchmark cases. A case is a plain object (it crosses into child processes as JSON):
+//   id, section, op ('matmul' | 'attention' | 'mha'), backward, causal, sizes, label,
+//   inputsKey: the name the inputs are seeded from, shared by a case's causal and backward
+//   twins so that all of them see the same numbers.
+
+const N = 512, D = 64, D_MODEL = 512, HEADS = 8;
+
+function attention(n, d, causal, backward, section) {
+  return {
+    id: `attention${causal ? '-causal' : ''}${backward ? '-bwd' : ''}${section === 'long' ? `-${n}` : ''}`,
+    section, op: 'attention', n, d, causal, backward,
+    label: `${backward ? 'backward ' : ''}${causal ? 'causal ' : ''}attention n=${n} d=${d}`,
+    inputsKey: `attention n=${n} d=${d}`,
+  };
+}
+
+// backwardOnly: our layer's backward() alone, after one forward outside the timing (the
+// peers' rows run forward + backward, which is all tf.grads can do; this row is ours only,
+// for the backward-vs-forward GFLOP/s target).
+function mha(causal, backward, backwardOnly = false) {
+  return {
+    id: `mha${causal ? '-causal' : ''}${backward ? '-bwd' : ''}${backwardOnly ? '-only' : ''}`,
+    section: backward ? 'backward' : 'mha', op: 'mha', n: N, dModel: D_MODEL, heads: HEADS, causal, backward, backwardOnly,
+    label: `${backward ? (backwardOnly ? 'backward alone ' : 'forward+backward ') : ''}${causal ? 'causal ' : ''}MHA n=${N} dModel=${D_MODEL} h=${HEADS}`,
+    inputsKey: `mha n=${N} dModel=${D_MODEL}`,
+  };
+}
+
+export const CASES = [
+  { id: 'matmul', section: 'matmul', op: 'matmul', m: N, k: N, n: N, backward: false, causal: false,
+    label: `matmul ${N}×${N}×${N}`, inputsKey: `matmul ${N}` },
+  attention(N, D, false, false, 'attention'),
+  attention(N, D, true, false, 'attention'),
+  mha(false, false),
+  mha(true, false),
+  attention(N, D, false, true, 'backward'),
+  attention(N, D, true, true, 'backward'),
+  mha(false, true),
+  mha(true, true),
+  mha(false, true, true),
+  mha(true, true, true),
+];
+
+// --quick keeps one case per section: enough to see every implementation run.
+export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd'];
+
+export const LONG_SIZES = [512, 1024, 2048, 4096, 8192, 16384];
+export const LONG_SIZES_QUICK = [512, 1024];
+
+export function longCase(n) {
+  return attention(n, D, true, false, 'long');
+}
+
+export function caseById(id) {
+  const found = CASES.find((c) => c.id === id);
+  if (found) return found;
+  const long = /^attention-causal-(\d+)$/.exec(id);
+  if (long) return longCase(Number(long[1]));
+  throw new Error(`unknown case ${id}`);
+}

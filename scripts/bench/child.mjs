@@ -1,0 +1,62 @@
+// The entry of the bench's child processes: `node child.mjs '<task as JSON>'`. A child is
+// needed where one process cannot hold two configurations (onnxruntime-web's and tfjs's
+// thread counts are global and fixed at start; tfjs's threaded build needs global patches),
+// where the process must be fresh (startup times; peak memory per sequence length), and
+// where a failure may take the process down (out of memory in a peer's wasm).
+//
+// Tasks:
+//   { mode: 'cases',   impl, threads, caseIds, quick }  -> { rows }
+//   { mode: 'startup', impl, threads }                   -> { importMs, initMs, totalMs, sinceProcessStartMs }
+//   { mode: 'long',    impl, threads, n, quick }         -> { row } (with maxRssBytes)
+// The result is printed as one line after RESULT_MARKER, so that whatever a library logs
+// on stdout cannot corrupt it.
+import { readFileSync } from 'node:fs';
+import { caseById, longCase } from './cases.mjs';
+import { createImpl } from './impls.mjs';
+import { message, runCase } from './runner.mjs';
+import { RESULT_MARKER } from './spawn.mjs';
+import { startupOf } from './startup_probe.mjs';
+import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
+
+// Peak resident memory of this process, whatever the library. On Linux from VmHWM, the
+// high-water mark of this process's own memory: getrusage's maxRSS would also count the
+// parent's pages this child was forked with (Linux keeps it across exec).
+function peakRss() {
+  try {
+    const kb = /VmHWM:\s*(\d+)\s*kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    if (kb) return Number(kb) * 1024;
+  } catch { /* not Linux */ }
+  return process.resourceUsage().maxRSS * 1024;
+}
+
+async function main(task) {
+  if (task.mode === 'startup') return startupOf(task.impl, task.threads);
+  const impl = await createImpl(task.impl, { threads: task.threads });
+  if (task.mode === 'cases') {
+    const rows = [];
+    for (const id of task.caseIds) {
+      rows.push(await runCase(impl, caseById(id), task.quick ? QUICK : FULL));
+      const r = rows[rows.length - 1];
+      process.stderr.write(`${id}: ${r.status === 'ok' ? `${r.ms.toFixed(2)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`}\n`);
+    }
+    return { rows };
+  }
+  if (task.mode === 'long') {
+    const row = await runCase(impl, longCase(task.n), task.quick ? LONG_QUICK : LONG, { firstOnly: true });
+    row.maxRssBytes = peakRss();
+    return { row };
+  }
+  throw new Error(`unknown mode ${task.mode}`);
+}
+
+{
+  let result;
+  try {
+    result = await main(JSON.parse(process.argv[2]));
+  } catch (e) {
+    result = { error: message(e) };
+  }
+  process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(result)}\n`);
+  // pthread pools and Emscripten runtimes may hold the event loop open: leave now.
+  process.exit(0);
+}

@@ -1,0 +1,34 @@
+// Cross-checks and ratios over the rows of one case:
+//   check    each row's output sample against a reference (the plain JS loops where they
+//            ran, else ours on 1 thread): the largest difference relative to the largest
+//            reference value; over 1e-3 means the row did not compute the same thing.
+//   speedup  for every other row, its time ÷ ours at the same thread count (ours on 1
+//            thread for the plain JS loops): how many times faster ours is.
+import { relativeDiff } from './inputs.mjs';
+
+export const TOLERANCE = 1e-3;
+
+export function compareRows(rows) {
+  const byCase = new Map();
+  for (const r of rows) {
+    if (!byCase.has(r.case)) byCase.set(r.case, []);
+    byCase.get(r.case).push(r);
+  }
+  for (const list of byCase.values()) {
+    const ok = (key) => list.find((r) => r.impl === key && r.status === 'ok' && r.sample?.length);
+    const reference = ok('js-1') ?? ok('ours-1') ?? ok('ours-2');
+    if (reference) reference.check = { reference: true };
+    for (const r of list) {
+      if (r.status !== 'ok') continue;
+      if (reference && r !== reference && r.sample?.length) {
+        const diff = relativeDiff(r.sample, reference.sample);
+        if (diff !== null) r.check = { against: reference.impl, relDiff: diff, ok: diff <= TOLERANCE };
+      }
+      if (!r.impl.startsWith('ours-')) {
+        const ours = list.find((o) => o.impl === `ours-${r.impl === 'js-1' ? 1 : r.threads}` && o.status === 'ok');
+        if (ours) r.oursSpeedup = { vs: ours.impl, factor: r.ms / ours.ms };
+      }
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,11 @@
+// Thrown by an implementation's prepare() for a row it cannot or should not run, so the row
+// shows why instead of a time:
+//   'n/a'      the implementation has no such operation (e.g. onnxruntime-web has no
+//              backward; an entry of our API that does not exist yet)
+//   'skipped'  it could run but would blow the time budget (the plain JS loop on big shapes)
+export class NotAvailable extends Error {
+  constructor(kind, reason) {
+    super(reason);
+    this.kind = kind;
+  }
+}

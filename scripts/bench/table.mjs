@@ -1,0 +1,95 @@
+// The text report on stdout: fixed-width tables, one block per case, then startup, sizes
+// and long sequences.
+import { TOLERANCE } from './compare.mjs';
+import { configOf, configOrder } from './configs.mjs';
+
+export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
+const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
+export const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
+
+// rows of cells -> lines, columns padded; numeric-looking columns right-aligned
+function grid(header, rows, rightAligned) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '').length)));
+  const line = (cells) => cells.map((c, i) => {
+    const s = String(c ?? '');
+    return rightAligned.includes(i) ? s.padStart(widths[i]) : s.padEnd(widths[i]);
+  }).join('  ').trimEnd();
+  return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
+}
+
+function notes(r) {
+  const parts = [];
+  if (r.status !== 'ok') parts.push(r.reason ?? r.status);
+  if (r.formulation) parts.push(r.formulation);
+  if (r.note) parts.push(r.note);
+  if (r.check && !r.check.reference && !r.check.ok) parts.push(`OUTPUT DIFFERS from ${r.check.against}: ${r.check.relDiff.toExponential(1)} relative`);
+  return parts.join('; ');
+}
+
+function caseBlock(label, flops, rows, peak) {
+  const lines = [`${label}   (${(flops / 1e6).toFixed(1)} MFLOP nominal)`];
+  const sorted = [...rows].sort((a, b) => configOrder(a.impl) - configOrder(b.impl));
+  const body = sorted.map((r) => [
+    configOf(r.impl).label,
+    r.status === 'ok' ? fmtMs(r.ms) : r.status,
+    r.status === 'ok' ? fmtG(r.gflops) : '',
+    r.status === 'ok' ? `${Math.round((100 * r.gflops) / peak.forThreads(r.threads))}%` : '',
+    r.oursSpeedup ? `${r.oursSpeedup.factor.toFixed(2)}×` : '',
+    r.check ? (r.check.reference ? 'ref' : r.check.ok ? 'ok' : 'DIFF') : '',
+    notes(r),
+  ]);
+  lines.push(...grid(['implementation', 'ms', 'GFLOP/s', '%peak', 'ours ×', 'check', 'formulation / notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`));
+  return lines;
+}
+
+export function renderReport(results) {
+  const { machine, peak, rows, startup, sizes, long } = results;
+  const out = [];
+  out.push(`wasm-attention benchmark — ${results.startedAt}${results.options.quick ? ' (--quick)' : ''}`);
+  out.push(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB; Node ${machine.node} (V8 ${machine.v8}); load average at start ${machine.loadAverage.join(' ')}`);
+  for (const n of results.notes) out.push(`note: ${n}`);
+  out.push(`wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`);
+  out.push('');
+
+  if (rows.length) {
+    out.push('ms: median wall time per call, JS arrays in and out.  GFLOP/s: nominal FLOPs (flops.mjs: causal counts as full, backward as 2× forward) ÷ time.');
+    out.push(`%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours at the same thread count (> 1: ours is faster).  check: output sample vs the reference row (ref: the plain JS loops, else ours on 1 thread), relative difference <= ${TOLERANCE}.`);
+    out.push('');
+    const seen = [];
+    for (const r of rows) if (!seen.includes(r.case)) seen.push(r.case);
+    for (const id of seen) {
+      const list = rows.filter((r) => r.case === id);
+      out.push(...caseBlock(list[0].label, list[0].flops, list, peak), '');
+    }
+  }
+
+  if (startup?.length) {
+    out.push('time to a ready module (fresh processes, median of ' + startup[0].processes + '):');
+    const body = startup.map((s) => [s.label, s.error ? 'failed' : fmtMs(s.importMs), s.error ? '' : fmtMs(s.initMs), s.error ? '' : fmtMs(s.totalMs), s.error ? '' : fmtMs(s.sinceProcessStartMs), s.error ?? '']);
+    out.push(...grid(['configuration', 'import ms', 'init ms', 'total ms', 'since process start ms', 'notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`), '');
+  }
+
+  if (sizes) {
+    out.push('wasm files:');
+    const body = [...sizes.ours.map((s) => [s.file, s.bytes, s.gzipBytes]), ...sizes.peers.map((s) => [`(${s.peer}) ${s.file}`, s.bytes, s.gzipBytes])]
+      .map(([f, b, g]) => [f, `${b.toLocaleString('en-US')} B`, fmtBytes(b), `${fmtBytes(g)} gzip -9`]);
+    out.push(...grid(['file', 'bytes', '', 'compressed'], body, [1, 2, 3]).map((l) => `  ${l}`), '');
+  }
+
+  if (long?.rows.length) {
+    out.push('long sequences: causal attention, d = 64 (one fresh process per cell; GFLOP/s nominal: 4·n²·d)');
+    out.push('  cell: ms, GFLOP/s, peak wasm memory (ours: attn.memory().wasmBytes after the call; tfjs: its wasm heap; ORT: not exposed), peak RSS of the process');
+    const keys = [...new Set(long.rows.map((r) => r.impl))].sort((a, b) => configOrder(a) - configOrder(b));
+    for (const key of keys) {
+      out.push(`  ${configOf(key).label}:`);
+      for (const r of long.rows.filter((x) => x.impl === key)) {
+        const text = r.status === 'ok'
+          ? `${fmtMs(r.ms).padStart(8)} ms  ${fmtG(r.gflops).padStart(6)} GFLOP/s  wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)}${r.note ? `  (${r.note})` : ''}`
+          : `${r.status}: ${r.reason}${r.status === 'failed' && (r.wasmBytes || r.maxRssBytes) ? ` (by then: wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)})` : ''}`;
+        out.push(`    n=${String(r.n).padEnd(6)} ${text}`);
+      }
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
