@@ -14,6 +14,7 @@
 
 #include "wa/attention.h"
 #include "wa/build_info.h"
+#include "wa/finite.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
@@ -83,6 +84,12 @@ std::string set_threads(int threads) {
 int threads() { return pool ? pool->threads() : 1; }
 
 std::string simd_isa() { return wa::simd_isa(); }
+
+// The index of the first NaN or ±inf among n floats at offset x, or -1.
+double first_non_finite(uintptr_t x, uint32_t n) {
+  const size_t i = wa::first_non_finite(ptr<const float>(x), n);
+  return i == n ? -1.0 : static_cast<double>(i);
+}
 
 // Bytes malloc has handed out and not had back: the leak checks watch this.
 double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
@@ -220,6 +227,7 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("threads", &threads);
   function("simdIsa", &simd_isa);
   function("allocatedBytes", &allocated_bytes);
+  function("firstNonFinite", &first_non_finite);
   function("matmul", &matmul);
   function("attentionForward", &attention_forward);
   function("mhaForward", &mha_forward);

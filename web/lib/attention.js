@@ -3,7 +3,7 @@
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkFiniteResult, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
+  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
@@ -23,6 +23,31 @@ function checkQKV(where, q, k, v) {
     throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
   }
   return { nQ, nK, dK, dV };
+}
+
+// The checks attention() and attentionBackward() share: q, k, v and the options ->
+// { nQ, nK, dK, dV, causal, trace, scale, keep, bias }.
+function checkAttention(where, q, k, v, options) {
+  const sizes = checkQKV(where, q, k, v);
+  const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+  return {
+    ...sizes,
+    causal: checkBoolean(where, 'causal', o.causal),
+    trace: checkBoolean(where, 'trace', o.trace),
+    scale: checkScale(where, o.scale, sizes.dK),
+    ...checkMask(where, o.mask, sizes.nQ, sizes.nK),
+  };
+}
+
+// The binding's AttentionArgs: q, k, v and the mask copied into the call's scope s.
+function attentionArgs(s, c, q, k, v) {
+  const { nQ, nK, dK, dV, scale, causal, keep, bias } = c;
+  return {
+    q: s.putFinite(q.data, 'q.data'), k: s.putFinite(k.data, 'k.data'), v: s.putFinite(v.data, 'v.data'), out: 0,
+    nQ, nK, dK, dV, scale, causal,
+    keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0,
+    scores: 0, scaled: 0, masked: 0, weights: 0,
+  };
 }
 
 export class Attention {
@@ -52,28 +77,17 @@ export class Attention {
     const where = 'attention';
     const rt = this.#rt;
     rt.checkAlive(where);
-    const { nQ, nK, dK, dV } = checkQKV(where, q, k, v);
-    const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
-    const causal = checkBoolean(where, 'causal', o.causal);
-    const trace = checkBoolean(where, 'trace', o.trace);
-    const scale = checkScale(where, o.scale, dK);
-    const { keep, bias } = checkMask(where, o.mask, nQ, nK);
-
+    const c = checkAttention(where, q, k, v, options);
+    const { nQ, nK, dV, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = {
-        q: s.put(q.data, 'q'), k: s.put(k.data, 'k'), v: s.put(v.data, 'v'),
-        out: s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`),
-        nQ, nK, dK, dV, scale, causal,
-        keep: keep ? s.put(keep, 'mask') : 0,
-        bias: bias ? s.put(bias, 'mask') : 0,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
+      const args = attentionArgs(s, c, q, k, v);
+      args.out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
       if (trace) {
         for (const name of TRACE_NAMES) args[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
       rt.call(where, 'attentionForward', args);
-      const result = { output: tensor(checkFiniteResult(where, 'output', heap.read(args.out, nQ * dV)), [nQ, dV]) };
+      const result = { output: tensor(heap.readFinite(args.out, nQ * dV, where, 'output'), [nQ, dV]) };
       if (trace) {
         for (const name of TRACE_NAMES) result[name] = tensor(heap.read(args[name], nQ * nK), [nQ, nK]);
       }
@@ -89,32 +103,23 @@ export class Attention {
     const where = 'attentionBackward';
     const rt = this.#rt;
     rt.checkAlive(where);
-    const { nQ, nK, dK, dV } = checkQKV(where, q, k, v);
+    const c = checkAttention(where, q, k, v, options);
+    const { nQ, nK, dK, dV, trace } = c;
     checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
     if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
       throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
     }
-    const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
-    const causal = checkBoolean(where, 'causal', o.causal);
-    const trace = checkBoolean(where, 'trace', o.trace);
-    const scale = checkScale(where, o.scale, dK);
-    const { keep, bias } = checkMask(where, o.mask, nQ, nK);
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = {
-        q: s.put(q.data, 'q'), k: s.put(k.data, 'k'), v: s.put(v.data, 'v'), out: 0,
-        nQ, nK, dK, dV, scale, causal,
-        keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
+      const args = attentionArgs(s, c, q, k, v);
       const grads = {
-        dOut: s.put(dOutput.data, 'dOutput'),
+        dOut: s.putFinite(dOutput.data, 'dOutput.data'),
         dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv'),
         weights: 0, dWeights: 0, dScores: 0,
       };
       if (trace) for (const name of BACKWARD_TRACE_NAMES) grads[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       rt.call(where, 'attentionBackward', args, grads);
-      const read = (name, size) => checkFiniteResult(where, name, heap.read(grads[name], size));
+      const read = (name, size) => heap.readFinite(grads[name], size, where, name);
       const result = {
         dq: tensor(read('dq', nQ * dK), [nQ, dK]),
         dk: tensor(read('dk', nK * dK), [nK, dK]),
@@ -142,9 +147,9 @@ export class Attention {
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = { a: s.put(a.data, 'a'), b: s.put(b.data, 'b'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
+      const args = { a: s.putFinite(a.data, 'a.data'), b: s.putFinite(b.data, 'b.data'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
       rt.call(where, 'matmul', args);
-      return tensor(checkFiniteResult(where, 'the product', heap.read(args.c, m * n)), [m, n]);
+      return tensor(heap.readFinite(args.c, m * n, where, 'the product'), [m, n]);
     });
   }
 

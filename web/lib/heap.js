@@ -59,6 +59,29 @@ export class Heap {
     return this.f32(ptr, length).slice();
   }
 
+  // put() for inputs that must be finite: the check runs in wasm (SIMD) on the copy; a
+  // RangeError names the first NaN or ±Infinity, and the copy is freed.
+  putFinite(data, where, name) {
+    const ptr = this.put(data, `${where}: ${name}`);
+    const i = this.#module.firstNonFinite(ptr, data.length);
+    if (i >= 0) {
+      this.free(ptr);
+      throw new RangeError(`${where}: ${name}[${i}] is ${data[i]}: inputs must be finite numbers`);
+    }
+    return ptr;
+  }
+
+  // read() for results, which come out non-finite only when the inputs were so large that
+  // their products overflowed float32: then a RangeError says so.
+  readFinite(ptr, length, where, name) {
+    const i = this.#module.firstNonFinite(ptr, length);
+    if (i >= 0) {
+      const value = this.f32(ptr + 4 * i, 1)[0];
+      throw new RangeError(`${where}: ${name}[${i}] came out ${value}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`);
+    }
+    return this.read(ptr, length);
+  }
+
   // Runs fn(scope) and frees everything scope.alloc/put allocated, whatever happens.
   // where: the public entry's name, which prefixes the messages of allocation errors.
   scoped(where, fn) {
@@ -71,6 +94,11 @@ export class Heap {
       },
       put: (data, what) => {
         const p = this.put(data, `${where}: ${what}`);
+        owned.push(p);
+        return p;
+      },
+      putFinite: (data, name) => {
+        const p = this.putFinite(data, where, name);
         owned.push(p);
         return p;
       },

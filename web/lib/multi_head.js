@@ -4,7 +4,7 @@
 //   output = concat(heads)·wo + bo [n,dModel]
 import { random, xavierUniform } from './init.js';
 import {
-  checkBoolean, checkFiniteResult, checkMask, checkOptions, checkPositiveInteger, checkScale,
+  checkBoolean, checkFinite, checkMask, checkOptions, checkPositiveInteger, checkScale,
   checkTensor, showShape, tensor,
 } from './tensor.js';
 
@@ -79,7 +79,7 @@ export class MultiHeadAttention {
     if (bias) for (const name of BIAS_NAMES) values[name] ??= new Float32Array(shapes[name][0]);
 
     try {
-      for (const [name, data] of Object.entries(values)) this.#ptrs[name] = rt.heap.put(data, `${where}: weights.${name}`);
+      for (const [name, data] of Object.entries(values)) this.#ptrs[name] = rt.heap.putFinite(data, where, `weights.${name}.data`);
     } catch (e) {
       for (const p of Object.values(this.#ptrs)) rt.heap.free(p);
       throw e;
@@ -131,8 +131,8 @@ export class MultiHeadAttention {
     this.#releaseSaved();
     const saved = {};
     try {
-      saved.x = heap.put(x.data, `${where}: x`);
-      saved.context = o.context ? heap.put(o.context.data, `${where}: context`) : 0;
+      saved.x = heap.putFinite(x.data, where, 'x.data');
+      saved.context = o.context ? heap.putFinite(o.context.data, where, 'context.data') : 0;
       saved.keep = keep ? heap.put(keep, `${where}: mask`) : 0;
       saved.bias = additive ? heap.put(additive, `${where}: mask`) : 0;
       for (const [name, size] of Object.entries(savedSizes)) saved[name] = heap.alloc(4 * size, `${where}: ${name}`);
@@ -173,7 +173,7 @@ export class MultiHeadAttention {
       rt.call(where, 'mhaForward', args);
 
       const lead = rank === 3 ? [batch] : [];
-      const result = { output: tensor(checkFiniteResult(where, 'output', heap.read(args.out, batch * nQ * dModel)), [...lead, nQ, dModel]) };
+      const result = { output: tensor(heap.readFinite(args.out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]) };
       if (!trace) return result;
       const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(args[name], traceSizes[name])]));
       // (batch, heads, nQ, nK) -> head h's (batch, nQ, nK)
@@ -224,7 +224,7 @@ export class MultiHeadAttention {
       dbv: bias ? this.#shapes.bv : null, dbo: bias ? this.#shapes.bo : null,
     };
     return heap.scoped(where, (s) => {
-      const grads = { dOut: s.put(dOutput.data, 'dOutput') };
+      const grads = { dOut: s.putFinite(dOutput.data, 'dOutput.data') };
       for (const [name, shape] of Object.entries(sizes)) {
         grads[name] = shape ? s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`) : 0;
       }
@@ -240,7 +240,7 @@ export class MultiHeadAttention {
       rt.call(where, 'mhaBackward', args, grads);
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
-        if (shape) result[name] = tensor(checkFiniteResult(where, name, heap.read(grads[name], shape.reduce((a, b) => a * b, 1))), [...shape]);
+        if (shape) result[name] = tensor(heap.readFinite(grads[name], shape.reduce((a, b) => a * b, 1), where, name), [...shape]);
       }
       return result;
     });
@@ -263,6 +263,7 @@ export class MultiHeadAttention {
       if (grad.shape.some((d, i) => d !== this.#shapes[name][i])) {
         throw new RangeError(`${where}: grads.d${name} is ${showShape(grad.shape)} but ${name} is ${showShape(this.#shapes[name])}`);
       }
+      checkFinite(where, `grads.d${name}.data`, grad.data);  // small: checked here, in JS
       updates.push([name, grad.data]);
     }
     for (const [name, data] of updates) {

@@ -43,7 +43,7 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
   if (t.data.length !== count) {
     throw new RangeError(`${where}: ${name}.data has ${t.data.length} values but shape ${showShape(t.shape)} needs ${count}`);
   }
-  checkFinite(where, `${name}.data`, t.data);
+  // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite).
 }
 
 export function checkFinite(where, name, data) {
@@ -52,17 +52,6 @@ export function checkFinite(where, name, data) {
       throw new RangeError(`${where}: ${name}[${i}] is ${data[i]}: inputs must be finite numbers`);
     }
   }
-}
-
-// A result computed in float32 that came out non-finite: only possible when q·kᵀ (or a
-// projection) overflowed float32, i.e. inputs of magnitude ~1e19 and more.
-export function checkFiniteResult(where, name, data) {
-  for (let i = 0; i < data.length; ++i) {
-    if (!Number.isFinite(data[i])) {
-      throw new RangeError(`${where}: ${name}[${i}] came out ${data[i]}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`);
-    }
-  }
-  return data;
 }
 
 export function checkPositiveInteger(where, name, value) {
