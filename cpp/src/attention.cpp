@@ -98,28 +98,42 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
                                      ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
-                                     float scale, ThreadPool* pool, float* d_weights,
+                                     float scale, bool causal, ThreadPool* pool, float* d_weights,
                                      float* d_scores) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols, d_v = v.cols;
-  // out = P·v  ->  dv = Pᵀ·d_out: P (n_q,n_k), d_out (n_q,d_v) -> dv (n_k,d_v)
-  gemm_tn(n_k, d_v, n_q, p.data, p.ld, d_out.data, d_out.ld, dv.data, dv.ld, false, pool);
-  // out = P·v  ->  dP = d_out·vᵀ: d_out (n_q,d_v), v (n_k,d_v) -> dP (n_q,n_k)
-  std::vector<float> ds(checked_product({n_q, n_k}));
-  gemm_nt(n_q, n_k, d_v, d_out.data, d_out.ld, v.data, v.ld, ds.data(), n_k, false, pool);
-  if (d_weights) std::copy(ds.begin(), ds.end(), d_weights);
-  // P = softmax(x), x = s·scale + bias  ->  dS = P ⊙ (dP − rowsum(dP ⊙ P))·scale, in place
-  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) for (i in rows [b·B, (b+1)·B)) row i of dS
-  parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r1 = std::min(n_q, (b + 1) * kAttentionRowBlock);
-    for (size_t i = b * kAttentionRowBlock; i < r1; ++i)
-      softmax_backward_row(p.data + i * p.ld, ds.data() + i * n_k, n_k, scale);
+  constexpr size_t B = kAttentionRowBlock;
+  // Causal, without a trace to fill: query rows [r0,r1) see keys [0, min(n_k,r1)) only, and
+  // keys [c0,c1) are seen by queries [c0, n_q) only; the rest of P and dS is zero. So each
+  // pass covers just its triangle (about half the work).
+  const bool skip = causal && !d_weights && !d_scores;
+  std::vector<float> ds(checked_product({n_q, n_k}));  // dP, then dS; zero where skipped
+
+  // Per block of query rows (for (b < row blocks) rows [b·B, (b+1)·B)):
+  //   out = P·v             -> dP = d_out·vᵀ: d_out (rows,d_v), v (cols,d_v) -> (rows,cols)
+  //   P = softmax(x)        -> dS = P ⊙ (dP − rowsum(dP ⊙ P))·scale (x = s·scale + bias)
+  //   s = q·kᵀ              -> dq = dS·k: dS (rows,cols), k (cols,d_k) -> (rows,d_k)
+  parallel_for(pool, (n_q + B - 1) / B, [&](size_t b) {
+    const size_t r0 = b * B, r1 = std::min(n_q, r0 + B), rows = r1 - r0;
+    const size_t cols = skip ? std::min(n_k, r1) : n_k;
+    float* ds_block = ds.data() + r0 * n_k;
+    gemm_nt(rows, cols, d_v, d_out.data + r0 * d_out.ld, d_out.ld, v.data, v.ld, ds_block, n_k);
+    if (d_weights) std::copy(ds_block, ds_block + rows * n_k, d_weights + r0 * n_k);
+    for (size_t i = r0; i < r1; ++i)
+      softmax_backward_row(p.data + i * p.ld, ds.data() + i * n_k, cols, scale);
+    if (d_scores) std::copy(ds_block, ds_block + rows * n_k, d_scores + r0 * n_k);
+    gemm_nn(rows, d_k, cols, ds_block, n_k, k.data, k.ld, dq.data + r0 * dq.ld, dq.ld);
   });
-  if (d_scores) std::copy(ds.begin(), ds.end(), d_scores);
-  // s = q·kᵀ  ->  dq = dS·k: dS (n_q,n_k), k (n_k,d_k) -> dq (n_q,d_k)
-  gemm_nn(n_q, d_k, n_k, ds.data(), n_k, k.data, k.ld, dq.data, dq.ld, false, pool);
-  // s = q·kᵀ  ->  dk = dSᵀ·q: dS (n_q,n_k), q (n_q,d_k) -> dk (n_k,d_k)
-  gemm_tn(n_k, d_k, n_q, ds.data(), n_k, q.data, q.ld, dk.data, dk.ld, false, pool);
+  // Per block of keys (for (b < key blocks) keys [b·B, (b+1)·B)), over the queries that see them:
+  //   s = q·kᵀ  -> dk = dSᵀ·q:     dS (queries,keys), q (queries,d_k) -> (keys,d_k)
+  //   out = P·v -> dv = Pᵀ·d_out:  P (queries,keys), d_out (queries,d_v) -> (keys,d_v)
+  parallel_for(pool, (n_k + B - 1) / B, [&](size_t b) {
+    const size_t c0 = b * B, keys = std::min(n_k, c0 + B) - c0;
+    const size_t i0 = skip ? std::min(c0, n_q) : 0, queries = n_q - i0;
+    gemm_tn(keys, d_k, queries, ds.data() + i0 * n_k + c0, n_k, q.data + i0 * q.ld, q.ld,
+            dk.data + c0 * dk.ld, dk.ld);
+    gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld,
+            d_out.ld, dv.data + c0 * dv.ld, dv.ld);
+  });
 }
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
@@ -132,7 +146,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   float* p = trace ? trace->weights : (own.resize(checked_product({n_q, n_k})), own.data());
   attention_weights(q, k, mask, {p, n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, mask.scale,
-                                  pool, trace ? trace->d_weights : nullptr,
+                                  mask.causal, pool, trace ? trace->d_weights : nullptr,
                                   trace ? trace->d_scores : nullptr);
 }
 

@@ -106,10 +106,14 @@ void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matr
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
   // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
   parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r0 = b * kAttentionRowBlock, rows = std::min(n_q, r0 + kAttentionRowBlock) - r0;
+    const size_t r0 = b * kAttentionRowBlock, r1 = std::min(n_q, r0 + kAttentionRowBlock);
+    const size_t rows = r1 - r0;
+    // causal: keys from r1 on are masked for the whole block: zero weights, not computed
+    const size_t cols = mask.causal ? std::min(n_k, r1) : n_k;
     float* p_block = p.data + r0 * p.ld;
-    gemm_nt(rows, n_k, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
-    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, n_k, n_k, mask);
+    gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
+    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, cols, n_k, mask);
+    for (size_t r = 0; r < rows; ++r) std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
   });
 }
 
