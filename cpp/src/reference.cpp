@@ -37,39 +37,31 @@ Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, const ScoreMask& m) 
   return w;
 }
 
-// a (m,k) row stride lda, b (k,n) row stride ldb -> a·b (m,n), in double.
-Doubles matmul_d(const double* a, size_t lda, const double* b, size_t ldb, size_t m, size_t n,
-                 size_t k) {
+// op(a) (m,k), op(b) (k,n) -> op(a)·op(b) (m,n), in double, with element (i,p) of op(a) at
+// a[i·a_row + p·a_col] and element (p,j) of op(b) at b[p·b_row + j·b_col].
+Doubles product_d(const double* a, size_t a_row, size_t a_col, const double* b, size_t b_row,
+                  size_t b_col, size_t m, size_t n, size_t k) {
   Doubles c(m * n, 0.0);
   for (size_t i = 0; i < m; ++i)
     for (size_t j = 0; j < n; ++j) {
       double sum = 0;
-      for (size_t p = 0; p < k; ++p) sum += a[i * lda + p] * b[p * ldb + j];
+      for (size_t p = 0; p < k; ++p) sum += a[i * a_row + p * a_col] * b[p * b_row + j * b_col];
       c[i * n + j] = sum;
     }
   return c;
+}
+// a (m,k) row stride lda, b (k,n) row stride ldb -> a·b (m,n)
+Doubles matmul_d(const double* a, size_t lda, const double* b, size_t ldb, size_t m, size_t n,
+                 size_t k) {
+  return product_d(a, lda, 1, b, ldb, 1, m, n, k);
 }
 // a (m,k), b (n,k), dense -> a·bᵀ (m,n)
 Doubles matmul_nt_d(const double* a, const double* b, size_t m, size_t n, size_t k) {
-  Doubles c(m * n, 0.0);
-  for (size_t i = 0; i < m; ++i)
-    for (size_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (size_t p = 0; p < k; ++p) sum += a[i * k + p] * b[j * k + p];
-      c[i * n + j] = sum;
-    }
-  return c;
+  return product_d(a, k, 1, b, 1, k, m, n, k);
 }
 // a (k,m), b (k,n), dense -> aᵀ·b (m,n)
 Doubles matmul_tn_d(const double* a, const double* b, size_t m, size_t n, size_t k) {
-  Doubles c(m * n, 0.0);
-  for (size_t i = 0; i < m; ++i)
-    for (size_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (size_t p = 0; p < k; ++p) sum += a[p * m + i] * b[p * n + j];
-      c[i * n + j] = sum;
-    }
-  return c;
+  return product_d(a, 1, m, b, n, 1, m, n, k);
 }
 
 // sums (cols) += Σ over the rows of m (rows,cols)

@@ -11,17 +11,9 @@
 // keep_ij == 0. weights = row softmax of x; a row with every key masked gets all-zero weights
 // and a zero output row (never NaN).
 
-// mulberry32 -> uniform floats in [0, 1); same seed, same sequence.
-export function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// mulberry32 -> uniform floats in [0, 1); same seed, same sequence. The package's own seeded
+// generator (it only makes test inputs here; none of the math under test).
+export { random as rng } from '../../web/lib/init.js';
 
 // A Float32Array of n uniform values in [lo, hi) from next (an rng()).
 export function uniform(next, n, lo = -1, hi = 1) {
