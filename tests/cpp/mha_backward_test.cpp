@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gradient_check.h"
+#include "mha_layer.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/reference.h"
@@ -15,39 +16,14 @@
 namespace wa {
 namespace {
 
-const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-float* or_null(std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+using test::or_null;
 
-// A layer, its inputs and a fixed random d_out (batch,n_q,d_model).
-struct Layer {
-  MhaShape s;
-  std::vector<float> wq, wk, wv, wo, bq, bk, bv, bo, x, context, d_out;
-  Layer(MhaShape shape, bool cross, bool bias, uint32_t seed) : s(shape) {
-    const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-    const float r = 1.0f / std::sqrt(static_cast<float>(s.d_model));
-    wq = test::random_floats(s.d_model * hk, seed, -r, r);
-    wk = test::random_floats(s.d_model * hk, seed + 1, -r, r);
-    wv = test::random_floats(s.d_model * hv, seed + 2, -r, r);
-    wo = test::random_floats(hv * s.d_model, seed + 3, -r, r);
-    if (bias) {
-      bq = test::random_floats(hk, seed + 4), bk = test::random_floats(hk, seed + 5);
-      bv = test::random_floats(hv, seed + 6), bo = test::random_floats(s.d_model, seed + 7);
-    }
-    x = test::random_floats(s.batch * s.n_q * s.d_model, seed + 8, -2.0f, 2.0f);
-    if (cross) context = test::random_floats(s.batch * s.n_k * s.d_model, seed + 9, -2.0f, 2.0f);
-    else s.n_k = s.n_q;
-    d_out = test::random_floats(s.batch * s.n_q * s.d_model, seed + 10);
-  }
-  bool cross() const { return !context.empty(); }
-  MhaWeights weights() const {
-    return {wq.data(), wk.data(), wv.data(), wo.data(), or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
-  }
-  ScoreMask mask(bool causal) const {
-    ScoreMask m;
-    m.scale = 1.0f / std::sqrt(static_cast<float>(s.d_k));
-    m.causal = causal;
-    return m;
-  }
+// The shared random layer and a fixed random d_out (batch,n_q,d_model).
+struct Layer : test::MhaLayer {
+  std::vector<float> d_out;
+  Layer(MhaShape shape, bool cross, bool bias, uint32_t seed)
+      : MhaLayer(shape, cross, bias, seed),
+        d_out(test::random_floats(s.batch * s.n_q * s.d_model, seed + 10)) {}
 };
 
 // Every gradient of a layer; bias gradients only for the biases it has, d_context only for cross.

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "mha_layer.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/reference.h"
@@ -11,42 +12,17 @@
 namespace wa {
 namespace {
 
-struct Layer {
-  MhaShape s;
-  std::vector<float> wq, wk, wv, wo, bq, bk, bv, bo, x, context;
-  Layer(MhaShape shape, bool cross, bool bias, uint32_t seed) : s(shape) {
-    const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-    const float r = 1.0f / std::sqrt(static_cast<float>(s.d_model));
-    wq = test::random_floats(s.d_model * hk, seed, -r, r);
-    wk = test::random_floats(s.d_model * hk, seed + 1, -r, r);
-    wv = test::random_floats(s.d_model * hv, seed + 2, -r, r);
-    wo = test::random_floats(hv * s.d_model, seed + 3, -r, r);
-    if (bias) {
-      bq = test::random_floats(hk, seed + 4), bk = test::random_floats(hk, seed + 5);
-      bv = test::random_floats(hv, seed + 6), bo = test::random_floats(s.d_model, seed + 7);
-    }
-    x = test::random_floats(s.batch * s.n_q * s.d_model, seed + 8, -2.0f, 2.0f);
-    if (cross) context = test::random_floats(s.batch * s.n_k * s.d_model, seed + 9, -2.0f, 2.0f);
-    else s.n_k = s.n_q;
-  }
-  static const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
-  MhaWeights weights() const {
-    return {wq.data(), wk.data(), wv.data(), wo.data(), or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
-  }
-  ScoreMask mask(bool causal) const {
-    ScoreMask m;
-    m.scale = 1.0f / std::sqrt(static_cast<float>(s.d_k));
-    m.causal = causal;
-    return m;
-  }
+// The shared random layer, run through the fast path and the reference.
+struct Layer : test::MhaLayer {
+  using MhaLayer::MhaLayer;
   std::vector<float> run(const ScoreMask& m, ThreadPool* pool, const std::vector<float>* x_in = nullptr) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    mha_forward(s, weights(), (x_in ? *x_in : x).data(), or_null(context), out.data(), m, nullptr, pool);
+    mha_forward(s, weights(), (x_in ? *x_in : x).data(), test::or_null(context), out.data(), m, nullptr, pool);
     return out;
   }
   std::vector<float> run_ref(const ScoreMask& m) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    ref::mha_forward(s, weights(), x.data(), or_null(context), out.data(), m);
+    ref::mha_forward(s, weights(), x.data(), test::or_null(context), out.data(), m);
     return out;
   }
 };

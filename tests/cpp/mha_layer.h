@@ -1,0 +1,49 @@
+// A multi-head attention layer with random weights and inputs, for the multi-head suites:
+// weights uniform in ±1/sqrt(d_model), inputs in ±2, each array from its own seed.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+#include "testing.h"
+#include "wa/attention.h"
+
+namespace wa::test {
+
+inline const float* or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+inline float* or_null(std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+struct MhaLayer {
+  MhaShape s;
+  std::vector<float> wq, wk, wv, wo, bq, bk, bv, bo, x, context;  // biases and context may be empty
+
+  // cross: a context of its own (else self-attention, n_k = n_q); bias: the four biases.
+  MhaLayer(MhaShape shape, bool cross, bool bias, uint32_t seed) : s(shape) {
+    const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+    const float r = 1.0f / std::sqrt(static_cast<float>(s.d_model));
+    wq = random_floats(s.d_model * hk, seed, -r, r);
+    wk = random_floats(s.d_model * hk, seed + 1, -r, r);
+    wv = random_floats(s.d_model * hv, seed + 2, -r, r);
+    wo = random_floats(hv * s.d_model, seed + 3, -r, r);
+    if (bias) {
+      bq = random_floats(hk, seed + 4), bk = random_floats(hk, seed + 5);
+      bv = random_floats(hv, seed + 6), bo = random_floats(s.d_model, seed + 7);
+    }
+    x = random_floats(s.batch * s.n_q * s.d_model, seed + 8, -2.0f, 2.0f);
+    if (cross) context = random_floats(s.batch * s.n_k * s.d_model, seed + 9, -2.0f, 2.0f);
+    else s.n_k = s.n_q;
+  }
+  bool cross() const { return !context.empty(); }
+  MhaWeights weights() const {
+    return {wq.data(), wk.data(), wv.data(), wo.data(), or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
+  }
+  // scale 1/sqrt(d_k)
+  ScoreMask mask(bool causal) const {
+    ScoreMask m;
+    m.scale = 1.0f / std::sqrt(static_cast<float>(s.d_k));
+    m.causal = causal;
+    return m;
+  }
+};
+
+}  // namespace wa::test
