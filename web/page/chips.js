@@ -1,7 +1,9 @@
 // The tokens as chips: one button per token, the followed one pressed, unknown words dashed and
 // marked "?" (and said so to screen readers).
 //
-//   renderChips(list, labels, unknown, onSelect)  ->  setPressed(i)
+//   renderChips(list, labels, unknown, onSelect)  ->  setPressed(i), markTarget(j | null)
+//
+// On the backward steps the loss's target token j is marked too (a ring and "→ j", and said so).
 import { esc } from './format.js';
 
 export function renderChips(list, labels, unknown, onSelect) {
@@ -21,5 +23,21 @@ export function renderChips(list, labels, unknown, onSelect) {
 export function setPressed(list, i) {
   for (const button of list.querySelectorAll('button.chip')) {
     button.setAttribute('aria-pressed', String(Number(button.dataset.index) === i));
+  }
+}
+
+export function markTarget(list, j) {
+  for (const button of list.querySelectorAll('button.chip')) {
+    const on = Number(button.dataset.index) === j;
+    button.classList.toggle('target', on);
+    let mark = button.querySelector('.tgt');
+    if (on && !mark) {
+      mark = document.createElement('span');
+      mark.className = 'tgt';
+      mark.innerHTML = '<span aria-hidden="true">target</span><span class="visually-hidden"> (the loss\'s target j)</span>';
+      button.append(mark);
+    } else if (!on && mark) {
+      mark.remove();
+    }
   }
 }

@@ -13,6 +13,21 @@
 //   scores, scaled, masked, weights (n,n), output (n,d_v)             attn.attention(Q, K, V, trace)
 // Steps 8-11 show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
+//
+//   runBackward(attn, forward, { x, heads, dK, causal, head, query, target })
+//     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
+//   sgdSteps(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
+//     -> { before, after, weights, timings }
+//
+// Steps 12-18 go backward from the loss L = ½‖y_i − x_j‖² (y_i row `query` of the layer's output
+// Y, x_j row `target` of X, held fixed like a label):
+//   dY (n,d_model): row i = y_i − x_j, every other row 0                the page (the loss)
+//   dC (n,h·d_v) = dY · W_Oᵀ                                            attn.matmul(dY, W_O, transposeB)
+//   dZ (n,d_v) = head h0's columns of dC                                the page (slicing)
+//   dQ, dK (n,d_k), dV (n,d_v); A, dA = dZ·Vᵀ, dS (n,n)                 attn.attentionBackward(Q, K, V, dZ, trace)
+//   dW_Q, dW_K, dW_V (d_model,h·d_k), dW_O (h·d_v,d_model), dX (n,d_model)
+//                                                                       mha.backward(dY) after
+//                                                                       mha.forward(X) with the same weights
 import { createAttention, tensor } from '../lib/index.js';
 
 // A list of { call, detail, ms } and a helper that runs fn() and records how long it took.
@@ -81,6 +96,83 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
     const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () => attn.attention(q, k, v, options));
     Object.assign(single, { q, k, v, wq, wk, wv });
     return { weights: w, single, multi, projectionSource, scale, timings };
+  } finally {
+    time('mha.dispose', 'free the layer', () => mha.dispose());
+  }
+}
+
+// The loss L = ½‖y_i − x_j‖² and its gradient dY = ∂L/∂Y (row i = y_i − x_j, other rows 0), with
+// y (n,d) the layer's output and x (n,d) its input. The only arithmetic the page does itself.
+export function targetLoss(y, x, i, j) {
+  const [n, d] = y.shape;
+  const dOutput = new Float32Array(n * d);
+  let loss = 0;
+  for (let c = 0; c < d; ++c) {
+    const g = y.data[i * d + c] - x.data[j * d + c];
+    dOutput[i * d + c] = g;
+    loss += 0.5 * g * g;
+  }
+  return { loss, dOutput: tensor(dOutput, [n, d]) };
+}
+
+// Rows y_i, x_j and y_i − x_j as one (3,d) matrix, for the loss step.
+function lossRows(y, x, dOutput, i, j) {
+  const d = y.shape[1];
+  const out = new Float32Array(3 * d);
+  out.set(y.data.subarray(i * d, (i + 1) * d), 0);
+  out.set(x.data.subarray(j * d, (j + 1) * d), d);
+  out.set(dOutput.data.subarray(i * d, (i + 1) * d), 2 * d);
+  return tensor(out, [3, d]);
+}
+
+export function runBackward(attn, forward, { x, heads, dK, causal, head, query, target }) {
+  const { timings, time } = stopwatch();
+  const dModel = x.shape[1];
+  const dV = dK;
+  const n = x.shape[0];
+  const { scale, weights: w, single: s, multi } = forward;
+  const { loss, dOutput } = targetLoss(multi.output, x, query, target);
+
+  // Head h0: dC = dY·W_Oᵀ, then its columns; the attention backward on its Q, K, V.
+  const dConcat = time('attn.matmul', `dY\u00b7W_O\u1d40 ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${heads * dV}`,
+    () => attn.matmul(dOutput, w.wo, { transposeB: true }));
+  const dZ = columnSlice(dConcat, head * dV, dV);
+  const grads = time('attn.attentionBackward', `head ${head + 1}: dZ ${n}\u00d7${dV}, trace`,
+    () => attn.attentionBackward(s.q, s.k, s.v, dZ, { causal, scale, trace: true }));
+
+  // The whole layer: a forward with the same weights, then its backward.
+  const mha = time('attn.multiHeadAttention', `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}, the weights above`,
+    () => attn.multiHeadAttention({ dModel, heads, dK, dV, weights: w }));
+  let layer;
+  try {
+    time('mha.forward', `X ${n}\u00d7${dModel} (kept for backward)`, () => mha.forward(x, { causal, scale }));
+    layer = time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
+  } finally {
+    time('mha.dispose', 'free the layer', () => mha.dispose());
+  }
+  return {
+    query, target, loss, lossRows: lossRows(multi.output, x, dOutput, query, target),
+    dOutput, dConcat, dZ, grads, layer, timings,
+  };
+}
+
+// One SGD step on the layer's weights for the same loss: forward, loss, backward, step, forward
+// again. Returns the loss before and after and the new weights (copies).
+export function sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate }) {
+  const { timings, time } = stopwatch();
+  const dModel = x.shape[1];
+  const n = x.shape[0];
+  const mha = time('attn.multiHeadAttention', `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}`,
+    () => attn.multiHeadAttention({ dModel, heads, dK, dV: dK, weights }));
+  try {
+    const f0 = time('mha.forward', `X ${n}\u00d7${dModel}`, () => mha.forward(x, { causal, scale }));
+    const { loss: before, dOutput } = targetLoss(f0.output, x, query, target);
+    const grads = time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
+    time('mha.step', `learning rate ${learningRate}`, () => mha.step(grads, learningRate));
+    const f1 = time('mha.forward', `X ${n}\u00d7${dModel}, new weights`, () => mha.forward(x, { causal, scale }));
+    const { loss: after } = targetLoss(f1.output, x, query, target);
+    const next = time('mha.weights', 'copy the new weights out', () => mha.weights);
+    return { before, after, weights: next, timings };
   } finally {
     time('mha.dispose', 'free the layer', () => mha.dispose());
   }

@@ -10,11 +10,16 @@
 //   spec.scale      'signed' (diverging, centred at 0, ±max|v|) | 'unit' (sequential, weights in
 //                   [0,1], drawn from 0 to spec.domainMax or a round number above the largest)
 //   spec.rowLabels  tokens, when rows are tokens (then rows are selectable); else rows are numbered
+//   spec.selectableRows  false: rowLabels name the rows but clicking them follows nothing
 //   spec.colLabels  tokens, when columns are tokens; else columns are numbered
 //   spec.rowNoun, spec.colNoun   what a row / column is, for tooltips ('query', 'key', 'dimension')
 //   spec.colGroups, spec.rowGroups  { size, label(g), short(g) }: blocks of columns/rows (heads) to
 //                   separate and name, e.g. "head 2" or, where that does not fit, "h2"
 //   spec.rowSums    draw each row's sum at the right (softmax rows sum to 1)
+//   spec.maskedCells  (r, c) -> true where a mask removed the cell: drawn with the masked hatch
+//                   like -Infinity, but the value (a gradient, exactly 0 there) is still written
+//                   and given in the tooltip as "0.0000 (masked)"
+//   spec.maxSide    a weight matrix (no token rows): at most this many px a side (default 400)
 //   spec.compact    a small multiple: small cells, no labels
 //   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
 //   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
@@ -67,8 +72,9 @@ function layoutFor(spec) {
     const ch = rows <= 16 ? 20 : rows <= 32 ? 16 : rows <= 64 ? 12 : 10;
     return { cw: clamp(Math.floor((spec.targetWidth ?? 600) / cols), 4, 24), ch, values: false };
   }
-  // A weight matrix: square cells, at most 400 px a side.
-  const c = clamp(Math.floor(400 / Math.max(rows, cols)), 2, 20);
+  // A weight matrix: square cells, at most maxSide px a side, and narrow enough for a phone.
+  const side = Math.min(spec.maxSide ?? 400, window.innerWidth - 110);
+  const c = clamp(Math.floor(side / Math.max(rows, cols)), 2, 20);
   return { cw: c, ch: c, values: false };
 }
 
@@ -143,6 +149,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     if (v < min) min = v;
     if (v > max) max = v;
   }
+  // Cells a mask removed although their value is finite (gradients: exactly 0 there).
+  const maskedAt = spec.maskedCells ?? (() => false);
+  let maskedZeros = 0;
+  if (spec.maskedCells) for (let r = 0; r < rows; ++r) for (let c = 0; c < cols; ++c) if (maskedAt(r, c)) maskedZeros += 1;
   if (min === Infinity) min = max = 0;
   const maxAbs = Math.max(Math.abs(min), Math.abs(max));
   // Weights: from 0 to a round number at or above the largest weight (1 when a row is one-hot),
@@ -190,7 +200,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
   canvas.setAttribute('role', 'img');
-  const rangeText = hasMasked ? `finite values from ${fmtShort(min)} to ${fmtShort(max)}, masked cells minus infinity` : `values from ${fmtShort(min)} to ${fmtShort(max)}`;
+  const rangeText = hasMasked ? `finite values from ${fmtShort(min)} to ${fmtShort(max)}, masked cells minus infinity`
+    : `values from ${fmtShort(min)} to ${fmtShort(max)}${maskedZeros ? `, ${maskedZeros} masked cells, each 0` : ''}`;
   canvas.setAttribute('aria-label', `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`);
   scroller.append(canvas);
   figure.append(caption, scroller, legend());
@@ -205,6 +216,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       el.innerHTML = `<span>${fmtShort(-maxAbs)}</span><span class="bar" style="background:${gradientCss(DIVERGING_STOPS)}"><i>0</i></span><span>${fmtShort(maxAbs)}</span>`;
     }
     if (hasMasked) el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>\u2212\u221e masked</span>');
+    else if (maskedZeros) el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>0, masked</span>');
     return el;
   }
 
@@ -218,7 +230,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     g.fillStyle = '#fff';
     g.fillRect(0, 0, width, height);
     const gap = cw >= 8 && ch >= 8 ? 1 : 0;
-    const pattern = hasMasked ? hatch(g) : null;
+    const pattern = hasMasked || maskedZeros ? hatch(g) : null;
     g.textAlign = 'center';
     g.textBaseline = 'middle';
     g.font = `12px ${MONO}`;
@@ -226,7 +238,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       for (let c = 0; c < cols; ++c) {
         const v = data[r * cols + c];
         const x = x0 + c * cw, y = y0 + r * ch;
-        if (v === -Infinity) {
+        if (v === -Infinity || maskedAt(r, c)) {
           g.fillStyle = pattern;
           g.fillRect(x, y, cw - gap, ch - gap);
           if (values) { g.fillStyle = INK; g.fillText(fmt(v), x + cw / 2, y + ch / 2); }
@@ -335,7 +347,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(base, 0, 0);
     ctx.scale(dpr, dpr);
-    if (focusRow !== null && spec.rowLabels && focusRow < rows) {
+    if (focusRow !== null && spec.rowLabels && selectable && focusRow < rows) {
       const y = y0 + focusRow * ch;
       if (!spec.compact) {
         // The followed row's label, bold, in the accent colour, with a marker.
@@ -383,13 +395,13 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       const v = data[h.r * cols + h.c];
       return `<div class="tt-title">${esc(spec.label)} [${h.r + 1}, ${h.c + 1}]</div>` +
         `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-col">${esc(colText(h.c))}</div>` +
-        `<div class="tt-value">${fmt(v)}${v === -Infinity ? ' (masked)' : ''}</div>`;
+        `<div class="tt-value">${fmt(v)}${v === -Infinity || maskedAt(h.r, h.c) ? ' (masked)' : ''}</div>`;
     }
     if (h.kind === 'sum') {
       return `<div class="tt-title">Sum of row ${h.r + 1}</div><div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-value">${fmt(rowSum(h.r))}</div>`;
     }
     if (h.kind === 'rowLabel' && spec.rowLabels) {
-      return `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-hint">Click to follow this row</div>`;
+      return `<div class="tt-row">${esc(rowText(h.r))}</div>${selectable ? '<div class="tt-hint">Click to follow this row</div>' : ''}`;
     }
     if (h.kind === 'colLabel' && spec.colLabels) {
       return `<div class="tt-col">${esc(colText(h.c))}</div><div class="tt-hint">Click to follow its query row</div>`;
@@ -397,8 +409,9 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     return null;
   }
 
+  const selectable = spec.selectableRows !== false;
   const selectableRow = (h) => {
-    if (!h || !onSelectRow) return null;
+    if (!h || !onSelectRow || !selectable) return null;
     if (spec.rowLabels && h.kind !== 'colLabel') return h.r;
     if (spec.colLabels && h.kind === 'colLabel') return h.c;
     return null;
@@ -441,14 +454,15 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       focusRow = i;
       draw();
     },
-    // Viewport coordinates of the centre of cell (i, j), scrolled into view first (for tests).
+    // Viewport coordinates of the centre of cell (i, j), and the cell's size, scrolled into view
+    // first (for tests).
     cellPoint(i, j) {
       const cx = x0 + (j + 0.5) * cw, cy = y0 + (i + 0.5) * ch;
       scroller.scrollLeft = Math.max(0, cx - scroller.clientWidth / 2);
       const before = canvas.getBoundingClientRect();
       window.scrollBy(0, before.top + cy - innerHeight / 2);
       const rect = canvas.getBoundingClientRect();
-      return { x: rect.left + cx, y: rect.top + cy };
+      return { x: rect.left + cx, y: rect.top + cy, w: cw, h: ch };
     },
   };
 }

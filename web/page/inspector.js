@@ -4,7 +4,9 @@
 //   renderInspector(element, step, ctx, i)   i: the followed token's row (0-based)
 //
 // For step 6 it shows the softmax worked out: the row maximum, exp(M_ij − m_i), their sum and the
-// weights; for step 3 with d_k <= 4 (the worked example) the dot products term by term.
+// weights; for step 3 with d_k <= 4 (the worked example) the dot products term by term. On the
+// backward steps the followed token is the loss's i, so its row is the one row of dY, dZ, dA, dS
+// and dQ that is not zero; for step 16 it lists A, dA, the row's Σ A·dA and dS side by side.
 import { esc, fmt, quote } from './format.js';
 
 const row = (t, i) => {
@@ -127,10 +129,68 @@ export function renderInspector(el, step, ctx, i) {
       body = `<h3>y${sub(I)}, ${ctx.dModel} numbers</h3>${vectorList(row(m.output, i))}`;
       break;
     default:
-      body = '';
+      body = ctx.back && step.part === 'back' ? backwardBody(step, ctx, i) : '';
+  }
+  if (step.part === 'back') {
+    body = `<p class="note loss-note">The loss is on this token's output: L = ½‖y${sub(I)} − x${sub(ctx.back.target + 1)}‖², pulling it toward ${esc(quote(ctx.labels[ctx.back.target]))}.</p>${body}`;
   }
 
   el.innerHTML = `<h2 id="inspector-title">Following <span class="tok">${esc(quote(name))}</span> <span class="muted">token ${I} of ${n}</span></h2>` +
     '<p class="hint">Click a token or a row label to follow another. Its row is outlined in every matrix.</p>' +
     `<div class="insp-body">${body}</div>`;
+}
+
+// The backward steps' side panel for row i (the loss's i).
+function backwardBody(step, ctx, i) {
+  const b = ctx.back;
+  const g = b.grads;
+  const n = ctx.n;
+  const sub = (x) => `<sub>${x}</sub>`;
+  const I = i + 1, J = b.target + 1;
+  const isMasked = (j) => ctx.causal && j > i;
+  const maskMark = '<span class="masked-swatch inline" aria-hidden="true"></span><span class="visually-hidden"> (masked)</span>';
+  const maskNote = ctx.causal && i < n - 1 ? `<p class="hint"><span class="masked-swatch inline" aria-hidden="true"></span> a masked key (j > ${I}).</p>` : '';
+  switch (step.id) {
+    case 'loss':
+      return `<p>L = ½ Σ${sub('c')} (y${sub(`${I}c`)} − x${sub(`${J}c`)})² = <strong>${fmt(b.loss)}</strong></p>` +
+        `<h3>Row ${I} of dY = y${sub(I)} − x${sub(J)}, ${ctx.dModel} numbers</h3>${vectorList(row(b.dOutput, i))}` +
+        `<details><summary>y${sub(I)}, the output row</summary>${vectorList(row(b.lossRows, 0))}</details>` +
+        `<details><summary>x${sub(J)}, the target row</summary>${vectorList(row(b.lossRows, 1))}</details>`;
+    case 'dhead':
+      return `<h3>Row ${I} of dC, ${ctx.heads} block${ctx.heads > 1 ? 's' : ''} of ${ctx.dV}</h3>${vectorList(row(b.dConcat, i), { groupSize: ctx.heads > 1 ? ctx.dV : 0 })}` +
+        `<h3>dz${sub(I)}: head ${ctx.head + 1}'s block</h3>${vectorList(row(b.dZ, i))}`;
+    case 'dv': {
+      const a = row(g.weights, i);
+      const rows = Array.from({ length: n }, (_, j) => [keyCell(ctx, j), fmt(a[j])]);
+      return `<p>dv${sub('j')} = A${sub(`${I}j`)} dz${sub(I)}: each value row gets dz${sub(I)} times the weight token ${I} gave it.</p>` +
+        table(['key j', `A${sub(`${I}j`)}`], rows, i) + `<h3>dz${sub(I)}</h3>${vectorList(row(b.dZ, i))}`;
+    }
+    case 'dA': {
+      const da = row(g.dWeights, i);
+      const rows = Array.from({ length: n }, (_, j) => [keyCell(ctx, j), fmt(da[j]) + (isMasked(j) ? maskMark : '')]);
+      return `<p>dA${sub(`${I}j`)} = dz${sub(I)} · v${sub('j')} for every key j, masked or not:</p>${table(['key j', `dA${sub(`${I}j`)}`], rows, i)}${maskNote}`;
+    }
+    case 'dS': {
+      const a = row(g.weights, i), da = row(g.dWeights, i), ds = row(g.dScores, i);
+      let c = 0;
+      for (let j = 0; j < n; ++j) c += a[j] * da[j];
+      const scale = ctx.scaling ? `1/√${ctx.dK}` : '1';
+      const rows = Array.from({ length: n }, (_, j) => [keyCell(ctx, j), fmt(a[j]), fmt(da[j]), fmt(ds[j]) + (isMasked(j) ? maskMark : '')]);
+      const sum = Array.from(ds).reduce((x, y) => x + y, 0);
+      const only = ctx.causal && i === 0
+        ? `<p class="note">With the causal mask token 1 sees only itself: its weight is 1 whatever the scores, so its dS is 0.</p>` : '';
+      return `<ol class="recipe"><li>The row's Σ${sub('k')} A${sub(`${I}k`)} dA${sub(`${I}k`)} = ${fmt(c)}: the weighted mean of dA over the row.</li>` +
+        `<li>Subtract it from each dA${sub(`${I}j`)}: above the mean, dS is positive; below, negative.</li><li>Multiply by A${sub(`${I}j`)} and by the scale ${scale}: dS${sub(`${I}j`)}.</li></ol>` +
+        table(['key j', `A${sub(`${I}j`)}`, `dA${sub(`${I}j`)}`, `dS${sub(`${I}j`)}`], rows, i) +
+        `<p class="sum-line">Σ<sub>j</sub> dS${sub(`${I}j`)} = <strong>${fmt(sum)}</strong></p>${maskNote}${only}`;
+    }
+    case 'dqk':
+      return `<h3>dq${sub(I)} = Σ${sub('j')} dS${sub(`${I}j`)} k${sub('j')}</h3>${vectorList(row(g.dq, i))}` +
+        `<h3>dk${sub(I)} = dS${sub(`${I}${I}`)} q${sub(I)}, as key</h3>${vectorList(row(g.dk, i))}`;
+    case 'dw':
+      return `<h3>Row ${I} of dX, ${ctx.dModel} numbers</h3>${vectorList(row(b.layer.dx, i))}` +
+        '<p class="hint">The weight gradients have no token rows; hover their cells for values.</p>';
+    default:
+      return '';
+  }
 }

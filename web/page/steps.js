@@ -1,20 +1,28 @@
-// The eleven steps: for each, its title, formula, the shapes of its operands, a few sentences,
+// The eighteen steps: for each, its title, formula, the shapes of its operands, a few sentences,
 // the library call its numbers come from, and the matrices it shows.
+//   part 'one'   1-7    X, then one head h forward: Q K V, QKᵀ, ÷√d_k, mask, softmax, AV
+//   part 'all'   8-11   all heads, concat, W_O, output Y
+//   part 'back'  12-18  backward from L = ½‖y_i − x_j‖²: dY, head h's dZ, dV, dA, dS, dQ and dK,
+//                       then the whole layer's weight gradients (scope 'layer' or 'head')
 //
-//   buildSteps(ctx) -> [{ id, part, title, titleHtml?, formulaHtml, shapes, explainHtml, source, matrices }]
+//   buildSteps(ctx) -> [{ id, part, scope?, title, titleHtml?, formulaHtml, shapes, explainHtml,
+//                         source, sourceHtml?, timingCall?, detailsHtml?, matrices }]
 //
 // ctx: { worked, labels (n tokens), unknown, n, dModel, heads, dK, dV, head, causal, scaling,
 //        positions, projection, seed, e (n,d_model) | null, p (n,d_model) | null, x (n,d_model),
-//        result (compute.run's) }
+//        result (compute.run's), back (compute.runBackward's) }
 // A matrix is a heatmap spec (see heatmap.js) plus `place`: 'main' (default), 'details' (behind a
 // disclosure) or 'multiples' (small multiples).
 import { weightTop } from './colors.js';
-import { fmt } from './format.js';
+import { esc, fmt, fmtShape, quote } from './format.js';
 
 const v = (s) => `<var>${s}</var>`;
 const W = (s) => `${v('W')}<sub>${s}</sub>`;
 const T = (s) => `${v(s)}<sup>T</sup>`;
 const dims = (shape) => shape.join('\u00d7');
+const d = (s) => `d${s}`;  // a gradient: d + the (marked-up) name
+// 9 -> "₉": token numbers in canvas labels.
+const subDigits = (k) => String(k).replace(/\d/g, (c) => String.fromCharCode(0x2080 + Number(c)));
 
 // A tensor as a matrix spec with token rows (and token columns when `square`).
 function tokenMatrix(ctx, name, label, labelHtml, t, { scale = 'signed', square = false, rowNoun = 'token', colNoun = 'dimension', ...rest } = {}) {
@@ -217,15 +225,154 @@ export function buildSteps(ctx) {
     matrices: [tokenMatrix(ctx, 'output', 'output Y', `${v('Y')}`, m.output), { ...tokenMatrix(ctx, 'X', 'X (input)', `${v('X')} (input, for comparison)`, ctx.x) }],
   });
 
+  steps.push(...backwardSteps(ctx, { groups, wo }));
+  return steps;
+}
+
+// Steps 12-18: backward from the loss, through head h, to the weight gradients of the layer.
+function backwardSteps(ctx, { groups, wo }) {
+  const { result: r, back: b, n, dModel, heads, dK, dV, head, worked, causal } = ctx;
+  const s = r.single;
+  const g = b.grads;
+  const h1 = head + 1;
+  const oneHead = heads === 1 ? 'the one head' : `head ${h1}`;
+  const i = b.query, j = b.target, I = i + 1, J = j + 1;
+  const tok = (k) => esc(quote(ctx.labels[k]));
+  const scaleHtml = ctx.scaling ? `1/√${dK}` : '1';
+  const backward = 'attn.attentionBackward(Q, K, V, dZ, { causal, scale, trace: true })';
+  const masked = causal ? (row, col) => col > row : undefined;
+  const identityWO = worked || ctx.projection === 'identity';
+  const steps = [];
+  const sq = (name, label, labelHtml, t, rest) => tokenMatrix(ctx, name, label, labelHtml, t, { square: true, rowNoun: 'query', ...rest });
+  const dZM = tokenMatrix(ctx, 'dZ', 'dZ', `${d(v('Z'))}`, b.dZ, { targetWidth: 230 });
+  const aM = sq('weights', 'A (forward)', `${v('A')} (forward)`, g.weights, { scale: 'unit' });
+  const dAM = sq('dA', 'dA', d(v('A')), g.dWeights);
+  const dSM = sq('dS', 'dS', d(v('S')), g.dScores, { maskedCells: masked });
+
+  // 12 --------------------------------------------------------------------------------------
+  steps.push({
+    id: 'loss', part: 'back', scope: 'layer', title: 'Target and loss',
+    formulaHtml: `${v('L')} = ½ ‖${v('y')}<sub>${v('i')}</sub> − ${v('x')}<sub>${v('j')}</sub>‖², &nbsp; ` +
+      `${d(v('Y'))} = ∂${v('L')}/∂${v('Y')}: row ${v('i')} is ${v('y')}<sub>${v('i')}</sub> − ${v('x')}<sub>${v('j')}</sub>, every other row 0`,
+    shapes: [`y_i, x_j ${dModel} numbers each`, `dY ${n}\u00d7${dModel}, the shape of Y`],
+    explainHtml: `<p>Training needs a <strong>loss</strong>: one number that says how far the output is from what we want. This page makes one up: pull the output of token i = ${I}, ${tok(i)} (the token you follow), toward the input row of token j = ${J}, ${tok(j)}. The loss is half the squared distance between the two rows, L = ½ Σ<sub>c</sub> (y<sub>ic</sub> − x<sub>jc</sub>)²; x<sub>j</sub> is held fixed, like a label.</p>` +
+      `<p>Backpropagation starts from the gradient dY = ∂L/∂Y: one number per entry of Y, how much L grows when that entry grows, so the entry should move the other way. Only row i of Y is in the loss, so only row i of dY is nonzero, and it is y<sub>i</sub> − x<sub>j</sub>. Steps 13 to 17 carry it back through ${oneHead}; step 18 shows the gradients of all the layer's weights. Pick i and j above.</p>`,
+    source: null,
+    sourceHtml: 'Computed by the page: y<sub>i</sub> is row i of the output (step 11, from <code>mha.forward</code>); L and dY are one subtraction and a sum of squares.',
+    matrices: [
+      {
+        name: 'loss_rows', label: 'y_i, x_j and y_i − x_j', labelHtml: `${v('y')}<sub>${I}</sub>, ${v('x')}<sub>${J}</sub> and their difference`,
+        data: b.lossRows.data, shape: b.lossRows.shape, scale: 'signed', selectableRows: false,
+        rowLabels: [`y${subDigits(I)} output`, `x${subDigits(J)} target`, 'y \u2212 x'], rowNoun: 'row', colNoun: 'dimension',
+        description: `the output row of token ${I}, the input row of token ${J} and their difference, row ${I} of dY`,
+      },
+      tokenMatrix(ctx, 'dOutput', 'dY', `${d(v('Y'))} = ∂${v('L')}/∂${v('Y')}`, b.dOutput),
+    ],
+  });
+
+  // 13 --------------------------------------------------------------------------------------
+  const from = head * dV + 1;
+  steps.push({
+    id: 'dhead', part: 'back', scope: 'head', title: 'Back through W_O', titleHtml: `Back through ${W('O')}`,
+    formulaHtml: `${d(v('C'))} = ${d(v('Y'))} ${W('O')}<sup>T</sup>, &nbsp; ${d(v('Z'))} = columns ${from}–${from + dV - 1} of ${d(v('C'))}`,
+    shapes: [`dY ${n}\u00d7${dModel} · W_Oᵀ ${dModel}\u00d7${heads * dV} → dC ${n}\u00d7${heads * dV}`, `dZ ${n}\u00d7${dV} (${oneHead})`],
+    explainHtml: `<p>Y = C${W('O')} (step 10). Back through a matrix product, the gradient is multiplied by the other factor, transposed: dC = dY ${W('O')}<sup>T</sup>. ${identityWO ? `Here ${W('O')} = I, so dC equals dY.` : `Row i of dC spreads y<sub>i</sub> − x<sub>j</sub> over the ${heads * dV} columns of C.`}</p>` +
+      `<p>${heads > 1 ? `Each head owns ${dV} of C's columns (step 9), so ${oneHead}'s share is its block: ` : 'With one head, '}dZ, the gradient of the head's output Z from step 7 (often written dO). Steps 14 to 17 follow ${oneHead} back${heads > 1 ? '; the other heads go back the same way' : ''}.</p>`,
+    source: 'attn.matmul(dY, W_O, { transposeB: true }), then the head\'s columns',
+    timingCall: 'attn.matmul',
+    detailsHtml: `The output projection ${W('O')} (${fmtShape(wo.shape)})`,
+    matrices: [
+      tokenMatrix(ctx, 'dConcat', 'dC', d(v('C')), b.dConcat, { colGroups: groups, colNoun: 'column' }),
+      dZM,
+      weightMatrix('W_O', 'W_O', W('O'), wo, { rowGroups: groups, place: 'details' }),
+    ],
+  });
+
+  // 14 --------------------------------------------------------------------------------------
+  steps.push({
+    id: 'dv', part: 'back', scope: 'head', title: 'Gradient of V', titleHtml: `Gradient of ${v('V')}`,
+    formulaHtml: `${d(v('V'))} = ${T('A')} ${d(v('Z'))}, &nbsp; ${d(v('v'))}<sub>${v('j')}</sub> = Σ<sub>${v('r')}</sub> ${v('A')}<sub>${v('rj')}</sub> ${d(v('z'))}<sub>${v('r')}</sub>`,
+    shapes: [`Aᵀ ${n}\u00d7${n} · dZ ${n}\u00d7${dV} → dV ${n}\u00d7${dV}`],
+    explainHtml: `<p>Z = AV (step 7): value v<sub>j</sub> went to every query r with weight A<sub>rj</sub>, so its gradient collects every dz<sub>r</sub> times A<sub>rj</sub>. Only row i of dZ is nonzero, so dv<sub>j</sub> = A<sub>ij</sub> dz<sub>i</sub>: every row of dV points along dz<sub>i</sub>, and the values token i attended to most are pushed hardest.${causal ? ` With the causal mask A<sub>ij</sub> = 0 for j > i, so those rows of dV are exactly 0.` : ''}</p>` +
+      '<p>This and the next three steps come from one call, <code>attn.attentionBackward</code>: it returns dQ, dK and dV, and with <code>trace</code> also A, dA and dS.</p>',
+    source: backward,
+    timingCall: 'attn.attentionBackward',
+    matrices: [aM, dZM, tokenMatrix(ctx, 'dV', 'dV', d(v('V')), g.dv, { targetWidth: 230 })],
+  });
+
+  // 15 --------------------------------------------------------------------------------------
+  steps.push({
+    id: 'dA', part: 'back', scope: 'head', title: 'Gradient of the weights A', titleHtml: `Gradient of the weights ${v('A')}`,
+    formulaHtml: `${d(v('A'))} = ${d(v('Z'))} ${T('V')}, &nbsp; ${d(v('A'))}<sub>${v('ij')}</sub> = ${d(v('z'))}<sub>${v('i')}</sub> · ${v('v')}<sub>${v('j')}</sub>`,
+    shapes: [`dZ ${n}\u00d7${dV} · Vᵀ ${dV}\u00d7${n} → dA ${n}\u00d7${n}`],
+    explainHtml: '<p>The same product from the other side: dA<sub>ij</sub> = dz<sub>i</sub> · v<sub>j</sub>, how much L would change if query i gave a little more weight to key j. Positive (red): more weight on j would raise the loss; negative (blue): it would lower it. Only row i is nonzero. The library calls this dWeights; papers often write dP.</p>' +
+      (causal ? '<p>Masked cells get a value too (dz<sub>i</sub> · v<sub>j</sub> is defined for every j), but their weight is exactly 0 and stays 0. The next step multiplies by A, so nothing passes through them.</p>' : ''),
+    source: backward,
+    timingCall: 'attn.attentionBackward',
+    matrices: [dZM, tokenMatrix(ctx, 'V', 'V', v('V'), s.v, { targetWidth: 230 }), dAM],
+  });
+
+  // 16 --------------------------------------------------------------------------------------
+  steps.push({
+    id: 'dS', part: 'back', scope: 'head', title: 'Softmax backward',
+    formulaHtml: `${d(v('S'))}<sub>${v('ij')}</sub> = ${scaleHtml} · ${v('A')}<sub>${v('ij')}</sub> (${d(v('A'))}<sub>${v('ij')}</sub> − Σ<sub>${v('k')}</sub> ${v('A')}<sub>${v('ik')}</sub> ${d(v('A'))}<sub>${v('ik')}</sub>)`,
+    shapes: [`A, dA ${n}\u00d7${n} → dS ${n}\u00d7${n}`, `scale ${ctx.scaling ? `1/√${dK} = ${fmt(1 / Math.sqrt(dK))}` : '1 (scaling off)'}`],
+    explainHtml: '<p>Softmax ties a row together: raising one score lowers every other weight in the row. Its Jacobian for row i is the n×n matrix diag(a<sub>i</sub>) − a<sub>i</sub>a<sub>i</sub><sup>T</sup>, and dS is a <strong>Jacobian-vector product</strong>: that matrix times dA<sub>i</sub>, worked out without building it as A<sub>ij</sub>(dA<sub>ij</sub> − Σ<sub>k</sub> A<sub>ik</sub> dA<sub>ik</sub>). ' +
+      `${ctx.scaling ? `The scale ${scaleHtml} of step 4 multiplies too` : 'The scale (1, scaling off) multiplies too'}, so dS is the gradient with respect to S = Q${T('K')} of step 3. Each row of dS sums to 0 (the Σ column): adding one number to a whole row of scores leaves the softmax unchanged.</p>` +
+      (causal
+        ? '<p><strong>Masked cells are exactly 0</strong> (hatched): their weight A<sub>ij</sub> is 0, and the factor A<sub>ij</sub> stops the gradient whatever dA<sub>ij</sub> was. The mask lets nothing back, as it let nothing through.</p>'
+        : '<p>Where a weight is near 0, its dS is near 0 too: a key the query ignores gets almost no gradient. Turn on the causal mask to see masked cells at exactly 0.</p>'),
+    source: backward,
+    timingCall: 'attn.attentionBackward',
+    matrices: [aM, dAM, { ...dSM, rowSums: true }],
+  });
+
+  // 17 --------------------------------------------------------------------------------------
+  steps.push({
+    id: 'dqk', part: 'back', scope: 'head', title: 'Gradients of Q and K', titleHtml: `Gradients of ${v('Q')} and ${v('K')}`,
+    formulaHtml: `${d(v('Q'))} = ${d(v('S'))} ${v('K')}, &nbsp; ${d(v('K'))} = ${d(T('S'))} ${v('Q')}`,
+    shapes: [`dS ${n}\u00d7${n} · K ${n}\u00d7${dK} → dQ ${n}\u00d7${dK}`, `dSᵀ ${n}\u00d7${n} · Q ${n}\u00d7${dK} → dK ${n}\u00d7${dK}`],
+    explainHtml: `<p>S = Q${T('K')} is a product again: dQ = dS K (row i: Σ<sub>j</sub> dS<sub>ij</sub> k<sub>j</sub>, a blend of the keys) and dK = dS<sup>T</sup>Q (row j: Σ<sub>r</sub> dS<sub>rj</sub> q<sub>r</sub>). Only row i of dS is nonzero, so dQ has one nonzero row and every dk<sub>j</sub> is dS<sub>ij</sub> q<sub>i</sub>, a multiple of the one query${causal ? '; masked keys (j > i) get exactly 0' : ''}.</p>` +
+      `<p>dQ, dK and dV are what <code>attn.attentionBackward</code> returns. Back through Q = X${W('Q')}, K = X${W('K')} and V = X${W('V')} they give ${oneHead}'s columns of the weight gradients, d${W('Q')} = ${T('X')}dQ and so on: the next step.</p>`,
+    source: backward,
+    timingCall: 'attn.attentionBackward',
+    matrices: [dSM, tokenMatrix(ctx, 'dQ', 'dQ', d(v('Q')), g.dq, { targetWidth: 230 }), tokenMatrix(ctx, 'dK', 'dK', d(v('K')), g.dk, { targetWidth: 230 })],
+  });
+
+  // 18 --------------------------------------------------------------------------------------
+  const L = b.layer;
+  const hk = heads * dK;
+  const wSpec = (name, label, labelHtml, t, rest) => weightMatrix(name, label, labelHtml, t, { maxSide: 300, ...rest });
+  steps.push({
+    id: 'dw', part: 'back', scope: 'layer', title: 'Weight gradients',
+    formulaHtml: `${d(W('Q'))} = ${T('X')} ${d(v('Q'))}, &nbsp; ${d(W('K'))} = ${T('X')} ${d(v('K'))}, &nbsp; ${d(W('V'))} = ${T('X')} ${d(v('V'))}, &nbsp; ${d(W('O'))} = ${T('C')} ${d(v('Y'))}`,
+    shapes: [`Xᵀ ${dModel}\u00d7${n} · dQ, dK, dV ${n}\u00d7${hk} (all heads) → dW_Q, dW_K, dW_V ${dModel}\u00d7${hk}`,
+      `Cᵀ ${hk}\u00d7${n} · dY ${n}\u00d7${dModel} → dW_O ${hk}\u00d7${dModel}`, `dX ${n}\u00d7${dModel}`],
+    explainHtml: `<p><code>mha.backward(dY)</code> runs steps 13 to 17 for every head and goes on through the projections. Each weight gradient has its weight's shape: entry (r, c) says how L changes when that weight grows. ${heads > 1 ? `Head ${h1}'s block of columns in d${W('Q')}, d${W('K')} and d${W('V')} is ${T('X')} times dQ, dK and dV of the steps before; the other blocks come from the other heads.` : `d${W('Q')}, d${W('K')} and d${W('V')} are ${T('X')} times dQ, dK and dV of the steps before.`} Only row i of dY is nonzero, so d${W('O')} = c<sub>i</sub><sup>T</sup>(y<sub>i</sub> − x<sub>j</sub>): every row a multiple of the same vector.</p>` +
+      '<p>dX, the gradient with respect to the input, is what a layer hands back to the one below it (or to the embeddings). <strong>Gradient descent</strong> then moves every weight a little against its gradient, W ← W − lr · dW. Try it below: a small learning rate lowers the loss; a large one can overshoot and raise it.</p>',
+    source: 'mha.backward(dY) after mha.forward(X, { causal, scale }) with the same weights',
+    timingCall: 'mha.backward',
+    matrices: [
+      wSpec('dW_Q', 'dW_Q', d(W('Q')), L.dwq, { colGroups: groups }),
+      wSpec('dW_K', 'dW_K', d(W('K')), L.dwk, { colGroups: groups }),
+      wSpec('dW_V', 'dW_V', d(W('V')), L.dwv, { colGroups: groups }),
+      wSpec('dW_O', 'dW_O', d(W('O')), L.dwo, { rowGroups: groups }),
+      tokenMatrix(ctx, 'dX', 'dX', d(v('X')), L.dx),
+    ],
+  });
   return steps;
 }
 
 // The step's one-line heading for screen readers and the kicker: "One head · step 3 of 11".
 export function stepKicker(step, index, count, ctx) {
-  const part = step.part === 'one'
-    ? (ctx.heads === 1 ? 'Single-head attention' : `One head (head ${ctx.head + 1} of ${ctx.heads})`)
-    : `Multi-head attention (${ctx.heads} head${ctx.heads > 1 ? 's' : ''})`;
+  const headText = ctx.heads === 1 ? 'the one head' : `head ${ctx.head + 1} of ${ctx.heads}`;
+  const part = step.part === 'back'
+    ? (step.scope === 'head' ? `Backward, ${headText}` : 'Backward, the whole layer')
+    : step.part === 'one'
+      ? (ctx.heads === 1 ? 'Single-head attention' : `One head (head ${ctx.head + 1} of ${ctx.heads})`)
+      : `Multi-head attention (${ctx.heads} head${ctx.heads > 1 ? 's' : ''})`;
   return `${part} · step ${index + 1} of ${count}`;
 }
 
-export const STEP_LABELS = ['X', 'Q K V', 'QKᵀ', '÷√d', 'mask', 'softmax', 'AV', 'heads', 'concat', 'W_O', 'out'];
+export const STEP_LABELS = ['X', 'Q K V', 'QKᵀ', '÷√d', 'mask', 'softmax', 'AV', 'heads', 'concat', 'W_O', 'out',
+  'loss', 'dZ', 'dV', 'dA', 'dS', 'dQ dK', 'dW'];
