@@ -24,6 +24,11 @@ const failedRows = (key, threads, caseIds, status, reason) => caseIds.map((id) =
   return { case: id, label: spec.label, section: spec.section, impl: key, threads, flops: flops(spec), status, reason };
 });
 
+// A pause before each timed case: V8 compiles hot wasm functions on background threads, and
+// the previous implementation's compiles (onnxruntime-web's module is 14 MB) would otherwise
+// take a core from the next one's measurement.
+const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
+
 const describe = (r) => (r.status === 'ok' ? `${fmtMs(r.ms)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`);
 
 export async function runKernels({ caseIds, quick, peersOk, log }) {
@@ -45,6 +50,7 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
   for (const id of caseIds) {
     const spec = caseById(id);
     for (const impl of impls) {
+      await settle();
       const row = await runCase(impl, spec, settings);
       rows.push(row);
       log(`${spec.id} ${impl.key}: ${describe(row)}`);

@@ -1,6 +1,8 @@
 // Wall-clock timing: warm-up runs (JIT tier-up, first touch of wasm memory, lazy kernel
 // setup in the peers), then the median of many runs, the median because the machine may be
-// shared and outliers only go one way. Warm-up lasts at least `warmup` runs and
+// shared and outliers only go one way. On 2 cores with 2 busy threads V8's background
+// TurboFan compiles take ~0.6-0.8 s to land (multi-head attention on 2 threads runs ~30%
+// slower until then), hence a full second of warm-up. Warm-up lasts at least `warmup` runs and
 // `warmupMs`: V8 first runs wasm from its baseline compiler (Liftoff) and swaps in TurboFan
 // code for hot functions later, so a fast call needs many runs to get there. Runs that take
 // over a second get fewer repetitions (the note says so), to keep a full run within ~15
@@ -8,7 +10,7 @@
 
 // runs: at least that many; fast calls get more, up to maxRuns or runsMs of timed runs, for
 // a steadier median on a shared machine.
-export const FULL = { warmup: 3, warmupMs: 300, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, slowMs: 1000, verySlowRuns: 3, verySlowMs: 5000 };
+export const FULL = { warmup: 3, warmupMs: 1000, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, slowMs: 1000, verySlowRuns: 3, verySlowMs: 5000 };
 export const QUICK = { warmup: 1, warmupMs: 100, runs: 5, slowRuns: 2, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
 // Long sequences: one warm-up and a few runs; a single run past 5 s, to bound the section.
 export const LONG = { warmup: 1, warmupMs: 300, runs: 5, slowRuns: 3, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
