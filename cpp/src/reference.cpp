@@ -17,19 +17,19 @@ Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, const ScoreMask& m) 
   for (size_t i = 0; i < n_q; ++i) {
     Doubles x(n_k);
     double max = -kInf;
+    bool bad = false;  // a NaN or +inf input (an overflow upstream)
     for (size_t j = 0; j < n_k; ++j) {
       x[j] = is_masked(m, n_k, i, j)
                  ? -kInf
                  : s[i * n_k + j] * m.scale + (m.bias ? m.bias[i * n_k + j] : 0.0);
+      bad |= x[j] != x[j] || x[j] == kInf;
       max = std::max(max, x[j]);
     }
-    if (max == -kInf) continue;  // every key masked: zero weights
-    if (max == kInf) {
-      double count = 0;
-      for (double xj : x) count += xj == kInf;
-      for (size_t j = 0; j < n_k; ++j) w[i * n_k + j] = x[j] == kInf ? 1.0 / count : 0.0;
+    if (bad) {  // NaN weights, as the fast paths give
+      for (size_t j = 0; j < n_k; ++j) w[i * n_k + j] = std::numeric_limits<double>::quiet_NaN();
       continue;
     }
+    if (max == -kInf) continue;  // every key masked: zero weights
     double sum = 0;
     for (size_t j = 0; j < n_k; ++j) sum += std::exp(x[j] - max);
     for (size_t j = 0; j < n_k; ++j) w[i * n_k + j] = std::exp(x[j] - max) / sum;

@@ -19,8 +19,9 @@ constexpr float kPosInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // x (cols) = the softmax inputs of keys [j0, j0+cols) for query i; returns their max
-// (-inf when every one is masked), or NaN when a kept score is NaN: then the row's weights
-// become NaN, so an overflow in q·kᵀ (inf - inf) shows instead of passing for a masked key.
+// (-inf when every one is masked), or NaN when a kept input is NaN or +inf: then the row's
+// weights become NaN, so an overflow in q·kᵀ (inf, or inf - inf) shows instead of passing for
+// a masked key or for a number. Both forms of the softmax see it the same way.
 float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t cols, size_t n_k,
                         const ScoreMask& m) {
   bool nan = false;
@@ -35,14 +36,14 @@ float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t co
       const f32x4 vx = mul(load(s + j), vscale);
       store(x + j, vx);
       vmax = max(vmax, vx);
-      vnan = bit_or(vnan, nan_lanes(vx));
+      vnan = bit_or(vnan, nan_lanes(sub(vx, vx)));  // x - x: NaN for NaN and ±inf
     }
     row_max = hmax(vmax);
     nan = any_lane(vnan);
     for (; j < visible; ++j) {
       x[j] = s[j] * m.scale;
       row_max = std::max(row_max, x[j]);
-      nan |= x[j] != x[j];
+      nan |= !std::isfinite(x[j]);
     }
     for (; j < cols; ++j) x[j] = kNegInf;
   } else {
@@ -54,7 +55,7 @@ float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t co
       }
       x[j] = v;
       row_max = std::max(row_max, v);
-      nan |= v != v;
+      nan |= v != v || v == kPosInf;  // -inf is a mask, not an overflow
     }
   }
   return nan ? kNaN : row_max;
@@ -97,13 +98,10 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
   for (size_t r = 0; r < rows; ++r) {
     float* w = weights + r * ld_weights;
     const float row_max = masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, mask);
-    if (row_max != row_max) {  // a NaN score: NaN weights, never a plausible-looking row
+    if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
     } else if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
       std::fill(w, w + cols, 0.0f);
-    } else if (row_max == kPosInf) {  // the limit: equal shares for the +inf entries
-      const float count = static_cast<float>(std::count(w, w + cols, kPosInf));
-      for (size_t j = 0; j < cols; ++j) w[j] = w[j] == kPosInf ? 1.0f / count : 0.0f;
     } else {
       scale_row(w, cols, 1.0f / exp_minus_max(w, cols, row_max));  // sum >= 1: exp(0) is in it
     }

@@ -43,8 +43,9 @@ struct ThreadPool::State {
       try {
         (*task)(i);
       } catch (...) {
-        std::lock_guard<std::mutex> lock(mutex);
+        lock_without_blocking();  // the caller runs tasks too: it must not block here either
         if (!error) error = std::current_exception();
+        mutex.unlock();
       }
     }
   }

@@ -188,9 +188,23 @@ TEST_CASE("scores of magnitude 1e4 and -inf bias entries give finite outputs") {
   CHECK_CLOSE(out, run_ref(in, m), 1e-5);
 }
 
+// q (2,2), k (2,2) where query 0's scores overflow float32: the fused (untraced) and the
+// traced path both give query 0 a NaN output row, and query 1 a finite one.
+void overflow_rows_are_nan(const std::vector<float>& q, const std::vector<float>& k);
+
 TEST_CASE("a score that overflows to NaN gives a NaN output row, never a quiet zero row") {
   // q·k = 1e40 - 1e40 = inf - inf in float32 for query 0; query 1 stays finite
   const std::vector<float> q = {1e20f, 1e20f, 0.5f, 0.25f}, k = {1e20f, -1e20f, 1.0f, 2.0f};
+  overflow_rows_are_nan(q, k);
+}
+
+TEST_CASE("a score that overflows to +inf gives a NaN output row on both paths") {
+  // q·k = 1e40 + 1e40 = +inf for query 0 and key 0; query 1 stays finite
+  const std::vector<float> q = {1e20f, 1e20f, 0.5f, 0.25f}, k = {1e20f, 1e20f, 1.0f, 2.0f};
+  overflow_rows_are_nan(q, k);
+}
+
+void overflow_rows_are_nan(const std::vector<float>& q, const std::vector<float>& k) {
   const std::vector<float> v = {1, 2, 3, 4};
   std::vector<float> out(4), out_traced(4), scores(4), scaled(4), masked(4), weights(4);
   const AttentionTrace trace{scores.data(), scaled.data(), masked.data(), weights.data()};

@@ -192,6 +192,10 @@ describe('multi-head backward', () => {
     assert.throws(() => mha.step({ dwq: { data: new Float32Array(4), shape: [2, 2] } }, 0.1),
       { name: 'RangeError', message: /^multiHeadAttention\.step: grads\.dwq must have|grads\.dwq is \[2,2\] but wq is \[4,4\]/ });
     assert.throws(() => mha.step({ dwz: dwq }, 0.1), { name: 'TypeError', message: /unknown option "dwz"/ });
+    const noBias = attn.multiHeadAttention({ dModel: 4, heads: 2, seed: 9 });
+    assert.throws(() => noBias.step({ dbq: { data: new Float32Array(4), shape: [4] } }, 0.1),
+      { name: 'TypeError', message: /unknown option "dbq"/ }, 'a bias gradient for a layer without biases is not silently dropped');
+    noBias.dispose();
     assert.throws(() => mha.step({ dwq }, NaN), { name: 'RangeError', message: /learningRate must be finite/ });
     mha.dispose();
   });

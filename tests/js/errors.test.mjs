@@ -3,6 +3,8 @@
 // After each error the instance keeps working, and nothing leaks in wasm memory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
@@ -363,6 +365,29 @@ function warmUpThreads(attn) {
 }
 
 describe('no leaks in wasm memory', () => {
+  test('a layer dropped without dispose() frees its weights and its saved forward once collected', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc');
+    const attn = await createAttention({ threads: 1 });
+    try {
+      const x = randomTensor(rng(12), [256, 64]);
+      const use = () => attn.multiHeadAttention({ dModel: 64, heads: 4, seed: 1 }).forward(x);  // never disposed
+      const warm = attn.multiHeadAttention({ dModel: 64, heads: 4, seed: 1 });
+      warm.forward(x);  // grows the scratch buffers once
+      warm.dispose();
+      const baseline = attn.memory().allocatedBytes;
+      use();
+      assert.ok(attn.memory().allocatedBytes > baseline + 256 * 64 * 4, 'the layer holds its weights and saved forward');
+      for (let i = 0; i < 20 && attn.memory().allocatedBytes !== baseline; ++i) {
+        gc();
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal(attn.memory().allocatedBytes, baseline);
+    } finally {
+      attn.dispose();
+    }
+  });
+
   for (const threads of [1, 2]) {
     test(`2000 calls mixing successes and failures (threads: ${threads})`, async () => {
       const attn = await createAttention({ threads });

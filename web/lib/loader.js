@@ -68,7 +68,10 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
     throw e;
   }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
-  if (error) throw new Error(`wasm-attention: could not start threads: ${error}`);
+  if (error) {
+    module.PThread?.terminateAllThreads();
+    throw new Error(`wasm-attention: could not start threads: ${error}`);
+  }
   if (isNode && module.PThread) {
     // Idle pool workers must not keep a Node process alive.
     for (const worker of [...module.PThread.unusedWorkers, ...module.PThread.runningWorkers]) worker.unref?.();

@@ -11,9 +11,12 @@ import {
 const WEIGHT_NAMES = ['wq', 'wk', 'wv', 'wo'];
 const BIAS_NAMES = ['bq', 'bk', 'bv', 'bo'];
 
-// Frees the weights of a layer that was garbage-collected without dispose().
-const leftBehind = new FinalizationRegistry(({ rt, ptrs }) => {
-  if (!rt.disposed) for (const p of Object.values(ptrs)) rt.heap.free(p);
+// Frees what a layer garbage-collected without dispose() still held: its weights and the
+// buffers its last forward saved (holder.saved, kept current by the layer).
+const leftBehind = new FinalizationRegistry(({ rt, ptrs, holder }) => {
+  if (rt.disposed) return;
+  for (const p of Object.values(ptrs)) rt.heap.free(p);
+  for (const p of Object.values(holder.saved ?? {})) rt.heap.free(p);
 });
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
@@ -32,6 +35,7 @@ export class MultiHeadAttention {
   // Q, K, V and concat (O(n·dModel) floats; the backward recomputes the attention weights),
   // with the call's sizes and options. Null before a forward, after step() and dispose().
   #saved = null;
+  #holder = { saved: null };  // #saved's offsets, for the finalizer (which cannot see #saved)
 
   constructor(rt, config) {
     const where = 'multiHeadAttention';
@@ -85,7 +89,7 @@ export class MultiHeadAttention {
       throw e;
     }
     this.#shapes = shapes;
-    leftBehind.register(this, { rt, ptrs: this.#ptrs }, this.#token);
+    leftBehind.register(this, { rt, ptrs: this.#ptrs, holder: this.#holder }, this.#token);
   }
 
   #checkAlive(where) {
@@ -141,6 +145,7 @@ export class MultiHeadAttention {
       throw e;
     }
     this.#saved = { ptrs: saved, batch, nQ, nK, rank, causal, scale, xShape: [...x.shape], contextShape: o.context ? [...o.context.shape] : null };
+    this.#holder.saved = saved;
     try {
       return this.#forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes });
     } catch (e) {
@@ -254,7 +259,7 @@ export class MultiHeadAttention {
     this.#checkAlive(where);
     if (typeof learningRate !== 'number') throw new TypeError(`${where}: learningRate must be a number, got ${typeof learningRate}`);
     if (!Number.isFinite(learningRate)) throw new RangeError(`${where}: learningRate must be finite, got ${learningRate}`);
-    const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#shapes).map((n) => `d${n}`)]);
+    const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#ptrs).map((n) => `d${n}`)]);
     const updates = [];
     for (const name of Object.keys(this.#ptrs)) {
       const grad = g[`d${name}`];
@@ -276,6 +281,7 @@ export class MultiHeadAttention {
   #releaseSaved() {
     if (this.#saved && !this.#rt.disposed) for (const p of Object.values(this.#saved.ptrs)) this.#rt.heap.free(p);
     this.#saved = null;
+    this.#holder.saved = null;
   }
 
   // The current weights as tensors (copies): wq, wk, wv, wo, and bq, bk, bv, bo with bias.

@@ -12,8 +12,9 @@
 // query i sees keys 0..i, also when n_q != n_k), when keep_ij == 0, or when bias_ij == -inf.
 // weights_ij = exp(x_ij - max_j x_ij) / sum_j exp(x_ij - max_j x_ij).
 // A row whose keys are all masked has no distribution to take: its weights are all zero,
-// so its attention output is a zero row, not NaN. A NaN score (q·kᵀ overflowing float32 to
-// inf - inf) is never taken for a masked key: its row's weights are NaN, so callers see it.
+// so its attention output is a zero row, not NaN. A NaN or +inf input (q·kᵀ overflowing
+// float32, or a +inf bias) is never taken for a masked key or a number: its row's weights are
+// NaN, so callers see it.
 #pragma once
 
 #include <cstddef>
