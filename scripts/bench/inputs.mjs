@@ -3,17 +3,8 @@
 // Plus a small evenly spaced sample of outputs, enough to see that two implementations
 // computed the same thing without sending whole tensors between processes.
 
-// mulberry32 -> uniform floats in [0, 1)
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// random(seed): mulberry32 -> uniform floats in [0, 1), the package's own seeded generator
+import { random } from '../../web/lib/init.js';
 
 // FNV-1a of the name: a stable 32-bit seed per case.
 function seedOf(name) {

@@ -13,6 +13,7 @@ import { createAttention, tensor } from '../../web/lib/index.js';
 import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { launchBrowser, openPage } from './browser.mjs';
+import { pageDriver } from './page_driver.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -119,23 +120,7 @@ function assertPageMatches(steps, exp) {
 // ---- page helpers ----------------------------------------------------------------------------
 // The state and the forward steps (the backward steps' matrices would triple what every snapshot
 // carries over from the page; page_backward.test.mjs checks them).
-const snapshot = (page) => page.evaluate((count) => ({ state: window.attentionPage.state, steps: window.attentionPage.steps.slice(0, count) }), STEP_IDS.length);
-const version = (page) => page.evaluate(() => window.attentionPage.version);
-const matrix = (steps, id, name) => steps.find((s) => s.id === id).matrices.find((m) => m.name === name);
-
-// Runs action() and waits until the page has rendered again and check(state) holds.
-async function act(page, action, check = () => true) {
-  const v0 = await version(page);
-  await action();
-  await page.waitForFunction(([v, src]) => window.attentionPage.version > v && new Function('s', `return (${src})(s)`)(window.attentionPage.state),
-    [v0, check.toString()]);
-  return snapshot(page);
-}
-
-async function goToStep(page, i) {
-  const { state } = await snapshot(page);
-  if (state.step !== i) await act(page, () => page.click(`button[data-step="${i}"]`), new Function('s', `return s.step === ${i}`));
-}
+const { snapshot, matrix, act, goToStep } = pageDriver(0, STEP_IDS.length);
 
 const parseShown = (text) => Number(text.trim().replace(/\u2212/g, '-').replace(/\u221e/, 'Infinity').split(' ')[0]);
 

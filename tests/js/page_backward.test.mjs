@@ -14,6 +14,7 @@ import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
 import { launchBrowser, openPage } from './browser.mjs';
+import { pageDriver } from './page_driver.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -147,22 +148,7 @@ function assertBackwardMatches(back, exp) {
 // ---- page helpers ----------------------------------------------------------------------------
 // The state and the backward steps only (the forward ones are page.test.mjs's; leaving them out
 // keeps each snapshot small).
-const snapshot = (page) => page.evaluate((from) => ({ state: window.attentionPage.state, steps: window.attentionPage.steps.slice(from) }), FORWARD);
-const version = (page) => page.evaluate(() => window.attentionPage.version);
-const matrix = (steps, id, name) => steps.find((s) => s.id === id).matrices.find((m) => m.name === name);
-
-async function act(page, action, check = () => true) {
-  const v0 = await version(page);
-  await action();
-  await page.waitForFunction(([v, src]) => window.attentionPage.version > v && new Function('s', `return (${src})(s)`)(window.attentionPage.state),
-    [v0, check.toString()]);
-  return snapshot(page);
-}
-
-async function goToStep(page, i) {
-  const { state } = await snapshot(page);
-  if (state.step !== i) await act(page, () => page.click(`button[data-step="${i}"]`), new Function('s', `return s.step === ${i}`));
-}
+const { snapshot, matrix, act, goToStep } = pageDriver(FORWARD);
 
 const figureShapes = (page) => page.$$eval('#matrices figure.heatmap', (figs) => figs.map((f) => ({
   name: f.dataset.name, shape: f.dataset.shape, shown: f.querySelector('.hm-shape').textContent,
