@@ -14,6 +14,7 @@ import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.
 import { tokenize } from '../../web/page/tokenize.js';
 import { launchBrowser, openPage } from './browser.mjs';
 import { pageDriver } from './page_driver.mjs';
+import { columns, eye } from './tensors.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -39,16 +40,6 @@ after(async () => {
 });
 
 // ---- the same computation in Node ----------------------------------------------------------
-const eye = (n) => tensor(Float32Array.from({ length: n * n }, (_, k) => (k % (n + 1) === 0 ? 1 : 0)), [n, n]);
-
-// Columns [c0, c0+width) of a (rows, stride) matrix.
-function columns(t, c0, width) {
-  const [rows, stride] = t.shape;
-  const out = new Float32Array(rows * width);
-  for (let r = 0; r < rows; ++r) out.set(t.data.subarray(r * stride + c0, r * stride + c0 + width), r * width);
-  return out;
-}
-
 // What the page should show for `text` and these settings: { n, labels, unknown, m: name -> { data, shape } }.
 function expectedFor({ text, heads = 4, dK, seed = null, causal = false, scaling = true, positions = false, head = 0 }) {
   const toks = tokenize(text, { vocab: emb }).slice(0, 96);
@@ -78,9 +69,9 @@ function expectedFor({ text, heads = 4, dK, seed = null, causal = false, scaling
   const m = {
     E: { data: e, shape: [n, d] }, X: { data: x, shape: [n, d] },
     Q: h.q, K: h.k, V: h.v,
-    W_Q: { data: columns(w.wq, head * dK, dK), shape: [d, dK] },
-    W_K: { data: columns(w.wk, head * dK, dK), shape: [d, dK] },
-    W_V: { data: columns(w.wv, head * dK, dK), shape: [d, dK] },
+    W_Q: columns(w.wq, head * dK, dK),
+    W_K: columns(w.wk, head * dK, dK),
+    W_V: columns(w.wv, head * dK, dK),
     scores: s.scores, scaled: s.scaled, masked: s.masked, weights: s.weights, head_output: s.output,
     concat: { data: f.concat.data, shape: [n, hv] }, W_O: { data: w.wo.data, shape: [hv, d] }, output: f.output,
   };

@@ -15,6 +15,7 @@ import { tokenize } from '../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
 import { launchBrowser, openPage } from './browser.mjs';
 import { pageDriver } from './page_driver.mjs';
+import { columns, eye } from './tensors.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -38,15 +39,6 @@ after(async () => {
 });
 
 // ---- the same computation in Node ----------------------------------------------------------
-const eye = (n) => tensor(Float32Array.from({ length: n * n }, (_, k) => (k % (n + 1) === 0 ? 1 : 0)), [n, n]);
-
-function columns(t, c0, width) {
-  const [rows, stride] = t.shape;
-  const out = new Float32Array(rows * width);
-  for (let r = 0; r < rows; ++r) out.set(t.data.subarray(r * stride + c0, r * stride + c0 + width), r * width);
-  return tensor(out, [rows, width]);
-}
-
 // X and the layer for a sentence (identity or seeded weights) or the worked example.
 function inputFor({ text, worked = false, heads = 4, dK, seed = null }) {
   if (worked) {
