@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attention_rows.h"
+#include "attention_blocks.h"
 #include "scratch.h"
 #include "sizes.h"
 #include "wa/attention.h"

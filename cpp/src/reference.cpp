@@ -6,12 +6,14 @@
 #include <cmath>
 #include <limits>
 
+#include "softmax_rows.h"
+
 namespace wa::ref {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in softmax.h.
+// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/softmax.h.
 Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, const ScoreMask& m) {
   Doubles w(n_q * n_k, 0.0);
   for (size_t i = 0; i < n_q; ++i) {

@@ -1,12 +1,13 @@
 // Row softmax as named passes over a row: x = scale/mask/bias of the scores and their max;
 // w = exp(x - max) and their sum; w *= 1/sum. The online form runs the same passes over one
-// key block at a time, carrying each row's max and sum. Vectorized with simd.h throughout.
+// key block at a time, carrying each row's max and sum. Then the backward of a row, which
+// reads the forward's weights. Vectorized with simd.h throughout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "simd.h"
-#include "wa/softmax.h"
+#include "softmax_rows.h"
 
 namespace wa {
 namespace {
@@ -137,6 +138,24 @@ void score_trace_rows(const float* scores, size_t ld, float* scaled, float* mask
     masked_scaled_row(scores + r * ld, masked + r * ld, row0 + r, 0, n_k, n_k, mask);
     for (size_t j = 0; j < n_k; ++j) scaled[r * ld + j] = scores[r * ld + j] * mask.scale;
   }
+}
+
+// The backward of softmax_rows' passes, in reverse (the 1/sum and exp passes together):
+//   w = e / Σe, e = exp(x - max)  ->  dx = w ⊙ (dw − Σ_j dw_j·w_j)   (max cancels)
+//   x = s·scale + bias            ->  ds = dx·scale
+void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
+  f32x4 vdot = splat(0.0f);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) vdot = muladd(load(dp + j), load(p + j), vdot);
+  float dot = hsum(vdot);
+  for (; j < n; ++j) dot += dp[j] * p[j];
+
+  const f32x4 vsub = splat(dot), vscale = splat(scale);
+  for (j = 0; j + 4 <= n; j += 4) {
+    const f32x4 vds = mul(load(p + j), sub(load(dp + j), vsub));
+    store(dp + j, mul(vds, vscale));
+  }
+  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - dot) * scale;
 }
 
 }  // namespace wa

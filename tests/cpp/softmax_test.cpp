@@ -1,9 +1,9 @@
 // Row softmax: against the reference, and the properties every softmax must have.
 #include <limits>
 
+#include "softmax_rows.h"
 #include "testing.h"
 #include "wa/reference.h"
-#include "wa/softmax.h"
 
 namespace wa {
 namespace {

@@ -1,5 +1,13 @@
 // Scaled dot-product attention and multi-head attention, forward and backward.
-// Letters as in softmax.h. Every matrix is row-major float32.
+//
+// Letters (here and in every header and comment of this library):
+//   n        tokens in a sequence; n_q queries (rows of a score matrix) and
+//            n_k keys = values (its columns) when they differ
+//   d_model  width of a token vector
+//   h        heads
+//   d_k      width of one query/key (per head)       d_v  width of one value (per head)
+//   batch    sequences processed together
+// Shapes are written (rows,cols); every matrix is row-major float32.
 #pragma once
 
 #include <cstddef>

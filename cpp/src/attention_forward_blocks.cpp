@@ -1,22 +1,22 @@
-// The units of attention work the thread pool spreads: blocks of query rows over k and v
+// The forward units of attention work (attention_blocks.h): blocks of query rows over k and v
 // packed once per attention (so every block runs the GEMM kernel on ready-made panels).
 //   attention_rows        every score of the block at once (what a trace shows)
 //   attention_rows_fused  one key block at a time with an online softmax: (rows, kKeyBlock)
 //                         scores at most, never (n_q,n_k), so long sequences fit in memory
-#include "attention_rows.h"
-
 #include <algorithm>
 #include <limits>
 
+#include "attention_blocks.h"
+#include "gemm_packed.h"
 #include "scratch.h"
 #include "sizes.h"
+#include "softmax_rows.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
 namespace {
 
-constexpr size_t kNR = 8;          // columns per packed panel (gemm_kernels.h kGemmNR)
 constexpr size_t kKeyBlock = 256;  // keys per step of the fused form: a (32,256) score block is 32 KB
 
 }  // namespace
@@ -29,8 +29,8 @@ PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) 
   const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
   float* kt = buffer;
   float* vp = buffer + packed_b_floats(d_k, n_k);
-  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of 8 keys
-  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of 8 columns
+  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
+  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
   return {kt, vp, n_k, d_k, d_v};
 }
 
@@ -82,7 +82,7 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const S
     const size_t cols = std::min(kKeyBlock, last - j0);
     // q_block (rows,d_k), kᵀ columns [j0,j0+cols) -> s (rows,cols)
     gemm_packed_b(Transpose::no, rows, cols, kv.d_k, q.data + r0 * q.ld, q.ld,
-                  kv.kt + j0 * kv.d_k, kv.d_k, p, kKeyBlock, false);
+                  packed_b_block(kv.kt, kv.d_k, 0, j0), kv.d_k, p, kKeyBlock, false);
     // s -> p = exp(x - running max); what out holds so far is rescaled to the new max
     softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, mask, row_max,
                          row_sum, rescale);
@@ -90,8 +90,8 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const S
       for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < kv.d_v; ++c) o[r * out.ld + c] *= rescale[r];
     // p (rows,cols), v rows [j0,j0+cols) (cols,d_v) -> out_block (rows,d_v), summed over blocks
-    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock, kv.v + j0 * kNR, n_k, o,
-                  out.ld, j0 > 0);
+    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock, packed_b_block(kv.v, n_k, j0, 0),
+                  n_k, o, out.ld, j0 > 0);
   }
   // out /= Σ exp(x - max); a row with every key masked has the sum 0 and stays a zero row
   for (size_t r = 0; r < rows; ++r) {
