@@ -94,9 +94,8 @@ double first_non_finite(uintptr_t x, uint32_t n) {
 // Bytes malloc has handed out and not had back: the leak checks watch this.
 double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
 
-wa::ScoreMask score_mask(float scale, bool causal, uintptr_t keep, uintptr_t bias) {
+wa::ScoreMask score_mask(bool causal, uintptr_t keep, uintptr_t bias) {
   wa::ScoreMask m;
-  m.scale = scale;
   m.causal = causal;
   m.keep = ptr<const uint8_t>(keep);
   m.bias = ptr<const float>(bias);
@@ -121,7 +120,7 @@ std::string attention_forward(const AttentionArgs& a) {
                           {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
                           {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
                           {ptr<float>(a.out), a.n_q, a.d_v, a.d_v},
-                          score_mask(a.scale, a.causal, a.keep, a.bias),
+                          a.scale, score_mask(a.causal, a.keep, a.bias),
                           a.scores ? &trace : nullptr, pool.get());
   });
 }
@@ -151,7 +150,7 @@ std::string attention_backward(const AttentionArgs& a, const AttentionGradArgs& 
                            {ptr<float>(g.dq), a.n_q, a.d_k, a.d_k},
                            {ptr<float>(g.dk), a.n_k, a.d_k, a.d_k},
                            {ptr<float>(g.dv), a.n_k, a.d_v, a.d_v},
-                           score_mask(a.scale, a.causal, a.keep, a.bias),
+                           a.scale, score_mask(a.causal, a.keep, a.bias),
                            g.weights ? &trace : nullptr, pool.get());
   });
 }
@@ -165,7 +164,7 @@ std::string mha_backward(const MhaArgs& a, const MhaGradArgs& g) {
                              ptr<float>(g.dbo)};
     wa::mha_backward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
                      ptr<const float>(a.context), mha_trace(a), ptr<const float>(g.d_out),
-                     score_mask(a.scale, a.causal, a.keep, a.bias), grads, pool.get());
+                     a.scale, score_mask(a.causal, a.keep, a.bias), grads, pool.get());
   });
 }
 
@@ -174,7 +173,7 @@ std::string mha_forward(const MhaArgs& a) {
     const wa::MhaTrace trace = mha_trace(a);
     wa::mha_forward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
                     ptr<const float>(a.context), ptr<float>(a.out),
-                    score_mask(a.scale, a.causal, a.keep, a.bias), a.q ? &trace : nullptr,
+                    a.scale, score_mask(a.causal, a.keep, a.bias), a.q ? &trace : nullptr,
                     pool.get());
   });
 }

@@ -65,7 +65,7 @@ void check_backward_shapes(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMat
 
 }  // namespace
 
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace, ThreadPool* pool) {
   check_shapes(q, k, v, out);
   float* buffer = thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(k.rows, k.cols, v.cols));
@@ -76,21 +76,21 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
   // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B): the fused form unless every score is asked for
   parallel_for(pool, blocks, [&](size_t b) {
     const size_t r0 = b * kAttentionRowBlock, r1 = std::min(q.rows, r0 + kAttentionRowBlock);
-    if (trace) attention_rows(q, kv, out, mask, r0, r1, trace);
-    else attention_rows_fused(q, kv, out, mask, r0, r1);
+    if (trace) attention_rows(q, kv, out, scale, mask, r0, r1, *trace);
+    else attention_rows_fused(q, kv, out, scale, mask, r0, r1);
   });
 }
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+                        Matrix dq, Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const AttentionBackwardTrace* trace, ThreadPool* pool) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
   std::vector<float> own;
   float* p = trace ? trace->weights : (own.resize(checked_product({n_q, n_k})), own.data());
-  attention_weights(q, k, mask, {p, n_q, n_k, n_k}, pool);
-  attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, mask.scale,
+  attention_weights(q, k, scale, mask, {p, n_q, n_k, n_k}, pool);
+  attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale,
                                   mask.causal, pool, trace ? trace->d_weights : nullptr,
                                   trace ? trace->d_scores : nullptr);
 }

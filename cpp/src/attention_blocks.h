@@ -31,21 +31,21 @@ size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v);
 // k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats of them). pool: as pack_b.
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
 
-// Rows [r0,r1) of attention_forward(q, k, v, out, mask, trace), on the calling thread, with
-// every score of the block in memory. trace, when set, points at the full (n_q,n_k) matrices.
-void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, const ScoreMask& mask,
-                    size_t r0, size_t r1, const AttentionTrace* trace);
+// Rows [r0,r1) of attention_forward(q, k, v, out, scale, mask, &trace), on the calling thread,
+// with every score of the block in memory: trace points at the full (n_q,n_k) matrices.
+void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                    const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace);
 
 // The same rows, fused: one block of keys at a time with an online softmax, never more than
 // a (rows, 256) block of scores. The result matches attention_rows within float rounding.
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const ScoreMask& mask,
-                          size_t r0, size_t r1);
+void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                          const ScoreMask& mask, size_t r0, size_t r1);
 
 // The forward's weights again: q (n_q,d_k), k (n_k,d_k) -> p (n_q,n_k) =
 // softmax(mask(q·kᵀ·scale)), bitwise as attention_forward computes them. pool spreads the
 // row blocks (null: all on the calling thread).
-void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matrix p,
-                       ThreadPool* pool);
+void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask,
+                       Matrix p, ThreadPool* pool);
 
 // ---- backward: attention_backward_blocks.cpp ----
 

@@ -21,7 +21,8 @@ inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
 // scores (rows,cols) raw q·kᵀ -> weights (rows,cols); scores == weights is allowed.
 // Keys cols..n_k-1 must be masked for every row given (the causal skip uses this).
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
-                  size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask);
+                  size_t row0, size_t rows, size_t cols, size_t n_k, float scale,
+                  const ScoreMask& mask);
 
 // The online form, for attention that never holds a whole score row: one block of keys
 // [j0, j0+cols) for rows [row0, row0+rows). scores (rows,cols) raw q·kᵀ -> p (rows,cols) =
@@ -32,11 +33,12 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
 // 0 means every key was masked: a zero row). scores == p is allowed.
 void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
                           size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
-                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
+                          float scale, const ScoreMask& mask, float* row_max, float* row_sum,
+                          float* rescale);
 
 // For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
 void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked,
-                      size_t row0, size_t rows, size_t n_k, const ScoreMask& mask);
+                      size_t row0, size_t rows, size_t n_k, float scale, const ScoreMask& mask);
 
 // ---- backward ----
 

@@ -65,15 +65,15 @@ Grads backward(const Layer& l, const ScoreMask& m, ThreadPool* pool) {
   Saved saved(l.s);
   const MhaTrace trace = saved.trace();
   std::vector<float> out(l.d_out.size());
-  mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &trace, pool);
+  mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m, &trace, pool);
   Grads g(l);
-  mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), trace, l.d_out.data(), m,
+  mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), trace, l.d_out.data(), l.scale(), m,
                g.grads(), pool);
   return g;
 }
 Grads backward_ref(const Layer& l, const ScoreMask& m) {
   Grads g(l);
-  ref::mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), l.d_out.data(), m, g.grads());
+  ref::mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), l.d_out.data(), l.scale(), m, g.grads());
   return g;
 }
 
@@ -117,7 +117,7 @@ TEST_CASE("multi-head backward reference equals central finite differences of th
         test::Doubles x = test::to_doubles(l.x), context = test::to_doubles(l.context);
         const test::Doubles d_out = test::to_doubles(l.d_out);
         // L = Σ d_out ⊙ mha(x, context; W, b)
-        const auto loss = [&] { return test::dot(d_out, ref::mha_forward_double(l.s, w, x, context, m)); };
+        const auto loss = [&] { return test::dot(d_out, ref::mha_forward_double(l.s, w, x, context, l.scale(), m)); };
         const std::pair<const char*, test::Doubles*> params[] = {
             {"dx", &x},      {"d_context", &context}, {"dwq", &w.wq}, {"dwk", &w.wk},
             {"dwv", &w.wv},  {"dwo", &w.wo},          {"dbq", &w.bq}, {"dbk", &w.bk},
@@ -211,20 +211,25 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
   MhaGrads grads = g.grads();
   grads.d_context = nullptr;
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace,
-                                    l.d_out.data(), m, grads),
+                                    l.d_out.data(), l.scale(), m, grads),
                        "multi-head attention backward: cross-attention needs grads.d_context",
                        std::invalid_argument);
   grads = g.grads();
   grads.dbk = nullptr;
   CHECK_THROWS_WITH_AS(
-      mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, l.d_out.data(), m, grads),
+      mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, l.d_out.data(), l.scale(), m, grads),
       "multi-head attention backward: grads.db* must be set exactly for the biases w has (dbq "
       "for bq, ...)",
       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, nullptr,
+                                    l.scale(), m, g.grads()),
+                       "multi-head attention backward: x, d_out and the four weight matrices are "
+                       "required: batch 1, n_q 4, n_k 5, d_model 8, h 2, d_k 4, d_v 4",
+                       std::invalid_argument);
   MhaTrace no_concat = trace;
   no_concat.concat = nullptr;
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), no_concat,
-                                    l.d_out.data(), m, g.grads()),
+                                    l.d_out.data(), l.scale(), m, g.grads()),
                        "multi-head attention backward: the saved trace needs q, k, v and concat "
                        "from the forward",
                        std::invalid_argument);
@@ -240,11 +245,11 @@ TEST_CASE("a backward without saved weights recomputes them: the same gradients,
     Saved saved(l.s);
     MhaTrace full_trace = saved.trace();
     std::vector<float> out(l.d_out.size());
-    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &full_trace, &test::test_pool());
+    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m, &full_trace, &test::test_pool());
     MhaTrace small = full_trace;
     small.scores = small.scaled = small.masked = small.weights = nullptr;
     Grads g(l);
-    mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), m,
+    mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), l.scale(), m,
                  g.grads(), &test::test_pool());
     INFO("cross=" << cross);
     CHECK(test::bitwise_equal(g.dx, full.dx));

@@ -37,10 +37,10 @@ struct MhaLayer {
   MhaWeights weights() const {
     return {wq.data(), wk.data(), wv.data(), wo.data(), or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
   }
-  // scale 1/sqrt(d_k)
+  // 1/sqrt(d_k)
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(s.d_k)); }
   ScoreMask mask(bool causal) const {
     ScoreMask m;
-    m.scale = 1.0f / std::sqrt(static_cast<float>(s.d_k));
     m.causal = causal;
     return m;
   }

@@ -17,12 +17,12 @@ struct Layer : test::MhaLayer {
   using MhaLayer::MhaLayer;
   std::vector<float> run(const ScoreMask& m, ThreadPool* pool, const std::vector<float>* x_in = nullptr) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    mha_forward(s, weights(), (x_in ? *x_in : x).data(), test::or_null(context), out.data(), m, nullptr, pool);
+    mha_forward(s, weights(), (x_in ? *x_in : x).data(), test::or_null(context), out.data(), scale(), m, nullptr, pool);
     return out;
   }
   std::vector<float> run_ref(const ScoreMask& m) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    ref::mha_forward(s, weights(), x.data(), test::or_null(context), out.data(), m);
+    ref::mha_forward(s, weights(), x.data(), test::or_null(context), out.data(), scale(), m);
     return out;
   }
 };
@@ -65,9 +65,9 @@ TEST_CASE("multi-head attention trace matches the reference trace") {
   const ScoreMask m = layer.mask(true);
   TraceBuffers fast(layer.s), slow(layer.s);
   std::vector<float> out_fast(2 * 9 * 12), out_slow(out_fast.size());
-  mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(), m,
+  mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(), layer.scale(), m,
               &fast.trace, &test::test_pool());
-  ref::mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_slow.data(), m,
+  ref::mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_slow.data(), layer.scale(), m,
                    &slow.trace);
   CHECK_CLOSE(out_fast, out_slow, 5e-6);
   CHECK_CLOSE(fast.q, slow.q, 2e-6);
@@ -130,11 +130,11 @@ TEST_CASE("multi-head attention rejects impossible shapes") {
   std::vector<float> out(4 * 8);
   MhaShape s = layer.s;
   s.heads = 0;
-  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), ScoreMask{}),
+  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), 1.0f, ScoreMask{}),
                   std::invalid_argument);
   s = layer.s;
   s.n_k = 5;  // self-attention with n_k != n_q
-  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), ScoreMask{}),
+  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), 1.0f, ScoreMask{}),
                   std::invalid_argument);
 }
 

@@ -30,12 +30,12 @@ TEST_CASE("the seed's 3-token example, worked by hand") {
   const MhaShape s{1, 3, 3, 2, 1, 2, 2};
   const MhaWeights w{wq.data(), wk.data(), wv.data(), wo.data()};
   ScoreMask m;
-  m.scale = 1.0f / std::sqrt(2.0f);
+  const float scale = 1.0f / std::sqrt(2.0f);
 
   std::vector<float> q(6), k(6), v(6), scores(9), scaled(9), masked(9), weights(9), concat(6), out(6);
   const MhaTrace trace{q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
                        weights.data(), concat.data()};
-  mha_forward(s, w, x.data(), nullptr, out.data(), m, &trace);
+  mha_forward(s, w, x.data(), nullptr, out.data(), scale, m, &trace);
 
   CHECK(k == std::vector<float>{1, 1, 0, 1, 1, 2});
   CHECK(scores == std::vector<float>{1, 0, 1, 1, 1, 2, 2, 1, 3});  // not the seed's [1 1 3; 1 1 2; 2 2 5]

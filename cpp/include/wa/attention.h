@@ -37,10 +37,11 @@ struct AttentionTrace {
   float* weights;  // row softmax of masked
 };
 
-// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v.
+// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v,
+// scale usually 1/sqrt(d_k); mask and the softmax as in wa/softmax.h.
 // trace, when not null, receives every intermediate. Throws std::invalid_argument on shapes
 // that do not fit together.
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace = nullptr,
                        ThreadPool* pool = nullptr);
 
@@ -57,7 +58,7 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 // Throws std::invalid_argument on shapes that do not fit together.
 // trace, when not null, receives the backward's own intermediates (see below).
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+                        Matrix dq, Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const struct AttentionBackwardTrace* trace = nullptr,
                         ThreadPool* pool = nullptr);
 
@@ -76,7 +77,8 @@ struct AttentionBackwardTrace {
 //   head i uses columns [i·d_k,(i+1)·d_k) of Q and K and [i·d_v,(i+1)·d_v) of V:
 //   head_i = attention(Q_i, K_i, V_i) (n_q,d_v); concat = [head_0 .. head_h-1] (n_q,h·d_v)
 //   out = concat·W_O + b_O (n_q,d_model)
-// The mask (keep, bias: (n_q,n_k)) is shared by every sequence of the batch and every head.
+// The scale and the mask (keep, bias: (n_q,n_k)) are shared by every sequence of the batch and
+// every head.
 struct MhaShape {
   size_t batch = 1, n_q = 0, n_k = 0, d_model = 0, heads = 1, d_k = 0, d_v = 0;
 };
@@ -105,7 +107,7 @@ struct MhaTrace {
 };
 
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                 const float* context, float* out, const ScoreMask& mask,
+                 const float* context, float* out, float scale, const ScoreMask& mask,
                  const MhaTrace* trace = nullptr, ThreadPool* pool = nullptr);
 
 // Gradients of mha_forward, each the shape of what it differentiates. Caller-owned; written,
@@ -135,7 +137,7 @@ struct MhaGrads {
 //   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
 // Throws std::invalid_argument on impossible shapes or missing buffers.
 void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                  const float* context, const MhaTrace& saved, const float* d_out,
+                  const float* context, const MhaTrace& saved, const float* d_out, float scale,
                   const ScoreMask& mask, const MhaGrads& grads, ThreadPool* pool = nullptr);
 
 }  // namespace wa

@@ -1,5 +1,6 @@
-// ScoreMask: the scale, masks and bias attention applies to its scores before the row
-// softmax, and what that softmax gives. Letters as in wa/attention.h.
+// ScoreMask: the masks and bias attention applies to its scaled scores before the row
+// softmax, and what that softmax gives. Letters as in wa/attention.h. The scale (usually
+// 1/sqrt(d_k)) is an argument of its own, beside the mask, in every call that takes one.
 //
 // For an (n_q,n_k) matrix of raw scores s = q·kᵀ, entry (i,j) becomes the softmax input
 //   x_ij = s_ij·scale + bias_ij            if key j is kept for query i
@@ -18,7 +19,6 @@
 namespace wa {
 
 struct ScoreMask {
-  float scale = 1.0f;              // usually 1/sqrt(d_k)
   bool causal = false;             // query i sees keys j <= i
   const uint8_t* keep = nullptr;   // (n_q,n_k), 1 = keep, 0 = masked; null keeps all
   const float* bias = nullptr;     // (n_q,n_k), added after scaling; -inf masks; null adds 0
