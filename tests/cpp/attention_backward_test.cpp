@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attention_problem.h"
 #include "gradient_check.h"
 #include "testing.h"
 #include "wa/attention.h"
@@ -15,21 +16,7 @@ namespace {
 
 using test::kOddSizes;
 
-// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) and a fixed random d_out (n_q,d_v).
-struct Problem {
-  size_t n_q, n_k, d_k, d_v;
-  std::vector<float> q, k, v, d_out;
-  Problem(size_t nq, size_t nk, size_t dk, size_t dv, uint32_t seed, float range = 1.0f)
-      : n_q(nq), n_k(nk), d_k(dk), d_v(dv),
-        q(test::random_floats(nq * dk, seed, -range, range)),
-        k(test::random_floats(nk * dk, seed + 1, -range, range)),
-        v(test::random_floats(nk * dv, seed + 2)),
-        d_out(test::random_floats(nq * dv, seed + 3)) {}
-  ConstMatrix Q() const { return {q.data(), n_q, d_k, d_k}; }
-  ConstMatrix K() const { return {k.data(), n_k, d_k, d_k}; }
-  ConstMatrix V() const { return {v.data(), n_k, d_v, d_v}; }
-  ConstMatrix dO() const { return {d_out.data(), n_q, d_v, d_v}; }
-};
+using Problem = test::AttentionProblem;
 
 struct Grads {
   std::vector<float> dq, dk, dv;
@@ -240,10 +227,9 @@ TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS ze
   attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, &trace, &test::test_pool());
   CHECK(test::bitwise_equal(g.dq, backward(p, scale, m).dq));  // the trace changes nothing
 
-  std::vector<float> fwd_weights(nn), scores(nn), scaled(nn), masked(nn), out(p.n_q * p.d_v);
-  const AttentionTrace fwd{scores.data(), scaled.data(), masked.data(), fwd_weights.data()};
-  attention_forward(p.Q(), p.K(), p.V(), {out.data(), p.n_q, p.d_v, p.d_v}, scale, m, &fwd);
-  CHECK(test::bitwise_equal(weights, fwd_weights));
+  test::TracedForward fwd(p.n_q, p.n_k, p.d_v);
+  attention_forward(p.Q(), p.K(), p.V(), fwd.Out(p.n_q, p.d_v), scale, m, &fwd.trace);
+  CHECK(test::bitwise_equal(weights, fwd.weights));
 
   std::vector<float> dp(nn), dq(p.n_q * p.d_k);
   ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(), p.d_v, dp.data(), p.n_k, false);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attention_problem.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/reference.h"
@@ -13,26 +14,8 @@ namespace {
 
 using test::kOddSizes;
 
-struct Inputs {
-  size_t n_q, n_k, d_k, d_v;
-  std::vector<float> q, k, v;
-  Inputs(size_t nq, size_t nk, size_t dk, size_t dv, uint32_t seed, float range = 1.0f)
-      : n_q(nq), n_k(nk), d_k(dk), d_v(dv),
-        q(test::random_floats(nq * dk, seed, -range, range)),
-        k(test::random_floats(nk * dk, seed + 1, -range, range)),
-        v(test::random_floats(nk * dv, seed + 2)) {}
-  ConstMatrix Q() const { return {q.data(), n_q, d_k, d_k}; }
-  ConstMatrix K() const { return {k.data(), n_k, d_k, d_k}; }
-  ConstMatrix V() const { return {v.data(), n_k, d_v, d_v}; }
-};
-
-struct Traced {
-  std::vector<float> out, scores, scaled, masked, weights;
-  AttentionTrace trace;
-  Traced(size_t n_q, size_t n_k, size_t d_v)
-      : out(n_q * d_v), scores(n_q * n_k), scaled(n_q * n_k), masked(n_q * n_k), weights(n_q * n_k),
-        trace{scores.data(), scaled.data(), masked.data(), weights.data()} {}
-};
+using Inputs = test::AttentionProblem;
+using Traced = test::TracedForward;
 
 std::vector<float> run(const Inputs& in, float scale, const ScoreMask& m, ThreadPool* pool = nullptr) {
   std::vector<float> out(in.n_q * in.d_v);

@@ -46,19 +46,7 @@ struct Grads {
   }
 };
 
-// The forward's trace: what mha_backward reads back.
-struct Saved {
-  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
-  explicit Saved(const MhaShape& s)
-      : q(s.batch * s.n_q * s.heads * s.d_k), k(s.batch * s.n_k * s.heads * s.d_k),
-        v(s.batch * s.n_k * s.heads * s.d_v), scores(s.batch * s.heads * s.n_q * s.n_k),
-        scaled(scores.size()), masked(scores.size()), weights(scores.size()),
-        concat(s.batch * s.n_q * s.heads * s.d_v) {}
-  MhaTrace trace() {
-    return {q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
-            weights.data(), concat.data()};
-  }
-};
+using Saved = test::MhaTraceBuffers;  // the forward's trace: what mha_backward reads back
 
 // Forward with a trace, then backward, both on pool.
 Grads backward(const Layer& l, const ScoreMask& m, ThreadPool* pool) {

@@ -1,5 +1,6 @@
 // A multi-head attention layer with random weights and inputs, for the multi-head suites:
-// weights uniform in ±1/sqrt(d_model), inputs in ±2, each array from its own seed.
+// weights uniform in ±1/sqrt(d_model), inputs in ±2, each array from its own seed; and
+// buffers for its trace.
 #pragma once
 
 #include <cmath>
@@ -43,6 +44,20 @@ struct MhaLayer {
     ScoreMask m;
     m.causal = causal;
     return m;
+  }
+};
+
+// Every intermediate of a multi-head forward, for its trace: what mha_backward reads back.
+struct MhaTraceBuffers {
+  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
+  explicit MhaTraceBuffers(const MhaShape& s)
+      : q(s.batch * s.n_q * s.heads * s.d_k), k(s.batch * s.n_k * s.heads * s.d_k),
+        v(s.batch * s.n_k * s.heads * s.d_v), scores(s.batch * s.heads * s.n_q * s.n_k),
+        scaled(scores.size()), masked(scores.size()), weights(scores.size()),
+        concat(s.batch * s.n_q * s.heads * s.d_v) {}
+  MhaTrace trace() {
+    return {q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
+            weights.data(), concat.data()};
   }
 };
 

@@ -27,17 +27,6 @@ struct Layer : test::MhaLayer {
   }
 };
 
-struct TraceBuffers {
-  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
-  MhaTrace trace;
-  explicit TraceBuffers(const MhaShape& s)
-      : q(s.batch * s.n_q * s.heads * s.d_k), k(s.batch * s.n_k * s.heads * s.d_k),
-        v(s.batch * s.n_k * s.heads * s.d_v), scores(s.batch * s.heads * s.n_q * s.n_k),
-        scaled(scores.size()), masked(scores.size()), weights(scores.size()),
-        concat(s.batch * s.n_q * s.heads * s.d_v),
-        trace{q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
-              weights.data(), concat.data()} {}
-};
 
 TEST_CASE("multi-head attention matches the reference: self and cross, batch, bias, causal") {
   uint32_t seed = 1;
@@ -63,12 +52,13 @@ TEST_CASE("multi-head attention matches the reference: self and cross, batch, bi
 TEST_CASE("multi-head attention trace matches the reference trace") {
   const Layer layer({2, 9, 11, 12, 3, 4, 5}, true, true, 900);
   const ScoreMask m = layer.mask(true);
-  TraceBuffers fast(layer.s), slow(layer.s);
+  test::MhaTraceBuffers fast(layer.s), slow(layer.s);
+  const MhaTrace fast_trace = fast.trace(), slow_trace = slow.trace();
   std::vector<float> out_fast(2 * 9 * 12), out_slow(out_fast.size());
   mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(), layer.scale(), m,
-              &fast.trace, &test::test_pool());
+              &fast_trace, &test::test_pool());
   ref::mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_slow.data(), layer.scale(), m,
-                   &slow.trace);
+                   &slow_trace);
   CHECK_CLOSE(out_fast, out_slow, 5e-6);
   CHECK_CLOSE(fast.q, slow.q, 2e-6);
   CHECK_CLOSE(fast.k, slow.k, 2e-6);
