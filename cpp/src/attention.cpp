@@ -91,7 +91,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   float* p = trace ? trace->weights : (own.resize(checked_product({n_q, n_k})), own.data());
   attention_weights(q, k, scale, mask, {p, n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale,
-                                  mask.causal, pool, trace ? trace->d_weights : nullptr,
+                                  mask, pool, trace ? trace->d_weights : nullptr,
                                   trace ? trace->d_scores : nullptr);
 }
 

@@ -35,6 +35,7 @@ struct AttentionTrace {
   float* scaled;   // q·kᵀ·scale
   float* masked;   // scaled + bias, -inf where masked: the softmax input
   float* weights;  // row softmax of masked
+  float* capped = nullptr;  // cap(scaled) (wa/softmax.h's softcap), or null: not wanted
 };
 
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v,
