@@ -21,8 +21,10 @@ size_t first_query_not(size_t n_q, Pred pred) {
   size_t lo = 0, hi = n_q;
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (pred(mid)) lo = mid + 1;
-    else hi = mid;
+    if (pred(mid))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -77,7 +79,8 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     size_t i0 = 0, i1 = n_q;
     if (skip) {
       i0 = first_query_not(n_q, [&](size_t i) { return visible_keys(mask, n_k, i).hi <= c0; });
-      i1 = std::max(i0, first_query_not(n_q, [&](size_t i) { return visible_keys(mask, n_k, i).lo < c1; }));
+      i1 = std::max(
+          i0, first_query_not(n_q, [&](size_t i) { return visible_keys(mask, n_k, i).lo < c1; }));
     }
     const size_t queries = i1 - i0;
     if (queries == 0) {  // no query sees these keys: zero gradients
@@ -89,8 +92,8 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     }
     gemm_tn(keys, d_k, queries, ds.data() + i0 * n_k + c0, n_k, q.data + i0 * q.ld, q.ld,
             dk.data + c0 * dk.ld, dk.ld);
-    gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld,
-            d_out.ld, dv.data + c0 * dv.ld, dv.ld);
+    gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld, d_out.ld,
+            dv.data + c0 * dv.ld, dv.ld);
   });
 }
 

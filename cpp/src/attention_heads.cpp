@@ -26,12 +26,14 @@ void check(const HeadsShape& s, const HeadsMask& m) {
   else if (m.kv_length)
     for (size_t b = 0; b < s.batch; ++b)
       if (m.kv_length[b] < 0 || static_cast<size_t>(m.kv_length[b]) > s.n_k)
-        problem = "kv_length[" + std::to_string(b) + "] = " + std::to_string(m.kv_length[b]) + " is not in [0, n_k]";
+        problem = "kv_length[" + std::to_string(b) + "] = " + std::to_string(m.kv_length[b]) +
+                  " is not in [0, n_k]";
   if (!problem.empty())
-    throw std::invalid_argument("attention heads: " + problem + ": batch " + std::to_string(s.batch) + ", q_heads " +
-                                std::to_string(s.q_heads) + ", kv_heads " + std::to_string(s.kv_heads) + ", n_q " +
-                                std::to_string(s.n_q) + ", n_k " + std::to_string(s.n_k) + ", d_k " +
-                                std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
+    throw std::invalid_argument(
+        "attention heads: " + problem + ": batch " + std::to_string(s.batch) + ", q_heads " +
+        std::to_string(s.q_heads) + ", kv_heads " + std::to_string(s.kv_heads) + ", n_q " +
+        std::to_string(s.n_q) + ", n_k " + std::to_string(s.n_k) + ", d_k " +
+        std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
 }
 
 template <class T>
@@ -63,9 +65,10 @@ ScoreMask HeadsMask::of(size_t b, size_t h, size_t n_q) const {
   return m;
 }
 
-void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, HeadTensor<const float> k,
-                             HeadTensor<const float> v, HeadTensor<float> out, float scale,
-                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool) {
+void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q,
+                             HeadTensor<const float> k, HeadTensor<const float> v,
+                             HeadTensor<float> out, float scale, const HeadsMask& mask,
+                             const HeadsTrace* trace, ThreadPool* pool) {
   check(s, mask);
   const size_t group = s.q_heads / s.kv_heads;
   const size_t row_blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
@@ -74,8 +77,8 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, Hea
   const double flops = static_cast<double>(group) * s.n_q * s.n_k * (s.d_k + s.d_v);
   for (size_t b = 0; b < s.batch; ++b)
     for (size_t g = 0; g < s.kv_heads; ++g) {
-      const PackedKV kv = pack_kv(const_head(k, b, g, s.n_k, s.d_k), const_head(v, b, g, s.n_k, s.d_v), buffer,
-                                  pool_for(pool, flops));
+      const PackedKV kv = pack_kv(const_head(k, b, g, s.n_k, s.d_k),
+                                  const_head(v, b, g, s.n_k, s.d_v), buffer, pool_for(pool, flops));
       // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
       parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
         const size_t h = g * group + t / row_blocks, r0 = (t % row_blocks) * kAttentionRowBlock;
@@ -83,16 +86,20 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, Hea
         const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
         const Matrix oh = head(out, b, h, s.n_q, s.d_v);
         const ScoreMask m = mask.of(b, h, s.n_q);
-        if (trace) attention_rows(qh, kv, oh, scale, m, r0, r1, head_trace(*trace, (b * s.q_heads + h) * s.n_q * s.n_k));
-        else attention_rows_fused(qh, kv, oh, scale, m, r0, r1);
+        if (trace)
+          attention_rows(qh, kv, oh, scale, m, r0, r1,
+                         head_trace(*trace, (b * s.q_heads + h) * s.n_q * s.n_k));
+        else
+          attention_rows_fused(qh, kv, oh, scale, m, r0, r1);
       });
     }
 }
 
-void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q, HeadTensor<const float> k,
-                              HeadTensor<const float> v, HeadTensor<const float> d_out, HeadTensor<float> dq,
-                              HeadTensor<float> dk, HeadTensor<float> dv, float scale, const HeadsMask& mask,
-                              ThreadPool* pool) {
+void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
+                              HeadTensor<const float> k, HeadTensor<const float> v,
+                              HeadTensor<const float> d_out, HeadTensor<float> dq,
+                              HeadTensor<float> dk, HeadTensor<float> dv, float scale,
+                              const HeadsMask& mask, ThreadPool* pool) {
   check(s, mask);
   const size_t group = s.q_heads / s.kv_heads;
   std::vector<float> p(checked_product({s.n_q, s.n_k}));
@@ -103,7 +110,8 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q, He
     for (size_t h = 0; h < s.q_heads; ++h) {
       const size_t g = h / group;
       const bool first = h % group == 0;
-      const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k), kg = const_head(k, b, g, s.n_k, s.d_k);
+      const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k),
+                        kg = const_head(k, b, g, s.n_k, s.d_k);
       const ConstMatrix vg = const_head(v, b, g, s.n_k, s.d_v);
       const ScoreMask m = mask.of(b, h, s.n_q);
       // the forward's weights again: P (n_q,n_k), then the backward from them
@@ -111,9 +119,9 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q, He
       const Matrix dkg = head(dk, b, g, s.n_k, s.d_k), dvg = head(dv, b, g, s.n_k, s.d_v);
       const Matrix dk_into = first ? dkg : Matrix{dk_h.data(), s.n_k, s.d_k, s.d_k};
       const Matrix dv_into = first ? dvg : Matrix{dv_h.data(), s.n_k, s.d_v, s.d_v};
-      attention_backward_from_weights(qh, kg, vg, {p.data(), s.n_q, s.n_k, s.n_k},
-                                      const_head(d_out, b, h, s.n_q, s.d_v), head(dq, b, h, s.n_q, s.d_k), dk_into,
-                                      dv_into, scale, m, pool);
+      attention_backward_from_weights(
+          qh, kg, vg, {p.data(), s.n_q, s.n_k, s.n_k}, const_head(d_out, b, h, s.n_q, s.d_v),
+          head(dq, b, h, s.n_q, s.d_k), dk_into, dv_into, scale, m, pool);
       if (!first)  // dk[g] += dk_h, dv[g] += dv_h
         for (size_t j = 0; j < s.n_k; ++j) {
           for (size_t c = 0; c < s.d_k; ++c) dkg.data[j * dkg.ld + c] += dk_h[j * s.d_k + c];

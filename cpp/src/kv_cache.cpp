@@ -19,8 +19,9 @@ KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t c
 
 void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new) {
   if (n_new > capacity_ - length_)
-    throw std::invalid_argument("kv cache: " + std::to_string(n_new) + " new rows do not fit: length " +
-                                std::to_string(length_) + ", capacity " + std::to_string(capacity_));
+    throw std::invalid_argument("kv cache: " + std::to_string(n_new) +
+                                " new rows do not fit: length " + std::to_string(length_) +
+                                ", capacity " + std::to_string(capacity_));
   const HeadTensor<float> k = heads_4d(k_.data(), kv_heads_, capacity_, d_k_);
   const HeadTensor<float> v = heads_4d(v_.data(), kv_heads_, capacity_, d_v_);
   for (size_t b = 0; b < batch_; ++b)
@@ -36,8 +37,8 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
 
 void KvCache::truncate(size_t n) {
   if (n > length_)
-    throw std::invalid_argument("kv cache: cannot truncate to " + std::to_string(n) + " rows: length " +
-                                std::to_string(length_));
+    throw std::invalid_argument("kv cache: cannot truncate to " + std::to_string(n) +
+                                " rows: length " + std::to_string(length_));
   length_ = n;
 }
 

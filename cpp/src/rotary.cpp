@@ -11,17 +11,19 @@
 namespace wa {
 namespace {
 
-void rotate(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x, const Rotary& r, double sign) {
+void rotate(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x, const Rotary& r,
+            double sign) {
   const size_t dims = r.dims ? r.dims : d;
   if (dims % 2 != 0 || dims > d)
-    throw std::invalid_argument("rotary: dims must be even and at most the head size: dims " + std::to_string(dims) +
-                                ", d " + std::to_string(d));
+    throw std::invalid_argument("rotary: dims must be even and at most the head size: dims " +
+                                std::to_string(dims) + ", d " + std::to_string(d));
   const size_t half = dims / 2;
   std::vector<float> cos_t(half), sin_t(half);
   for (size_t i = 0; i < rows; ++i) {
     const double p = static_cast<double>(r.offset + i);
     for (size_t t = 0; t < half; ++t) {
-      const double angle = p * std::pow(r.base, -2.0 * static_cast<double>(t) / static_cast<double>(dims));
+      const double angle =
+          p * std::pow(r.base, -2.0 * static_cast<double>(t) / static_cast<double>(dims));
       cos_t[t] = static_cast<float>(std::cos(angle));
       sin_t[t] = static_cast<float>(sign * std::sin(angle));
     }
@@ -41,11 +43,13 @@ void rotate(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float>
 
 }  // namespace
 
-void rotary_forward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x, const Rotary& r) {
+void rotary_forward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x,
+                    const Rotary& r) {
   rotate(batch, heads, rows, d, x, r, 1.0);
 }
 
-void rotary_backward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> dx, const Rotary& r) {
+void rotary_backward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> dx,
+                     const Rotary& r) {
   rotate(batch, heads, rows, d, dx, r, -1.0);
 }
 

@@ -18,7 +18,9 @@ struct KeyRange {
 };
 inline KeyRange visible_keys(const ScoreMask& m, size_t n_k, size_t i) {
   const long p = static_cast<long>(i) + m.offset;  // the query's key position
-  const auto clamp = [n_k](long j) { return j <= 0 ? size_t{0} : std::min(n_k, static_cast<size_t>(j)); };
+  const auto clamp = [n_k](long j) {
+    return j <= 0 ? size_t{0} : std::min(n_k, static_cast<size_t>(j));
+  };
   size_t lo = m.left >= 0 ? clamp(p - m.left) : 0, hi = n_k;
   if (m.causal) hi = std::min(hi, clamp(p + 1));
   if (m.right >= 0) hi = std::min(hi, clamp(p + m.right + 1));
@@ -41,7 +43,9 @@ inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
 }
 
 // cap(y) of wa/softmax.h: softcap·tanh(y/softcap), or y without a softcap.
-inline float cap(float y, float softcap) { return softcap > 0 ? softcap * std::tanh(y / softcap) : y; }
+inline float cap(float y, float softcap) {
+  return softcap > 0 ? softcap * std::tanh(y / softcap) : y;
+}
 
 // ---- forward ----
 
@@ -59,10 +63,9 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
 // rescale[r] = exp(old max - new max) is the factor by which whatever was accumulated from
 // earlier blocks must be multiplied. After the last block, weights = p / row_sum (a row_sum of
 // 0 means every key was masked: a zero row). scores == p is allowed.
-void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
-                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
-                          float scale, const ScoreMask& mask, float* row_max, float* row_sum,
-                          float* rescale);
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p, size_t row0,
+                          size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
+                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
 
 // For a trace: scores (rows,n_k) -> scaled = s·scale, capped = cap(scaled) (when not null),
 // masked = x (with -inf where masked).

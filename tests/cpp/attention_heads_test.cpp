@@ -56,7 +56,8 @@ onnx::Attention make(const Case& c, uint32_t seed) {
   }
   const size_t n = c.n_past + c.n_new;
   if (c.kv_length)
-    for (size_t b = 0; b < c.batch; ++b) a.kv_length.push_back(static_cast<int32_t>((n * (b + 2)) / (c.batch + 2)));
+    for (size_t b = 0; b < c.batch; ++b)
+      a.kv_length.push_back(static_cast<int32_t>((n * (b + 2)) / (c.batch + 2)));
   if (!c.mask_dims.empty()) {
     size_t count = 1;
     for (size_t d : c.mask_dims) count *= d;
@@ -87,7 +88,8 @@ struct Fast {
     out.assign(a.batch * a.q_heads * a.n_q * a.d_v, NAN);
     scale = static_cast<float>(a.scale != 0 ? a.scale : 1 / std::sqrt(static_cast<double>(a.d_k)));
     ScoreMask& m = mask.mask;
-    m.causal = a.causal, m.left = a.left, m.right = a.right, m.softcap = static_cast<float>(a.softcap);
+    m.causal = a.causal, m.left = a.left, m.right = a.right,
+    m.softcap = static_cast<float>(a.softcap);
     m.offset = static_cast<long>(a.n_past);
     if (!a.kv_length.empty()) mask.kv_length = a.kv_length.data();
     if (!a.mask.dims.empty()) {
@@ -107,19 +109,21 @@ struct Fast {
     }
   }
   HeadTensor<const float> Q(const onnx::Attention& a) const {
-    return a.three_d ? heads_3d(q.data(), a.q_heads, a.n_q, a.d_k) : heads_4d(q.data(), a.q_heads, a.n_q, a.d_k);
+    return a.three_d ? heads_3d(q.data(), a.q_heads, a.n_q, a.d_k)
+                     : heads_4d(q.data(), a.q_heads, a.n_q, a.d_k);
   }
   template <class T>
   HeadTensor<T> kv(T* data, const onnx::Attention& a, size_t d) const {
-    return kv_4d ? heads_4d(data, a.kv_heads, shape.n_k, d) : heads_3d(data, a.kv_heads, shape.n_k, d);
+    return kv_4d ? heads_4d(data, a.kv_heads, shape.n_k, d)
+                 : heads_3d(data, a.kv_heads, shape.n_k, d);
   }
   template <class T>
   HeadTensor<T> qo(T* data, const onnx::Attention& a, size_t d) const {
     return a.three_d ? heads_3d(data, a.q_heads, a.n_q, d) : heads_4d(data, a.q_heads, a.n_q, d);
   }
   void forward(const onnx::Attention& a, const HeadsTrace* trace, ThreadPool* pool) {
-    attention_heads_forward(shape, Q(a), kv(k.data(), a, a.d_k), kv(v.data(), a, a.d_v), qo(out.data(), a, a.d_v),
-                            scale, mask, trace, pool);
+    attention_heads_forward(shape, Q(a), kv(k.data(), a, a.d_k), kv(v.data(), a, a.d_v),
+                            qo(out.data(), a, a.d_v), scale, mask, trace, pool);
   }
 };
 
@@ -141,7 +145,18 @@ std::vector<Case> cases() {
   cs.push_back(one);
   Case win{"window left 7 right 2, past", 1, 2, 2, 40, 270, 40, 8, 8, false, false, 7, 2};
   cs.push_back(win);
-  Case wc{"causal window left 100 (sliding window attention)", 1, 2, 1, 70, 0, 300, 8, 8, false, true, 100};
+  Case wc{"causal window left 100 (sliding window attention)",
+          1,
+          2,
+          1,
+          70,
+          0,
+          300,
+          8,
+          8,
+          false,
+          true,
+          100};
   cs.push_back(wc);
   Case kv{"kv_length per batch + causal", 3, 2, 2, 4, 0, 37, 8, 8, false, true};
   kv.kv_length = true;
@@ -149,12 +164,26 @@ std::vector<Case> cases() {
   Case sc{"softcap + additive rank-4 mask", 2, 2, 1, 6, 0, 11, 8, 8};
   sc.softcap = 1.5, sc.mask_dims = {2, 2, 6, 11};
   cs.push_back(sc);
-  for (std::vector<size_t> dims : {std::vector<size_t>{11}, {6, 11}, {2, 1, 11}, {1, 6, 7}, {2, 1, 1, 4}}) {
+  for (std::vector<size_t> dims :
+       {std::vector<size_t>{11}, {6, 11}, {2, 1, 11}, {1, 6, 7}, {2, 1, 1, 4}}) {
     Case m{"boolean mask rank " + std::to_string(dims.size()), 2, 2, 2, 6, 0, 11, 4, 4};
     m.mask_dims = dims, m.boolean_mask = true;
     cs.push_back(m);
   }
-  Case all{"additive mask + causal + window + softcap + past + GQA", 2, 4, 2, 7, 9, 7, 8, 4, true, true, 5, -1, 3};
+  Case all{"additive mask + causal + window + softcap + past + GQA",
+           2,
+           4,
+           2,
+           7,
+           9,
+           7,
+           8,
+           4,
+           true,
+           true,
+           5,
+           -1,
+           3};
   all.mask_dims = {4, 1, 16};
   cs.push_back(all);
   return cs;
@@ -163,8 +192,9 @@ std::vector<Case> cases() {
 TEST_CASE("attention heads match the ONNX reference: output and every qk output, 1 and N threads") {
   uint32_t seed = 7;
   for (const Case& c : cases()) {
-    INFO(c.name << ": batch " << c.batch << ", hq " << c.hq << ", hkv " << c.hkv << ", n_q " << c.n_q << ", n_past "
-                << c.n_past << ", n_new " << c.n_new << ", d_k " << c.d_k << ", d_v " << c.d_v);
+    INFO(c.name << ": batch " << c.batch << ", hq " << c.hq << ", hkv " << c.hkv << ", n_q "
+                << c.n_q << ", n_past " << c.n_past << ", n_new " << c.n_new << ", d_k " << c.d_k
+                << ", d_v " << c.d_v);
     const onnx::Attention a = make(c, seed += 10);
     const onnx::Outputs ref = onnx::attention_forward(a);
     Fast fused(a, ref);
@@ -176,7 +206,8 @@ TEST_CASE("attention heads match the ONNX reference: output and every qk output,
 
     const size_t count = c.batch * c.hq * c.n_q * (c.n_past + c.n_new);
     std::vector<float> scores(count), scaled(count), capped(count), masked(count), weights(count);
-    const HeadsTrace trace{scores.data(), scaled.data(), masked.data(), weights.data(), capped.data()};
+    const HeadsTrace trace{scores.data(), scaled.data(), masked.data(), weights.data(),
+                           capped.data()};
     Fast traced(a, ref);
     traced.forward(a, &trace, &test::test_pool());
     CHECK(worst(traced.out, ref.y) <= 2e-5);
@@ -187,11 +218,14 @@ TEST_CASE("attention heads match the ONNX reference: output and every qk output,
   }
 }
 
-TEST_CASE("attention heads backward matches the ONNX reference's gradients (GQA summed over heads)") {
+TEST_CASE(
+    "attention heads backward matches the ONNX reference's gradients (GQA summed over heads)") {
   uint32_t seed = 1000;
   for (const Case& c : cases()) {
-    if (c.n_past) continue;  // the reference differentiates the new keys; with no past they are all of them
-    INFO(c.name << ": n_q " << c.n_q << ", n_k " << c.n_new << ", d_k " << c.d_k << ", d_v " << c.d_v);
+    if (c.n_past)
+      continue;  // the reference differentiates the new keys; with no past they are all of them
+    INFO(c.name << ": n_q " << c.n_q << ", n_k " << c.n_new << ", d_k " << c.d_k << ", d_v "
+                << c.d_v);
     const onnx::Attention a = make(c, seed += 10);
     const onnx::Outputs ref = onnx::attention_forward(a);
     const std::vector<float> d_out = test::random_floats(ref.y.size(), seed + 9);
@@ -199,8 +233,9 @@ TEST_CASE("attention heads backward matches the ONNX reference's gradients (GQA 
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &test::test_pool()}) {
       Fast f(a, ref);
       std::vector<float> dq(f.q.size(), NAN), dk(f.k.size(), NAN), dv(f.v.size(), NAN);
-      attention_heads_backward(f.shape, f.Q(a), f.kv(f.k.data(), a, a.d_k), f.kv(f.v.data(), a, a.d_v),
-                               f.qo(d_out.data(), a, a.d_v), f.qo(dq.data(), a, a.d_k), f.kv(dk.data(), a, a.d_k),
+      attention_heads_backward(f.shape, f.Q(a), f.kv(f.k.data(), a, a.d_k),
+                               f.kv(f.v.data(), a, a.d_v), f.qo(d_out.data(), a, a.d_v),
+                               f.qo(dq.data(), a, a.d_k), f.kv(dk.data(), a, a.d_k),
                                f.kv(dv.data(), a, a.d_v), f.scale, f.mask, pool);
       CHECK(worst(dq, want.dq) <= 1e-4);
       CHECK(worst(dk, want.dk) <= 1e-4);
@@ -214,16 +249,19 @@ TEST_CASE("attention heads refuse heads that do not divide and kv_length out of 
   std::vector<float> out(64);
   HeadsShape s{1, 3, 2, 2, 2, 2, 2};
   const auto run = [&](const HeadsShape& shape, const HeadsMask& m) {
-    attention_heads_forward(shape, heads_4d(x.data(), shape.q_heads, 2, 2), heads_4d(x.data(), shape.kv_heads, 2, 2),
-                            heads_4d(x.data(), shape.kv_heads, 2, 2), heads_4d(out.data(), shape.q_heads, 2, 2), 1.0f,
-                            m);
+    attention_heads_forward(shape, heads_4d(x.data(), shape.q_heads, 2, 2),
+                            heads_4d(x.data(), shape.kv_heads, 2, 2),
+                            heads_4d(x.data(), shape.kv_heads, 2, 2),
+                            heads_4d(out.data(), shape.q_heads, 2, 2), 1.0f, m);
   };
-  CHECK_THROWS_WITH_AS(run(s, {}), doctest::Contains("q_heads must be a multiple of kv_heads"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(run(s, {}), doctest::Contains("q_heads must be a multiple of kv_heads"),
+                       std::invalid_argument);
   s.q_heads = 2;
   const int32_t too_long[] = {3};
   HeadsMask m;
   m.kv_length = too_long;
-  CHECK_THROWS_WITH_AS(run(s, m), doctest::Contains("kv_length[0] = 3 is not in [0, n_k]"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(run(s, m), doctest::Contains("kv_length[0] = 3 is not in [0, n_k]"),
+                       std::invalid_argument);
 }
 
 }  // namespace

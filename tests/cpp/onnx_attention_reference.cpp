@@ -21,7 +21,8 @@ void require(bool ok, const std::string& what) {
 // 3-D layout (b,rows,heads·d) or the 4-D layout (b,heads,rows,d).
 size_t at(bool three_d, size_t heads, size_t rows, size_t d, size_t b, size_t head, size_t row,
           size_t t) {
-  return three_d ? ((b * rows + row) * heads + head) * d + t : ((b * heads + head) * rows + row) * d + t;
+  return three_d ? ((b * rows + row) * heads + head) * d + t
+                 : ((b * heads + head) * rows + row) * d + t;
 }
 
 // x in either layout -> (b,heads,rows,d)
@@ -31,7 +32,8 @@ Doubles to_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t
   for (size_t b = 0; b < batch; ++b)
     for (size_t h = 0; h < heads; ++h)
       for (size_t r = 0; r < rows; ++r)
-        for (size_t t = 0; t < d; ++t) out[at(false, heads, rows, d, b, h, r, t)] = x[at(three_d, heads, rows, d, b, h, r, t)];
+        for (size_t t = 0; t < d; ++t)
+          out[at(false, heads, rows, d, b, h, r, t)] = x[at(three_d, heads, rows, d, b, h, r, t)];
   return out;
 }
 
@@ -41,7 +43,8 @@ Doubles from_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size
   for (size_t b = 0; b < batch; ++b)
     for (size_t h = 0; h < heads; ++h)
       for (size_t r = 0; r < rows; ++r)
-        for (size_t t = 0; t < d; ++t) out[at(three_d, heads, rows, d, b, h, r, t)] = x[at(false, heads, rows, d, b, h, r, t)];
+        for (size_t t = 0; t < d; ++t)
+          out[at(three_d, heads, rows, d, b, h, r, t)] = x[at(false, heads, rows, d, b, h, r, t)];
   return out;
 }
 
@@ -53,7 +56,8 @@ std::vector<size_t> positions(const Attention& a, size_t rows) {
 }
 
 // Rotates every (b, head) block of x (b,heads,rows,d) in place.
-void rotate_heads(const Attention& a, Doubles& x, size_t heads, size_t rows, size_t d, bool inverse) {
+void rotate_heads(const Attention& a, Doubles& x, size_t heads, size_t rows, size_t d,
+                  bool inverse) {
   const std::vector<size_t> p = positions(a, rows);
   for (size_t bh = 0; bh < a.batch * heads; ++bh) {
     Doubles block(x.begin() + bh * rows * d, x.begin() + (bh + 1) * rows * d);
@@ -106,7 +110,8 @@ void validate(const Attention& a) {
   require(a.n_past + a.n_new > 0, "there must be at least one key");
   require(a.left >= -1 && a.right >= -1, "window sides are -1 or nonnegative");
   require(!(a.has_past && !a.kv_length.empty()), "kv_length cannot be combined with a past");
-  require(a.kv_length.empty() || a.kv_length.size() == a.batch, "kv_length needs one entry per batch");
+  require(a.kv_length.empty() || a.kv_length.size() == a.batch,
+          "kv_length needs one entry per batch");
   if (a.has_past) {
     require(a.past_k.size() == a.batch * a.kv_heads * a.n_past * a.d_k, "past_k's size");
     require(a.past_v.size() == a.batch * a.kv_heads * a.n_past * a.d_v, "past_v's size");
@@ -154,8 +159,8 @@ Prepared prepare(const Attention& a) {
     for (size_t bg = 0; bg < a.batch * a.kv_heads; ++bg)
       for (size_t j = 0; j < p.n; ++j)
         for (size_t t = 0; t < d; ++t)
-          out[(bg * p.n + j) * d + t] =
-              j < a.n_past ? past[(bg * a.n_past + j) * d + t] : fresh[(bg * a.n_new + j - a.n_past) * d + t];
+          out[(bg * p.n + j) * d + t] = j < a.n_past ? past[(bg * a.n_past + j) * d + t]
+                                                     : fresh[(bg * a.n_new + j - a.n_past) * d + t];
     return out;
   };
   p.k = concat(a.past_k, k_new, a.d_k);
@@ -168,7 +173,8 @@ struct Row {
   Doubles raw, capped, masked, weights;
 };
 
-Row score_row(const Attention& a, const Prepared& p, const Bias& bias, size_t b, size_t h, size_t i) {
+Row score_row(const Attention& a, const Prepared& p, const Bias& bias, size_t b, size_t h,
+              size_t i) {
   const size_t g = h / (a.q_heads / a.kv_heads);
   const double* q = &p.q[((b * a.q_heads + h) * a.n_q + i) * a.d_k];
   Row r{Doubles(p.n), Doubles(p.n), Doubles(p.n), Doubles(p.n, 0.0)};
@@ -228,7 +234,8 @@ Outputs attention_forward(const Attention& a) {
         std::copy(r.masked.begin(), r.masked.end(), out.qk[2].begin() + row * p.n);
         std::copy(r.weights.begin(), r.weights.end(), out.qk[3].begin() + row * p.n);
         for (size_t j = 0; j < p.n; ++j)
-          for (size_t t = 0; t < a.d_v; ++t) y[row * a.d_v + t] += r.weights[j] * p.v[((b * a.kv_heads + g) * p.n + j) * a.d_v + t];
+          for (size_t t = 0; t < a.d_v; ++t)
+            y[row * a.d_v + t] += r.weights[j] * p.v[((b * a.kv_heads + g) * p.n + j) * a.d_v + t];
       }
   out.y = from_4d(y, a.three_d, a.batch, a.q_heads, a.n_q, a.d_v);
   return out;
@@ -276,7 +283,8 @@ Grads attention_backward(const Attention& a, const Doubles& dy_in) {
   const auto new_rows = [&](const Doubles& x, size_t d) {
     Doubles out(a.batch * a.kv_heads * a.n_new * d);
     for (size_t bg = 0; bg < a.batch * a.kv_heads; ++bg)
-      std::copy(x.begin() + (bg * p.n + a.n_past) * d, x.begin() + (bg * p.n + p.n) * d, out.begin() + bg * a.n_new * d);
+      std::copy(x.begin() + (bg * p.n + a.n_past) * d, x.begin() + (bg * p.n + p.n) * d,
+                out.begin() + bg * a.n_new * d);
     return out;
   };
   Doubles dk_new = new_rows(dk, a.d_k), dv_new = new_rows(dv, a.d_v);

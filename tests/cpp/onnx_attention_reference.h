@@ -37,21 +37,21 @@ struct Mask {
   // dims right-aligned to (b,hq,n_q,n_mask): rank 1..4 sizes, each 1 (broadcast) or full;
   // the last, n_mask ≤ n, is padded to n with masked columns. Empty dims: no mask.
   std::vector<size_t> dims;
-  bool boolean = false;     // values are 0/1 keep flags instead of additive biases
-  Doubles values;           // row-major over dims
+  bool boolean = false;  // values are 0/1 keep flags instead of additive biases
+  Doubles values;        // row-major over dims
 };
 
 struct Attention {
   size_t batch = 1, q_heads = 1, kv_heads = 1, n_q = 0, n_past = 0, n_new = 0, d_k = 0, d_v = 0;
-  bool three_d = false;                  // inputs and output in the 3-D layout
-  Doubles q, k, v, past_k, past_v;       // past_* empty when n_past == 0 and no past is given
+  bool three_d = false;             // inputs and output in the 3-D layout
+  Doubles q, k, v, past_k, past_v;  // past_* empty when n_past == 0 and no past is given
   bool has_past = false;
   Mask mask;
   bool causal = false;
-  double scale = 0;                      // 0: 1/√d_k
-  double softcap = 0;                    // 0: none
-  long left = -1, right = -1;            // window sides, −1 unbounded
-  std::vector<int32_t> kv_length;        // per batch; empty: none
+  double scale = 0;                // 0: 1/√d_k
+  double softcap = 0;              // 0: none
+  long left = -1, right = -1;      // window sides, −1 unbounded
+  std::vector<int32_t> kv_length;  // per batch; empty: none
   // Rotary positions on q and k (applied before attention, per head): the pair (x_a, x_b) at
   // position p turns by p·base^(−2t/dims), t the pair's index. Pairs are (2t, 2t+1) when
   // interleaved, (t, t + dims/2) otherwise; dims 0 = d_k. Positions: q row i is at

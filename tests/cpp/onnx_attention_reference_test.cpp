@@ -24,7 +24,8 @@ Doubles random_doubles(size_t n, uint32_t seed) {
 Attention random_attention(size_t b, size_t hq, size_t hkv, size_t n_q, size_t n_new, size_t d_k,
                            size_t d_v, uint32_t seed) {
   Attention a;
-  a.batch = b, a.q_heads = hq, a.kv_heads = hkv, a.n_q = n_q, a.n_new = n_new, a.d_k = d_k, a.d_v = d_v;
+  a.batch = b, a.q_heads = hq, a.kv_heads = hkv, a.n_q = n_q, a.n_new = n_new, a.d_k = d_k,
+  a.d_v = d_v;
   a.q = random_doubles(b * hq * n_q * d_k, seed);
   a.k = random_doubles(b * hkv * n_new * d_k, seed + 1);
   a.v = random_doubles(b * hkv * n_new * d_v, seed + 2);
@@ -35,7 +36,8 @@ Attention random_attention(size_t b, size_t hq, size_t hkv, size_t n_q, size_t n
 std::string pattern(const Attention& a, const Outputs& o, size_t b, size_t h, size_t i) {
   const size_t n = a.n_past + a.n_new;
   std::string s;
-  for (size_t j = 0; j < n; ++j) s += o.qk[3][((b * a.q_heads + h) * a.n_q + i) * n + j] > 0 ? 'x' : '.';
+  for (size_t j = 0; j < n; ++j)
+    s += o.qk[3][((b * a.q_heads + h) * a.n_q + i) * n + j] > 0 ? 'x' : '.';
   return s;
 }
 
@@ -96,17 +98,19 @@ TEST_CASE("onnx reference: sliding windows count from the query's absolute posit
 
 TEST_CASE("onnx reference: GQA query head h reads kv head h / (hq / hkv)") {
   Attention a = random_attention(1, 4, 2, 3, 5, 4, 2, 60);
-  for (size_t e = 0; e < a.v.size(); ++e) a.v[e] = e < 5 * 2 ? 1.0 : 2.0;  // kv head 0: 1, head 1: 2
+  for (size_t e = 0; e < a.v.size(); ++e)
+    a.v[e] = e < 5 * 2 ? 1.0 : 2.0;  // kv head 0: 1, head 1: 2
   const Outputs o = attention_forward(a);
   for (size_t h = 0; h < 4; ++h)
-    for (size_t e = 0; e < 3 * 2; ++e) CHECK(o.y[h * 3 * 2 + e] == doctest::Approx(h < 2 ? 1.0 : 2.0));
+    for (size_t e = 0; e < 3 * 2; ++e)
+      CHECK(o.y[h * 3 * 2 + e] == doctest::Approx(h < 2 ? 1.0 : 2.0));
 }
 
 TEST_CASE("onnx reference: softcap bounds the scores before the mask; qk modes 0-3") {
   Attention a;
   a.n_q = 1, a.n_new = 2, a.d_k = 1, a.d_v = 1, a.scale = 2;
   a.q = {2}, a.k = {1, -1}, a.v = {1, 0};
-  a.softcap = 2;  // raw 4 and -4 -> ±2·tanh 2
+  a.softcap = 2;                                // raw 4 and -4 -> ±2·tanh 2
   a.mask.dims = {2}, a.mask.values = {0.5, 0};  // additive
   const Outputs o = attention_forward(a);
   const double capped = 2 * std::tanh(2.0);
@@ -130,7 +134,8 @@ TEST_CASE("onnx reference: a row with every key masked gives zero weights and a 
   CHECK(o.qk[2][0] == -kInf);
 }
 
-TEST_CASE("onnx reference: masks broadcast right-aligned from rank 1 to 4; short masks are padded") {
+TEST_CASE(
+    "onnx reference: masks broadcast right-aligned from rank 1 to 4; short masks are padded") {
   Attention a = random_attention(2, 2, 1, 2, 3, 2, 2, 80);
   const size_t n = 3;
   // The same boolean pattern given at rank 4 in full and at lower ranks where it is uniform.
@@ -173,7 +178,8 @@ TEST_CASE("onnx reference: the 3-D layout is the 4-D one with heads interleaved 
     for (size_t ib = 0; ib < b; ++ib)
       for (size_t ih = 0; ih < h; ++ih)
         for (size_t is = 0; is < s; ++is)
-          for (size_t t = 0; t < d; ++t) out[((ib * s + is) * h + ih) * d + t] = x[((ib * h + ih) * s + is) * d + t];
+          for (size_t t = 0; t < d; ++t)
+            out[((ib * s + is) * h + ih) * d + t] = x[((ib * h + ih) * s + is) * d + t];
     return out;
   };
   three.q = to_3d(four.q, 2, 4, 3, 2);
@@ -184,7 +190,8 @@ TEST_CASE("onnx reference: the 3-D layout is the 4-D one with heads interleaved 
   CHECK(o3.present_k == o4.present_k);  // present is always 4-D
 }
 
-TEST_CASE("onnx reference: rotary turns pairs by position; scores depend only on relative position") {
+TEST_CASE(
+    "onnx reference: rotary turns pairs by position; scores depend only on relative position") {
   SUBCASE("by hand: [1, 0] at position 1 turns by 1 radian") {
     Doubles x = {1, 0, 5};  // d 3, dims 2: the third entry stays
     rotary(x, 1, 3, {1}, 10000, 2, false);
@@ -208,7 +215,8 @@ TEST_CASE("onnx reference: rotary turns pairs by position; scores depend only on
     const Outputs o = attention_forward(a);
     a.rotary_offset = 7;
     const Outputs shifted = attention_forward(a);
-    for (size_t e = 0; e < o.qk[0].size(); ++e) CHECK(shifted.qk[0][e] == doctest::Approx(o.qk[0][e]));
+    for (size_t e = 0; e < o.qk[0].size(); ++e)
+      CHECK(shifted.qk[0][e] == doctest::Approx(o.qk[0][e]));
     a.rotary_offset = 0, a.rotary = false;
     const Outputs plain = attention_forward(a);
     CHECK(plain.qk[0][1] != doctest::Approx(o.qk[0][1]));
@@ -238,12 +246,14 @@ TEST_CASE("onnx reference backward: matches central differences with every optio
       {"plain", false, false, false, false, -1, -1, 0, false, false},
       {"GQA + causal + softcap + 3-D", true, true, false, false, -1, -1, 1.5, false, false},
       {"window + rank-3 mask + rotary", false, false, true, false, 2, 1, 0, false, true},
-      {"kv_length + causal + interleaved rotary", false, true, true, true, -1, -1, 0.7, true, false},
+      {"kv_length + causal + interleaved rotary", false, true, true, true, -1, -1, 0.7, true,
+       false},
   };
   for (const Case& c : cases) {
     INFO(c.name);
     Attention a = random_attention(2, 4, 2, 3, 5, 4, 3, 120);
-    a.three_d = c.three_d, a.causal = c.causal, a.rotary = c.rotary, a.rotary_interleaved = c.interleaved;
+    a.three_d = c.three_d, a.causal = c.causal, a.rotary = c.rotary,
+    a.rotary_interleaved = c.interleaved;
     a.rotary_offset = 2, a.rotary_base = 30;
     a.left = c.left, a.right = c.right, a.softcap = c.softcap, a.scale = 0.8;
     if (c.kv_length) a.kv_length = {4, 5};

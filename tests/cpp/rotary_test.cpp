@@ -19,13 +19,14 @@ TEST_CASE("rotary matches the reference rotation, every layout and pair order") 
         const Rotary r{4095, 500, dims, interleaved};
         std::vector<float> x = test::random_floats(batch * heads * rows * d, 3);
         const std::vector<float> before = x;
-        const HeadTensor<float> t = three_d ? heads_3d(x.data(), heads, rows, d) : heads_4d(x.data(), heads, rows, d);
+        const HeadTensor<float> t =
+            three_d ? heads_3d(x.data(), heads, rows, d) : heads_4d(x.data(), heads, rows, d);
         rotary_forward(batch, heads, rows, d, t, r);
         double worst = 0;
         for (size_t b = 0; b < batch; ++b)
           for (size_t h = 0; h < heads; ++h) {
-            const HeadTensor<const float> src =
-                three_d ? heads_3d(before.data(), heads, rows, d) : heads_4d(before.data(), heads, rows, d);
+            const HeadTensor<const float> src = three_d ? heads_3d(before.data(), heads, rows, d)
+                                                        : heads_4d(before.data(), heads, rows, d);
             ref::onnx::Doubles block;
             for (size_t i = 0; i < rows; ++i)
               for (size_t c = 0; c < d; ++c) block.push_back(src.at(b, h)[i * src.row_stride + c]);
@@ -34,7 +35,8 @@ TEST_CASE("rotary matches the reference rotation, every layout and pair order") 
             ref::onnx::rotary(block, rows, d, pos, r.base, dims, interleaved);
             for (size_t i = 0; i < rows; ++i)
               for (size_t c = 0; c < d; ++c)
-                worst = std::max(worst, std::fabs(t.at(b, h)[i * t.row_stride + c] - block[i * d + c]));
+                worst =
+                    std::max(worst, std::fabs(t.at(b, h)[i * t.row_stride + c] - block[i * d + c]));
           }
         CHECK(worst <= 1e-6);
         rotary_backward(batch, heads, rows, d, t, r);  // the inverse: back where it started
@@ -44,8 +46,10 @@ TEST_CASE("rotary matches the reference rotation, every layout and pair order") 
 
 TEST_CASE("rotary refuses odd dims or dims past the head size") {
   std::vector<float> x(8);
-  CHECK_THROWS_AS(rotary_forward(1, 1, 1, 8, heads_4d(x.data(), 1, 1, 8), {0, 10000, 3, false}), std::invalid_argument);
-  CHECK_THROWS_AS(rotary_forward(1, 1, 1, 8, heads_4d(x.data(), 1, 1, 8), {0, 10000, 10, false}), std::invalid_argument);
+  CHECK_THROWS_AS(rotary_forward(1, 1, 1, 8, heads_4d(x.data(), 1, 1, 8), {0, 10000, 3, false}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(rotary_forward(1, 1, 1, 8, heads_4d(x.data(), 1, 1, 8), {0, 10000, 10, false}),
+                  std::invalid_argument);
 }
 
 }  // namespace

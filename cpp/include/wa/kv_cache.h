@@ -34,8 +34,12 @@ class KvCache {
   void truncate(size_t n);
   void reset() { truncate(0); }
 
-  HeadTensor<const float> keys() const { return heads_4d<const float>(k_.data(), kv_heads_, capacity_, d_k_); }
-  HeadTensor<const float> values() const { return heads_4d<const float>(v_.data(), kv_heads_, capacity_, d_v_); }
+  HeadTensor<const float> keys() const {
+    return heads_4d<const float>(k_.data(), kv_heads_, capacity_, d_k_);
+  }
+  HeadTensor<const float> values() const {
+    return heads_4d<const float>(v_.data(), kv_heads_, capacity_, d_v_);
+  }
 
  private:
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;

@@ -14,19 +14,21 @@
 namespace wa {
 
 struct Rotary {
-  size_t offset = 0;       // position of row 0
-  double base = 10000;     // the wavelength base
-  size_t dims = 0;         // entries rotated per row; 0 = all
+  size_t offset = 0;    // position of row 0
+  double base = 10000;  // the wavelength base
+  size_t dims = 0;      // entries rotated per row; 0 = all
   bool interleaved = false;
 };
 
 // x (batch, heads, rows, d) -> rotated in place. Throws std::invalid_argument when dims is odd
 // or past d.
-void rotary_forward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x, const Rotary& r);
+void rotary_forward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> x,
+                    const Rotary& r);
 
 // The backward of rotary_forward: dx (batch, heads, rows, d), the gradient of the rotated rows,
 // -> the gradient of the rows before rotation, in place: the transpose of a rotation is its
 // inverse, the same pairs turned by −angle.
-void rotary_backward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> dx, const Rotary& r);
+void rotary_backward(size_t batch, size_t heads, size_t rows, size_t d, HeadTensor<float> dx,
+                     const Rotary& r);
 
 }  // namespace wa

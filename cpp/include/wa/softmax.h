@@ -31,15 +31,15 @@ namespace wa {
 constexpr size_t kAllKeys = static_cast<size_t>(-1);  // no limit, for key_limit and mask_cols
 
 struct ScoreMask {
-  bool causal = false;             // query i sees keys j <= i + offset
-  const uint8_t* keep = nullptr;   // (n_q,mask_cols), 1 = keep, 0 = masked; null keeps all
-  const float* bias = nullptr;     // (n_q,mask_cols), added after cap(); -inf masks; null adds 0
-  long offset = 0;                 // key position of query 0 (causal and window alignment)
-  long left = -1, right = -1;      // sliding window around i + offset; -1: unbounded side
-  size_t key_limit = kAllKeys;     // keys j >= key_limit are masked
-  size_t mask_ld = kAllKeys;       // row stride of keep and bias: kAllKeys = n_k; 0 = one row
-  size_t mask_cols = kAllKeys;     // keys j >= mask_cols are masked where keep or bias is set
-  float softcap = 0;               // > 0: scaled scores become softcap·tanh(y/softcap)
+  bool causal = false;            // query i sees keys j <= i + offset
+  const uint8_t* keep = nullptr;  // (n_q,mask_cols), 1 = keep, 0 = masked; null keeps all
+  const float* bias = nullptr;    // (n_q,mask_cols), added after cap(); -inf masks; null adds 0
+  long offset = 0;                // key position of query 0 (causal and window alignment)
+  long left = -1, right = -1;     // sliding window around i + offset; -1: unbounded side
+  size_t key_limit = kAllKeys;    // keys j >= key_limit are masked
+  size_t mask_ld = kAllKeys;      // row stride of keep and bias: kAllKeys = n_k; 0 = one row
+  size_t mask_cols = kAllKeys;    // keys j >= mask_cols are masked where keep or bias is set
+  float softcap = 0;              // > 0: scaled scores become softcap·tanh(y/softcap)
 };
 
 }  // namespace wa
