@@ -8,6 +8,7 @@ export const SECTIONS = {
   mha: 'multi-head attention n=512 dModel=512 8 heads, plain and causal',
   backward: 'backward of the attention and multi-head cases',
   startup: 'time to a ready module, in fresh processes',
+  firstcall: 'first attention call (19×100) on a fresh instance vs later calls, in fresh processes',
   sizes: 'sizes of the .wasm files',
   long: 'long sequences: causal attention d=64, n = 512 .. 16384',
 };
