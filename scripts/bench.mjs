@@ -2,8 +2,8 @@
 // `npm run bench`: our attention kernels against tfjs-wasm, onnxruntime-web and plain JS
 // loops, on the same inputs, with the machine's wasm SIMD peak for scale.
 //
-//   node scripts/bench.mjs            everything (~15 minutes on a 2-core machine)
-//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section
+//   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
+//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
 //   node scripts/bench.mjs --only matmul,attention
 //
 // Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
@@ -15,7 +15,7 @@
 //   kernels, startup, longseq   the sections (startup: a ready module and its first call);
 //                               child.mjs/spawn.mjs for the ones that need processes of their own
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
-//   peak, wasm_bytes            the SIMD peak probe, a hand-written wasm module
+//   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
 //   table, svg, compare         the report
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 // Command line: `node scripts/bench.mjs [--quick] [--only s1,s2,...] [--help]`.
-// Sections can be picked one by one because a full run takes ~15 minutes and most work on
-// one kernel only needs its own rows.
+// Sections can be picked one by one because a full run takes about 6 minutes (scripts/bench.mjs)
+// and most work on one kernel only needs its own rows.
 
 export const SECTIONS = {
   matmul: 'matmul 512³',
@@ -14,7 +14,7 @@ export const SECTIONS = {
 };
 
 const USAGE = `usage: node scripts/bench.mjs [--quick] [--only ${Object.keys(SECTIONS).join(',')}]
-  --quick   few runs and a small subset of every section: a smoke test of a minute or two
+  --quick   few runs and a small subset of every section: a smoke test of under a minute
   --only    run only these sections (the SIMD peak probe always runs: the % columns need it)
 sections:
 ${Object.entries(SECTIONS).map(([k, v]) => `  ${k.padEnd(10)} ${v}`).join('\n')}`;

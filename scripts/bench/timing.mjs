@@ -7,15 +7,17 @@
 // less than the second): V8 first runs wasm from its baseline compiler (Liftoff) and swaps in
 // TurboFan code for hot functions later, so a fast call needs many runs to get there. Runs
 // that take over a second get fewer repetitions (the note says so), to keep a full run within
-// ~15 minutes.
+// about 6 minutes (scripts/bench.mjs).
 
 // runs: at least that many; fast calls get more, up to maxRuns or runsMs of timed runs, for
-// a steadier median on a shared machine.
-export const FULL = { warmup: 3, warmupMs: 1000, warmupMaxRuns: 200, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, slowMs: 1000, verySlowRuns: 3, verySlowMs: 5000 };
-export const QUICK = { warmup: 1, warmupMs: 100, warmupMaxRuns: 200, runs: 5, slowRuns: 2, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
+// a steadier median on a shared machine. A call over slowMs gets slowRuns runs, one over
+// verySlowMs verySlowRuns.
+const LIMITS = { warmupMaxRuns: 200, slowMs: 1000, verySlowMs: 5000 };
+export const FULL = { ...LIMITS, warmup: 3, warmupMs: 1000, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, verySlowRuns: 3 };
+export const QUICK = { ...LIMITS, warmup: 1, warmupMs: 100, runs: 5, slowRuns: 2, verySlowRuns: 1 };
 // Long sequences: one warm-up and a few runs; a single run past 5 s, to bound the section.
-export const LONG = { warmup: 1, warmupMs: 300, warmupMaxRuns: 200, runs: 5, slowRuns: 3, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
-export const LONG_QUICK = { warmup: 1, warmupMs: 100, warmupMaxRuns: 200, runs: 2, slowRuns: 1, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
+export const LONG = { ...LIMITS, warmup: 1, warmupMs: 300, runs: 5, slowRuns: 3, verySlowRuns: 1 };
+export const LONG_QUICK = { ...LIMITS, warmup: 1, warmupMs: 100, runs: 2, slowRuns: 1, verySlowRuns: 1 };
 
 export async function once(run) {
   const t0 = performance.now();
