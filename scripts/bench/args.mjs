@@ -2,7 +2,7 @@
 // Sections can be picked one by one because a full run takes about 6 minutes (scripts/bench.mjs)
 // and most work on one kernel only needs its own rows.
 
-export const SECTIONS = {
+const SECTIONS = {
   matmul: 'matmul 512³',
   attention: 'single-head attention n=512 d=64, plain and causal',
   mha: 'multi-head attention n=512 dModel=512 8 heads, plain and causal',

@@ -10,7 +10,7 @@ import { runChild } from './spawn.mjs';
 
 const STOP_AFTER_MS = 20000;
 
-export const LONG_CONFIGS = [
+const LONG_CONFIGS = [
   { impl: 'ours', threads: 1 }, { impl: 'ours', threads: 2 },
   { impl: 'tfjs', threads: 1 }, { impl: 'tfjs', threads: 2 },
   { impl: 'ort', threads: 1 }, { impl: 'ort', threads: 2 },

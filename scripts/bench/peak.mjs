@@ -20,7 +20,7 @@ const UNROLL = 4;
 const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
 
 // run(iterations: i32) -> f32, the sum of the chains' first lanes (so nothing is dead code)
-export async function probeModule() {
+async function probeModule() {
   const x = Array.from({ length: CHAINS }, (_, c) => `$x${c}`);
   const splat = (v) => `(v128.const f32x4 ${v} ${v} ${v} ${v})`;
   const step = x.map((xc) => `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) (local.get $m)) (local.get $a)))`);

@@ -22,7 +22,7 @@ import { makeInputs } from './inputs.mjs';
 import { runChild } from './spawn.mjs';
 import { FULL, median, measure, once, QUICK } from './timing.mjs';
 
-export const STARTUP_CONFIGS = [
+const STARTUP_CONFIGS = [
   { impl: 'ours', threads: 1, label: 'wasm-attention, createAttention({ threads: 1 })' },
   { impl: 'ours', threads: 2, label: 'wasm-attention, createAttention({ threads: 2 })' },
   { impl: 'tfjs', threads: 1, label: "tfjs-wasm, tf.setBackend('wasm') + tf.ready() (SIMD binary)" },
@@ -31,7 +31,7 @@ export const STARTUP_CONFIGS = [
   { impl: 'ort', threads: 2, label: 'onnxruntime-web, the same, numThreads 2' },
 ];
 
-export const FIRST_CALL_CONFIGS = [
+const FIRST_CALL_CONFIGS = [
   { impl: 'ours', threads: 1, label: 'wasm-attention, 1 thread' },
   { impl: 'ours', threads: 2, label: 'wasm-attention, 2 threads' },
 ];

@@ -5,7 +5,7 @@ import { configOf, configOrder } from './configs.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
-export const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
+const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
 
 // rows of cells -> lines, columns padded; numeric-looking columns right-aligned
 function grid(header, rows, rightAligned) {
