@@ -6,7 +6,8 @@
 //
 // The messages (ModelProto, GraphProto, NodeProto, ...) are plain objects with onnx.proto's
 // field names; onnx-proto (protobufjs code generated from ONNX 1.10's onnx.proto) checks and
-// encodes them in model().
+// encodes them in model(). The opset is just a number in the model: that schema has every
+// field these graphs use.
 import onnxProto from 'onnx-proto';
 import { causalMask } from './inputs.mjs';
 
