@@ -36,7 +36,7 @@ if (r.startup) {
   for (const s of r.startup) out.push(`| ${s.label} | ${s.error ? 'failed' : s.totalMs.toFixed(0)} |`);
 }
 if (r.firstCall) {
-  out.push('', '| first call, attention n=19 d=100 (fresh instance) | first ms | second ms | steady ms |', '|---|---|---|---|');
+  out.push('', '| attention n=19 d=100, fresh instance | first call ms | second ms | steady ms |', '|---|---|---|---|');
   for (const f of r.firstCall) {
     out.push(`| ${f.label} | ${f.error ? 'failed | | ' : [f.firstMs, f.secondMs, f.steadyMs].map((v) => (v < 1 ? v.toFixed(3) : fmt(v))).join(' | ')} |`);
   }
