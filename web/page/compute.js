@@ -29,6 +29,7 @@
 //                                                                       mha.backward(dY) after
 //                                                                       mha.forward(X) with the same weights
 import { createAttention, tensor } from '../lib/index.js';
+import { columns } from '../lib/multi_head.js';
 
 // A list of { call, detail, ms } and a helper that runs fn() and records how long it took.
 function stopwatch() {
@@ -48,12 +49,10 @@ export async function loadLibrary() {
   return { attn, ms: performance.now() - t0 };
 }
 
-// Columns [c0, c0+width) of a (rows, stride) row-major matrix -> (rows, width).
-export function columnSlice(m, c0, width) {
+// Columns [c0, c0+width) of a (rows, stride) tensor -> (rows, width).
+function columnSlice(m, c0, width) {
   const [rows, stride] = m.shape;
-  const out = new Float32Array(rows * width);
-  for (let r = 0; r < rows; ++r) out.set(m.data.subarray(r * stride + c0, r * stride + c0 + width), r * width);
-  return tensor(out, [rows, width]);
+  return tensor(columns(m.data, rows, stride, c0, width), [rows, width]);
 }
 
 // (n, n) identity.
