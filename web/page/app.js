@@ -1,5 +1,5 @@
 // The tutorial page: state, wiring and rendering. Library calls live in compute.js, the steps in
-// steps.js, drawing in heatmap.js.
+// steps/ (one descriptor each), drawing in heatmap.js.
 //
 // Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.run -> steps ->
 // the current step's heatmaps, the inspector (followed row) and the under-the-hood panel.
@@ -25,13 +25,14 @@
 import { loadEmbeddings, sinusoidalPositions } from './embeddings.js';
 import { tokenize } from './tokenize.js';
 import { loadLibrary, identity, run, runBackward, sgdStep } from './compute.js';
-import { buildSteps, stepKicker, STEP_LABELS } from './steps.js';
+import { buildSteps } from './steps/index.js';
+import { renderStepList as drawStepList, stepKicker } from './step_list.js';
 import { createHeatmap, hideTooltip } from './heatmap.js';
 import { renderInspector } from './inspector.js';
 import { markTarget, renderChips, setPressed } from './chips.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { renderBuild, renderTimings } from './hood.js';
-import { WORKED, handNote } from './worked_example.js';
+import { WORKED } from './worked_example.js';
 import { esc, fmt, fmtShape, plural } from './format.js';
 
 const MAX_TOKENS = 96;
@@ -57,7 +58,7 @@ const state = {
 };
 
 let attn, emb, libraryMs, embeddingsMs;
-let ctx = null;        // the current input and results (see steps.js)
+let ctx = null;        // the current input and results (see steps/index.js)
 let steps = [];
 let heatmaps = [];     // [{ name, hm }] of the current step
 let input = null;
@@ -189,13 +190,7 @@ function identityWeights() {
 
 // ---- render ----------------------------------------------------------------------------------
 function renderStepList() {
-  const groups = [['one', 'One head'], ['all', 'All heads'], ['back', 'Backward']];
-  $('step-list').innerHTML = groups.map(([part, label]) => {
-    const items = steps.map((s, i) => ({ s, i })).filter(({ s }) => s.part === part).map(({ s, i }) =>
-      `<li><button type="button" class="step-pill" data-step="${i}" aria-label="Step ${i + 1}: ${esc(s.title)}"${i === state.step ? ' aria-current="step"' : ''}>` +
-      `<span class="n">${i + 1}</span><span class="lbl" aria-hidden="true">${esc(STEP_LABELS[i])}</span></button></li>`).join('');
-    return `<div class="step-group" role="group" aria-label="${label}"><span class="group-label" aria-hidden="true">${label}</span><ol>${items}</ol></div>`;
-  }).join('');
+  drawStepList($('step-list'), steps, state.step);
 }
 
 function showStep() {
@@ -210,7 +205,7 @@ function showStep() {
   $('step-formula').innerHTML = step.formulaHtml;
   $('step-shapes').innerHTML = step.shapes.map((s) => `<li>${esc(s)}</li>`).join('');
   $('step-explain').innerHTML = step.explainHtml;
-  const hand = ctx.worked ? handNote(step.id, ctx) : null;
+  const hand = (ctx.worked && step.hand?.(ctx)) || null;
   $('step-hand').hidden = !hand;
   $('step-hand').innerHTML = hand ?? '';
   $('step-source').innerHTML = sourceLine(step);
@@ -218,8 +213,8 @@ function showStep() {
   $('backward-bar').hidden = !back;
   if (back) syncBackwardBar();
   markTarget($('chips'), back ? ctx.back.target : null);
-  $('sgd').hidden = step.id !== 'dw';
-  if (step.id === 'dw') renderSgd();
+  $('sgd').hidden = !step.sgd;
+  if (step.sgd) renderSgd();
 
   const box = $('matrices');
   box.replaceChildren();
@@ -254,20 +249,13 @@ function showStep() {
   version += 1;
 }
 
+// "Computed by <code>attn.attention(…)</code> in 1.17 ms.": the step's call and its time for the
+// current input (backward steps from the backward's timings).
 function sourceLine(step) {
   if (step.sourceHtml) return step.sourceHtml;
-  if (!step.source) {
-    return ctx.worked ? 'Typed in by hand: the page passes it to the library as it is.'
-      : `Built by the page: word vectors looked up in the vocabulary${ctx.positions ? ', plus sinusoidal positions' : ''}.`;
-  }
-  const t = step.part === 'back' ? ctx.back.timings : ctx.result.timings;
-  const ms = (call) => t.filter((x) => x.call === call).reduce((a, x) => a + x.ms, 0);
-  let call = step.timingCall ?? null;
-  if (call) { /* given by the step */ }
-  else if (step.source.startsWith('attn.attention')) call = 'attn.attention';
-  else if (step.source.startsWith('mha.forward')) call = 'mha.forward';
-  else if (step.source.startsWith('attn.matmul')) call = 'attn.matmul';
-  return `Computed by <code>${esc(step.source)}</code>${call ? ` in ${ms(call).toFixed(2)} ms` : ''}.`;
+  const timings = step.part === 'back' ? ctx.back.timings : ctx.result.timings;
+  const ms = timings.filter((t) => t.call === step.timing).reduce((a, t) => a + t.ms, 0);
+  return `Computed by <code>${esc(step.source)}</code>${step.timing ? ` in ${ms.toFixed(2)} ms` : ''}.`;
 }
 
 // ---- actions ---------------------------------------------------------------------------------

@@ -1,22 +1,21 @@
 // Every call into wasm-attention the page makes, each timed with performance.now().
 //
 //   loadLibrary() -> { attn, ms }
-//   run(attn, input) -> { weights, single, multi, projectionSource, timings }
+//   run(attn, input) -> { weights, single, multi, scale, timings }
 //
 // input: x (n,d_model) tensor; heads h; dK = d_v per head; weights { wq, wk, wv, wo } or null
 // (then the layer's seeded Xavier-uniform init, from seed); causal; scaling (false: scale 1);
 // head: which head steps 2-7 follow.
 //
 // Steps 2-7 show one head h0 on its own:
-//   Q (n,d_k) = X · W_Q[:, h0·d_k : (h0+1)·d_k], same for K and V    attn.matmul, when the package
-//                                                                   has it; else the forward trace
+//   Q (n,d_k) = X · W_Q[:, h0·d_k : (h0+1)·d_k], same for K and V    attn.matmul
 //   scores, scaled, masked, weights (n,n), output (n,d_v)             attn.attention(Q, K, V, trace)
 // Steps 8-11 show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
 //   runBackward(attn, forward, { x, heads, dK, causal, head, query, target })
 //     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
-//   sgdSteps(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
+//   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
 //     -> { before, after, weights, timings }
 //
 // Steps 12-18 go backward from the loss L = ½‖y_i − x_j‖² (y_i row `query` of the layer's output
@@ -82,19 +81,12 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
     const wq = columnSlice(w.wq, head * dK, dK);
     const wk = columnSlice(w.wk, head * dK, dK);
     const wv = columnSlice(w.wv, head * dV, dV);
-    let q, k, v, projectionSource;
-    if (typeof attn.matmul === 'function') {
-      q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wq));
-      k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wk));
-      v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () => attn.matmul(x, wv));
-      projectionSource = 'attn.matmul';
-    } else {
-      ({ q, k, v } = multi.heads[head]);
-      projectionSource = 'mha.forward';
-    }
+    const q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wq));
+    const k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wk));
+    const v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () => attn.matmul(x, wv));
     const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () => attn.attention(q, k, v, options));
     Object.assign(single, { q, k, v, wq, wk, wv });
-    return { weights: w, single, multi, projectionSource, scale, timings };
+    return { weights: w, single, multi, scale, timings };
   } finally {
     time('mha.dispose', 'free the layer', () => mha.dispose());
   }
