@@ -4,7 +4,7 @@
 // Each step's formula quotes the forward step it undoes.
 import { esc, fmt, fmtList, fmtShape, quote } from '../format.js';
 import { HAND, HAND_BACK, byHandBack } from '../worked_example.js';
-import { T, W, d, dims, headGroups, subDigits, tokenMatrix, v, weightMatrix } from './markup.js';
+import { T, W, d, headGroups, subDigits, tokenMatrix, v, weightMatrix } from './markup.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
 const BACKWARD = 'attn.attentionBackward(Q, K, V, dZ, { causal, scale, trace: true })';
