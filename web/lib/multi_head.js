@@ -20,7 +20,7 @@ const leftBehind = new FinalizationRegistry(({ rt, ptrs, holder }) => {
 });
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
-function columns(src, rows, stride, c0, width) {
+export function columns(src, rows, stride, c0, width) {
   const out = new Float32Array(rows * width);
   for (let r = 0; r < rows; ++r) out.set(src.subarray(r * stride + c0, r * stride + c0 + width), r * width);
   return out;
