@@ -115,7 +115,8 @@ export class Attention {
     const { nQ, nK, dK, dV, scale, trace } = c;
     checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
     if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of `
+        + `attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
@@ -151,7 +152,9 @@ export class Attention {
     const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
     const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
     if (kb !== k) {
-      throw new RangeError(`${where}: a is ${showShape(a.shape)}${transposeA ? ' (transposed)' : ''} and b is ${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}: the inner sizes ${k} and ${kb} must match`);
+      const aIs = `${showShape(a.shape)}${transposeA ? ' (transposed)' : ''}`;
+      const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
+      throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {

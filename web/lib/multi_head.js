@@ -71,7 +71,8 @@ export class MultiHeadAttention {
         if (w[name] === undefined && BIAS_NAMES.includes(name)) continue;  // a missing bias is zero
         checkTensor(where, `weights.${name}`, w[name], [shapes[name].length], showShape(shapes[name]));
         if (w[name].shape.some((d, i) => d !== shapes[name][i])) {
-          throw new RangeError(`${where}: weights.${name} is ${showShape(w[name].shape)} but dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
+          throw new RangeError(`${where}: weights.${name} is ${showShape(w[name].shape)} but `
+            + `dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
         }
         values[name] = w[name].data;
       }
@@ -122,7 +123,8 @@ export class MultiHeadAttention {
       checkTensor(where, 'context', o.context, [rank], rank === 3 ? '[batch,nK,dModel]' : '[nK,dModel]');
       const cs = o.context.shape;
       if (cs[rank - 1] !== dModel || (rank === 3 && cs[0] !== batch)) {
-        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`);
+        const needs = `${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`;
+        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${needs}`);
       }
       nK = cs[rank - 2];
     }
