@@ -44,7 +44,8 @@ Status guarded(F&& call) {
     call();
     return {};
   } catch (const std::bad_alloc&) {
-    return {kOutOfMemory, "out of memory: the inputs and their intermediates do not fit in wasm memory"};
+    return {kOutOfMemory,
+            "out of memory: the inputs and their intermediates do not fit in wasm memory"};
   } catch (const std::invalid_argument& e) {
     return {kInvalidArgument, e.what()};
   } catch (const std::exception& e) {
@@ -94,41 +95,43 @@ Status gemm(bool transpose_a, bool transpose_b, uint32_t m, uint32_t n, uint32_t
             uint32_t lda, uintptr_t b, uint32_t ldb, uintptr_t c, uint32_t ldc) {
   return guarded([&] {
     wa::gemm(transpose_a ? wa::Transpose::yes : wa::Transpose::no,
-             transpose_b ? wa::Transpose::yes : wa::Transpose::no, m, n, k, ptr<const float>(a), lda,
-             ptr<const float>(b), ldb, ptr<float>(c), ldc, false, pool.get());
+             transpose_b ? wa::Transpose::yes : wa::Transpose::no, m, n, k, ptr<const float>(a),
+             lda, ptr<const float>(b), ldb, ptr<float>(c), ldc, false, pool.get());
   });
 }
 
 // A trace whose first buffer is null is no trace (value objects cannot be null).
-Status attention_forward(const wa::ConstMatrix& q, const wa::ConstMatrix& k, const wa::ConstMatrix& v,
-                         const wa::Matrix& out, float scale, const wa::ScoreMask& mask,
-                         const wa::AttentionTrace& trace) {
+Status attention_forward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
+                         const wa::ConstMatrix& v, const wa::Matrix& out, float scale,
+                         const wa::ScoreMask& mask, const wa::AttentionTrace& trace) {
   return guarded([&] {
     wa::attention_forward(q, k, v, out, scale, mask, trace.scores ? &trace : nullptr, pool.get());
   });
 }
 
-Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k, const wa::ConstMatrix& v,
-                          const wa::ConstMatrix& d_out, const wa::Matrix& dq, const wa::Matrix& dk,
-                          const wa::Matrix& dv, float scale, const wa::ScoreMask& mask,
+Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
+                          const wa::ConstMatrix& v, const wa::ConstMatrix& d_out,
+                          const wa::Matrix& dq, const wa::Matrix& dk, const wa::Matrix& dv,
+                          float scale, const wa::ScoreMask& mask,
                           const wa::AttentionBackwardTrace& trace) {
   return guarded([&] {
-    wa::attention_backward(q, k, v, d_out, dq, dk, dv, scale, mask, trace.weights ? &trace : nullptr,
-                           pool.get());
+    wa::attention_backward(q, k, v, d_out, dq, dk, dv, scale, mask,
+                           trace.weights ? &trace : nullptr, pool.get());
   });
 }
 
-Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x, uintptr_t context,
-                   uintptr_t out, float scale, const wa::ScoreMask& mask, const wa::MhaTrace& trace) {
+Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
+                   uintptr_t context, uintptr_t out, float scale, const wa::ScoreMask& mask,
+                   const wa::MhaTrace& trace) {
   return guarded([&] {
-    wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out), scale,
-                    mask, trace.q ? &trace : nullptr, pool.get());
+    wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out),
+                    scale, mask, trace.q ? &trace : nullptr, pool.get());
   });
 }
 
-Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x, uintptr_t context,
-                    const wa::MhaTrace& saved, uintptr_t d_out, float scale, const wa::ScoreMask& mask,
-                    const wa::MhaGrads& grads) {
+Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
+                    uintptr_t context, const wa::MhaTrace& saved, uintptr_t d_out, float scale,
+                    const wa::ScoreMask& mask, const wa::MhaGrads& grads) {
   return guarded([&] {
     wa::mha_backward(shape, w, ptr<const float>(x), ptr<const float>(context), saved,
                      ptr<const float>(d_out), scale, mask, grads, pool.get());

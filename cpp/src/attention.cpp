@@ -76,13 +76,15 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
   // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B): the fused form unless every score is asked for
   parallel_for(pool, blocks, [&](size_t b) {
     const size_t r0 = b * kAttentionRowBlock, r1 = std::min(q.rows, r0 + kAttentionRowBlock);
-    if (trace) attention_rows(q, kv, out, scale, mask, r0, r1, *trace);
-    else attention_rows_fused(q, kv, out, scale, mask, r0, r1);
+    if (trace)
+      attention_rows(q, kv, out, scale, mask, r0, r1, *trace);
+    else
+      attention_rows_fused(q, kv, out, scale, mask, r0, r1);
   });
 }
 
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const AttentionBackwardTrace* trace, ThreadPool* pool) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
   const size_t n_q = q.rows, n_k = k.rows;

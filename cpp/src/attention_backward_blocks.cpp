@@ -47,8 +47,8 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     const size_t i0 = skip ? std::min(c0, n_q) : 0, queries = n_q - i0;
     gemm_tn(keys, d_k, queries, ds.data() + i0 * n_k + c0, n_k, q.data + i0 * q.ld, q.ld,
             dk.data + c0 * dk.ld, dk.ld);
-    gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld,
-            d_out.ld, dv.data + c0 * dv.ld, dv.ld);
+    gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld, d_out.ld,
+            dv.data + c0 * dv.ld, dv.ld);
   });
 }
 

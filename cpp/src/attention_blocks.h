@@ -44,8 +44,8 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float s
 // The forward's weights again: q (n_q,d_k), k (n_k,d_k) -> p (n_q,n_k) =
 // softmax(mask(q·kᵀ·scale)), bitwise as attention_forward computes them. pool spreads the
 // row blocks (null: all on the calling thread).
-void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask,
-                       Matrix p, ThreadPool* pool);
+void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,
+                       ThreadPool* pool);
 
 // ---- backward: attention_backward_blocks.cpp ----
 

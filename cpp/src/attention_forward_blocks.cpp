@@ -17,7 +17,8 @@
 namespace wa {
 namespace {
 
-constexpr size_t kKeyBlock = 256;  // keys per step of the fused form: a (32,256) score block is 32 KB
+constexpr size_t kKeyBlock =
+    256;  // keys per step of the fused form: a (32,256) score block is 32 KB
 
 }  // namespace
 
@@ -42,15 +43,15 @@ void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
   float* weights = trace.weights + r0 * ld;
 
   // q_block (rows,d_k), kᵀ (d_k,n_k) -> scores (rows,n_k)
-  gemm_packed_b(Transpose::no, rows, n_k, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k,
-                scores, ld, false);
-  score_trace_rows(scores, ld, trace.scaled + r0 * ld, trace.masked + r0 * ld, r0, rows, n_k,
-                   scale, mask);
+  gemm_packed_b(Transpose::no, rows, n_k, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k, scores,
+                ld, false);
+  score_trace_rows(scores, ld, trace.scaled + r0 * ld, trace.masked + r0 * ld, r0, rows, n_k, scale,
+                   mask);
   // scores (rows,n_k) -> weights (rows,n_k)
   softmax_rows(scores, ld, weights, ld, r0, rows, n_k, n_k, scale, mask);
   // weights (rows,n_k), v (n_k,d_v) -> out_block (rows,d_v)
-  gemm_packed_b(Transpose::no, rows, kv.d_v, n_k, weights, ld, kv.v, n_k,
-                out.data + r0 * out.ld, out.ld, false);
+  gemm_packed_b(Transpose::no, rows, kv.d_v, n_k, weights, ld, kv.v, n_k, out.data + r0 * out.ld,
+                out.ld, false);
 }
 
 void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
@@ -71,8 +72,8 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float s
     gemm_packed_b(Transpose::no, rows, cols, kv.d_k, q.data + r0 * q.ld, q.ld,
                   packed_b_block(kv.kt, kv.d_k, 0, j0), kv.d_k, p, kKeyBlock, false);
     // s -> p = exp(x - running max); what out holds so far is rescaled to the new max
-    softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, scale, mask,
-                         row_max, row_sum, rescale);
+    softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, scale, mask, row_max,
+                         row_sum, rescale);
     if (j0 > 0)
       for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < kv.d_v; ++c) o[r * out.ld + c] *= rescale[r];
@@ -87,8 +88,8 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float s
   }
 }
 
-void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask,
-                       Matrix p, ThreadPool* pool) {
+void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,
+                       ThreadPool* pool) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
   // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
@@ -100,7 +101,8 @@ void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMas
     float* p_block = p.data + r0 * p.ld;
     gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
     softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, cols, n_k, scale, mask);
-    for (size_t r = 0; r < rows; ++r) std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
+    for (size_t r = 0; r < rows; ++r)
+      std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
   });
 }
 

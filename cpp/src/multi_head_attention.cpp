@@ -75,8 +75,7 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
                       : "self-attention takes no grads.d_context (dx holds context's gradient)";
   else if (!w.bq != !g.dbq || !w.bk != !g.dbk || !w.bv != !g.dbv || !w.bo != !g.dbo)
     problem = "grads.db* must be set exactly for the biases w has (dbq for bq, ...)";
-  if (!problem.empty())
-    throw std::invalid_argument("multi-head attention backward: " + problem);
+  if (!problem.empty()) throw std::invalid_argument("multi-head attention backward: " + problem);
 }
 
 }  // namespace
@@ -87,7 +86,8 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   check("multi-head attention", s, w, x, context, out, "out", trace);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
-  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
+  const size_t rows_q = checked_product({s.batch, s.n_q}),
+               rows_k = checked_product({s.batch, s.n_k});
 
   const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
   std::vector<float> workspace;
@@ -147,14 +147,16 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   check_backward(w, context, saved, g);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
-  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
+  const size_t rows_q = checked_product({s.batch, s.n_q}),
+               rows_k = checked_product({s.batch, s.n_k});
 
-  std::vector<float> workspace(checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
-                                            checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
-  float* d_concat = workspace.data();     // (batch·n_q, h·d_v)
-  float* dq = d_concat + rows_q * hv;     // (batch·n_q, h·d_k)
-  float* dk = dq + rows_q * hk;           // (batch·n_k, h·d_k)
-  float* dv = dk + rows_k * hk;           // (batch·n_k, h·d_v)
+  std::vector<float> workspace(
+      checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
+                   checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
+  float* d_concat = workspace.data();  // (batch·n_q, h·d_v)
+  float* dq = d_concat + rows_q * hv;  // (batch·n_q, h·d_k)
+  float* dk = dq + rows_q * hk;        // (batch·n_k, h·d_k)
+  float* dv = dk + rows_k * hk;        // (batch·n_k, h·d_v)
 
   // out = concat·W_O + b_O:
   //   concat (batch·n_q,h·d_v), d_out (batch·n_q,d_model) -> dW_O = concatᵀ·d_out (h·d_v,d_model)
@@ -183,8 +185,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
     const Matrix dvh{dv + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask.causal,
-                                    inner);
+    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask.causal, inner);
   };
   const size_t tasks = s.batch * s.heads;
   if (tasks == 1) {

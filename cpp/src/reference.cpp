@@ -84,7 +84,8 @@ Doubles columns(const Doubles& m, size_t rows, size_t stride, size_t c0, size_t 
     for (size_t c = 0; c < width; ++c) d[r * width + c] = m[r * stride + c0 + c];
   return d;
 }
-void set_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width, const Doubles& d) {
+void set_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width,
+                 const Doubles& d) {
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < width; ++c) m[r * stride + c0 + c] = d[r * width + c];
 }
@@ -108,7 +109,8 @@ void store(const Doubles& d, Matrix out) {
 // Attention in double: q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v).
 // trace (float, (n_q,n_k) each) when set.
 Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q, size_t n_k,
-                    size_t d_k, size_t d_v, float scale, const ScoreMask& m, const AttentionTrace* trace) {
+                    size_t d_k, size_t d_v, float scale, const ScoreMask& m,
+                    const AttentionTrace* trace) {
   const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
   const Doubles w = softmax_d(s, n_q, n_k, scale, m);
   if (trace) {
@@ -156,10 +158,14 @@ AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const D
 
 MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-  return {to_doubles(w.wq, s.d_model * hk), to_doubles(w.wk, s.d_model * hk),
-          to_doubles(w.wv, s.d_model * hv), to_doubles(w.wo, hv * s.d_model),
-          to_doubles(w.bq, hk),             to_doubles(w.bk, hk),
-          to_doubles(w.bv, hv),             to_doubles(w.bo, s.d_model)};
+  return {to_doubles(w.wq, s.d_model * hk),
+          to_doubles(w.wk, s.d_model * hk),
+          to_doubles(w.wv, s.d_model * hv),
+          to_doubles(w.wo, hv * s.d_model),
+          to_doubles(w.bq, hk),
+          to_doubles(w.bk, hk),
+          to_doubles(w.bv, hv),
+          to_doubles(w.bo, s.d_model)};
 }
 
 // x (n,d_model), w (d_model,cols), bias (cols or empty) -> x·w + bias (n,cols)
@@ -182,8 +188,8 @@ struct SequenceD {
 // x_b (n_q,d_model), context_b (n_k,d_model) of sequence b -> its forward. trace, when set,
 // receives the heads' attention intermediates of sequence b.
 SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const double* xb,
-                             const double* cb, float scale, const ScoreMask& mask, const MhaTrace* trace,
-                             size_t b) {
+                             const double* cb, float scale, const ScoreMask& mask,
+                             const MhaTrace* trace, size_t b) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   SequenceD f;
   f.q = project_d(xb, s.n_q, s.d_model, w.wq, w.bq, hk);
@@ -223,22 +229,23 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
     }
 }
 
-void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale, const ScoreMask& mask) {
+void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale,
+             const ScoreMask& mask) {
   store(softmax_d(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask), weights);
 }
 
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
-                       float scale, const ScoreMask& mask, const AttentionTrace* trace) {
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
+                       const ScoreMask& mask, const AttentionTrace* trace) {
   store(attention_d(to_doubles(q), to_doubles(k), to_doubles(v), q.rows, k.rows, q.cols, v.cols,
                     scale, mask, trace),
         out);
 }
 
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, float scale, const ScoreMask& mask) {
-  const AttentionGradsD g = attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v),
-                                                 to_doubles(d_out), q.rows, k.rows, q.cols,
-                                                 v.cols, scale, mask);
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask) {
+  const AttentionGradsD g =
+      attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v), to_doubles(d_out), q.rows,
+                           k.rows, q.cols, v.cols, scale, mask);
   store(g.dq, dq);
   store(g.dk, dk);
   store(g.dv, dv);
@@ -288,8 +295,8 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     for (size_t h = 0; h < s.heads; ++h) {
       const AttentionGradsD g = attention_backward_d(
           columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
-          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v),
-          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
+          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v),
+          s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
       set_columns(dq, s.n_q, hk, h * s.d_k, s.d_k, g.dq);
       set_columns(dk, s.n_k, hk, h * s.d_k, s.d_k, g.dk);
       set_columns(dv, s.n_k, hv, h * s.d_v, s.d_v, g.dv);
@@ -325,9 +332,9 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   if (grads.dbo) store(dbo, grads.dbo);
 }
 
-Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v,
-                                 size_t n_q, size_t n_k, size_t d_k, size_t d_v,
-                                 float scale, const ScoreMask& mask) {
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
+                                 size_t n_k, size_t d_k, size_t d_v, float scale,
+                                 const ScoreMask& mask) {
   return attention_d(q, k, v, n_q, n_k, d_k, d_v, scale, mask, nullptr);
 }
 

@@ -99,7 +99,8 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
                   const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
     float* w = weights + r * ld_weights;
-    const float row_max = masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
+    const float row_max =
+        masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
     if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
     } else if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
@@ -110,14 +111,13 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
   }
 }
 
-void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
-                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
-                          float scale, const ScoreMask& mask, float* row_max, float* row_sum,
-                          float* rescale) {
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p, size_t row0,
+                          size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
+                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale) {
   for (size_t r = 0; r < rows; ++r) {
     float* pr = p + r * ld_p;
-    const float block_max = masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, scale,
-                                              mask);
+    const float block_max =
+        masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, scale, mask);
     const float new_max = block_max != block_max ? block_max : std::max(row_max[r], block_max);
     if (new_max != new_max) {  // a NaN score: the row's output becomes NaN (see masked_scaled_row)
       std::fill(pr, pr + cols, kNaN);

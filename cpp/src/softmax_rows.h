@@ -31,14 +31,13 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
 // rescale[r] = exp(old max - new max) is the factor by which whatever was accumulated from
 // earlier blocks must be multiplied. After the last block, weights = p / row_sum (a row_sum of
 // 0 means every key was masked: a zero row). scores == p is allowed.
-void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
-                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
-                          float scale, const ScoreMask& mask, float* row_max, float* row_sum,
-                          float* rescale);
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p, size_t row0,
+                          size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
+                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
 
 // For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
-void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked,
-                      size_t row0, size_t rows, size_t n_k, float scale, const ScoreMask& mask);
+void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked, size_t row0,
+                      size_t rows, size_t n_k, float scale, const ScoreMask& mask);
 
 // ---- backward ----
 

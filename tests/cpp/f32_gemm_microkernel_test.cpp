@@ -20,7 +20,12 @@ const std::vector<size_t> kDepths = {1, 2, 3, 4, 5, 8, 17, 63, 64, 65, 129, 256,
 
 TEST_CASE("f32 gemm 4x8: a whole tile, every k") {
   for (size_t k : kDepths)
-    GemmMicrokernelTester().m(kMR).n(kNR).k(k).seed(static_cast<uint32_t>(k)).Test(f32_gemm_4x8_vec128);
+    GemmMicrokernelTester()
+        .m(kMR)
+        .n(kNR)
+        .k(k)
+        .seed(static_cast<uint32_t>(k))
+        .Test(f32_gemm_4x8_vec128);
 }
 
 TEST_CASE("f32 gemm 4x8: every m and n below the tile (row and column tails)") {
@@ -36,7 +41,8 @@ TEST_CASE("f32 gemm 4x8: c with a row stride past n") {
   for (size_t m = 1; m <= kMR; ++m)
     for (size_t n = 1; n <= kNR; ++n)
       for (size_t stride : {n + 1, size_t{11}, size_t{37}})
-        GemmMicrokernelTester().m(m).n(n).k(17).cm_stride(stride).seed(seed++).Test(f32_gemm_4x8_vec128);
+        GemmMicrokernelTester().m(m).n(n).k(17).cm_stride(stride).seed(seed++).Test(
+            f32_gemm_4x8_vec128);
 }
 
 TEST_CASE("f32 gemm 4x8: accumulate adds to c, full tiles and tails, strided") {

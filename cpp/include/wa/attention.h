@@ -57,8 +57,8 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 // accumulated) and must not overlap the inputs. Works in 2·n_q·n_k floats of its own memory.
 // Throws std::invalid_argument on shapes that do not fit together.
 // trace, when not null, receives the backward's own intermediates (see below).
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const struct AttentionBackwardTrace* trace = nullptr,
                         ThreadPool* pool = nullptr);
 
@@ -67,7 +67,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
 struct AttentionBackwardTrace {
   float* weights;    // P, the forward's weights
   float* d_weights;  // dP = ∂L/∂P = d_out·vᵀ
-  float* d_scores;   // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
+  float* d_scores;  // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
 };
 
 // Multi-head attention over a batch of sequences.
@@ -83,10 +83,10 @@ struct MhaShape {
   size_t batch = 1, n_q = 0, n_k = 0, d_model = 0, heads = 1, d_k = 0, d_v = 0;
 };
 struct MhaWeights {
-  const float* wq;  // (d_model, h·d_k)
-  const float* wk;  // (d_model, h·d_k)
-  const float* wv;  // (d_model, h·d_v)
-  const float* wo;  // (h·d_v, d_model)
+  const float* wq;            // (d_model, h·d_k)
+  const float* wk;            // (d_model, h·d_k)
+  const float* wv;            // (d_model, h·d_v)
+  const float* wo;            // (h·d_v, d_model)
   const float* bq = nullptr;  // (h·d_k), null = no bias
   const float* bk = nullptr;  // (h·d_k)
   const float* bv = nullptr;  // (h·d_v)
@@ -106,24 +106,24 @@ struct MhaTrace {
   float* concat;   // (batch, n_q, h·d_v): head i in columns [i·d_v,(i+1)·d_v)
 };
 
-void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                 const float* context, float* out, float scale, const ScoreMask& mask,
-                 const MhaTrace* trace = nullptr, ThreadPool* pool = nullptr);
+void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
+                 ThreadPool* pool = nullptr);
 
 // Gradients of mha_forward, each the shape of what it differentiates. Caller-owned; written,
 // not accumulated; weight and bias gradients are summed over the batch.
 struct MhaGrads {
-  float* dx;                        // (batch, n_q, d_model)
-  float* d_context = nullptr;       // (batch, n_k, d_model); null for self-attention, whose
-                                    // context is x: dx then carries the K and V terms too
-  float* dwq;                       // (d_model, h·d_k)
-  float* dwk;                       // (d_model, h·d_k)
-  float* dwv;                       // (d_model, h·d_v)
-  float* dwo;                       // (h·d_v, d_model)
-  float* dbq = nullptr;             // (h·d_k); set exactly when w.bq is
-  float* dbk = nullptr;             // (h·d_k); set exactly when w.bk is
-  float* dbv = nullptr;             // (h·d_v); set exactly when w.bv is
-  float* dbo = nullptr;             // (d_model); set exactly when w.bo is
+  float* dx;                   // (batch, n_q, d_model)
+  float* d_context = nullptr;  // (batch, n_k, d_model); null for self-attention, whose
+                               // context is x: dx then carries the K and V terms too
+  float* dwq;                  // (d_model, h·d_k)
+  float* dwk;                  // (d_model, h·d_k)
+  float* dwv;                  // (d_model, h·d_v)
+  float* dwo;                  // (h·d_v, d_model)
+  float* dbq = nullptr;        // (h·d_k); set exactly when w.bq is
+  float* dbk = nullptr;        // (h·d_k); set exactly when w.bk is
+  float* dbv = nullptr;        // (h·d_v); set exactly when w.bv is
+  float* dbo = nullptr;        // (d_model); set exactly when w.bo is
 };
 
 // The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
@@ -136,8 +136,8 @@ struct MhaGrads {
 //   K = context·W_K + b_K           -> dW_K = contextᵀ·dK, db_K = Σ_rows dK, d_context = dK·W_Kᵀ
 //   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
 // Throws std::invalid_argument on impossible shapes or missing buffers.
-void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                  const float* context, const MhaTrace& saved, const float* d_out, float scale,
-                  const ScoreMask& mask, const MhaGrads& grads, ThreadPool* pool = nullptr);
+void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                  const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
+                  const MhaGrads& grads, ThreadPool* pool = nullptr);
 
 }  // namespace wa

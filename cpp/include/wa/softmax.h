@@ -19,9 +19,9 @@
 namespace wa {
 
 struct ScoreMask {
-  bool causal = false;             // query i sees keys j <= i
-  const uint8_t* keep = nullptr;   // (n_q,n_k), 1 = keep, 0 = masked; null keeps all
-  const float* bias = nullptr;     // (n_q,n_k), added after scaling; -inf masks; null adds 0
+  bool causal = false;            // query i sees keys j <= i
+  const uint8_t* keep = nullptr;  // (n_q,n_k), 1 = keep, 0 = masked; null keeps all
+  const float* bias = nullptr;    // (n_q,n_k), added after scaling; -inf masks; null adds 0
 };
 
 }  // namespace wa
