@@ -1,23 +1,24 @@
-// The units of attention work the thread pool spreads: blocks of query rows over k and v
+// The forward units of attention work (attention_blocks.h): blocks of query rows over k and v
 // packed once per attention (so every block runs the GEMM kernel on ready-made panels).
-//   attention_rows        every score of the block at once (what a trace shows)
+//   attention_rows        every score of the block at once, into a trace
 //   attention_rows_fused  one key block at a time with an online softmax: (rows, kKeyBlock)
 //                         scores at most, never (n_q,n_k), so long sequences fit in memory
-#include "attention_rows.h"
-
 #include <algorithm>
 #include <limits>
 
+#include "attention_blocks.h"
+#include "gemm_packed.h"
 #include "scratch.h"
 #include "sizes.h"
+#include "softmax_rows.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
 namespace {
 
-constexpr size_t kNR = 8;          // columns per packed panel (gemm_kernels.h kGemmNR)
-constexpr size_t kKeyBlock = 256;  // keys per step of the fused form: a (32,256) score block is 32 KB
+constexpr size_t kKeyBlock =
+    256;  // keys per step of the fused form: a (32,256) score block is 32 KB
 
 }  // namespace
 
@@ -29,45 +30,32 @@ PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) 
   const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
   float* kt = buffer;
   float* vp = buffer + packed_b_floats(d_k, n_k);
-  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of 8 keys
-  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of 8 columns
+  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
+  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
   return {kt, vp, n_k, d_k, d_v};
 }
 
-void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, const ScoreMask& mask,
-                    size_t r0, size_t r1, const AttentionTrace* trace) {
-  const size_t rows = r1 - r0, n_k = kv.n_k;
-  // Causal: query i sees keys j <= i, so keys from r1 on are masked for the whole block and
-  // need not be scored. A trace shows every score, so it takes them all.
-  const size_t cols = mask.causal && !trace ? std::min(n_k, r1) : n_k;
+void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                    const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace) {
+  // A trace shows every score, causal or not: all n_k keys are scored.
+  const size_t rows = r1 - r0, n_k = kv.n_k, ld = n_k;
+  float* scores = trace.scores + r0 * ld;
+  float* weights = trace.weights + r0 * ld;
 
-  float* scores;
-  float* weights;
-  size_t ld;
-  if (trace) {
-    ld = n_k;
-    scores = trace->scores + r0 * ld;
-    weights = trace->weights + r0 * ld;
-  } else {
-    ld = cols;
-    scores = weights = thread_scratch(ScratchSlot::attention_scores, rows * cols);
-  }
-
-  // q_block (rows,d_k), kᵀ (d_k,cols) -> scores (rows,cols)
-  gemm_packed_b(Transpose::no, rows, cols, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k,
-                scores, ld, false);
-  if (trace)
-    score_trace_rows(scores, ld, trace->scaled + r0 * ld, trace->masked + r0 * ld, r0, rows,
-                     n_k, mask);
-  // scores (rows,cols) -> weights (rows,cols)
-  softmax_rows(scores, ld, weights, ld, r0, rows, cols, n_k, mask);
-  // weights (rows,cols), v (cols,d_v) -> out_block (rows,d_v)
-  gemm_packed_b(Transpose::no, rows, kv.d_v, cols, weights, ld, kv.v, n_k,
-                out.data + r0 * out.ld, out.ld, false);
+  // q_block (rows,d_k), kᵀ (d_k,n_k) -> scores (rows,n_k)
+  gemm_packed_b(Transpose::no, rows, n_k, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k, scores,
+                ld, false);
+  score_trace_rows(scores, ld, trace.scaled + r0 * ld, trace.masked + r0 * ld, r0, rows, n_k, scale,
+                   mask);
+  // scores (rows,n_k) -> weights (rows,n_k)
+  softmax_rows(scores, ld, weights, ld, r0, rows, n_k, n_k, scale, mask);
+  // weights (rows,n_k), v (n_k,d_v) -> out_block (rows,d_v)
+  gemm_packed_b(Transpose::no, rows, kv.d_v, n_k, weights, ld, kv.v, n_k, out.data + r0 * out.ld,
+                out.ld, false);
 }
 
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const ScoreMask& mask,
-                          size_t r0, size_t r1) {
+void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                          const ScoreMask& mask, size_t r0, size_t r1) {
   const size_t rows = r1 - r0, n_k = kv.n_k;
   const size_t last = mask.causal ? std::min(n_k, r1) : n_k;  // keys past r1-1 are all masked
   float* p = thread_scratch(ScratchSlot::attention_scores, rows * kKeyBlock + 3 * rows);
@@ -82,16 +70,16 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const S
     const size_t cols = std::min(kKeyBlock, last - j0);
     // q_block (rows,d_k), kᵀ columns [j0,j0+cols) -> s (rows,cols)
     gemm_packed_b(Transpose::no, rows, cols, kv.d_k, q.data + r0 * q.ld, q.ld,
-                  kv.kt + j0 * kv.d_k, kv.d_k, p, kKeyBlock, false);
+                  packed_b_block(kv.kt, kv.d_k, 0, j0), kv.d_k, p, kKeyBlock, false);
     // s -> p = exp(x - running max); what out holds so far is rescaled to the new max
-    softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, mask, row_max,
+    softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, scale, mask, row_max,
                          row_sum, rescale);
     if (j0 > 0)
       for (size_t r = 0; r < rows; ++r)
         for (size_t c = 0; c < kv.d_v; ++c) o[r * out.ld + c] *= rescale[r];
     // p (rows,cols), v rows [j0,j0+cols) (cols,d_v) -> out_block (rows,d_v), summed over blocks
-    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock, kv.v + j0 * kNR, n_k, o,
-                  out.ld, j0 > 0);
+    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock, packed_b_block(kv.v, n_k, j0, 0),
+                  n_k, o, out.ld, j0 > 0);
   }
   // out /= Σ exp(x - max); a row with every key masked has the sum 0 and stays a zero row
   for (size_t r = 0; r < rows; ++r) {
@@ -100,7 +88,7 @@ void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, const S
   }
 }
 
-void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matrix p,
+void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,
                        ThreadPool* pool) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
@@ -112,8 +100,9 @@ void attention_weights(ConstMatrix q, ConstMatrix k, const ScoreMask& mask, Matr
     const size_t cols = mask.causal ? std::min(n_k, r1) : n_k;
     float* p_block = p.data + r0 * p.ld;
     gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
-    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, cols, n_k, mask);
-    for (size_t r = 0; r < rows; ++r) std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
+    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, cols, n_k, scale, mask);
+    for (size_t r = 0; r < rows; ++r)
+      std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
   });
 }
 
