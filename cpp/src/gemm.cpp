@@ -25,7 +25,8 @@ using kernels::kNR;
 using namespace simd;
 
 constexpr size_t kLanes = 4;  // floats per f32x4
-static_assert(kMR == kLanes && kNR == 2 * kLanes, "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
+static_assert(kMR == kLanes && kNR == 2 * kLanes,
+              "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
 
 constexpr size_t kKC = 256;  // k per packed slice: a 4x256 a panel is 4 KB, an 8x256 b panel 8 KB
 constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 64 KB, in L2
@@ -60,12 +61,14 @@ void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_
       }
     }
     for (; p < kc; ++p)
-      for (size_t r = 0; r < kMR; ++r) dst[p * kMR + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
+      for (size_t r = 0; r < kMR; ++r)
+        dst[p * kMR + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
   }
 }
 
 // op(b) (k,n), columns [j0,j0+kNR) -> one panel (k,kNR): step p holds b(p, j0..j0+kNR-1).
-void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, size_t j0, float* dst) {
+void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, size_t j0,
+                  float* dst) {
   const size_t nr = std::min(kNR, n - j0);
   size_t p = 0;
   if (nr == kNR && tb == Transpose::no) {
@@ -131,9 +134,8 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
         const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
         const size_t nr = std::min(kNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kMR) {
-          kernels::f32_gemm_4x8_vec128(std::min(kMR, m - i), nr, kc,
-                                       packed_a + (i - i0) * kc, b_panel, c + i * ldc + j, ldc,
-                                       accumulate || p0 > 0);
+          kernels::f32_gemm_4x8_vec128(std::min(kMR, m - i), nr, kc, packed_a + (i - i0) * kc,
+                                       b_panel, c + i * ldc + j, ldc, accumulate || p0 > 0);
         }
       }
     }

@@ -16,7 +16,7 @@ constexpr size_t kNR = 8;  // columns of c per tile: two f32x4
 // c (mr,nr) [+]= a (mr,kc) · b (kc,nr), 1 <= mr <= kMR, 1 <= nr <= kNR, from a packed a panel
 // (kc,kMR) and b panel (kc,kNR); c has row stride ldc. accumulate: add to c instead of
 // overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
-void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
-                         float* c, size_t ldc, bool accumulate);
+void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
+                         size_t ldc, bool accumulate);
 
 }  // namespace wa::kernels

@@ -28,7 +28,8 @@ struct Grads {
 
 Grads backward(const Problem& p, float scale, const ScoreMask& m, ThreadPool* pool = nullptr) {
   Grads g(p);
-  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, nullptr, pool);
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, nullptr,
+                     pool);
   return g;
 }
 Grads backward_ref(const Problem& p, float scale, const ScoreMask& m) {
@@ -72,14 +73,18 @@ TEST_CASE("attention backward reference equals central finite differences of the
         const KeepAndBias kb(n_q, n_k, seed + 4);
         if (kind == 2) kb.apply(m);
         INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
-                    << (kind == 1 ? " causal" : kind == 2 ? " keep+bias" : ""));
+                    << (kind == 1   ? " causal"
+                        : kind == 2 ? " keep+bias"
+                                    : ""));
 
         const Grads g = backward_ref(p, scale, m);
-        test::Doubles q = test::to_doubles(p.q), k = test::to_doubles(p.k), v = test::to_doubles(p.v);
+        test::Doubles q = test::to_doubles(p.q), k = test::to_doubles(p.k),
+                      v = test::to_doubles(p.v);
         const test::Doubles d_out = test::to_doubles(p.d_out);
         // L = Σ d_out ⊙ attention(q, k, v)
         const auto loss = [&] {
-          return test::dot(d_out, ref::attention_forward_double(q, k, v, n_q, n_k, d_k, d_v, scale, m));
+          return test::dot(d_out,
+                           ref::attention_forward_double(q, k, v, n_q, n_k, d_k, d_v, scale, m));
         };
         CHECK_GRADIENT("dq", g.dq, test::central_differences(q, loss), 1e-6, 1e-3);
         CHECK_GRADIENT("dk", g.dk, test::central_differences(k, loss), 1e-6, 1e-3);
@@ -100,8 +105,10 @@ TEST_CASE("attention backward matches the reference over odd n_q, n_k, d_k != d_
       ScoreMask m;
       const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
       m.causal = causal;
-      INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v << " causal=" << causal);
-      const Grads fast = backward(p, scale, m, &test::test_pool()), slow = backward_ref(p, scale, m);
+      INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
+                  << " causal=" << causal);
+      const Grads fast = backward(p, scale, m, &test::test_pool()),
+                  slow = backward_ref(p, scale, m);
       CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));
       CHECK_CLOSE(fast.dk, slow.dk, 4e-6 * magnitude(slow.dk));
       CHECK_CLOSE(fast.dv, slow.dv, 4e-6 * magnitude(slow.dv));
@@ -119,7 +126,8 @@ TEST_CASE("attention backward with keep mask and bias matches the reference") {
       m.causal = n_q % 2 == 1;
       kb.apply(m);
       INFO("n_q=" << n_q << " n_k=" << n_k << " causal=" << m.causal);
-      const Grads fast = backward(p, scale, m, &test::test_pool()), slow = backward_ref(p, scale, m);
+      const Grads fast = backward(p, scale, m, &test::test_pool()),
+                  slow = backward_ref(p, scale, m);
       CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));
       CHECK_CLOSE(fast.dk, slow.dk, 4e-6 * magnitude(slow.dk));
       CHECK_CLOSE(fast.dv, slow.dv, 4e-6 * magnitude(slow.dv));
@@ -189,7 +197,8 @@ TEST_CASE("a query whose keys are all masked gets an exactly zero dq row and add
   // Their d_out rows do not reach dk or dv; another query's does.
   for (size_t i : {size_t{2}, size_t{4}, size_t{3}}) {
     Problem changed = p;
-    for (size_t c = 0; c < p.d_v; ++c) changed.d_out[i * p.d_v + c] = 100.0f + static_cast<float>(c);
+    for (size_t c = 0; c < p.d_v; ++c)
+      changed.d_out[i * p.d_v + c] = 100.0f + static_cast<float>(c);
     const Grads after = backward(changed, scale, m, &test::test_pool());
     const bool same = after.dk == before.dk && after.dv == before.dv;  // value comparison
     INFO("d_out row " << i << " changed");
@@ -204,7 +213,8 @@ TEST_CASE("attention backward gives bitwise identical gradients on 1 and 3 threa
     const float scale = 1.0f / std::sqrt(65.0f);
     m.causal = causal;
     ThreadPool one(1), three(3);
-    const Grads serial = backward(p, scale, m, nullptr), g1 = backward(p, scale, m, &one), g3 = backward(p, scale, m, &three);
+    const Grads serial = backward(p, scale, m, nullptr), g1 = backward(p, scale, m, &one),
+                g3 = backward(p, scale, m, &three);
     INFO("causal=" << causal << ", threads in the pool of 3: " << three.threads());
     CHECK(test::bitwise_equal(g1.dq, g3.dq));
     CHECK(test::bitwise_equal(g1.dk, g3.dk));
@@ -215,7 +225,9 @@ TEST_CASE("attention backward gives bitwise identical gradients on 1 and 3 threa
   }
 }
 
-TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS zero where masked and dq = dS·k") {
+TEST_CASE(
+    "attention backward trace: P as the forward's, dP = d_out·vᵀ, dS zero where masked and dq = "
+    "dS·k") {
   const Problem p(9, 13, 5, 4, 321);
   ScoreMask m;
   const float scale = 0.4f;
@@ -224,7 +236,8 @@ TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS ze
   std::vector<float> weights(nn), d_weights(nn), d_scores(nn);
   const AttentionBackwardTrace trace{weights.data(), d_weights.data(), d_scores.data()};
   Grads g(p);
-  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, &trace, &test::test_pool());
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, &trace,
+                     &test::test_pool());
   CHECK(test::bitwise_equal(g.dq, backward(p, scale, m).dq));  // the trace changes nothing
 
   test::TracedForward fwd(p.n_q, p.n_k, p.d_v);
@@ -232,9 +245,11 @@ TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS ze
   CHECK(test::bitwise_equal(weights, fwd.weights));
 
   std::vector<float> dp(nn), dq(p.n_q * p.d_k);
-  ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(), p.d_v, dp.data(), p.n_k, false);
+  ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(),
+            p.d_v, dp.data(), p.n_k, false);
   CHECK_CLOSE(d_weights, dp, 1e-6);
-  ref::gemm(Transpose::no, Transpose::no, p.n_q, p.d_k, p.n_k, d_scores.data(), p.n_k, p.k.data(), p.d_k, dq.data(), p.d_k, false);
+  ref::gemm(Transpose::no, Transpose::no, p.n_q, p.d_k, p.n_k, d_scores.data(), p.n_k, p.k.data(),
+            p.d_k, dq.data(), p.d_k, false);
   CHECK_CLOSE(g.dq, dq, 1e-6);
   for (size_t i = 0; i < p.n_q; ++i)
     for (size_t j = i + 1; j < p.n_k; ++j) CHECK(d_scores[i * p.n_k + j] == 0.0f);
@@ -245,14 +260,15 @@ TEST_CASE("attention backward rejects shapes that do not fit together, naming th
   Grads g(p);
   const Matrix dk_wrong{g.dk.data(), 5, 2, 2};
   CHECK_THROWS_WITH_AS(
-      attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), dk_wrong, g.dV(p), 1.0f, ScoreMask{}),
+      attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), dk_wrong, g.dV(p), 1.0f,
+                         ScoreMask{}),
       "attention backward: dk must be (n_k,d_k), as k: q (4,3), k (5,3), v (5,2), d_out (4,2), "
       "dq (4,3), dk (5,2), dv (5,2)",
       std::invalid_argument);
   const ConstMatrix d_out_wrong{p.d_out.data(), 4, 3, 3};
-  CHECK_THROWS_AS(
-      attention_backward(p.Q(), p.K(), p.V(), d_out_wrong, g.dQ(p), g.dK(p), g.dV(p), 1.0f, ScoreMask{}),
-      std::invalid_argument);
+  CHECK_THROWS_AS(attention_backward(p.Q(), p.K(), p.V(), d_out_wrong, g.dQ(p), g.dK(p), g.dV(p),
+                                     1.0f, ScoreMask{}),
+                  std::invalid_argument);
 }
 
 }  // namespace

@@ -14,7 +14,10 @@ struct AttentionProblem {
   size_t n_q, n_k, d_k, d_v;
   std::vector<float> q, k, v, d_out;
   AttentionProblem(size_t nq, size_t nk, size_t dk, size_t dv, uint32_t seed, float range = 1.0f)
-      : n_q(nq), n_k(nk), d_k(dk), d_v(dv),
+      : n_q(nq),
+        n_k(nk),
+        d_k(dk),
+        d_v(dv),
         q(random_floats(nq * dk, seed, -range, range)),
         k(random_floats(nk * dk, seed + 1, -range, range)),
         v(random_floats(nk * dv, seed + 2)),
@@ -30,7 +33,11 @@ struct TracedForward {
   std::vector<float> out, scores, scaled, masked, weights;
   AttentionTrace trace;
   TracedForward(size_t n_q, size_t n_k, size_t d_v)
-      : out(n_q * d_v), scores(n_q * n_k), scaled(n_q * n_k), masked(n_q * n_k), weights(n_q * n_k),
+      : out(n_q * d_v),
+        scores(n_q * n_k),
+        scaled(n_q * n_k),
+        masked(n_q * n_k),
+        weights(n_q * n_k),
         trace{scores.data(), scaled.data(), masked.data(), weights.data()} {}
   Matrix Out(size_t n_q, size_t d_v) { return {out.data(), n_q, d_v, d_v}; }
 };

@@ -17,9 +17,11 @@ using test::kOddSizes;
 using Inputs = test::AttentionProblem;
 using Traced = test::TracedForward;
 
-std::vector<float> run(const Inputs& in, float scale, const ScoreMask& m, ThreadPool* pool = nullptr) {
+std::vector<float> run(const Inputs& in, float scale, const ScoreMask& m,
+                       ThreadPool* pool = nullptr) {
   std::vector<float> out(in.n_q * in.d_v);
-  attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, scale, m, nullptr, pool);
+  attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, scale, m, nullptr,
+                    pool);
   return out;
 }
 std::vector<float> run_ref(const Inputs& in, float scale, const ScoreMask& m) {
@@ -40,7 +42,8 @@ TEST_CASE("attention matches the reference over odd n_q, n_k, d_k != d_v, causal
         ScoreMask m;
         const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
         m.causal = causal;
-        INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v << " causal=" << causal);
+        INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
+                    << " causal=" << causal);
         CHECK_CLOSE(run(in, scale, m, &test::test_pool()), run_ref(in, scale, m), 2e-6);
       }
     }
@@ -62,9 +65,10 @@ TEST_CASE("attention with keep mask and bias matches the reference, and so does 
       m.bias = bias.data();
 
       Traced fast(n_q, n_k, in.d_v), slow(n_q, n_k, in.d_v);
-      attention_forward(in.Q(), in.K(), in.V(), {fast.out.data(), n_q, in.d_v, in.d_v}, scale, m, &fast.trace,
-                        &test::test_pool());
-      ref::attention_forward(in.Q(), in.K(), in.V(), {slow.out.data(), n_q, in.d_v, in.d_v}, scale, m, &slow.trace);
+      attention_forward(in.Q(), in.K(), in.V(), {fast.out.data(), n_q, in.d_v, in.d_v}, scale, m,
+                        &fast.trace, &test::test_pool());
+      ref::attention_forward(in.Q(), in.K(), in.V(), {slow.out.data(), n_q, in.d_v, in.d_v}, scale,
+                             m, &slow.trace);
       INFO("n_q=" << n_q << " n_k=" << n_k << " causal=" << m.causal);
       CHECK_CLOSE(fast.out, slow.out, 2e-6);
       CHECK_CLOSE(fast.scores, slow.scores, 4e-6);
@@ -126,7 +130,8 @@ TEST_CASE("attention weight rows sum to 1") {
   const float scale = 0.5f;
   m.causal = true;
   Traced t(in.n_q, in.n_k, in.d_v);
-  attention_forward(in.Q(), in.K(), in.V(), {t.out.data(), in.n_q, in.d_v, in.d_v}, scale, m, &t.trace);
+  attention_forward(in.Q(), in.K(), in.V(), {t.out.data(), in.n_q, in.d_v, in.d_v}, scale, m,
+                    &t.trace);
   for (size_t i = 0; i < in.n_q; ++i) {
     double sum = 0;
     for (size_t j = 0; j < in.n_k; ++j) sum += t.weights[i * in.n_k + j];
@@ -152,8 +157,10 @@ TEST_CASE("causal output row i does not change when keys and values after i chan
     INFO("keys and values changed from " << changed_from);
     for (size_t i = 0; i < n; ++i) {
       const bool same = std::memcmp(&before[i * d_v], &after[i * d_v], d_v * sizeof(float)) == 0;
-      if (i < changed_from) CHECK(same);
-      else CHECK_FALSE(same);  // the row does see the change: the test can tell
+      if (i < changed_from)
+        CHECK(same);
+      else
+        CHECK_FALSE(same);  // the row does see the change: the test can tell
     }
   }
 }
@@ -192,8 +199,10 @@ void overflow_rows_are_nan(const std::vector<float>& q, const std::vector<float>
   std::vector<float> out(4), out_traced(4), scores(4), scaled(4), masked(4), weights(4);
   const AttentionTrace trace{scores.data(), scaled.data(), masked.data(), weights.data()};
   ScoreMask m;
-  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out.data(), 2, 2, 2}, 1.0f, m);
-  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out_traced.data(), 2, 2, 2}, 1.0f, m, &trace);
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2},
+                    {out.data(), 2, 2, 2}, 1.0f, m);
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2},
+                    {out_traced.data(), 2, 2, 2}, 1.0f, m, &trace);
   for (const std::vector<float>* o : {&out, &out_traced}) {
     CHECK(std::isnan((*o)[0]));
     CHECK(std::isnan((*o)[1]));
@@ -223,8 +232,9 @@ TEST_CASE("attention rejects shapes that do not fit together, naming them") {
       "attention: k must have as many columns as q (d_k): q (4,3), k (5,2), v (5,2), out (4,2)",
       std::invalid_argument);
   const ConstMatrix v_wrong{in.v.data(), 4, 2, 2};
-  CHECK_THROWS_AS(attention_forward(in.Q(), in.K(), v_wrong, {out.data(), 4, 2, 2}, 1.0f, ScoreMask{}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      attention_forward(in.Q(), in.K(), v_wrong, {out.data(), 4, 2, 2}, 1.0f, ScoreMask{}),
+      std::invalid_argument);
 }
 
 }  // namespace

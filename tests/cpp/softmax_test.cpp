@@ -11,12 +11,14 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Whole-matrix fast softmax, for the tests.
-std::vector<float> softmax_fast(const std::vector<float>& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
+std::vector<float> softmax_fast(const std::vector<float>& s, size_t n_q, size_t n_k, float scale,
+                                const ScoreMask& m) {
   std::vector<float> w(s.size());
   softmax_rows(s.data(), n_k, w.data(), n_k, 0, n_q, n_k, n_k, scale, m);
   return w;
 }
-std::vector<float> softmax_ref(const std::vector<float>& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
+std::vector<float> softmax_ref(const std::vector<float>& s, size_t n_q, size_t n_k, float scale,
+                               const ScoreMask& m) {
   std::vector<float> w(s.size());
   ref::softmax(s.data(), w.data(), n_q, n_k, scale, m);
   return w;
@@ -54,8 +56,10 @@ TEST_CASE("softmax rows sum to 1 and masked keys get exactly 0") {
     double sum = 0;
     for (size_t j = 0; j < n_k; ++j) {
       sum += w[i * n_k + j];
-      if (j > i) CHECK(w[i * n_k + j] == 0.0f);
-      else CHECK(w[i * n_k + j] > 0.0f);
+      if (j > i)
+        CHECK(w[i * n_k + j] == 0.0f);
+      else
+        CHECK(w[i * n_k + j] > 0.0f);
     }
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
   }
@@ -71,7 +75,8 @@ TEST_CASE("adding a constant to a score row changes no weight") {
   for (size_t i = 0; i < n_q; ++i)
     for (size_t j = 0; j < n_k; ++j) shifted[i * n_k + j] += 64.0f * (i + 1);
   const ScoreMask m;
-  CHECK(test::bitwise_equal(softmax_fast(shifted, n_q, n_k, 1.0f, m), softmax_fast(s, n_q, n_k, 1.0f, m)));
+  CHECK(test::bitwise_equal(softmax_fast(shifted, n_q, n_k, 1.0f, m),
+                            softmax_fast(s, n_q, n_k, 1.0f, m)));
   CHECK_CLOSE(softmax_ref(shifted, n_q, n_k, 1.0f, m), softmax_ref(s, n_q, n_k, 1.0f, m), 0.0);
 }
 

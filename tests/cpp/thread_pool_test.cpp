@@ -23,7 +23,10 @@ TEST_CASE("parallel_for runs each task exactly once, call after call") {
 
 TEST_CASE("an exception in a task reaches the caller and the pool keeps working") {
   ThreadPool pool(3);
-  CHECK_THROWS_AS(pool.parallel_for(50, [](size_t i) { if (i == 17) throw std::runtime_error("task 17"); }),
+  CHECK_THROWS_AS(pool.parallel_for(50,
+                                    [](size_t i) {
+                                      if (i == 17) throw std::runtime_error("task 17");
+                                    }),
                   std::runtime_error);
   std::atomic<size_t> sum{0};
   pool.parallel_for(10, [&](size_t i) { sum += i; });

@@ -1,5 +1,8 @@
 // The object createAttention() resolves to: scaled dot-product attention, and the factory
 // for multi-head attention layers, over one wasm module instance.
+import {
+  attentionBackwardTrace, attentionTrace, matrix, scoreMask,
+} from './binding.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
@@ -39,14 +42,15 @@ function checkAttention(where, q, k, v, options) {
   };
 }
 
-// The binding's AttentionArgs: q, k, v and the mask copied into the call's scope s.
-function attentionArgs(s, c, q, k, v) {
-  const { nQ, nK, dK, dV, scale, causal, keep, bias } = c;
+// The inputs attentionForward and attentionBackward share, copied into the call's scope s:
+// q, k, v as matrices, and the mask.
+function attentionInputs(s, c, q, k, v) {
+  const { nQ, nK, dK, dV, causal, keep, bias } = c;
   return {
-    q: s.putFinite(q.data, 'q.data'), k: s.putFinite(k.data, 'k.data'), v: s.putFinite(v.data, 'v.data'), out: 0,
-    nQ, nK, dK, dV, scale, causal,
-    keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0,
-    scores: 0, scaled: 0, masked: 0, weights: 0,
+    q: matrix(s.putFinite(q.data, 'q.data'), nQ, dK),
+    k: matrix(s.putFinite(k.data, 'k.data'), nK, dK),
+    v: matrix(s.putFinite(v.data, 'v.data'), nK, dV),
+    mask: scoreMask({ causal, keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0 }),
   };
 }
 
@@ -57,11 +61,13 @@ export class Attention {
     this.#rt = new Runtime(module, variant);
   }
 
-  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }.
+  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }; simd says whether
+  // the module's vectors compiled to wasm SIMD128 (isa 'wasm-simd128'), as both builds do.
   get backend() {
     const { module, variant } = this.#rt;
     this.#rt.checkAlive('backend');
-    return { simd: true, threads: module.threads(), variant, isa: module.simdIsa() };
+    const isa = module.simdIsa();
+    return { simd: isa === 'wasm-simd128', threads: module.threads(), variant, isa };
   }
 
   // Bytes of wasm memory in all, and bytes currently allocated in it (for leak checks).
@@ -78,18 +84,20 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
-    const { nQ, nK, dV, trace } = c;
+    const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
-      args.out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
+      const inputs = attentionInputs(s, c, q, k, v);
+      const out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
+      const traced = {};
       if (trace) {
-        for (const name of TRACE_NAMES) args[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+        for (const name of TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
-      rt.call(where, 'attentionForward', args);
-      const result = { output: tensor(heap.readFinite(args.out, nQ * dV, where, 'output'), [nQ, dV]) };
+      rt.call(where, 'attentionForward', inputs.q, inputs.k, inputs.v, matrix(out, nQ, dV), scale, inputs.mask,
+        attentionTrace(traced));
+      const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
       if (trace) {
-        for (const name of TRACE_NAMES) result[name] = tensor(heap.read(args[name], nQ * nK), [nQ, nK]);
+        for (const name of TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
       return result;
     });
@@ -104,28 +112,29 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
-    const { nQ, nK, dK, dV, trace } = c;
+    const { nQ, nK, dK, dV, scale, trace } = c;
     checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
     if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of `
+        + `attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
-      const grads = {
-        dOut: s.putFinite(dOutput.data, 'dOutput.data'),
-        dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv'),
-        weights: 0, dWeights: 0, dScores: 0,
-      };
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) grads[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
-      rt.call(where, 'attentionBackward', args, grads);
+      const inputs = attentionInputs(s, c, q, k, v);
+      const dOut = matrix(s.putFinite(dOutput.data, 'dOutput.data'), nQ, dV);
+      const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
+      const traced = {};
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+      rt.call(where, 'attentionBackward', inputs.q, inputs.k, inputs.v, dOut,
+        matrix(grads.dq, nQ, dK), matrix(grads.dk, nK, dK), matrix(grads.dv, nK, dV), scale, inputs.mask,
+        attentionBackwardTrace(traced));
       const read = (name, size) => heap.readFinite(grads[name], size, where, name);
       const result = {
         dq: tensor(read('dq', nQ * dK), [nQ, dK]),
         dk: tensor(read('dk', nK * dK), [nK, dK]),
         dv: tensor(read('dv', nK * dV), [nK, dV]),
       };
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(grads[name], nQ * nK), [nQ, nK]);
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       return result;
     });
   }
@@ -143,13 +152,17 @@ export class Attention {
     const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
     const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
     if (kb !== k) {
-      throw new RangeError(`${where}: a is ${showShape(a.shape)}${transposeA ? ' (transposed)' : ''} and b is ${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}: the inner sizes ${k} and ${kb} must match`);
+      const aIs = `${showShape(a.shape)}${transposeA ? ' (transposed)' : ''}`;
+      const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
+      throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = { a: s.putFinite(a.data, 'a.data'), b: s.putFinite(b.data, 'b.data'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
-      rt.call(where, 'matmul', args);
-      return tensor(heap.readFinite(args.c, m * n, where, 'the product'), [m, n]);
+      const pa = s.putFinite(a.data, 'a.data'), pb = s.putFinite(b.data, 'b.data');
+      const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
+      // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
+      rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
+      return tensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n]);
     });
   }
 

@@ -2,6 +2,9 @@
 //   Q = x·wq + bq [n,h·dK], K = context·wk + bk, V = context·wv + bv [nK,h·dV]
 //   head i: attention over columns [i·dK,(i+1)·dK) of Q and K and [i·dV,(i+1)·dV) of V
 //   output = concat(heads)·wo + bo [n,dModel]
+import {
+  mhaGrads, mhaShape, mhaTrace, mhaWeights, scoreMask,
+} from './binding.js';
 import { random, xavierUniform } from './init.js';
 import {
   checkBoolean, checkFinite, checkMask, checkOptions, checkPositiveInteger, checkScale,
@@ -20,7 +23,7 @@ const leftBehind = new FinalizationRegistry(({ rt, ptrs, holder }) => {
 });
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
-function columns(src, rows, stride, c0, width) {
+export function columns(src, rows, stride, c0, width) {
   const out = new Float32Array(rows * width);
   for (let r = 0; r < rows; ++r) out.set(src.subarray(r * stride + c0, r * stride + c0 + width), r * width);
   return out;
@@ -68,7 +71,8 @@ export class MultiHeadAttention {
         if (w[name] === undefined && BIAS_NAMES.includes(name)) continue;  // a missing bias is zero
         checkTensor(where, `weights.${name}`, w[name], [shapes[name].length], showShape(shapes[name]));
         if (w[name].shape.some((d, i) => d !== shapes[name][i])) {
-          throw new RangeError(`${where}: weights.${name} is ${showShape(w[name].shape)} but dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
+          throw new RangeError(`${where}: weights.${name} is ${showShape(w[name].shape)} but `
+            + `dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
         }
         values[name] = w[name].data;
       }
@@ -119,7 +123,8 @@ export class MultiHeadAttention {
       checkTensor(where, 'context', o.context, [rank], rank === 3 ? '[batch,nK,dModel]' : '[nK,dModel]');
       const cs = o.context.shape;
       if (cs[rank - 1] !== dModel || (rank === 3 && cs[0] !== batch)) {
-        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`);
+        const needs = `${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`;
+        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${needs}`);
       }
       nK = cs[rank - 2];
     }
@@ -156,31 +161,24 @@ export class MultiHeadAttention {
 
   // The forward's wasm call over the saved buffers, and its results read back.
   #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
-    const { dModel, heads, dK, dV, bias } = this.config;
+    const { dModel, heads, dK, dV } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
     const hk = heads * dK, hv = heads * dV, nn = nQ * nK;
     return heap.scoped(where, (s) => {
-      const p = this.#ptrs;
-      const args = {
-        batch, nQ, nK, dModel, heads, dK, dV,
-        x: saved.x, context: saved.context,
-        out: s.alloc(batch * nQ * dModel * 4, 'the output'),
-        wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
-        bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
-        scale, causal, keep: saved.keep, bias: saved.bias,
-        q: saved.q, k: saved.k, v: saved.v, concat: saved.concat,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
+      const out = s.alloc(batch * nQ * dModel * 4, 'the output');
+      // q, k, v, concat into the saved buffers (the backward reads them); scores..weights only with trace
+      const traced = { q: saved.q, k: saved.k, v: saved.v, concat: saved.concat };
       const scoreSizes = { scores: batch * heads * nn, scaled: batch * heads * nn, masked: batch * heads * nn, weights: batch * heads * nn };
-      if (trace) for (const [name, size] of Object.entries(scoreSizes)) args[name] = s.alloc(size * 4, `the trace's ${name}`);
+      if (trace) for (const [name, size] of Object.entries(scoreSizes)) traced[name] = s.alloc(size * 4, `the trace's ${name}`);
       const traceSizes = { ...savedSizes, ...scoreSizes };
-      rt.call(where, 'mhaForward', args);
+      rt.call(where, 'mhaForward', mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }), mhaWeights(this.#ptrs),
+        saved.x, saved.context, out, scale, scoreMask({ causal, keep: saved.keep, bias: saved.bias }), mhaTrace(traced));
 
       const lead = rank === 3 ? [batch] : [];
-      const result = { output: tensor(heap.readFinite(args.out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]) };
+      const result = { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]) };
       if (!trace) return result;
-      const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(args[name], traceSizes[name])]));
+      const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(traced[name], traceSizes[name])]));
       // (batch, heads, nQ, nK) -> head h's (batch, nQ, nK)
       const perHead = (data, h) => {
         const out = new Float32Array(batch * nn);
@@ -221,7 +219,6 @@ export class MultiHeadAttention {
     }
     const rt = this.#rt;
     const { heap } = rt;
-    const p = this.#ptrs;
     const sizes = {
       dx: saved.xShape, dContext: saved.contextShape,
       dwq: this.#shapes.wq, dwk: this.#shapes.wk, dwv: this.#shapes.wv, dwo: this.#shapes.wo,
@@ -229,20 +226,15 @@ export class MultiHeadAttention {
       dbv: bias ? this.#shapes.bv : null, dbo: bias ? this.#shapes.bo : null,
     };
     return heap.scoped(where, (s) => {
-      const grads = { dOut: s.putFinite(dOutput.data, 'dOutput.data') };
+      const dOut = s.putFinite(dOutput.data, 'dOutput.data');
+      const grads = {};
       for (const [name, shape] of Object.entries(sizes)) {
-        grads[name] = shape ? s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`) : 0;
+        if (shape) grads[name] = s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`);
       }
-      const args = {
-        batch, nQ, nK, dModel, heads, dK, dV,
-        x: saved.ptrs.x, context: saved.ptrs.context, out: 0,
-        wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
-        bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
-        scale: saved.scale, causal: saved.causal, keep: saved.ptrs.keep, bias: saved.ptrs.bias,
-        q: saved.ptrs.q, k: saved.ptrs.k, v: saved.ptrs.v, concat: saved.ptrs.concat,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
-      rt.call(where, 'mhaBackward', args, grads);
+      const { x, context, keep, bias: additive, q, k, v, concat } = saved.ptrs;
+      rt.call(where, 'mhaBackward', mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }), mhaWeights(this.#ptrs),
+        x, context, mhaTrace({ q, k, v, concat }), dOut, saved.scale,
+        scoreMask({ causal: saved.causal, keep, bias: additive }), mhaGrads(grads));
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
         if (shape) result[name] = tensor(heap.readFinite(grads[name], shape.reduce((a, b) => a * b, 1), where, name), [...shape]);

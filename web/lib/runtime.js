@@ -1,5 +1,6 @@
 // One loaded wasm module and what every object built on it shares: its heap, its build,
 // and whether it was disposed.
+import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 
 export class Runtime {
@@ -16,11 +17,10 @@ export class Runtime {
     }
   }
 
-  // Calls a binding that returns "" or an error message, and throws the message as an Error
-  // (a RangeError when memory ran out), prefixed with the public entry's name.
+  // Calls a binding, which returns a Status, and throws a failed one (see throwIfFailed),
+  // prefixed with the public entry's name.
   call(where, binding, ...args) {
-    const error = this.module[binding](...args);
-    if (error) throw new (error.startsWith('out of memory') ? RangeError : Error)(`${where}: ${error}`);
+    throwIfFailed(where, this.module[binding](...args));
   }
 
   dispose() {

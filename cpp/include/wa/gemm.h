@@ -19,9 +19,9 @@ enum class Transpose : bool { no = false, yes = true };
 
 // c (m,n) [+]= op(a)·op(b), op(a) (m,k), op(b) (k,n); op = transpose when asked.
 // pool: used when the product is large enough to pay for threads, else the caller runs it.
-void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k,
-          const float* a, size_t lda, const float* b, size_t ldb,
-          float* c, size_t ldc, bool accumulate, ThreadPool* pool = nullptr);
+void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
+          const float* b, size_t ldb, float* c, size_t ldc, bool accumulate,
+          ThreadPool* pool = nullptr);
 
 inline void gemm_nn(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b,
                     size_t ldb, float* c, size_t ldc, bool accumulate = false,
