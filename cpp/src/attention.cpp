@@ -92,8 +92,8 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   std::vector<float> own;
   float* p = trace ? trace->weights : (own.resize(checked_product({n_q, n_k})), own.data());
   attention_weights(q, k, scale, mask, {p, n_q, n_k, n_k}, pool);
-  attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale,
-                                  mask.causal, pool, trace ? trace->d_weights : nullptr,
+  attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale, mask, pool,
+                                  trace ? trace->d_weights : nullptr,
                                   trace ? trace->d_scores : nullptr);
 }
 

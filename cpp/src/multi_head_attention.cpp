@@ -185,7 +185,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
     const Matrix dvh{dv + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask.causal, inner);
+    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask, inner);
   };
   const size_t tasks = s.batch * s.heads;
   if (tasks == 1) {

@@ -15,6 +15,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The softmax input x_ij of wa/softmax.h for raw score s, in double.
+double softmax_input_d(const ScoreMask& m, size_t n_k, size_t i, size_t j, double s, float scale) {
+  if (is_masked(m, n_k, i, j)) return -kInf;
+  double y = s * scale;
+  if (m.softcap > 0) y = m.softcap * std::tanh(y / m.softcap);
+  return y + (m.bias ? mask_row(m.bias, m, n_k, i)[j] : 0.0);
+}
+
 // scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/softmax.h.
 Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
   Doubles w(n_q * n_k, 0.0);
@@ -23,9 +31,7 @@ Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, float scale, const S
     double max = -kInf;
     bool bad = false;  // a NaN or +inf input (an overflow upstream)
     for (size_t j = 0; j < n_k; ++j) {
-      x[j] = is_masked(m, n_k, i, j)
-                 ? -kInf
-                 : s[i * n_k + j] * scale + (m.bias ? m.bias[i * n_k + j] : 0.0);
+      x[j] = softmax_input_d(m, n_k, i, j, s[i * n_k + j], scale);
       bad |= x[j] != x[j] || x[j] == kInf;
       max = std::max(max, x[j]);
     }
@@ -119,9 +125,10 @@ Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t
         const size_t e = i * n_k + j;
         trace->scores[e] = static_cast<float>(s[e]);
         trace->scaled[e] = static_cast<float>(s[e] * scale);
-        trace->masked[e] = is_masked(m, n_k, i, j)
-                               ? -std::numeric_limits<float>::infinity()
-                               : static_cast<float>(s[e] * scale + (m.bias ? m.bias[e] : 0.0));
+        trace->masked[e] = static_cast<float>(softmax_input_d(m, n_k, i, j, s[e], scale));
+        if (trace->capped)
+          trace->capped[e] = static_cast<float>(
+              m.softcap > 0 ? m.softcap * std::tanh(s[e] * scale / m.softcap) : s[e] * scale);
         trace->weights[e] = static_cast<float>(w[e]);
       }
   }
@@ -143,12 +150,14 @@ AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const D
   g.dv = matmul_tn_d(p.data(), d_out.data(), n_k, d_v, n_q);
   Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
   // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il)
-  // x = s·scale + bias               -> ds = dx·scale
+  // x = cap(s·scale) + bias         -> ds = dx·cap′·scale, cap′ = 1 − tanh²(s·scale/softcap) or 1
   for (size_t i = 0; i < n_q; ++i) {
     double dot = 0;
     for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
-    for (size_t j = 0; j < n_k; ++j)
-      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * scale;
+    for (size_t j = 0; j < n_k; ++j) {
+      const double t = m.softcap > 0 ? std::tanh(s[i * n_k + j] * scale / m.softcap) : 0.0;
+      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * (1 - t * t) * scale;
+    }
   }
   // s = q·kᵀ -> dq = ds·k, dk = dsᵀ·q
   g.dq = matmul_d(ds.data(), n_k, k.data(), d_k, n_q, d_k, n_k);

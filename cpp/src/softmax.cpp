@@ -25,15 +25,18 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // a masked key or for a number. Both forms of the softmax see it the same way.
 float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t cols, size_t n_k,
                         float scale, const ScoreMask& m) {
+  // Keys [a, b) of the block are left by the structural masks; the rest are -inf.
+  const KeyRange r = visible_keys(m, n_k, i);
+  const size_t b = std::min(std::max(r.hi, j0), j0 + cols) - j0;
+  const size_t a = std::min(std::max(r.lo, j0) - j0, b);
   bool nan = false;
   float row_max = kNegInf;
-  if (!m.keep && !m.bias) {
-    // Only the causal mask: keys [j0, j0+visible) are kept, the rest are -inf.
-    const size_t visible = !m.causal ? cols : i + 1 > j0 ? std::min(cols, i + 1 - j0) : 0;
+  std::fill(x, x + a, kNegInf);
+  if (!m.keep && !m.bias && !(m.softcap > 0)) {
     const f32x4 vscale = splat(scale);
     f32x4 vmax = splat(kNegInf), vnan = splat(0.0f);
-    size_t j = 0;
-    for (; j + 4 <= visible; j += 4) {
+    size_t j = a;
+    for (; j + 4 <= b; j += 4) {
       const f32x4 vx = mul(load(s + j), vscale);
       store(x + j, vx);
       vmax = max(vmax, vx);
@@ -41,24 +44,27 @@ float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t co
     }
     row_max = hmax(vmax);
     nan = any_lane(vnan);
-    for (; j < visible; ++j) {
+    for (; j < b; ++j) {
       x[j] = s[j] * scale;
       row_max = std::max(row_max, x[j]);
       nan |= !std::isfinite(x[j]);
     }
-    for (; j < cols; ++j) x[j] = kNegInf;
   } else {
-    for (size_t j = 0; j < cols; ++j) {
+    // keep, bias or softcap: one key at a time (softcap's tanh is scalar)
+    const uint8_t* keep = m.keep ? mask_row(m.keep, m, n_k, i) + j0 : nullptr;
+    const float* bias = m.bias ? mask_row(m.bias, m, n_k, i) + j0 : nullptr;
+    for (size_t j = a; j < b; ++j) {
       float v = kNegInf;
-      if (!is_masked(m, n_k, i, j0 + j)) {
-        v = s[j] * scale;
-        if (m.bias) v += m.bias[i * n_k + j0 + j];
+      if (!keep || keep[j]) {
+        v = cap(s[j] * scale, m.softcap);
+        if (bias) v += bias[j];
       }
       x[j] = v;
       row_max = std::max(row_max, v);
       nan |= v != v || v == kPosInf;  // -inf is a mask, not an overflow
     }
   }
+  std::fill(x + b, x + cols, kNegInf);
   return nan ? kNaN : row_max;
 }
 
@@ -135,11 +141,13 @@ void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_
   }
 }
 
-void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked, size_t row0,
-                      size_t rows, size_t n_k, float scale, const ScoreMask& mask) {
+void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capped, float* masked,
+                      size_t row0, size_t rows, size_t n_k, float scale, const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
     masked_scaled_row(scores + r * ld, masked + r * ld, row0 + r, 0, n_k, n_k, scale, mask);
     for (size_t j = 0; j < n_k; ++j) scaled[r * ld + j] = scores[r * ld + j] * scale;
+    if (capped)
+      for (size_t j = 0; j < n_k; ++j) capped[r * ld + j] = cap(scaled[r * ld + j], mask.softcap);
   }
 }
 

@@ -2,17 +2,49 @@
 // What it computes, masks and scale included, is defined in wa/softmax.h.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 #include "wa/softmax.h"
 
 namespace wa {
 
-// Whether key j is masked for query i by the causal rule or the keep mask; a -inf bias masks
-// too, but is found where it is added. i and j are positions in the full (n_q,n_k) matrix.
-// Shared by the fast path, the trace and the reference.
+// The keys [lo, hi) that query i may see at most: what causal, the window, key_limit and
+// mask_cols leave (keep and bias may mask more inside). lo >= hi: none. lo and hi never decrease
+// as i grows, so rows [r0,r1) together see at most keys [lo(r0), hi(r1 − 1)).
+struct KeyRange {
+  size_t lo, hi;
+};
+inline KeyRange visible_keys(const ScoreMask& m, size_t n_k, size_t i) {
+  const long p = static_cast<long>(i) + m.offset;  // the query's key position
+  const auto clamp = [n_k](long j) {
+    return j <= 0 ? size_t{0} : std::min(n_k, static_cast<size_t>(j));
+  };
+  size_t lo = m.left >= 0 ? clamp(p - m.left) : 0, hi = n_k;
+  if (m.causal) hi = std::min(hi, clamp(p + 1));
+  if (m.right >= 0) hi = std::min(hi, clamp(p + m.right + 1));
+  hi = std::min(hi, m.key_limit);
+  if (m.keep || m.bias) hi = std::min(hi, m.mask_cols);
+  return {std::min(lo, hi), hi};
+}
+
+// Row i of keep or bias, n_k keys in all.
+template <class T>
+const T* mask_row(const T* mask, const ScoreMask& m, size_t n_k, size_t i) {
+  return mask + i * (m.mask_ld == kAllKeys ? n_k : m.mask_ld);
+}
+
+// Whether key j is masked for query i by the rules of wa/softmax.h, the bias's -inf aside (it
+// is found where the bias is added). Shared by the fast path, the trace and the reference.
 inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
-  return (m.causal && j > i) || (m.keep && m.keep[i * n_k + j] == 0);
+  const KeyRange r = visible_keys(m, n_k, i);
+  return j < r.lo || j >= r.hi || (m.keep && mask_row(m.keep, m, n_k, i)[j] == 0);
+}
+
+// cap(y) of wa/softmax.h: softcap·tanh(y/softcap), or y without a softcap.
+inline float cap(float y, float softcap) {
+  return softcap > 0 ? softcap * std::tanh(y / softcap) : y;
 }
 
 // ---- forward ----
@@ -35,9 +67,10 @@ void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_
                           size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
                           const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
 
-// For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
-void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked, size_t row0,
-                      size_t rows, size_t n_k, float scale, const ScoreMask& mask);
+// For a trace: scores (rows,n_k) -> scaled = s·scale, capped = cap(scaled) (when not null),
+// masked = x (with -inf where masked).
+void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capped, float* masked,
+                      size_t row0, size_t rows, size_t n_k, float scale, const ScoreMask& mask);
 
 // ---- backward ----
 

@@ -31,10 +31,11 @@ struct Matrix {
 
 // Every intermediate of one attention, each (n_q,n_k), row-major, ld = n_k. Caller-owned.
 struct AttentionTrace {
-  float* scores;   // q·kᵀ
-  float* scaled;   // q·kᵀ·scale
-  float* masked;   // scaled + bias, -inf where masked: the softmax input
-  float* weights;  // row softmax of masked
+  float* scores;            // q·kᵀ
+  float* scaled;            // q·kᵀ·scale
+  float* masked;            // scaled + bias, -inf where masked: the softmax input
+  float* weights;           // row softmax of masked
+  float* capped = nullptr;  // cap(scaled) (wa/softmax.h's softcap), or null: not wanted
 };
 
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v,
