@@ -54,7 +54,7 @@ export class Attention {
   #rt;
 
   constructor(module, variant) {
-    this.#rt = new Runtime(module, variant);
+    this.#rt = new Runtime(module, variant, this);
   }
 
   // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }.
@@ -156,11 +156,11 @@ export class Attention {
   // A multi-head attention layer; see MultiHeadAttention.
   multiHeadAttention(config) {
     this.#rt.checkAlive('multiHeadAttention');
-    return new MultiHeadAttention(this.#rt, config);
+    return this.#rt.keepsOwnerAlive(new MultiHeadAttention(this.#rt, config));
   }
 
   // Stops the threads and lets the module go; every later call throws. Layers made by this
-  // instance go with it.
+  // instance go with it. An instance dropped without dispose() gets the same once collected.
   dispose() {
     this.#rt.dispose();
   }
