@@ -17,6 +17,7 @@
 #include "wa/finite.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
+#include "../src/scratch.h"  // release_large_scratch: internal, called when each call ends
 
 namespace {
 
@@ -27,16 +28,19 @@ T* ptr(uintptr_t offset) {
   return reinterpret_cast<T*>(offset);
 }
 
+// Runs a call; whatever it left, scratch past kScratchKeepBytes goes back to malloc.
 template <class F>
 std::string guarded(F&& call) {
+  std::string error;
   try {
     call();
-    return "";
   } catch (const std::bad_alloc&) {
-    return "out of memory: the inputs and their intermediates do not fit in wasm memory";
+    error = "out of memory: the inputs and their intermediates do not fit in wasm memory";
   } catch (const std::exception& e) {
-    return e.what();
+    error = e.what();
   }
+  wa::release_large_scratch();
+  return error;
 }
 
 struct MatmulArgs {
