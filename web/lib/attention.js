@@ -3,17 +3,18 @@
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
+  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, checkWeightedSums, showShape, tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
-// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes.
-function checkQKV(where, q, k, v) {
-  checkTensor(where, 'q', q, [2], '[nQ,dK]');
-  checkTensor(where, 'k', k, [2], '[nK,dK]');
-  checkTensor(where, 'v', v, [2], '[nK,dV]');
+// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes and snapshots (every
+// later step reads the snapshots, never the arguments again).
+function checkQKV(where, qArg, kArg, vArg) {
+  const q = checkTensor(where, 'q', qArg, [2], '[nQ,dK]');
+  const k = checkTensor(where, 'k', kArg, [2], '[nK,dK]');
+  const v = checkTensor(where, 'v', vArg, [2], '[nK,dV]');
   const [nQ, dK] = q.shape;
   const [nK, dV] = v.shape;
   if (k.shape[1] !== dK) {
@@ -22,14 +23,15 @@ function checkQKV(where, q, k, v) {
   if (k.shape[0] !== nK) {
     throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
   }
-  return { nQ, nK, dK, dV };
+  return { nQ, nK, dK, dV, q, k, v };
 }
 
 // The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, causal, trace, scale, keep, bias }.
+// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+  checkWeightedSums(where, sizes.v.data, sizes.nK);
   return {
     ...sizes,
     causal: checkBoolean(where, 'causal', o.causal),
@@ -40,8 +42,8 @@ function checkAttention(where, q, k, v, options) {
 }
 
 // The binding's AttentionArgs: q, k, v and the mask copied into the call's scope s.
-function attentionArgs(s, c, q, k, v) {
-  const { nQ, nK, dK, dV, scale, causal, keep, bias } = c;
+function attentionArgs(s, c) {
+  const { nQ, nK, dK, dV, scale, causal, keep, bias, q, k, v } = c;
   return {
     q: s.putFinite(q.data, 'q.data'), k: s.putFinite(k.data, 'k.data'), v: s.putFinite(v.data, 'v.data'), out: 0,
     nQ, nK, dK, dV, scale, causal,
@@ -81,7 +83,7 @@ export class Attention {
     const { nQ, nK, dV, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
+      const args = attentionArgs(s, c);
       args.out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
       if (trace) {
         for (const name of TRACE_NAMES) args[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
@@ -105,15 +107,15 @@ export class Attention {
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dK, dV, trace } = c;
-    checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
-    if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+    const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
+    if (dOut.shape[0] !== nQ || dOut.shape[1] !== dV) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output of attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
+      const args = attentionArgs(s, c);
       const grads = {
-        dOut: s.putFinite(dOutput.data, 'dOutput.data'),
+        dOut: s.putFinite(dOut.data, 'dOutput.data'),
         dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv'),
         weights: 0, dWeights: 0, dScores: 0,
       };
@@ -131,12 +133,12 @@ export class Attention {
   }
 
   // a [m,k], b [k,n] -> a·b [m,n]. transposeA: a is given as [k,m]; transposeB: b as [n,k].
-  matmul(a, b, options) {
+  matmul(aArg, bArg, options) {
     const where = 'matmul';
     const rt = this.#rt;
     rt.checkAlive(where);
-    checkTensor(where, 'a', a, [2], '[m,k]');
-    checkTensor(where, 'b', b, [2], '[k,n]');
+    const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
+    const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
     const o = checkOptions(where, options, ['transposeA', 'transposeB']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
