@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../src/scratch.h"  // release_large_scratch: internal, called when each call ends
 #include "wa/attention.h"
 #include "wa/build_info.h"
 #include "wa/finite.h"
@@ -38,19 +39,22 @@ struct Status {
   std::string message;  // "" when kind is kOk
 };
 
+// Runs a call; whatever it left, scratch past kScratchKeepBytes goes back to malloc.
 template <class F>
 Status guarded(F&& call) {
+  Status status;
   try {
     call();
-    return {};
   } catch (const std::bad_alloc&) {
-    return {kOutOfMemory,
-            "out of memory: the inputs and their intermediates do not fit in wasm memory"};
+    status = {kOutOfMemory,
+              "out of memory: the inputs and their intermediates do not fit in wasm memory"};
   } catch (const std::invalid_argument& e) {
-    return {kInvalidArgument, e.what()};
+    status = {kInvalidArgument, e.what()};
   } catch (const std::exception& e) {
-    return {kOther, e.what()};
+    status = {kOther, e.what()};
   }
+  wa::release_large_scratch();
+  return status;
 }
 
 template <class T>

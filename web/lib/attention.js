@@ -6,17 +6,18 @@ import {
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
+  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, checkWeightedSums, showShape, tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
-// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes.
-function checkQKV(where, q, k, v) {
-  checkTensor(where, 'q', q, [2], '[nQ,dK]');
-  checkTensor(where, 'k', k, [2], '[nK,dK]');
-  checkTensor(where, 'v', v, [2], '[nK,dV]');
+// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes and snapshots (every
+// later step reads the snapshots, never the arguments again).
+function checkQKV(where, qArg, kArg, vArg) {
+  const q = checkTensor(where, 'q', qArg, [2], '[nQ,dK]');
+  const k = checkTensor(where, 'k', kArg, [2], '[nK,dK]');
+  const v = checkTensor(where, 'v', vArg, [2], '[nK,dV]');
   const [nQ, dK] = q.shape;
   const [nK, dV] = v.shape;
   if (k.shape[1] !== dK) {
@@ -25,14 +26,15 @@ function checkQKV(where, q, k, v) {
   if (k.shape[0] !== nK) {
     throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
   }
-  return { nQ, nK, dK, dV };
+  return { nQ, nK, dK, dV, q, k, v };
 }
 
 // The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, causal, trace, scale, keep, bias }.
+// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+  checkWeightedSums(where, sizes.v.data, sizes.nK);
   return {
     ...sizes,
     causal: checkBoolean(where, 'causal', o.causal),
@@ -43,9 +45,9 @@ function checkAttention(where, q, k, v, options) {
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
-// q, k, v as matrices, and the mask.
-function attentionInputs(s, c, q, k, v) {
-  const { nQ, nK, dK, dV, causal, keep, bias } = c;
+// q, k, v (the snapshots) as matrices, and the mask.
+function attentionInputs(s, c) {
+  const { nQ, nK, dK, dV, causal, keep, bias, q, k, v } = c;
   return {
     q: matrix(s.putFinite(q.data, 'q.data'), nQ, dK),
     k: matrix(s.putFinite(k.data, 'k.data'), nK, dK),
@@ -58,7 +60,7 @@ export class Attention {
   #rt;
 
   constructor(module, variant) {
-    this.#rt = new Runtime(module, variant);
+    this.#rt = new Runtime(module, variant, this);
   }
 
   // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }; simd says whether
@@ -87,7 +89,7 @@ export class Attention {
     const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const inputs = attentionInputs(s, c, q, k, v);
+      const inputs = attentionInputs(s, c);
       const out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
       const traced = {};
       if (trace) {
@@ -113,19 +115,19 @@ export class Attention {
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dK, dV, scale, trace } = c;
-    checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
-    if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of `
-        + `attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+    const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
+    if (dOut.shape[0] !== nQ || dOut.shape[1] !== dV) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output of `
+        + `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const inputs = attentionInputs(s, c, q, k, v);
-      const dOut = matrix(s.putFinite(dOutput.data, 'dOutput.data'), nQ, dV);
+      const inputs = attentionInputs(s, c);
+      const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
       const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
       const traced = {};
       if (trace) for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
-      rt.call(where, 'attentionBackward', inputs.q, inputs.k, inputs.v, dOut,
+      rt.call(where, 'attentionBackward', inputs.q, inputs.k, inputs.v, dOutM,
         matrix(grads.dq, nQ, dK), matrix(grads.dk, nK, dK), matrix(grads.dv, nK, dV), scale, inputs.mask,
         attentionBackwardTrace(traced));
       const read = (name, size) => heap.readFinite(grads[name], size, where, name);
@@ -140,12 +142,12 @@ export class Attention {
   }
 
   // a [m,k], b [k,n] -> a·b [m,n]. transposeA: a is given as [k,m]; transposeB: b as [n,k].
-  matmul(a, b, options) {
+  matmul(aArg, bArg, options) {
     const where = 'matmul';
     const rt = this.#rt;
     rt.checkAlive(where);
-    checkTensor(where, 'a', a, [2], '[m,k]');
-    checkTensor(where, 'b', b, [2], '[k,n]');
+    const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
+    const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
     const o = checkOptions(where, options, ['transposeA', 'transposeB']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
@@ -169,11 +171,11 @@ export class Attention {
   // A multi-head attention layer; see MultiHeadAttention.
   multiHeadAttention(config) {
     this.#rt.checkAlive('multiHeadAttention');
-    return new MultiHeadAttention(this.#rt, config);
+    return this.#rt.keepsOwnerAlive(new MultiHeadAttention(this.#rt, config));
   }
 
   // Stops the threads and lets the module go; every later call throws. Layers made by this
-  // instance go with it.
+  // instance go with it. An instance dropped without dispose() gets the same once collected.
   dispose() {
     this.#rt.dispose();
   }

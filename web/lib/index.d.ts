@@ -15,8 +15,9 @@ export type Mask =
   | Float32Array;
 
 export interface CreateAttentionOptions {
-  /** Threads to run on: a positive integer or 'auto' (default): the cores reported, up to 16.
-   *  A browser page that is not cross-origin isolated gets 1, without error. */
+  /** Threads to run on: an integer from 1 to 64 (a RangeError past it) or 'auto' (default):
+   *  the cores reported, up to 16. A browser page that is not cross-origin isolated gets 1,
+   *  without error. */
   threads?: number | 'auto';
   /** Where the package's .wasm/.js files are, if not next to the module: a URL (browser) or path (Node). */
   locateFile?: (fileName: string) => string;
@@ -186,7 +187,8 @@ export interface Attention {
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
   /** Bytes of wasm memory, and bytes allocated in it. */
   memory(): { wasmBytes: number; allocatedBytes: number };
-  /** Stops the threads and frees the module; later calls throw. */
+  /** Stops the threads and frees the module; later calls throw. An instance collected
+   *  without it (and without live layers) is disposed by a finalizer. */
   dispose(): void;
 }
 

@@ -12,17 +12,24 @@ import { checkOptions } from './tensor.js';
 
 export { tensor } from './tensor.js';
 
-// options.threads: a positive integer or 'auto' (the default: the cores the platform reports,
-// up to 16). Without cross-origin isolation a browser gets one thread, without error.
+// options.threads: an integer from 1 to MAX_THREADS or 'auto' (the default: the cores the
+// platform reports, up to 16). Without cross-origin isolation a browser gets one thread,
+// without error.
 // options.locateFile(name): where to find the package's .wasm/.js files, if not next to it.
 // options.wasmBinary: the .wasm bytes, if already at hand.
+// Each thread is a worker with its own stack and a share of the work: past 64 they cost
+// memory and start-up time and give nothing back on any machine this runs on.
+const MAX_THREADS = 64;
+
 export async function createAttention(options) {
   const where = 'createAttention';
   const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
-  else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be a positive integer or 'auto', got ${typeof threads}`);
-  else if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`${where}: threads must be a positive integer or 'auto', got ${threads}`);
+  else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${typeof threads}`);
+  else if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
+    throw new RangeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${threads}`);
+  }
   if (o.locateFile !== undefined && typeof o.locateFile !== 'function') {
     throw new TypeError(`${where}: locateFile must be a function (fileName) => url or path`);
   }
