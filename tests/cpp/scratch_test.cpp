@@ -43,10 +43,10 @@ TEST_CASE("workers' large scratch is released between calls and calls stay right
                            v = test::random_floats(n_k * d, 3);
   std::vector<float> first(n_q * d), out(n_q * d);
   ThreadPool pool(3);
-  ScoreMask mask;
-  mask.scale = 0.125f;
+  const ScoreMask mask;
+  const float scale = 0.125f;
   attention_forward({q.data(), n_q, d, d}, {k.data(), n_k, d, d}, {v.data(), n_k, d, d},
-                    {first.data(), n_q, d, d}, mask, nullptr, &pool);
+                    {first.data(), n_q, d, d}, scale, mask, nullptr, &pool);
   for (int call = 0; call < 5; ++call) {
     release_large_scratch();
     // Every thread's slots grown past the bound, then released again while they are idle.
@@ -59,7 +59,7 @@ TEST_CASE("workers' large scratch is released between calls and calls stay right
     REQUIRE(touched.load() == 64);
     release_large_scratch();
     attention_forward({q.data(), n_q, d, d}, {k.data(), n_k, d, d}, {v.data(), n_k, d, d},
-                      {out.data(), n_q, d, d}, mask, nullptr, &pool);
+                      {out.data(), n_q, d, d}, scale, mask, nullptr, &pool);
     REQUIRE(std::memcmp(out.data(), first.data(), out.size() * sizeof(float)) == 0);
   }
 }
