@@ -192,8 +192,8 @@ function renderStepList() {
   const groups = [['one', 'One head'], ['all', 'All heads'], ['back', 'Backward']];
   $('step-list').innerHTML = groups.map(([part, label]) => {
     const items = steps.map((s, i) => ({ s, i })).filter(({ s }) => s.part === part).map(({ s, i }) =>
-      `<li><button type="button" class="step-pill" data-step="${i}" aria-label="Step ${i + 1}: ${esc(s.title)}"${i === state.step ? ' aria-current="step"' : ''}>` +
-      `<span class="n">${i + 1}</span><span class="lbl" aria-hidden="true">${esc(STEP_LABELS[i])}</span></button></li>`).join('');
+      `<li><button type="button" class="step-pill" data-step="${i}" aria-label="Step ${i + 1} ${esc(STEP_LABELS[i])}: ${esc(s.title)}"${i === state.step ? ' aria-current="step"' : ''}>` +
+      `<span class="n">${i + 1}</span> <span class="lbl" aria-hidden="true">${esc(STEP_LABELS[i])}</span></button></li>`).join('');
     return `<div class="step-group" role="group" aria-label="${label}"><span class="group-label" aria-hidden="true">${label}</span><ol>${items}</ol></div>`;
   }).join('');
 }
