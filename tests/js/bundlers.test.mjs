@@ -25,12 +25,31 @@ const scratch = join(repo, 'build/examples');
 // name -> the folder of the built app that a static server serves (relative to the example),
 // and whether that app may still read node_modules/ at run time (only the unbundled one may:
 // the bundlers' output must hold everything, so their node_modules/ is removed once built).
+// optional: its bundler is not among the root devDependencies, and its tests run only where
+// it was installed by hand at the example's versions (Rollup: the npm registry this project's
+// machines reach lacks Rollup's other platform binaries, so no lock file npm ci accepts can
+// name it).
 const EXAMPLES = {
   vite: { serve: 'dist', bundled: true },
   webpack: { serve: '.', bundled: true },
+  rollup: { serve: '.', bundled: true, optional: true },
   esbuild: { serve: '.', bundled: true },
   plain: { serve: '.', bundled: false },
 };
+
+// The example's devDependencies -> null when each is installed in the repository at the pinned
+// version, else why not.
+function missingBundler(name) {
+  const pkg = JSON.parse(readFileSync(join(repo, 'web/examples', name, 'package.json'), 'utf8'));
+  for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
+    const installed = join(repo, 'node_modules', dep, 'package.json');
+    if (!existsSync(installed) || JSON.parse(readFileSync(installed, 'utf8')).version !== version) {
+      const all = Object.entries(pkg.devDependencies).map(([d, v]) => `${d}@${v}`).join(' ');
+      return `${dep}@${version} is not installed (npm install --no-save ${all} runs this test)`;
+    }
+  }
+  return null;
+}
 
 // The worked example every app computes: x (3,2) is the queries and values, k (3,2) the keys;
 // the float64 reference, and the output worked by hand in tests/cpp/worked_example_test.cpp.
@@ -117,7 +136,8 @@ test('every example folder is tested, and pins the bundler versions the reposito
     const pkg = JSON.parse(readFileSync(join(repo, 'web/examples', name, 'package.json'), 'utf8'));
     assert.equal(pkg.dependencies['wasm-attention'], `file:../../../${tarball}`, `${name}: the tarball npm pack makes`);
     for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
-      assert.equal(rootPackage.devDependencies[dep], version, `${name} pins ${dep}@${version}; the root package.json must pin the same`);
+      if (EXAMPLES[name].optional) assert.equal(rootPackage.devDependencies[dep], undefined, `${name} is optional but the root installs ${dep}`);
+      else assert.equal(rootPackage.devDependencies[dep], version, `${name} pins ${dep}@${version}; the root package.json must pin the same`);
     }
   }
 });
@@ -144,9 +164,10 @@ test('vite: the dev server runs simd-mt', async () => {
   }
 });
 
-for (const [name, { serve, bundled }] of Object.entries(EXAMPLES)) {
+for (const [name, { serve, bundled, optional }] of Object.entries(EXAMPLES)) {
+  const skip = optional ? missingBundler(name) ?? false : false;
   for (const isolated of [true, false]) {
-    test(`${name}: built app on a ${isolated ? 'cross-origin isolated page runs simd-mt' : 'plain page runs simd'}`, async () => {
+    test(`${name}: built app on a ${isolated ? 'cross-origin isolated page runs simd-mt' : 'plain page runs simd'}`, { skip }, async () => {
       const dir = await build(name);
       if (bundled) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
       assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
@@ -159,3 +180,37 @@ for (const [name, { serve, bundled }] of Object.entries(EXAMPLES)) {
     });
   }
 }
+
+// Without a bundler's help: locateFile places the scripts and wasmBinary hands over the bytes
+// (locateFile names a missing .wasm, so only the bytes can have been used).
+test('plain: locateFile and wasmBinary place every file a threaded page loads', async () => {
+  const dir = await build('plain');
+  const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
+  const { page, errors } = await openPage(browser, server.url);
+  try {
+    const shown = await page.evaluate(async () => {
+      const { createAttention } = await import('wasm-attention');
+      const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
+      const wasmBinary = await (await fetch(new URL('wasm_attention_mt.wasm', folder))).arrayBuffer();
+      const asked = [];
+      const locateFile = (name) => {
+        asked.push(name);
+        return name.endsWith('.wasm') ? new URL('missing.wasm', location.href).href : new URL(name, folder).href;
+      };
+      const attn = await createAttention({ threads: 2, locateFile, wasmBinary });
+      const t = (data, shape) => ({ data: new Float32Array(data), shape });
+      const x = t([1, 0, 0, 1, 1, 1], [3, 2]);
+      const { output } = attn.attention(x, t([1, 1, 0, 1, 1, 2], [3, 2]), x);
+      const { variant } = attn.backend;
+      attn.dispose();
+      return { asked: [...new Set(asked)].sort(), variant, output: Array.from(output.data) };
+    });
+    assert.deepEqual(shown.asked, ['wasm_attention_mt.js', 'wasm_attention_mt.wasm', 'wasm_attention_mt.worker.js']);
+    assert.equal(shown.variant, 'simd-mt');
+    shown.output.forEach((v, i) => assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`));
+    assert.deepEqual(errors(), []);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+});
