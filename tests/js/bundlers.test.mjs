@@ -214,3 +214,25 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
     await server.close();
   }
 });
+
+// A worker script that does not load (missing here; elsewhere a wrong path or a blocked
+// request) rejects createAttention with a message, where the factory alone would wait forever.
+test('plain: a worker script that does not load rejects createAttention', async () => {
+  const dir = await build('plain');
+  const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
+  const page = await browser.newPage();
+  try {
+    await page.goto(server.url);
+    const message = await page.evaluate(async () => {
+      const { createAttention } = await import('wasm-attention');
+      const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
+      const locateFile = (name) => new URL(name.endsWith('.worker.js') ? 'missing.worker.js' : name, folder).href;
+      const timeout = new Promise((resolve) => setTimeout(resolve, 20_000, 'still pending after 20 s'));
+      return Promise.race([createAttention({ threads: 2, locateFile }).then(() => 'resolved', (e) => e.message), timeout]);
+    });
+    assert.match(message, /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_mt\.worker\.js and wasm_attention_mt\.js must be served/);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+});

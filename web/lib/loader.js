@@ -61,6 +61,19 @@ function packagedFiles(variant) {
   }
 }
 
+// Rejects when one of the pool's workers fails before the module is ready (its script or the
+// glue it imports did not load, or was blocked): the factory's own promise would wait forever.
+function workerFailure(settings) {
+  return new Promise((_, reject) => {
+    for (const worker of settings.PThread?.unusedWorkers ?? []) {
+      worker.addEventListener('error', (e) => reject(new Error(
+        `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
+        'wasm_attention_mt.worker.js and wasm_attention_mt.js must be served from the page\'s origin, ' +
+        'next to the .wasm or where locateFile says')), { once: true });
+    }
+  });
+}
+
 export function threadsAvailable() {
   return isNode || (globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
 }
@@ -108,7 +121,8 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
 
   let module;
   try {
-    module = await factory(settings);
+    const ready = factory(settings);  // the pool's workers exist once this returns
+    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings)]));
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
     // otherwise keep a Node process alive.
