@@ -56,3 +56,33 @@ for (const [name, viewport] of [['desktop', { width: 1280, height: 900 }], ['pho
     await page.close();
   });
 }
+
+// What the audit's scrollable-region rule stands for: on a phone, a heatmap wider than the
+// screen is reached with Tab and scrolled with the arrow keys, which elsewhere change the step.
+test('phone (390 px): a wide heatmap is reached by Tab and scrolled by the arrow keys', async () => {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.evaluate(() => window.attentionPage.ready);
+  const wide = 'figure.heatmap .hm-scroll';
+  const overflowing = await page.$$eval(wide, (boxes) => boxes.map((b) => b.scrollWidth > b.clientWidth));
+  assert.ok(overflowing.includes(true), 'no heatmap overflows at 390 px: nothing to scroll');
+  // Tab from a button put just before the first overflowing box.
+  await page.$$eval(wide, (boxes) => {
+    const box = boxes.find((b) => b.scrollWidth > b.clientWidth);
+    box.dataset.probe = 'wide';
+    const before = document.createElement('button');
+    before.id = 'probe-before';
+    box.before(before);
+    before.focus();
+  });
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.dataset.probe), 'wide', 'Tab did not reach the heatmap');
+  assert.match(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), /\d+ × \d+$/);
+  const step = await page.evaluate(() => window.attentionPage.state.step);
+  await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => document.activeElement.scrollLeft > 0, null, { timeout: 5000 }).catch(() => {});
+  assert.equal(await page.evaluate(() => window.attentionPage.state.step), step, 'ArrowRight changed the step');
+  assert.ok(await page.$eval('[data-probe="wide"]', (b) => b.scrollLeft > 0), 'ArrowRight did not scroll the heatmap');
+  assert.deepEqual(errors(), []);
+  await page.close();
+});

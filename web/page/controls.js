@@ -3,7 +3,8 @@
 //
 //   bindControls(onChange)      onChange(patch) with patch a part of the state
 //   syncControls(state)         controls <- state (disabled fields, d_k, head choices)
-//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects and radios
+//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects, radios and
+//                               boxes that scroll sideways
 
 // The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, the divisors of d_model = 100.
 const $ = (id) => document.getElementById(id);
@@ -114,6 +115,8 @@ function keyBelongsToTarget(t) {
   if (!(t instanceof Element)) return false;
   if (t.isContentEditable || t.closest('textarea, select')) return true;
   if (t.tagName === 'INPUT') return !['checkbox', 'button', 'submit', 'reset'].includes(t.type);
+  // A box that scrolls sideways (a wide heatmap on a phone) scrolls with them.
+  if (t.scrollWidth > t.clientWidth && /auto|scroll/.test(getComputedStyle(t).overflowX)) return true;
   return false;
 }
 
