@@ -5,8 +5,7 @@
 // cross-origin isolation. It must show the worked example's output and the build it ran on:
 // simd-mt (2 threads) when isolated, simd (1 thread) otherwise.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -71,8 +70,7 @@ async function sh(cmd, args, cwd) {
 let browser;
 before(async () => {
   rmSync(scratch, { recursive: true, force: true });
-  // Packed once into build/, where the examples' "file:../../../<tarball>" finds it from
-  // build/examples/<name> as it does from web/examples/<name> after `npm pack` at the root.
+  // Packed once into build/; each example's copy names it by its absolute path.
   // --ignore-scripts: the tests run after the build; packing must not rebuild.
   await sh('npm', ['pack', '--ignore-scripts', '--pack-destination', join(repo, 'build')], repo);
   browser = await launchBrowser();
@@ -81,7 +79,7 @@ after(async () => { await browser?.close(); });
 
 // Copies the example, installs the tarball (offline: it has no dependencies) and builds it with
 // the example's own build script. The copy's package.json leaves out the bundler, which npm run
-// finds in the repository's node_modules/.bin (npm puts every parent's on PATH) -> the folder to serve.
+// finds in the repository's node_modules/.bin (npm puts every parent's on PATH) -> the copy's folder.
 const builds = {};
 function build(name) {
   builds[name] ??= (async () => {
