@@ -9,6 +9,7 @@
 import { Attention } from './attention.js';
 import { defaultThreads, loadModule } from './loader.js';
 import { checkOptions } from './tensor.js';
+import { warmUp } from './warm_up.js';
 
 export { tensor } from './tensor.js';
 
@@ -37,5 +38,12 @@ export async function createAttention(options) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
   }
   const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
-  return new Attention(module, variant);
+  const attention = new Attention(module, variant);
+  try {
+    warmUp(attention);  // the first call's one-time costs, paid here (why: warm_up.js)
+  } catch (e) {
+    attention.dispose();
+    throw e;
+  }
+  return attention;
 }

@@ -4,19 +4,74 @@
 //            (SharedArrayBuffer exists only there)
 //   simd     SIMD128, one thread: everywhere else, and whenever one thread is asked for
 //
-// The .wasm files are found next to this module (new URL(..., import.meta.url), which
-// bundlers follow), or wherever options.locateFile says.
+// Its files are found next to this module, or wherever options.locateFile says: in a browser
+// the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
 
 const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
   typeof window === 'undefined';
 
-const wasmFolder = new URL('./wasm/', import.meta.url);
+// file name -> URL, for every file a variant loads at run time. Each is a literal
+// new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
+// @web/rollup-plugin-import-meta-assets) follow, copying the file into the app's build and
+// rewriting the URL. A folder URL joined to a file name would be invisible to them. esbuild
+// leaves these URLs as they are: its users copy the wasm/ folder next to their bundle.
+const files = {
+  'simd-mt': () => ({
+    'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
+    // the pthread workers' script: Emscripten's glue asks locateFile() for it by this name
+    'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
+    // the classic glue each worker loads with importScripts() (Module.mainScriptUrlOrBlob)
+    'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
+  }),
+  simd: () => ({
+    'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
+  }),
+};
 
 // Node's built-in modules, fetched so that bundlers for the browser never see an import.
 async function nodeBuiltin(name) {
   if (process.getBuiltinModule) return process.getBuiltinModule(name);
   const specifier = `node:${name}`;
   return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+}
+
+// file name -> blob: URL, for each script of urls that a bundler inlined as a data: URL
+// (Vite inlines files under 4 KiB, the pthread worker's among them). A worker started from a
+// data: URL has an opaque origin, which may not load the glue nor share the module's memory;
+// one started from a blob: URL has the page's.
+async function sameOriginScripts(urls) {
+  const scripts = {};
+  for (const [file, url] of Object.entries(urls)) {
+    if (url.protocol === 'data:' && file.endsWith('.js')) {
+      const bytes = await (await fetch(url)).arrayBuffer();
+      scripts[file] = URL.createObjectURL(new Blob([bytes], { type: 'text/javascript' }));
+    }
+  }
+  return scripts;
+}
+
+// -> file name -> URL of the variant's files, with a message a person can act on where the
+// bundler left no import.meta.url (esbuild's default iife format replaces import.meta by {}).
+function packagedFiles(variant) {
+  try {
+    return files[variant]();
+  } catch {
+    throw new Error(`wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
+      'bundle as an ES module (esbuild: --format=esm) or pass createAttention({ locateFile })');
+  }
+}
+
+// Rejects when one of the pool's workers fails before the module is ready (its script or the
+// glue it imports did not load, or was blocked): the factory's own promise would wait forever.
+function workerFailure(settings) {
+  return new Promise((_, reject) => {
+    for (const worker of settings.PThread?.unusedWorkers ?? []) {
+      worker.addEventListener('error', (e) => reject(new Error(
+        `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
+        'wasm_attention_mt.worker.js and wasm_attention_mt.js must be served from the page\'s origin, ' +
+        'next to the .wasm or where locateFile says')), { once: true });
+    }
+  });
 }
 
 export function threadsAvailable() {
@@ -40,18 +95,24 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
     ? await import('./wasm/wasm_attention_mt.mjs')
     : await import('./wasm/wasm_attention_st.mjs');
 
+  const urls = locateFile ? {} : packagedFiles(variant);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
+  let revokeScripts = () => {};
   if (isNode) {
-    const [{ createRequire }, { readFile }, { fileURLToPath }, { dirname }] = await Promise.all(
+    const [{ createRequire }, { readFile }, { fileURLToPath }, { dirname, join }] = await Promise.all(
       ['module', 'fs/promises', 'url', 'path'].map(nodeBuiltin));
-    const locate = (file) => (locateFile ? locateFile(file) : fileURLToPath(new URL(file, wasmFolder)));
+    const locate = locateFile ? (file) => locateFile(file)
+      : (file) => join(dirname(fileURLToPath(urls[`${base}.wasm`])), file);
     // Node 20's fetch() cannot read a file path: hand the loader the bytes.
     settings.wasmBinary = wasmBinary ?? await readFile(locate(`${base}.wasm`));
     settings.locateFile = locate;
     factory = wrapped(createRequire(import.meta.url), dirname(locate(`${base}.js`)));
   } else {
-    const locate = (file) => (locateFile ? locateFile(file) : new URL(file, wasmFolder).href);
+    const scripts = await sameOriginScripts(urls);
+    revokeScripts = () => Object.values(scripts).forEach((url) => URL.revokeObjectURL(url));
+    const locate = locateFile ? (file) => locateFile(file)
+      : (file) => scripts[file] ?? (urls[file] ?? new URL(file, urls[`${base}.wasm`])).href;
     if (wasmBinary) settings.wasmBinary = wasmBinary;
     settings.locateFile = locate;
     settings.mainScriptUrlOrBlob = locate(`${base}.js`);  // what pthread workers load
@@ -60,12 +121,15 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
 
   let module;
   try {
-    module = await factory(settings);
+    const ready = factory(settings);  // the pool's workers exist once this returns
+    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings)]));
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
     // otherwise keep a Node process alive.
     settings.PThread?.terminateAllThreads();
     throw e;
+  } finally {
+    revokeScripts();  // the pool's workers are all started by now
   }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
   if (error) {

@@ -5,7 +5,8 @@
 //   syncControls(settings, { dK, dModel })   controls <- settings (disabled fields, d_k and its
 //                               range, head choices); dK: the d_k that runs, dModel: the word
 //                               vectors' size
-//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects and radios
+//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects, radios and
+//                               boxes that scroll sideways
 
 // The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, divisors of d_model (100) so that
 // identity projections can give each head d_model / heads dimensions.
@@ -118,6 +119,8 @@ function keyBelongsToTarget(t) {
   if (!(t instanceof Element)) return false;
   if (t.isContentEditable || t.closest('textarea, select')) return true;
   if (t.tagName === 'INPUT') return !['checkbox', 'button', 'submit', 'reset'].includes(t.type);
+  // A box that scrolls sideways (a wide heatmap on a phone) scrolls with them.
+  if (t.scrollWidth > t.clientWidth && /auto|scroll/.test(getComputedStyle(t).overflowX)) return true;
   return false;
 }
 

@@ -9,8 +9,8 @@ const GROUPS = [['one', 'One head'], ['all', 'All heads'], ['back', 'Backward']]
 export function renderStepList(el, steps, current) {
   el.innerHTML = GROUPS.map(([part, label]) => {
     const items = steps.map((s, i) => ({ s, i })).filter(({ s }) => s.part === part).map(({ s, i }) =>
-      `<li><button type="button" class="step-pill" data-step="${i}" aria-label="Step ${i + 1}: ${esc(s.title)}"${i === current ? ' aria-current="step"' : ''}>` +
-      `<span class="n">${i + 1}</span><span class="lbl" aria-hidden="true">${esc(s.label)}</span></button></li>`).join('');
+      `<li><button type="button" class="step-pill" data-step="${i}" aria-label="Step ${i + 1} ${esc(s.label)}: ${esc(s.title)}"${i === current ? ' aria-current="step"' : ''}>` +
+      `<span class="n">${i + 1}</span> <span class="lbl" aria-hidden="true">${esc(s.label)}</span></button></li>`).join('');
     return `<div class="step-group" role="group" aria-label="${label}"><span class="group-label" aria-hidden="true">${label}</span><ol>${items}</ol></div>`;
   }).join('');
 }
