@@ -8,7 +8,8 @@
 // RangeError for a wrong size or value; after any error the instance keeps working.
 import { Attention } from './attention.js';
 import { defaultThreads, loadModule } from './loader.js';
-import { checkOptions } from './tensor.js';
+import { checkBoolean, checkOptions } from './tensor.js';
+import { createWorkerAttention } from './worker_client.js';
 
 export { tensor } from './tensor.js';
 
@@ -16,9 +17,11 @@ export { tensor } from './tensor.js';
 // up to 16). Without cross-origin isolation a browser gets one thread, without error.
 // options.locateFile(name): where to find the package's .wasm/.js files, if not next to it.
 // options.wasmBinary: the .wasm bytes, if already at hand.
+// options.worker: true gives the same API computed in a Worker, every call returning a
+// Promise (worker_client.js).
 export async function createAttention(options) {
   const where = 'createAttention';
-  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary']);
+  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
   else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be a positive integer or 'auto', got ${typeof threads}`);
@@ -28,6 +31,9 @@ export async function createAttention(options) {
   }
   if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
+  }
+  if (checkBoolean(where, 'worker', o.worker)) {
+    return createWorkerAttention({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   }
   const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   return new Attention(module, variant);
