@@ -66,6 +66,19 @@ describe('the worker form', () => {
     assert.equal(remote.backend.threads, 2);
   });
 
+  test('the calling thread keeps running while the worker computes', async () => {
+    const next = rng(10);
+    const a = randomTensor(next, [600, 600]), b = randomTensor(next, [600, 600]);
+    let ticks = 0, done = false;
+    const tick = () => { if (!done) { ++ticks; setTimeout(tick, 0); } };
+    tick();
+    const pending = Array.from({ length: 8 }, () => remote.matmul(a, b));
+    assert.ok(pending[0] instanceof Promise);
+    await Promise.all(pending);
+    done = true;
+    assert.ok(ticks >= 3, `only ${ticks} timer turns while 8 products [600,600]·[600,600] ran`);
+  });
+
   test('attention, with causal, a mask and trace, equals the synchronous form bitwise', async () => {
     const next = rng(11);
     for (const [nQ, nK, dK, dV] of [[1, 1, 1, 1], [7, 13, 5, 3], [33, 65, 17, 9]]) {
