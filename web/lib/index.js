@@ -8,23 +8,26 @@
 // RangeError for a wrong size or value; after any error the instance keeps working.
 import { Attention } from './attention.js';
 import { defaultThreads, loadModule } from './loader.js';
-import { checkOptions } from './tensor.js';
+import { checkBoolean, checkOptions } from './tensor.js';
 import { warmUp } from './warm_up.js';
+import { createWorkerAttention } from './worker_client.js';
 
 export { tensor } from './tensor.js';
+
+// Each thread is a worker with its own stack and a share of the work: past 64 they cost
+// memory and start-up time and give nothing back on any machine this runs on.
+const MAX_THREADS = 64;
 
 // options.threads: an integer from 1 to MAX_THREADS or 'auto' (the default: the cores the
 // platform reports, up to 16). Without cross-origin isolation a browser gets one thread,
 // without error.
 // options.locateFile(name): where to find the package's .wasm/.js files, if not next to it.
 // options.wasmBinary: the .wasm bytes, if already at hand.
-// Each thread is a worker with its own stack and a share of the work: past 64 they cost
-// memory and start-up time and give nothing back on any machine this runs on.
-const MAX_THREADS = 64;
-
+// options.worker: true gives the same API computed in a Worker, every call returning a
+// Promise (worker_client.js).
 export async function createAttention(options) {
   const where = 'createAttention';
-  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary']);
+  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
   else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${typeof threads}`);
@@ -36,6 +39,9 @@ export async function createAttention(options) {
   }
   if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
+  }
+  if (checkBoolean(where, 'worker', o.worker)) {
+    return createWorkerAttention({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   }
   const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   const attention = new Attention(module, variant);
