@@ -127,9 +127,8 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
         const float* b_panel = packed_b + j * packed_k + p0 * kGemmNR;  // panel j/NR at j·packed_k
         const size_t nr = std::min(kGemmNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kGemmMR) {
-          kernels::f32_gemm_4x8_vec128(std::min(kGemmMR, m - i), nr, kc,
-                                       packed_a + (i - i0) * kc, b_panel, c + i * ldc + j, ldc,
-                                       accumulate || p0 > 0);
+          kernels::f32_gemm_4x8(std::min(kGemmMR, m - i), nr, kc, packed_a + (i - i0) * kc,
+                                b_panel, c + i * ldc + j, ldc, accumulate || p0 > 0);
         }
       }
     }
