@@ -7,6 +7,7 @@
 // Types and the full API: index.d.ts. Errors: TypeError for a wrong kind of value,
 // RangeError for a wrong size or value; after any error the instance keeps working.
 import { Attention } from './attention.js';
+import { relaxedSimdAvailable } from './features.js';
 import { defaultThreads, loadModule } from './loader.js';
 import { checkOptions } from './tensor.js';
 
@@ -16,9 +17,12 @@ export { tensor } from './tensor.js';
 // up to 16). Without cross-origin isolation a browser gets one thread, without error.
 // options.locateFile(name): where to find the package's .wasm/.js files, if not next to it.
 // options.wasmBinary: the .wasm bytes, if already at hand.
+// options.isa: 'auto' (the default: relaxed SIMD where the engine runs it, else SIMD128;
+// SIMD128 when wasmBinary is given, the bytes of the builds that came before), 'relaxed-simd'
+// or 'simd128'.
 export async function createAttention(options) {
   const where = 'createAttention';
-  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary']);
+  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'isa']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
   else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be a positive integer or 'auto', got ${typeof threads}`);
@@ -29,6 +33,21 @@ export async function createAttention(options) {
   if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
   }
-  const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
+  const isa = chooseIsa(where, o.isa ?? 'auto', o.wasmBinary !== undefined);
+  const { module, variant } = await loadModule({ threads, isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   return new Attention(module, variant);
+}
+
+const ISAS = ['auto', 'relaxed-simd', 'simd128'];
+
+// options.isa -> the instruction set to load, 'relaxed-simd' or 'simd128'
+function chooseIsa(where, isa, haveBinary) {
+  if (typeof isa !== 'string') throw new TypeError(`${where}: isa must be one of ${ISAS.join(', ')}, got ${typeof isa}`);
+  if (!ISAS.includes(isa)) throw new RangeError(`${where}: isa must be one of ${ISAS.join(', ')}, got '${isa}'`);
+  if (isa === 'auto') return relaxedSimdAvailable() && !haveBinary ? 'relaxed-simd' : 'simd128';
+  if (isa === 'relaxed-simd' && !relaxedSimdAvailable()) {
+    throw new RangeError(`${where}: isa 'relaxed-simd' is not supported by this WebAssembly engine ` +
+      '(Node 20 needs --experimental-wasm-relaxed-simd; Chromium has it since 114)');
+  }
+  return isa;
 }

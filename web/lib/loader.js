@@ -1,8 +1,11 @@
-// Picks a build of the wasm module and instantiates it.
+// Picks a build of the wasm module and instantiates it. Two choices, each a variant:
 //
-//   simd-mt  SIMD128 + pthreads: Node, and browsers where the page is cross-origin isolated
-//            (SharedArrayBuffer exists only there)
-//   simd     SIMD128, one thread: everywhere else, and whenever one thread is asked for
+//   threads  simd-mt  pthreads: Node, and browsers where the page is cross-origin isolated
+//                     (SharedArrayBuffer exists only there)
+//            simd     one thread: everywhere else, and whenever one thread is asked for
+//   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
+//                     where the engine validates it (features.js)
+//            simd128  SIMD128 alone: everywhere else
 //
 // The .wasm files are found next to this module (new URL(..., import.meta.url), which
 // bundlers follow), or wherever options.locateFile says.
@@ -31,14 +34,18 @@ export async function defaultThreads() {
   return Math.max(1, Math.min(16, globalThis.navigator?.hardwareConcurrency ?? 1));
 }
 
+// isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
 // -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
-export async function loadModule({ threads, locateFile, wasmBinary }) {
+export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
-  const base = variant === 'simd-mt' ? 'wasm_attention_mt' : 'wasm_attention_st';
-  // Literal specifiers, so that bundlers include both builds.
-  const { default: wrapped } = variant === 'simd-mt'
-    ? await import('./wasm/wasm_attention_mt.mjs')
-    : await import('./wasm/wasm_attention_st.mjs');
+  const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
+  // Literal specifiers, so that bundlers include every build.
+  const { default: wrapped } = await {
+    wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
+    wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
+    wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
+    wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
+  }[base]();
 
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
