@@ -134,8 +134,8 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
         const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
         const size_t nr = std::min(kNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kMR) {
-          kernels::f32_gemm_4x8_vec128(std::min(kMR, m - i), nr, kc, packed_a + (i - i0) * kc,
-                                       b_panel, c + i * ldc + j, ldc, accumulate || p0 > 0);
+          kernels::f32_gemm_4x8(std::min(kMR, m - i), nr, kc, packed_a + (i - i0) * kc, b_panel,
+                                c + i * ldc + j, ldc, accumulate || p0 > 0);
         }
       }
     }

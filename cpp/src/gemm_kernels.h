@@ -18,5 +18,16 @@ constexpr size_t kNR = 8;  // columns of c per tile: two f32x4
 // overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
 void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
                          size_t ldc, bool accumulate);
+// The same with fused multiply-adds (wasm relaxed SIMD); built only into the relaxed variants.
+void f32_gemm_4x8_relaxed(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
+                          size_t ldc, bool accumulate);
+
+// The kernel gemm.cpp runs: the relaxed one in the relaxed variants' core (CMake defines
+// WA_RELAXED_SIMD there), SIMD128 everywhere else.
+#if defined(WA_RELAXED_SIMD)
+inline constexpr auto f32_gemm_4x8 = f32_gemm_4x8_relaxed;
+#else
+inline constexpr auto f32_gemm_4x8 = f32_gemm_4x8_vec128;
+#endif
 
 }  // namespace wa::kernels

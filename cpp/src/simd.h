@@ -6,7 +6,7 @@
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-#define WA_SIMD_NAME "wasm-simd128"
+#define WA_SIMD_NAME "simd128"
 #elif defined(__SSE2__)
 #include <emmintrin.h>
 #define WA_SIMD_NAME "sse2"

@@ -29,7 +29,10 @@ test('the tarball holds the library and its types, not the sources', () => {
   for (const f of ['package.json', 'web/lib/index.js', 'web/lib/index.cjs', 'web/lib/index.d.ts', 'web/lib/index.d.cts',
     'web/lib/worker_client.js', 'web/lib/worker_host.js',
     'web/lib/wasm/wasm_attention_mt.wasm', 'web/lib/wasm/wasm_attention_mt.worker.js', 'web/lib/wasm/wasm_attention_mt.mjs',
-    'web/lib/wasm/wasm_attention_st.wasm', 'web/lib/wasm/wasm_attention_st.mjs', 'web/lib/wasm/package.json']) {
+    'web/lib/wasm/wasm_attention_st.wasm', 'web/lib/wasm/wasm_attention_st.mjs', 'web/lib/wasm/package.json',
+    'web/lib/features.js', 'web/lib/wasm/wasm_attention_relaxed_mt.wasm', 'web/lib/wasm/wasm_attention_relaxed_mt.worker.js',
+    'web/lib/wasm/wasm_attention_relaxed_mt.mjs', 'web/lib/wasm/wasm_attention_relaxed_st.wasm',
+    'web/lib/wasm/wasm_attention_relaxed_st.mjs']) {
     assert.ok(files.includes(f), `${f} missing from the tarball: ${files.join(', ')}`);
   }
   for (const f of files) assert.ok(!/^(cpp|tests|scripts|build)\//.test(f), `${f} should not be packed`);

@@ -23,6 +23,9 @@ export interface CreateAttentionOptions {
   locateFile?: (fileName: string) => string;
   /** The .wasm bytes, if already at hand. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /** 'auto' (default): relaxed SIMD where the engine runs it, else SIMD128 (SIMD128 when
+   *  wasmBinary is given). 'relaxed-simd' where the engine lacks it is a RangeError. */
+  isa?: 'auto' | 'relaxed-simd' | 'simd128';
   /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention. */
   worker?: boolean;
 }
@@ -36,10 +39,11 @@ export interface Backend {
   simd: true;
   /** Threads actually in use. */
   threads: number;
-  /** 'simd-mt': SIMD128 + threads; 'simd': SIMD128, one thread. */
+  /** 'simd-mt': with threads; 'simd': one thread. */
   variant: 'simd-mt' | 'simd';
-  /** The vector instruction set compiled in, 'wasm-simd128'. */
-  isa: string;
+  /** The vector instruction set: 'relaxed-simd' (SIMD128 + fused multiply-add in matrix
+   *  products) or 'simd128'. */
+  isa: 'relaxed-simd' | 'simd128';
 }
 
 export interface AttentionOptions {

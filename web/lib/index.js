@@ -7,6 +7,7 @@
 // Types and the full API: index.d.ts. Errors: TypeError for a wrong kind of value,
 // RangeError for a wrong size or value; after any error the instance keeps working.
 import { Attention } from './attention.js';
+import { relaxedSimdAvailable } from './features.js';
 import { defaultThreads, loadModule } from './loader.js';
 import { checkBoolean, checkOptions } from './tensor.js';
 import { warmUp } from './warm_up.js';
@@ -25,9 +26,12 @@ const MAX_THREADS = 64;
 // options.wasmBinary: the .wasm bytes, if already at hand.
 // options.worker: true gives the same API computed in a Worker, every call returning a
 // Promise (worker_client.js).
+// options.isa: 'auto' (the default: relaxed SIMD where the engine runs it, else SIMD128;
+// SIMD128 when wasmBinary is given, the bytes of the builds that came before), 'relaxed-simd'
+// or 'simd128'.
 export async function createAttention(options) {
   const where = 'createAttention';
-  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker']);
+  const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker', 'isa']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
   else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${typeof threads}`);
@@ -40,10 +44,11 @@ export async function createAttention(options) {
   if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
   }
+  const isa = chooseIsa(where, o.isa ?? 'auto', o.wasmBinary !== undefined);
   if (checkBoolean(where, 'worker', o.worker)) {
-    return createWorkerAttention({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
+    return createWorkerAttention({ threads, isa: o.isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   }
-  const { module, variant } = await loadModule({ threads, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
+  const { module, variant } = await loadModule({ threads, isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   const attention = new Attention(module, variant);
   try {
     warmUp(attention);  // the first call's one-time costs, paid here (why: warm_up.js)
@@ -52,4 +57,18 @@ export async function createAttention(options) {
     throw e;
   }
   return attention;
+}
+
+const ISAS = ['auto', 'relaxed-simd', 'simd128'];
+
+// options.isa -> the instruction set to load, 'relaxed-simd' or 'simd128'
+function chooseIsa(where, isa, haveBinary) {
+  if (typeof isa !== 'string') throw new TypeError(`${where}: isa must be one of ${ISAS.join(', ')}, got ${typeof isa}`);
+  if (!ISAS.includes(isa)) throw new RangeError(`${where}: isa must be one of ${ISAS.join(', ')}, got '${isa}'`);
+  if (isa === 'auto') return relaxedSimdAvailable() && !haveBinary ? 'relaxed-simd' : 'simd128';
+  if (isa === 'relaxed-simd' && !relaxedSimdAvailable()) {
+    throw new RangeError(`${where}: isa 'relaxed-simd' is not supported by this WebAssembly engine ` +
+      '(Node 20 needs --experimental-wasm-relaxed-simd; Chromium has it since 114)');
+  }
+  return isa;
 }

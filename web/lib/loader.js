@@ -1,8 +1,11 @@
-// Picks a build of the wasm module and instantiates it.
+// Picks a build of the wasm module and instantiates it. Two choices, each a variant:
 //
-//   simd-mt  SIMD128 + pthreads: Node, and browsers where the page is cross-origin isolated
-//            (SharedArrayBuffer exists only there)
-//   simd     SIMD128, one thread: everywhere else, and whenever one thread is asked for
+//   threads  simd-mt  pthreads: Node, and browsers where the page is cross-origin isolated
+//                     (SharedArrayBuffer exists only there)
+//            simd     one thread: everywhere else, and whenever one thread is asked for
+//   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
+//                     where the engine validates it (features.js)
+//            simd128  SIMD128 alone: everywhere else
 //
 // Its files are found next to this module, or wherever options.locateFile says: in a browser
 // the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
@@ -16,15 +19,23 @@ const isNode = typeof process === 'object' && typeof process.versions?.node === 
 // rewriting the URL. A folder URL joined to a file name would be invisible to them. esbuild
 // leaves these URLs as they are: its users copy the wasm/ folder next to their bundle.
 const files = {
-  'simd-mt': () => ({
+  wasm_attention_mt: () => ({
     'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
     // the pthread workers' script: Emscripten's glue asks locateFile() for it by this name
     'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
     // the classic glue each worker loads with importScripts() (Module.mainScriptUrlOrBlob)
     'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
   }),
-  simd: () => ({
+  wasm_attention_st: () => ({
     'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
+  }),
+  wasm_attention_relaxed_mt: () => ({
+    'wasm_attention_relaxed_mt.wasm': new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
+    'wasm_attention_relaxed_mt.worker.js': new URL('./wasm/wasm_attention_relaxed_mt.worker.js', import.meta.url),
+    'wasm_attention_relaxed_mt.js': new URL('./wasm/wasm_attention_relaxed_mt.js', import.meta.url),
+  }),
+  wasm_attention_relaxed_st: () => ({
+    'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
   }),
 };
 
@@ -50,11 +61,12 @@ async function sameOriginScripts(urls) {
   return scripts;
 }
 
-// -> file name -> URL of the variant's files, with a message a person can act on where the
-// bundler left no import.meta.url (esbuild's default iife format replaces import.meta by {}).
-function packagedFiles(variant) {
+// -> file name -> URL of the build's files (base: its name, as in files), with a message a
+// person can act on where the bundler left no import.meta.url (esbuild's default iife format
+// replaces import.meta by {}).
+function packagedFiles(base) {
   try {
-    return files[variant]();
+    return files[base]();
   } catch {
     throw new Error(`wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
       'bundle as an ES module (esbuild: --format=esm) or pass createAttention({ locateFile })');
@@ -63,12 +75,12 @@ function packagedFiles(variant) {
 
 // Rejects when one of the pool's workers fails before the module is ready (its script or the
 // glue it imports did not load, or was blocked): the factory's own promise would wait forever.
-function workerFailure(settings) {
+function workerFailure(settings, base) {
   return new Promise((_, reject) => {
     for (const worker of settings.PThread?.unusedWorkers ?? []) {
       worker.addEventListener('error', (e) => reject(new Error(
         `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
-        'wasm_attention_mt.worker.js and wasm_attention_mt.js must be served from the page\'s origin, ' +
+        `${base}.worker.js and ${base}.js must be served from the page's origin, ` +
         'next to the .wasm or where locateFile says')), { once: true });
     }
   });
@@ -86,16 +98,20 @@ export async function defaultThreads() {
   return Math.max(1, Math.min(16, globalThis.navigator?.hardwareConcurrency ?? 1));
 }
 
+// isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
 // -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
-export async function loadModule({ threads, locateFile, wasmBinary }) {
+export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
-  const base = variant === 'simd-mt' ? 'wasm_attention_mt' : 'wasm_attention_st';
-  // Literal specifiers, so that bundlers include both builds.
-  const { default: wrapped } = variant === 'simd-mt'
-    ? await import('./wasm/wasm_attention_mt.mjs')
-    : await import('./wasm/wasm_attention_st.mjs');
+  const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
+  // Literal specifiers, so that bundlers include every build.
+  const { default: wrapped } = await {
+    wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
+    wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
+    wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
+    wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
+  }[base]();
 
-  const urls = locateFile ? {} : packagedFiles(variant);
+  const urls = locateFile ? {} : packagedFiles(base);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
   let revokeScripts = () => {};
@@ -122,7 +138,7 @@ export async function loadModule({ threads, locateFile, wasmBinary }) {
   let module;
   try {
     const ready = factory(settings);  // the pool's workers exist once this returns
-    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings)]));
+    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings, base)]));
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
     // otherwise keep a Node process alive.

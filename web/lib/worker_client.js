@@ -26,7 +26,7 @@ const layerDisposed = (where) => new TypeError(`${where}: this layer was dispose
 
 // The files the loader may ask locateFile() about (loader.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
-const WASM_FILES = ['wasm_attention_mt', 'wasm_attention_st']
+const WASM_FILES = ['wasm_attention_mt', 'wasm_attention_st', 'wasm_attention_relaxed_mt', 'wasm_attention_relaxed_st']
   .flatMap((base) => ['.wasm', '.js', '.worker.js'].map((ext) => base + ext));
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
@@ -288,11 +288,11 @@ async function startWorker() {
 }
 
 // options: createAttention's, checked already, with threads resolved to a number.
-export async function createWorkerAttention({ threads, locateFile, wasmBinary }) {
+export async function createWorkerAttention({ threads, isa, locateFile, wasmBinary }) {
   const located = locateFile ? Object.fromEntries(WASM_FILES.map((f) => [f, String(locateFile(f))])) : undefined;
   const channel = new Channel(await startWorker());
   try {
-    const backend = await channel.send('createAttention', 'create', [{ threads, located, wasmBinary }]);
+    const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
     return new AsyncAttention(channel, backend);
   } catch (e) {
     await channel.terminate();

@@ -39,12 +39,12 @@ function layerOf(id) {
 
 const ops = {
   // located: file name -> URL or path, the main side's locateFile() answers.
-  async create({ threads, located, wasmBinary }) {
+  async create({ threads, isa, located, wasmBinary }) {
     const locateFile = located && ((file) => {
       if (!(file in located)) throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
       return located[file];
     });
-    attn = await createAttention({ threads, locateFile, wasmBinary });
+    attn = await createAttention({ threads, isa, locateFile, wasmBinary });
     return attn.backend;
   },
   attention: (...args) => attn.attention(...args),
