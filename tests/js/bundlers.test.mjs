@@ -228,7 +228,7 @@ test('plain: a worker script that does not load rejects createAttention', async 
       const timeout = new Promise((resolve) => setTimeout(resolve, 20_000, 'still pending after 20 s'));
       return Promise.race([createAttention({ threads: 2, locateFile }).then(() => 'resolved', (e) => e.message), timeout]);
     });
-    assert.match(message, /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_mt\.worker\.js and wasm_attention_mt\.js must be served/);
+    assert.match(message, /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/);
   } finally {
     await page.close();
     await server.close();

@@ -364,7 +364,7 @@ describe('createAttention options', () => {
     await rejectsWith(createAttention({ threads: 0 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 0$/);
     await rejectsWith(createAttention({ threads: 1.5 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 1\.5$/);
     await rejectsWith(createAttention({ threads: '2' }), TypeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got string$/);
-    await rejectsWith(createAttention({ thread: 2 }), TypeError, /^createAttention: unknown option "thread" \(known: threads, locateFile, wasmBinary\)$/);
+    await rejectsWith(createAttention({ thread: 2 }), TypeError, /^createAttention: unknown option "thread" \(known: threads, locateFile, wasmBinary, worker, isa\)$/);
     await rejectsWith(createAttention({ locateFile: 'wasm/' }), TypeError, /^createAttention: locateFile must be a function/);
     await rejectsWith(createAttention({ wasmBinary: [0, 97, 115, 109] }), TypeError, /^createAttention: wasmBinary must be an ArrayBuffer or Uint8Array$/);
     await rejectsWith(createAttention('auto'), TypeError, /^createAttention: options must be an object, got a string \("auto"\)$/);

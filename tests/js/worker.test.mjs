@@ -206,7 +206,7 @@ describe('the worker form', () => {
   test('the worker option itself is checked', async () => {
     const e = await errorOf(() => createAttention({ worker: 'yes' }));
     assert.equal(e.constructor, TypeError);
-    assert.equal(e.message, 'createAttention: worker must be true or false, got a string');
+    assert.equal(e.message, 'createAttention: worker must be true or false, got a string ("yes")');
   });
 
   test('concurrent calls each resolve to their own result, an error rejecting only its own', async () => {

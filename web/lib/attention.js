@@ -64,12 +64,13 @@ export class Attention {
   }
 
   // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }; simd says whether
-  // the module's vectors compiled to wasm SIMD128 (isa 'wasm-simd128'), as both builds do.
+  // the module's vectors compiled to wasm SIMD (isa 'simd128', or 'relaxed-simd' with fused
+  // multiply-adds), as every build does.
   get backend() {
     const { module, variant } = this.#rt;
     this.#rt.checkAlive('backend');
     const isa = module.simdIsa();
-    return { simd: isa === 'wasm-simd128', threads: module.threads(), variant, isa };
+    return { simd: isa === 'simd128' || isa === 'relaxed-simd', threads: module.threads(), variant, isa };
   }
 
   // Bytes of wasm memory in all, and bytes currently allocated in it (for leak checks).

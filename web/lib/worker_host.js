@@ -96,9 +96,12 @@ async function workerThreads() {
   return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
 }
 
+// No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
+// In Node, messages sent before the listener is attached wait in the port's queue.
 if (isNode) {
-  const { parentPort } = await workerThreads();
-  parentPort.on('message', receive((message, transfer) => parentPort.postMessage(message, transfer)));
+  workerThreads().then(({ parentPort }) => {
+    parentPort.on('message', receive((message, transfer) => parentPort.postMessage(message, transfer)));
+  });
 } else {
   const onMessage = receive((message, transfer) => self.postMessage(message, transfer));
   self.addEventListener('message', (e) => onMessage(e.data));
