@@ -7,37 +7,13 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { rejectsWith, throwsWith } from './assertions.mjs';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
 
 const TOL = 1e-5;
 
 const f32 = (n, value = 0.25) => new Float32Array(n).fill(value);
 const t2 = (rows, cols, value) => tensor(f32(rows * cols, value), [rows, cols]);
-
-// fn() must throw exactly Class (not a subclass or another error) with a message matching re.
-function throwsWith(fn, Class, re) {
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
-  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
-  assert.match(error.message, re);
-}
-
-async function rejectsWith(promise, Class, re) {
-  let error;
-  try {
-    (await promise).dispose();
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
-  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
-  assert.match(error.message, re);
-}
 
 // A correct call right after an error gives the right numbers.
 const probe = (() => {
