@@ -81,9 +81,9 @@ describe('errors', () => {
   describe('attention: wrong types', () => {
     const k = t2(5, 2), v = t2(5, 3);
     run('q as a plain array', () => attn.attention([[1, 2], [3, 4]], k, v), TypeError,
-      /^attention: q must be a tensor \{ data: Float32Array, shape: number\[\] \} \[nQ,dK\], got an Array$/);
+      /^attention: q must be a tensor \{ data: Float32Array, shape: number\[\] \} \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got an Array$/);
     run('q as a bare Float32Array', () => attn.attention(f32(4), k, v), TypeError,
-      /^attention: q must be a tensor .* \[nQ,dK\], got a Float32Array$/);
+      /^attention: q must be a tensor .* \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got a Float32Array$/);
     run('k missing', () => attn.attention(t2(4, 2), undefined, v), TypeError,
       /^attention: k must be a tensor .* \[nK,dK\], got undefined$/);
     run('v null', () => attn.attention(t2(4, 2), k, null), TypeError,
@@ -99,7 +99,7 @@ describe('errors', () => {
     run('options not an object', () => attn.attention(t2(4, 2), k, v, true), TypeError,
       /^attention: options must be an object, got a boolean$/);
     run('unknown option casual', () => attn.attention(t2(4, 2), k, v, { casual: true }), TypeError,
-      /^attention: unknown option "casual" \(known: causal, mask, scale, trace\)$/);
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache\)$/);
     run('causal not a boolean', () => attn.attention(t2(4, 2), k, v, { causal: 'yes' }), TypeError,
       /^attention: causal must be true or false, got a string \("yes"\)$/);
     run('trace not a boolean', () => attn.attention(t2(4, 2), k, v, { trace: 1 }), TypeError,
@@ -119,8 +119,10 @@ describe('errors', () => {
       /^attention: k is \[5,3\] but q is \[4,2\]: k needs 2 columns, as many as q \(dK\)$/);
     run('v rows != k rows', () => attn.attention(t2(4, 2), t2(5, 2), t2(4, 3)), RangeError,
       /^attention: v is \[4,3\] but k is \[5,2\]: v needs 5 rows, one per key \(nK\)$/);
-    run('q of rank 3', () => attn.attention(tensor(f32(8), [2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
-      /^attention: q must have 2 dimensions \[nQ,dK\], got shape \[2,2,2\]$/);
+    run('q of rank 3 with 2-D k', () => attn.attention(tensor(f32(8), [2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q is \[2,2,2\] \(3-D\) but k is \[5,2\] \(2-D\): q, k and v must share one layout$/);
+    run('q of rank 5', () => attn.attention(tensor(f32(32), [2, 2, 2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q must have 2 or 3 or 4 dimensions \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got shape \[2,2,2,2,2\]$/);
     run('k of rank 1', () => attn.attention(t2(4, 2), tensor(f32(10), [10]), t2(5, 3)), RangeError,
       /^attention: k must have 2 dimensions \[nK,dK\], got shape \[10\]$/);
     run('keep mask tensor of the wrong shape', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(new Uint8Array(20), [5, 4]) }), RangeError,
