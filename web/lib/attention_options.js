@@ -18,7 +18,15 @@ export const HEADS_ONLY = ['softcap', 'window', 'heads', 'pastKey', 'pastValue',
 const FORWARD_OPTIONS = ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
-const kindOf = (value) => (value === null ? 'null' : Array.isArray(value) ? 'an Array' : typeof value);
+// What a wrong value is, for messages.
+function kindOf(value) {
+  if (value === null || value === undefined) return String(value);
+  if (Array.isArray(value)) return 'an Array';
+  const typed = typedArrayName(value);
+  if (typed) return `a ${typed}`;
+  if (typeof value === 'number') return `the number ${value}`;
+  return `${/^[aeiou]/.test(typeof value) ? 'an' : 'a'} ${typeof value}`;
+}
 
 function integerAtLeast(where, name, value, min) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${kindOf(value)}`);
