@@ -154,8 +154,8 @@ Status attention_heads_forward(const wa::HeadsShape& shape, const wa::HeadTensor
                                const wa::HeadTensor<float>& out, float scale,
                                const wa::HeadsMask& mask, const wa::HeadsTrace& trace) {
   return guarded([&] {
-    wa::attention_heads_forward(shape, q, k, v, out, scale, mask,
-                                trace.scores ? &trace : nullptr, pool.get());
+    wa::attention_heads_forward(shape, q, k, v, out, scale, mask, trace.scores ? &trace : nullptr,
+                                pool.get());
   });
 }
 
@@ -189,8 +189,8 @@ wa::KvCache* cache_at(uintptr_t handle) { return ptr<wa::KvCache>(handle); }
 Status kv_cache_create(uint32_t batch, uint32_t kv_heads, uint32_t d_k, uint32_t d_v,
                        uint32_t capacity, uintptr_t handle_out) {
   return guarded([&] {
-    *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
-        new wa::KvCache(batch, kv_heads, d_k, d_v, capacity)));
+    *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(
+        reinterpret_cast<uintptr_t>(new wa::KvCache(batch, kv_heads, d_k, d_v, capacity)));
   });
 }
 
@@ -213,9 +213,7 @@ Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
 }
 
 wa::HeadTensor<const float> kv_cache_keys(uintptr_t handle) { return cache_at(handle)->keys(); }
-wa::HeadTensor<const float> kv_cache_values(uintptr_t handle) {
-  return cache_at(handle)->values();
-}
+wa::HeadTensor<const float> kv_cache_values(uintptr_t handle) { return cache_at(handle)->values(); }
 
 }  // namespace
 

@@ -157,6 +157,19 @@ describe('attention on heads against the ONNX reference', () => {
     });
   });
 
+  test('trace on heads: scores, scaled, capped, masked and weights [B,Hq,nQ,nTotal] match the reference', () => {
+    const c = makeCase(55, { batch: 2, qHeads: 4, kvHeads: 2, nQ: 3, nNew: 6, nPast: 2, dK: 5, dV: 3, causal: true, softcap: 0.5, scale: 2 });
+    const ref = onnxAttentionRef(c);
+    const r = attn.attention(...packageArgs(c, { trace: true }));
+    const n = c.nPast + c.nNew;
+    for (const name of ['scores', 'scaled', 'capped', 'masked', 'weights']) assert.deepEqual(r[name].shape, [2, 4, 3, n], name);
+    assertClose(r.scores.data, ref.qk[0].map((x) => x / c.scale), 'scores');
+    assertClose(r.scaled.data, ref.qk[0], 'scaled');
+    assertClose(r.capped.data, ref.qk[1], 'capped');
+    assertClose(r.masked.data, ref.qk[2], 'masked');
+    assertClose(r.weights.data, ref.qk[3], 'weights');
+  });
+
   test('the 2-D call is unchanged, and a 4-D call with one head gives the same numbers', () => {
     const c = makeCase(50, { nQ: 5, nNew: 7, dK: 6, dV: 4, causal: true });
     const twoD = attn.attention(tensor(c.q, [5, 6]), tensor(c.k, [7, 6]), tensor(c.v, [7, 4]), { causal: true });
