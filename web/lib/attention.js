@@ -1,5 +1,6 @@
-// The object createAttention() resolves to: scaled dot-product attention, and the factory
-// for multi-head attention layers, over one wasm module instance.
+// The object createAttention() resolves to: scaled dot-product attention on matrices (here)
+// and on heads (attention_options.js checks, heads_attention.js runs), KV caches
+// (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import {
   attentionBackwardTrace, attentionTrace, matrix, scoreMask,
 } from './binding.js';

@@ -16,8 +16,8 @@ export class KvCache {
   // config { batch, kvHeads, dK, dV, capacity }, each a positive integer.
   constructor(rt, config) {
     const where = 'kvCache';
-    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity']);
     if (config === undefined) throw new TypeError(`${where}: needs { batch, kvHeads, dK, dV, capacity }`);
+    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity']);
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
     const { batch, kvHeads, dK, dV, capacity } = o;
     rt.heap.checkFits(4 * batch * kvHeads * capacity * (dK + dV),
