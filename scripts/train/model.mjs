@@ -20,10 +20,11 @@ export function vectorCache(emb) {
   };
 }
 
-// windows [{ words (n+1 norms), ids (n+1) }] -> { x (B,n,d) tensor, targets (B·n) }; X = E + P
-export function makeBatch(windows, n, d, vec) {
+// windows [{ words (n+1 norms), ids (n+1) }] -> { x (B,n,d) tensor, targets (B·n) };
+// X = E + P with P = positionScale × the sinusoidal positions (as the page's input.js builds it)
+export function makeBatch(windows, n, d, vec, positionScale) {
   const B = windows.length;
-  const P = sinusoidalPositions(n, d);
+  const P = sinusoidalPositions(n, d).map((v) => v * positionScale);
   const x = new Float32Array(B * n * d);
   const targets = new Int32Array(B * n);
   windows.forEach(({ words, ids }, b) => {
@@ -51,7 +52,7 @@ export function createModel(attn, { d, heads, layers, V, seed, logPrior }) {
 }
 
 // One step on a batch: forward, loss, backward, Adam directions, step(). Returns the loss.
-export function trainStep(model, emb, vocab, batch, adam, lr, { qkBoost = 1 } = {}) {
+export function trainStep(model, emb, vocab, batch, adam, lr) {
   const { layers, p } = model;
   const [B, n, d] = batch.x.shape;
   const T = B * n, V = vocab.length;
@@ -70,11 +71,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { qkBoost = 1 } = 
     for (let i = 0; i < dh.length; ++i) next[i] = dh[i] + grads.dx.data[i];
     const dirs = {};
     for (const name of ['dwq', 'dwk', 'dwv', 'dwo']) {
-      const dir = adam.direction(`${L}.${name}`, grads[name].data);
-      // W_Q and W_K move qkBoost times faster: sharp patterns (a previous-word head) need large
-      // q·k, which plain rates reach only after many more steps.
-      if (name === 'dwq' || name === 'dwk') for (let i = 0; i < dir.length; ++i) dir[i] *= qkBoost;
-      dirs[name] = { data: dir, shape: grads[name].shape };
+      dirs[name] = { data: adam.direction(`${L}.${name}`, grads[name].data), shape: grads[name].shape };
     }
     layers[L].step(dirs, lr);
     dh = next;
@@ -88,7 +85,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { qkBoost = 1 } = 
 
 // Held-out figures over `windows` (batches of B): loss, top-1 and top-10 accuracy of the model and
 // of always guessing `baseline` (the 10 most frequent classes in training), and per-head stats.
-export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline }) {
+export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, positionScale }) {
   const { layers, p } = model;
   const d = emb.dim, V = vocab.length;
   const words = outputWords(emb, vocab, p.unk);
@@ -97,7 +94,7 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline }) {
   const perHead = layers.map((l) => Array.from({ length: l.config.heads }, () => []));
   let lossSum = 0, top1 = 0, top10 = 0, base1 = 0, base10 = 0, count = 0;
   for (let s = 0; s < windows.length; s += B) {
-    const batch = makeBatch(windows.slice(s, s + B), n, d, vec);
+    const batch = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
     const [b] = batch.x.shape;
     const T = b * n;
     const { hs, traces } = forwardLayers(layers, batch.x, { trace: true });

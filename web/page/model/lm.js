@@ -2,6 +2,7 @@
 // Shared by the trainer (scripts/train_model.mjs), its test and the page.
 //
 //   x = E + P                       E (n,d) the page's word vectors, P (n,d) sinusoidal positions
+//                                   × the manifest's positionScale
 //   h1 = x + attn1(x), h2 = h1 + attn2(h1)      attn = the package's multiHeadAttention, causal
 //   z = h2·wout (n,d);  logits = z·Wᵀ + bout (n,V)   W (V,d): row c the word vector of class c
 //                                                   (the last class, "<unk>", has a learned row)
