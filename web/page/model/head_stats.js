@@ -6,7 +6,8 @@
 //       prev = w[i][i−1], self = w[i][i], first = w[i][0], meanDistance = Σ_j w[i][j]·(i−j),
 //       entropyBits = −Σ_j w[i][j]·log2 w[i][j]
 //   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
-//     of the three shares when it is at least 25 %, else how far back and how spread out it looks.
+//     of the three shares when it is at least 25 % (and the next one), else how far back and how
+//     spread out it looks.
 export function headStats(weightsList, n) {
   const sum = { prev: 0, self: 0, first: 0, meanDistance: 0, entropyBits: 0 };
   let count = 0;
@@ -35,6 +36,7 @@ export function describeHead(s) {
     ['looks at the word itself', s.self],
     ['looks at the first word', s.first],
   ].sort((a, b) => b[1] - a[1]);
-  if (shares[0][1] >= 0.25) return `${shares[0][0]}: ${pct(shares[0][1])} of its weight`;
+  const second = `${shares[1][0].replace('looks at ', '')}: ${pct(shares[1][1])}`;
+  if (shares[0][1] >= 0.25) return `${shares[0][0]}: ${pct(shares[0][1])} of its weight (${second})`;
   return `spreads its weight: ${s.meanDistance.toFixed(1)} words back on average, entropy ${s.entropyBits.toFixed(1)} bits`;
 }
