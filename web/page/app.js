@@ -11,11 +11,13 @@
 // steps/        one descriptor per step: view, pill label, library call, side panel, hand values
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
+// model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 import { renderChips, setPressed } from './chips.js';
 import { loadLibrary } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
 import { loadEmbeddings } from './embeddings.js';
+import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './hood.js';
 import { renderTokenStatus, renderWeightsNote } from './notes.js';
 import { bindSgdPanel } from './sgd_panel.js';
@@ -112,11 +114,12 @@ async function start() {
 
   const t0 = performance.now();
   let embeddingsMs;
-  const [lib, emb] = await Promise.all([
+  const [lib, emb, model] = await Promise.all([
     loadLibrary(),
     loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => { embeddingsMs = performance.now() - t0; return v; }),
+    loadModelFiles(new URL('./data/model/', import.meta.url)),
   ]);
-  Object.assign(state, { attn: lib.attn, emb, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
+  Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
   refresh();

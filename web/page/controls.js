@@ -52,6 +52,7 @@ export function bindControls(onChange) {
     onChange({ seed: v, projection: 'random' });
   });
 
+  $('layer').addEventListener('change', (e) => onChange({ layer: Number(e.target.value) }));
   $('heads').addEventListener('change', (e) => onChange({ heads: Number(e.target.value) }));
   const dk = $('dk');
   const dkChanged = () => {
@@ -85,8 +86,13 @@ export function syncControls(settings, { dK, dModel }) {
   $('new-seed').disabled = worked;
   if (Number($('seed').value) !== settings.seed && document.activeElement !== $('seed')) $('seed').value = String(settings.seed);
 
+  // The trained model runs as it was trained: causal, with positions, 4 heads.
+  const trained = settings.projection === 'trained' && !worked;
+  $('layer-field').hidden = !trained;
+  $('layer').value = String(settings.layer);
+
   const heads = $('heads');
-  heads.disabled = worked;
+  heads.disabled = worked || trained;
   heads.value = String(worked ? 1 : settings.heads);
   const dk = $('dk');
   dk.max = String(dModel);
@@ -95,9 +101,11 @@ export function syncControls(settings, { dK, dModel }) {
   if (document.activeElement !== dk || !random) dk.value = String(dK);
   $('dk-note').innerHTML = worked
     ? 'The worked example has one head with d<sub>k</sub> = 2.'
-    : random
-      ? `d<sub>k</sub>: the projection size of each head (1 to ${dModel}).`
-      : `d<sub>k</sub> = ${dModel} / heads with identity projections.`;
+    : trained
+      ? `The trained model has 4 heads of d<sub>k</sub> = ${dK}.`
+      : random
+        ? `d<sub>k</sub>: the projection size of each head (1 to ${dModel}).`
+        : `d<sub>k</sub> = ${dModel} / heads with identity projections.`;
 
   const follow = $('follow-head');
   const count = worked ? 1 : settings.heads;
@@ -108,10 +116,12 @@ export function syncControls(settings, { dK, dModel }) {
   follow.disabled = count === 1;
 
   $('causal').checked = settings.causal;
+  $('causal').disabled = trained;
   $('scaling').checked = settings.scaling;
+  $('scaling').disabled = trained;
   const positions = $('positions');
   positions.checked = settings.positions && !worked;
-  positions.disabled = worked;
+  positions.disabled = worked || trained;
 }
 
 // ←/→ change the step unless the key means something where the focus is.

@@ -2,7 +2,9 @@
 //   ready      Promise resolved after the first render (rejected when loading failed)
 //   version    a counter, increased after every render (new input, setting, step or followed row)
 //   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, norm, known }],
-//              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random',
+//              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random'|'trained',
+//              layer (the trained model's layer the steps show, 0-based, or null), predictions
+//              (the trained model's [{ word, p }] × 5 after the followed token, or null),
 //              seed, heads, dK, head (followed head, 0-based), causal, scaling, positions,
 //              step (0-based), stepId, focus (followed row, 0-based; also the loss's i), target
 //              (the loss's j, 0-based), loss, lr (the SGD learning rate), sgdLosses (the loss
@@ -30,6 +32,7 @@ export function installDebugHook(state, stepView) {
       return {
         mode: s.mode, text: s.text, n: ctx?.n ?? 0, tokens: input?.tokens ?? [],
         truncatedFrom: input?.truncatedFrom ?? null, projection: s.projection, seed: s.seed,
+        layer: ctx?.layer ?? null, predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
         heads: effectiveHeads(state), dK: state.emb ? effectiveDK(state) : null, head: s.head, causal: s.causal,
         scaling: s.scaling, positions: ctx?.positions ?? false, step: s.step,
         stepId: state.steps[s.step]?.id ?? null, focus: s.focus,

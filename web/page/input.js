@@ -1,11 +1,12 @@
 // The input as the page feeds it to the library: tokens and X (n,d_model), from the sentence (word
 // vectors, plus positions when asked) or the worked example.
 //
-//   prepareInput(settings, emb) -> { labels, unknown, tokens, x, e, p, truncatedFrom } | null
+//   prepareInput(settings, emb, positionScale = 1) -> { labels, unknown, tokens, x, e, p, truncatedFrom } | null
 //
 //   labels (n) token texts; unknown (n) booleans, true for a token not in the vocabulary;
 //   tokens [{ text, norm, known }]; x, e, p (n,d_model) tensors: X = E + P, the word vectors E
-//   and the positions P (e and p null for the worked example, p null without positions);
+//   and the positions P = positionScale × the sinusoids (the trained model was trained with 3)
+//   (e and p null for the worked example, p null without positions);
 //   truncatedFrom: the token count before the cap of MAX_TOKENS, or null. null: no tokens.
 import { sinusoidalPositions } from './embeddings.js';
 import { tokenize } from './tokenize.js';
@@ -13,7 +14,7 @@ import { WORKED } from './worked_example.js';
 
 export const MAX_TOKENS = 96;
 
-export function prepareInput(settings, emb) {
+export function prepareInput(settings, emb, positionScale = 1) {
   if (settings.mode === 'worked') {
     return {
       labels: WORKED.tokens, unknown: WORKED.tokens.map(() => false),
@@ -31,8 +32,9 @@ export function prepareInput(settings, emb) {
   looked.forEach((l, i) => e.set(l.vector, i * d));
   let x = e, p = null;
   if (settings.positions) {
-    // P (n,d) sinusoidal; X = E + P (n,d)
+    // P (n,d) sinusoidal × positionScale; X = E + P (n,d)
     p = sinusoidalPositions(n, d);
+    if (positionScale !== 1) for (let k = 0; k < p.length; ++k) p[k] *= positionScale;
     x = new Float32Array(n * d);
     for (let k = 0; k < x.length; ++k) x[k] = e[k] + p[k];
   }

@@ -24,6 +24,8 @@ export function renderWeightsNote(el, settings, { heads, dK, dModel }) {
   } else if (settings.projection === 'identity') {
     text = '<strong>Identity projections:</strong> W<sub>Q</sub> = W<sub>K</sub> = W<sub>V</sub> = I and W<sub>O</sub> = I, so attention runs on the raw similarity of the word vectors.' +
       (heads > 1 ? ` With ${heads} heads, each head uses its own ${dK} of the ${dModel} dimensions.` : '');
+  } else if (settings.projection === 'trained') {
+    text = `<strong>Trained:</strong> a 2-layer, 4-head causal language model trained with this library on US State of the Union addresses (<code>npm run train-model</code>). The steps show layer ${settings.layer + 1}; causal mask and positions are part of the model.`;
   } else {
     text = `<strong>Random projections:</strong> Xavier-uniform weights drawn by the library's seeded initializer from seed ${settings.seed}: W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> are ${dModel}×${heads * dK} (${heads} head${heads > 1 ? 's' : ''} of d<sub>k</sub> = ${dK}), W<sub>O</sub> is ${heads * dK}×${dModel}. Change the seed for other weights.`;
   }

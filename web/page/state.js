@@ -10,10 +10,16 @@
 //   isRow(state, i)                    i is a token row of the current input
 //   allTimings(state)                  the library calls behind what is shown
 //
+// The trained preset (projection 'trained') runs the model of web/page/data/model/: causal, with
+// positions, 4 heads; the steps show settings.layer (0 or 1), whose input is X₁ = E + P or the
+// residual X₂ = X₁ + layer 1(X₁), and step 11 adds the model's next-word guesses.
+//
 // The backward steps (12-18) are for the loss L = ½‖y_i − x_j‖², with i the followed token
 // (settings.focus) and j the target: a new followed token or target reruns only the backward.
-import { identity, run, runBackward } from './compute.js';
+import { identity, run, runBackward, runModel } from './compute.js';
 import { prepareInput } from './input.js';
+import { predictNext } from './model/predict.js';
+import { layerWeights } from './model/weights.js';
 import { buildSteps } from './steps/index.js';
 import { WORKED } from './worked_example.js';
 
@@ -22,7 +28,8 @@ export function createState(text) {
     settings: {
       mode: 'sentence',  // or 'worked'
       text,
-      projection: 'identity',  // or 'random'
+      projection: 'identity',  // or 'random', or 'trained' (the shipped model)
+      layer: 0,          // with 'trained': the layer the steps show (0 or 1)
       seed: 42,
       heads: 4,
       dK: null,          // the d_k field, used with random projections; null: d_model / heads
@@ -37,6 +44,7 @@ export function createState(text) {
     },
     attn: null,          // the library, once loaded
     emb: null,           // the word vectors, once loaded (emb.dim is d_model)
+    model: null,         // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
     loadMs: null,        // { library, embeddings }: how long each took to load
     input: null,         // prepareInput's (input.js)
     ctx: null,           // the current input and results (steps/index.js)
@@ -61,30 +69,53 @@ export function change(state, patch) {
   if ('mode' in patch && patch.mode !== s.mode) s.focus = patch.mode === 'worked' ? 0 : null;
   // New tokens: the target's index would point at another word.
   if ('mode' in patch || 'text' in patch) s.target = null;
+  // The trained model was trained causal, with positions and 4 heads: it runs only that way.
+  if (patch.projection === 'trained') Object.assign(patch, { causal: true, positions: true, heads: TRAINED_HEADS, scaling: true, dK: null });
   Object.assign(s, patch);
   return true;
 }
 
+export const TRAINED_HEADS = 4;
+export const isTrained = ({ settings: s }) => s.projection === 'trained' && s.mode !== 'worked';
+
+// With the trained preset: both layers' residual stream and every row's next-word guesses.
+function runTrained(state, x) {
+  const { manifest, tensors } = state.model;
+  const layers = Array.from({ length: manifest.model.layers }, (_, L) => ({ heads: manifest.model.heads, w: layerWeights(tensors, L) }));
+  const { hs, timings } = runModel(state.attn, layers, x);
+  const n = x.shape[0];
+  return {
+    layers, hs, timings, manifest,
+    predictions: predictNext(state.model, state.emb, hs[hs.length - 1].data, n),
+  };
+}
+
 export function recompute(state) {
   const s = state.settings;
-  state.input = prepareInput(s, state.emb);
+  state.input = prepareInput(s, state.emb, isTrained(state) ? state.model.manifest.model.positionScale : 1);
   const input = state.input;
   if (!input) return false;
   const heads = effectiveHeads(state), dK = effectiveDK(state);
   const worked = s.mode === 'worked';
   s.head = Math.min(s.head, heads - 1);
+  const trained = isTrained(state) ? runTrained(state, input.x) : null;
+  if (trained) s.layer = Math.min(s.layer, trained.layers.length - 1);
+  const x = trained ? trained.hs[s.layer] : input.x;
   const result = run(state.attn, {
-    x: input.x, heads, dK,
-    weights: worked ? WORKED.weights : s.projection === 'identity' ? identityWeights(input.x.shape[1]) : null,
+    x, heads, dK,
+    weights: worked ? WORKED.weights : trained ? trained.layers[s.layer].w
+      : s.projection === 'identity' ? identityWeights(input.x.shape[1]) : null,
     seed: s.seed, causal: s.causal, scaling: s.scaling, head: s.head,
   });
+  if (trained) result.timings.unshift(...trained.timings);
   const n = input.labels.length;
   if (s.focus === null) s.focus = Math.max(0, input.tokens.findIndex((t) => t.norm === 'it'));
   s.focus = Math.min(s.focus, n - 1);
   state.ctx = {
     worked, labels: input.labels, unknown: input.unknown, n, dModel: input.x.shape[1], heads, dK, dV: dK,
-    head: s.head, causal: s.causal, scaling: s.scaling, positions: s.positions && !worked,
-    projection: s.projection, seed: s.seed, e: input.e, p: input.p, x: input.x, result, back: null,
+    head: s.head, causal: s.causal, scaling: s.scaling, positions: s.positions && !worked && (!trained || s.layer === 0),
+    projection: s.projection, seed: s.seed, e: input.e, p: input.p, x, result, back: null,
+    layer: trained ? s.layer : null, trained,
   };
   recomputeBackward(state);
   return true;

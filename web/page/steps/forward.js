@@ -4,6 +4,7 @@
 import { weightTop } from '../colors.js';
 import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
+import { describeHead } from '../model/head_stats.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
@@ -31,6 +32,33 @@ function concatMatrix(ctx) {
   return tokenMatrix(ctx, 'concat', 'concat', label, ctx.result.multi.concat, { colGroups: headGroups(ctx), colNoun: 'column' });
 }
 
+// Step 1 for the trained model's layer 2: its input is the residual stream after layer 1.
+function secondLayerInput(ctx, matrices) {
+  return {
+    title: 'Layer 2 input X₂', titleHtml: `Layer 2 input ${v('X')}<sub>2</sub>`,
+    formulaHtml: `${v('X')}<sub>2</sub> = ${v('X')}<sub>1</sub> + ${v('Y')}<sub>1</sub> &nbsp; (${v('X')}<sub>1</sub> = ${v('E')} + ${v('P')}, ${v('Y')}<sub>1</sub> = layer 1's output)`,
+    shapes: [`X₂ ${dims(ctx.x.shape)}  (n × d_model)`],
+    explainHtml: '<p>The trained model stacks two attention layers with <strong>residual connections</strong>: each layer adds its output to its input instead of replacing it. So layer 2 reads the word vectors and positions plus whatever layer 1 gathered from earlier words (choose Layer 1 above to see that step by step).</p>',
+    sourceHtml: 'Built by the page: X₁ plus layer 1\'s output, from <code>mha.forward(X₁, { causal: true })</code>.',
+    matrices,
+  };
+}
+
+// Each trained head's measured behaviour on held-out text (from the model's manifest).
+function headDescriptions(ctx) {
+  const stats = ctx.trained.manifest.heads.filter((h) => h.layer === ctx.layer);
+  const items = stats.map((h) => `<li><strong>head ${h.head + 1}</strong> ${esc(describeHead(h))}</li>`).join('');
+  return `<p>Measured on held-out addresses (the model never trained on them), layer ${ctx.layer + 1}'s heads:</p><ul class="head-stats">${items}</ul>`;
+}
+
+const NEXT_WORD_NOTE = '<p>The trained model adds both layers\' outputs to X₁ (the residual stream H), maps each row through a 100×100 matrix and scores it against the word vectors of its 2,000 words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>';
+
+// The trained model's five most likely next words after token i, from the whole model.
+function nextWords(ctx, i) {
+  const items = ctx.trained.predictions[i].map(({ word, p }) => `<li><span class="next-word">${word === '<unk>' ? '<em>a rarer word</em>' : esc(word)}</span> <span class="next-p">${(100 * p).toFixed(1)} %</span></li>`).join('');
+  return `<h3>Next word after ${quote(esc(ctx.labels[i]))}</h3><ol class="next-words" aria-label="The model's five most likely next words">${items}</ol>`;
+}
+
 export const FORWARD_STEPS = [
   // 1 ---------------------------------------------------------------------------------------------
   {
@@ -44,6 +72,7 @@ export const FORWARD_STEPS = [
         matrices.push(tokenMatrix(ctx, 'P', 'P (positions)', `${v('P')} positions`, { data: ctx.p.data, shape: ctx.p.shape }, { rowNoun: 'position' }));
       }
       matrices.push(tokenMatrix(ctx, 'X', 'X', v('X'), ctx.x));
+      if (ctx.layer === 1) return secondLayerInput(ctx, matrices);
       return {
         title: worked ? 'The input X' : 'Embeddings X',
         formulaHtml: worked ? `${v('X')} = [1 0; 0 1; 1 1]` : ctx.positions ? `${v('X')} = ${v('E')} + ${v('P')}` : `${v('X')} = ${v('E')}`,
@@ -52,7 +81,8 @@ export const FORWARD_STEPS = [
           ? '<p>Three tokens x₁, x₂, x₃, each a row of d_model = 2 numbers. Small enough that you can redo every step on paper; every number shown is still computed by the library.</p>'
           : `<p>Each token becomes a row of ${dModel} numbers: its GloVe word vector, learned from how often words occur near each other. Words used in similar contexts get similar rows, so their dot product is large.</p>` +
             (ctx.positions
-              ? '<p>Attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands.</p>'
+              ? '<p>Attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands.</p>' +
+                (ctx.trained && ctx.trained.manifest.model.positionScale !== 1 ? `<p>The trained model uses the sinusoids × ${ctx.trained.manifest.model.positionScale}, as it was trained.</p>` : '')
               : '<p>Attention by itself ignores word order. Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>'),
         sourceHtml: worked
           ? 'Typed in by hand: the page passes it to the library as it is.'
@@ -83,7 +113,8 @@ export const FORWARD_STEPS = [
         ? `the worked example's ${W('Q')} = I, ${W('K')} = [1 1; 0 1], ${W('V')} = I`
         : ctx.projection === 'identity'
           ? `identity projections: ${heads === 1 ? `${W('Q')} = ${W('K')} = ${W('V')} = I, so Q = K = V = X` : `${oneHead(ctx)} takes dimensions ${headRange(ctx)} of X as they are, so its Q, K and V are those columns of X`}`
-          : `random projections (Xavier-uniform, seed ${ctx.seed})`;
+          : ctx.trained ? `the trained model's layer ${ctx.layer + 1} (trained by <code>npm run train-model</code> to predict the next word)`
+            : `random projections (Xavier-uniform, seed ${ctx.seed})`;
       return {
         title: 'Queries, keys and values',
         formulaHtml: `${v('Q')} = ${v('X')}${W('Q')}, &nbsp; ${v('K')} = ${v('X')}${W('K')}, &nbsp; ${v('V')} = ${v('X')}${W('V')}`,
@@ -292,7 +323,7 @@ export const FORWARD_STEPS = [
         shapes: [`${h} × A_k ${n}\u00d7${n}`, `Q_k, K_k, V_k ${n}\u00d7${dK} each`],
         explainHtml: h === 1
           ? `<p>With one head, the layer is exactly steps 2 to 7, so this grid is step 6's A again.${worked ? '' : ' Choose more heads above to see several attention patterns side by side.'}</p>`
-          : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps 2 to 7 followed.</p>`,
+          : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps 2 to 7 followed.</p>${ctx.trained ? headDescriptions(ctx) : ''}`,
         matrices: m.heads.map((hd, k) => ({
           ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, { scale: 'unit' }),
           compact, domainMax, place: 'multiples',
@@ -342,7 +373,7 @@ export const FORWARD_STEPS = [
         title: 'Output projection W_O', titleHtml: `Output projection ${W('O')}`,
         formulaHtml: `${v('Y')} = ${v('C')}${W('O')}`,
         shapes: [`C ${dims(m.concat.shape)} · W_O ${dims(w.shape)} → Y ${dims(m.output.shape)}`],
-        explainHtml: `<p>One more linear map mixes the heads' results and brings each row back to d_model = ${ctx.dModel} numbers. ${ctx.worked || ctx.projection === 'identity' ? `Here ${W('O')} = I, so it changes nothing and Y equals C.` : `Here ${W('O')} is random too (same seed).`}</p>`,
+        explainHtml: `<p>One more linear map mixes the heads' results and brings each row back to d_model = ${ctx.dModel} numbers. ${ctx.worked || ctx.projection === 'identity' ? `Here ${W('O')} = I, so it changes nothing and Y equals C.` : ctx.trained ? `Here ${W('O')} is the trained one.` : `Here ${W('O')} is random too (same seed).`}</p>`,
         matrices: [concatMatrix(ctx), weightMatrix('W_O', 'W_O', W('O'), w, { rowGroups: headGroups(ctx) })],
       };
     },
@@ -359,11 +390,12 @@ export const FORWARD_STEPS = [
         title: 'Output',
         formulaHtml: `MultiHead(${v('X')}) = Concat(head<sub>1</sub>, …, head<sub>${ctx.heads}</sub>) ${W('O')}`,
         shapes: [`Y ${dims(m.output.shape)}, the same shape as X ${dims(ctx.x.shape)}`],
-        explainHtml: '<p>One new vector per token, the same shape as the input, so layers can be stacked. Each row now mixes in information from the tokens its query attended to. Compare it with X below it.</p>',
+        explainHtml: '<p>One new vector per token, the same shape as the input, so layers can be stacked. Each row now mixes in information from the tokens its query attended to. Compare it with X below it.</p>' +
+          (ctx.trained ? NEXT_WORD_NOTE : ''),
         matrices: [tokenMatrix(ctx, 'output', 'output Y', `${v('Y')}`, m.output), tokenMatrix(ctx, 'X', 'X (input)', `${v('X')} (input, for comparison)`, ctx.x)],
       };
     },
-    inspect: (ctx, i) => `<h3>y${sub(i + 1)}, ${ctx.dModel} numbers</h3>${vectorList(row(ctx.result.multi.output, i))}`,
+    inspect: (ctx, i) => (ctx.trained ? nextWords(ctx, i) : '') + `<h3>y${sub(i + 1)}, ${ctx.dModel} numbers</h3>${vectorList(row(ctx.result.multi.output, i))}`,
     hand: () => byHand('with one head the concatenation is the head\'s output, and W<sub>O</sub> = I leaves it unchanged, so this equals step 7.'),
   },
 ];

@@ -1,0 +1,134 @@
+// The model of web/page/model/lm.js made trainable: its parameters, one training step through the
+// package's forward/backward/step, and the held-out evaluation (loss, top-k, per-head stats).
+//
+// Parameters: layers [attn1, attn2] (the package's, 4 heads, no biases, so that
+// the page's steps show Q = X·W_Q as they are) and p = { wout (d,d),
+// bout (V), unk (d) } in plain JS. Batches: B windows of n+1 class ids and n input words.
+import { sinusoidalPositions } from '../../web/page/embeddings.js';
+import { headStats } from '../../web/page/model/head_stats.js';
+import {
+  backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK,
+} from '../../web/page/model/lm.js';
+
+// Word vectors by norm, as the page looks them up (unknown words: the hashed stand-in).
+export function vectorCache(emb) {
+  const cache = new Map();
+  return (w) => {
+    let v = cache.get(w);
+    if (!v) cache.set(w, v = emb.lookup(w).vector);
+    return v;
+  };
+}
+
+// windows [{ words (n+1 norms), ids (n+1) }] -> { x (B,n,d) tensor, targets (B·n) };
+// X = E + P with P = positionScale × the sinusoidal positions (as the page's input.js builds it)
+export function makeBatch(windows, n, d, vec, positionScale) {
+  const B = windows.length;
+  const P = sinusoidalPositions(n, d).map((v) => v * positionScale);
+  const x = new Float32Array(B * n * d);
+  const targets = new Int32Array(B * n);
+  windows.forEach(({ words, ids }, b) => {
+    for (let i = 0; i < n; ++i) {
+      const v = vec(words[i]);
+      const o = (b * n + i) * d;
+      for (let k = 0; k < d; ++k) x[o + k] = v[k] + P[i * d + k];
+      targets[b * n + i] = ids[i + 1];
+    }
+  });
+  return { x: { data: x, shape: [B, n, d] }, targets };
+}
+
+export function createModel(attn, { d, heads, layers, V, seed, logPrior }) {
+  const p = {
+    wout: new Float32Array(d * d),
+    bout: Float32Array.from(logPrior),  // start from the unigram distribution
+    unk: new Float32Array(d),
+  };
+  for (let i = 0; i < d; ++i) p.wout[i * d + i] = 0.1;
+  return {
+    p,
+    layers: Array.from({ length: layers }, (_, L) => attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L })),
+  };
+}
+
+// One step on a batch: forward, loss, backward, Adam directions, step(). Returns the loss.
+export function trainStep(model, emb, vocab, batch, adam, lr) {
+  const { layers, p } = model;
+  const [B, n, d] = batch.x.shape;
+  const T = B * n, V = vocab.length;
+  const words = outputWords(emb, vocab, p.unk);
+  const { hs } = forwardLayers(layers, batch.x);
+  const h = hs[hs.length - 1];
+  const { z, logits } = forwardHead(p, words, h, T, d, V);
+  const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V);
+  const g = backwardHead(p, words, h, z, dlogits, T, d, V);
+  adam.tick();
+  // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx
+  let dh = g.dh;
+  for (let L = layers.length - 1; L >= 0; --L) {
+    const grads = layers[L].backward({ data: dh, shape: [B, n, d] });
+    const next = new Float32Array(dh.length);
+    for (let i = 0; i < dh.length; ++i) next[i] = dh[i] + grads.dx.data[i];
+    const dirs = {};
+    for (const name of ['dwq', 'dwk', 'dwv', 'dwo']) {
+      dirs[name] = { data: adam.direction(`${L}.${name}`, grads[name].data), shape: grads[name].shape };
+    }
+    layers[L].step(dirs, lr);
+    dh = next;
+  }
+  for (const [name, grad] of [['wout', g.dwout], ['bout', g.dbout], ['unk', g.dunk]]) {
+    const dir = adam.direction(name, grad);
+    for (let i = 0; i < dir.length; ++i) p[name][i] -= lr * dir[i];
+  }
+  return loss;
+}
+
+// Held-out figures over `windows` (batches of B): loss, top-1 and top-10 accuracy of the model and
+// of always guessing `baseline` (the 10 most frequent classes in training), and per-head stats.
+export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, positionScale }) {
+  const { layers, p } = model;
+  const d = emb.dim, V = vocab.length;
+  const words = outputWords(emb, vocab, p.unk);
+  const vec = vectorCache(emb);
+  const guess = new Set(baseline);
+  const perHead = layers.map((l) => Array.from({ length: l.config.heads }, () => []));
+  let lossSum = 0, top1 = 0, top10 = 0, base1 = 0, base10 = 0, count = 0;
+  for (let s = 0; s < windows.length; s += B) {
+    const batch = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
+    const [b] = batch.x.shape;
+    const T = b * n;
+    const { hs, traces } = forwardLayers(layers, batch.x, { trace: true });
+    const { logits } = forwardHead(p, words, hs[hs.length - 1], T, d, V);
+    lossSum += crossEntropy(logits, batch.targets, T, V).loss * T;
+    for (let t = 0; t < T; ++t) {
+      const best = topK(logits, t * V, V, 10).map((e) => e.c);
+      const y = batch.targets[t];
+      if (best[0] === y) ++top1;
+      if (best.includes(y)) ++top10;
+      if (baseline[0] === y) ++base1;
+      if (guess.has(y)) ++base10;
+      ++count;
+    }
+    traces.forEach((heads, L) => heads.forEach((hd, h) => {
+      for (let k = 0; k < b; ++k) perHead[L][h].push(hd.weights.data.subarray(k * n * n, (k + 1) * n * n));
+    }));
+  }
+  return {
+    tokens: count,
+    loss: lossSum / count,
+    top1: top1 / count, top10: top10 / count,
+    baselineTop1: base1 / count, baselineTop10: base10 / count,
+    heads: perHead.flatMap((hl, L) => hl.map((list, h) => ({ layer: L, head: h, ...headStats(list, n) }))),
+  };
+}
+
+// Consecutive windows of n+1 tokens from each document (the last partial one dropped), then
+// `limit` of them evenly spaced over all documents.
+export function windowsOf(docs, idDocs, n, limit = Infinity) {
+  const all = [];
+  for (let k = 0; k < docs.length; ++k) {
+    for (let s = 0; s + n + 1 <= docs[k].length; s += n + 1) all.push([k, s]);
+  }
+  const picked = all.length <= limit ? all : Array.from({ length: limit }, (_, i) => all[Math.floor((i * all.length) / limit)]);
+  return picked.map(([k, s]) => ({ words: docs[k].slice(s, s + n + 1), ids: idDocs[k].subarray(s, s + n + 1) }));
+}

@@ -1,0 +1,42 @@
+// What each attention head does, measured on its causal weights, and the sentence the page shows.
+//
+//   headStats(weightsList, n) -> { prev, self, first, meanDistance, entropyBits }
+//     weightsList: [(n,n) Float32Array] row i = query i's weights over keys 0..i. Averaged over
+//     every query i >= 2 of every sequence (from 2 on, previous, self and first are three tokens):
+//       prev = w[i][i−1], self = w[i][i], first = w[i][0], meanDistance = Σ_j w[i][j]·(i−j),
+//       entropyBits = −Σ_j w[i][j]·log2 w[i][j]
+//   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
+//     of the three shares when it is at least 25 % (and the next one), else how far back and how
+//     spread out it looks.
+export function headStats(weightsList, n) {
+  const sum = { prev: 0, self: 0, first: 0, meanDistance: 0, entropyBits: 0 };
+  let count = 0;
+  for (const w of weightsList) {
+    for (let i = 2; i < n; ++i) {
+      const o = i * n;
+      sum.prev += w[o + i - 1];
+      sum.self += w[o + i];
+      sum.first += w[o];
+      for (let j = 0; j <= i; ++j) {
+        const p = w[o + j];
+        sum.meanDistance += p * (i - j);
+        if (p > 0) sum.entropyBits -= p * Math.log2(p);
+      }
+      ++count;
+    }
+  }
+  return Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / count]));
+}
+
+const pct = (x) => `${Math.round(100 * x)} %`;
+
+export function describeHead(s) {
+  const shares = [
+    ['looks at the previous word', s.prev],
+    ['looks at the word itself', s.self],
+    ['looks at the first word', s.first],
+  ].sort((a, b) => b[1] - a[1]);
+  const second = `${shares[1][0].replace('looks at ', '')}: ${pct(shares[1][1])}`;
+  if (shares[0][1] >= 0.25) return `${shares[0][0]}: ${pct(shares[0][1])} of its weight (${second})`;
+  return `spreads its weight: ${s.meanDistance.toFixed(1)} words back on average, entropy ${s.entropyBits.toFixed(1)} bits`;
+}
