@@ -2,8 +2,8 @@
 // `npm run bench`: our attention kernels against tfjs-wasm, onnxruntime-web and plain JS
 // loops, on the same inputs, with the machine's wasm SIMD peak for scale.
 //
-//   node scripts/bench.mjs            everything (~15 minutes on a 2-core machine)
-//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section
+//   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
+//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
 //   node scripts/bench.mjs --only matmul,attention
 //
 // Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
@@ -12,9 +12,10 @@
 //   cases, inputs, flops        what is measured, on what, counted how
 //   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
 //   timing, runner              warm-up + median; one row per case and implementation
-//   kernels, startup, longseq   the sections; child.mjs/spawn.mjs for the ones that need
-//                               processes of their own
-//   peak, wasm_bytes            the SIMD peak probe, a hand-written wasm module
+//   kernels, startup, longseq   the sections (startup: a ready module and its first call);
+//                               child.mjs/spawn.mjs for the ones that need processes of their own
+//   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
+//   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
 //   table, svg, compare         the report
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -27,7 +28,7 @@ import { machineInfo } from './bench/machine.mjs';
 import { measurePeak } from './bench/peak.mjs';
 import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
 import { wasmSizes } from './bench/sizes.mjs';
-import { measureStartup } from './bench/startup.mjs';
+import { measureFirstCall, measureStartup } from './bench/startup.mjs';
 import { renderChart } from './bench/svg.mjs';
 import { renderReport } from './bench/table.mjs';
 import { checkTargets, renderTargets } from './bench/targets.mjs';
@@ -47,6 +48,7 @@ const results = {
   peak: null,
   rows: [],
   startup: null,
+  firstCall: null,
   sizes: null,
   long: null,
   targets: [],
@@ -57,7 +59,7 @@ if (machine.loadAverage[0] > 0.25 * machine.cores) {
 }
 
 let peersOk = false;
-if (options.sections.some((s) => s !== 'sizes')) {
+if (options.sections.some((s) => !['sizes', 'firstcall'].includes(s))) {  // the sections with peers' rows
   const r = ensurePeers(log);
   peersOk = r.ok;
   if (!r.ok) results.notes.push(`the peers could not be installed (${r.error}): their rows are n/a`);
@@ -72,6 +74,7 @@ const caseIds = CASES.filter((c) => want(c.section) && (!options.quick || QUICK_
 if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));
 if (want('sizes')) results.sizes = wasmSizes();
 if (want('startup')) results.startup = await measureStartup({ quick: options.quick, peersOk, log });
+if (want('firstcall')) results.firstCall = await measureFirstCall({ quick: options.quick, peersOk, log });
 if (want('long')) results.long = await measureLong({ quick: options.quick, peersOk, log });
 results.notes.push(...peerNotes(results));
 results.targets = checkTargets(results);

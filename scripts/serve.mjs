@@ -1,4 +1,4 @@
-// A static file server for web/ on localhost.
+// A static file server for web/ (or any folder: startServer({ root })) on localhost.
 //
 // By default every response carries the two headers that make the page cross-origin
 // isolated, which browsers require before they hand out SharedArrayBuffer, and so threads:
@@ -7,14 +7,15 @@
 // --no-isolation leaves them out, as a plain static host would: the page then runs the
 // single-thread build (the browser tests load it both ways).
 //
-// usage: node scripts/serve.mjs [--port N] [--no-isolation] [--quiet]
+// usage: node scripts/serve.mjs [--port N] [--no-isolation] [--quiet] [--root DIR]
+//        --root serves DIR instead of web/ (a built example app, say).
 //        PORT in the environment works too; a busy port moves on to the next one.
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = resolve(fileURLToPath(new URL('../web', import.meta.url)));
+const webRoot = fileURLToPath(new URL('../web', import.meta.url));
 
 const types = {
   '.html': 'text/html; charset=utf-8',
@@ -30,7 +31,8 @@ const types = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-export function startServer({ port = 8080, isolation = true, quiet = false } = {}) {
+export function startServer({ port = 8080, isolation = true, quiet = false, root = webRoot } = {}) {
+  root = resolve(root);
   const server = createServer(async (req, res) => {
     const headers = { 'Cache-Control': 'no-cache' };
     if (isolation) {
@@ -60,7 +62,7 @@ export function startServer({ port = 8080, isolation = true, quiet = false } = {
       server.listen(p, '127.0.0.1', () => {
         const url = `http://localhost:${server.address().port}/`;
         if (!quiet) {
-          console.log(`Serving web/ at ${url}` +
+          console.log(`Serving ${root} at ${url}` +
             (isolation ? ' (cross-origin isolated: threads on)' : ' (not isolated: single-thread build)'));
         }
         resolvePromise({ server, url, close: () => new Promise((r) => server.close(r)) });
@@ -74,7 +76,11 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const args = process.argv.slice(2);
   const portArg = args.indexOf('--port');
   const port = Number(portArg >= 0 ? args[portArg + 1] : process.env.PORT ?? 8080);
-  startServer({ port, isolation: !args.includes('--no-isolation'), quiet: args.includes('--quiet') })
+  const rootArg = args.indexOf('--root');
+  startServer({
+    port, isolation: !args.includes('--no-isolation'), quiet: args.includes('--quiet'),
+    root: rootArg >= 0 ? args[rootArg + 1] : webRoot,
+  })
     .then(({ url }) => console.log(`Open ${url} in a browser. Ctrl+C stops the server.`))
     .catch((e) => { console.error(`serve: ${e.message}`); process.exit(1); });
 }

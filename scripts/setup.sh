@@ -2,13 +2,15 @@
 # Installs what building and testing need and this machine lacks; does nothing when all is
 # there, so both README commands call it every time.
 #   Debian packages: emscripten (the wasm toolchain), doctest-dev (the C++ test framework),
-#   chromium (the headless browser of the page tests), cmake and g++ (the native build).
+#   chromium (the headless browser of the page tests), cmake and g++ (the native build),
+#   clang-19 (compiles the relaxed-SIMD kernel, which Emscripten's own clang 14 cannot).
 #   npm packages: package-lock.json's, with `npm ci`, whenever the lock changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 missing=()
 command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
+command -v clang++-19 >/dev/null 2>&1 || missing+=(clang-19)
 [ -f /usr/include/doctest/doctest.h ] || missing+=(doctest-dev)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)

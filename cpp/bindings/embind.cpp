@@ -1,7 +1,9 @@
-// The wasm module's surface: bindings only. Arguments arrive as plain numbers and byte
-// offsets into wasm memory (the JS layer allocates, copies in and validates); each call
-// converts them, calls the core, and returns "" or the error message as a string, because
-// a C++ exception reaching JS would arrive as a bare number.
+// The wasm module's surface: bindings only. The core's own argument structs (ConstMatrix,
+// Matrix, ScoreMask, the traces, MhaShape, MhaWeights, MhaGrads) are Embind value objects,
+// so JS passes them as plain objects (built by web/lib/binding.js, one helper per struct);
+// their pointer fields are byte offsets into wasm memory, 0 for null. Each call converts,
+// calls the core, and returns a Status instead of throwing, because a C++ exception reaching
+// JS would arrive as a bare number.
 #include <emscripten/bind.h>
 
 #include <malloc.h>
@@ -10,8 +12,10 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <stdexcept>
 #include <string>
 
+#include "../src/scratch.h"  // release_large_scratch: internal, called when each call ends
 #include "wa/attention.h"
 #include "wa/build_info.h"
 #include "wa/finite.h"
@@ -22,63 +26,59 @@ namespace {
 
 std::unique_ptr<wa::ThreadPool> pool;  // one per module instance, started by set_threads
 
+// What went wrong in a call, by kind, so JS picks the error class without reading the text.
+// The numbers are ErrorKind in web/lib/binding.js.
+enum ErrorKind : int {
+  kOk = 0,
+  kInvalidArgument = 1,  // shapes or buffers that do not fit together (a bug in the JS layer)
+  kOutOfMemory = 2,      // wasm memory could not hold the inputs and their intermediates
+  kOther = 3,
+};
+struct Status {
+  int kind = kOk;
+  std::string message;  // "" when kind is kOk
+};
+
+// Runs a call; whatever it left, scratch past kScratchKeepBytes goes back to malloc.
+template <class F>
+Status guarded(F&& call) {
+  Status status;
+  try {
+    call();
+  } catch (const std::bad_alloc&) {
+    status = {kOutOfMemory,
+              "out of memory: the inputs and their intermediates do not fit in wasm memory"};
+  } catch (const std::invalid_argument& e) {
+    status = {kInvalidArgument, e.what()};
+  } catch (const std::exception& e) {
+    status = {kOther, e.what()};
+  }
+  wa::release_large_scratch();
+  return status;
+}
+
 template <class T>
 T* ptr(uintptr_t offset) {
   return reinterpret_cast<T*>(offset);
 }
 
-template <class F>
-std::string guarded(F&& call) {
-  try {
-    call();
-    return "";
-  } catch (const std::bad_alloc&) {
-    return "out of memory: the inputs and their intermediates do not fit in wasm memory";
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
-struct MatmulArgs {
-  uintptr_t a, b, c;  // op(a) (m,k), op(b) (k,n) -> c (m,n)
-  uint32_t m, n, k;
-  bool transpose_a, transpose_b;  // a stored (k,m) / b stored (n,k)
+// A pointer field of a core struct, seen from JS as a byte offset (a number; 0 = null).
+template <auto field>
+struct Offset;
+template <class T, class P, P* T::*field>
+struct Offset<field> {
+  static uintptr_t get(const T& t) { return reinterpret_cast<uintptr_t>(t.*field); }
+  static void set(T& t, uintptr_t offset) { t.*field = reinterpret_cast<P*>(offset); }
 };
+#define WA_OFFSET(member) &Offset<&member>::get, &Offset<&member>::set
 
-struct AttentionArgs {
-  uintptr_t q, k, v, out;  // (n_q,d_k), (n_k,d_k), (n_k,d_v) -> (n_q,d_v)
-  uint32_t n_q, n_k, d_k, d_v;
-  float scale;
-  bool causal;
-  uintptr_t keep, bias;                        // (n_q,n_k) or 0
-  uintptr_t scores, scaled, masked, weights;   // trace, all (n_q,n_k), or all 0
-};
-
-struct MhaArgs {
-  uint32_t batch, n_q, n_k, d_model, heads, d_k, d_v;
-  uintptr_t x, context, out;
-  uintptr_t wq, wk, wv, wo, bq, bk, bv, bo;
-  float scale;
-  bool causal;
-  uintptr_t keep, bias;
-  // trace: q, k, v, concat set together (or all 0), and scores..weights all set or all 0
-  uintptr_t q, k, v, scores, scaled, masked, weights, concat;
-};
-
-// The gradient side of a backward call: d_out in, gradients out (0 where absent).
-struct AttentionGradArgs {
-  uintptr_t d_out, dq, dk, dv;
-  uintptr_t weights, d_weights, d_scores;  // the backward's trace, all (n_q,n_k), or all 0
-};
-struct MhaGradArgs {
-  uintptr_t d_out, dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
-};
-
+// "" or why the threads could not start (the loader reports it).
 std::string set_threads(int threads) {
   return guarded([&] {
-    pool.reset();
-    if (threads > 1) pool = std::make_unique<wa::ThreadPool>(threads);
-  });
+           pool.reset();
+           if (threads > 1) pool = std::make_unique<wa::ThreadPool>(threads);
+         })
+      .message;
 }
 
 int threads() { return pool ? pool->threads() : 1; }
@@ -94,88 +94,51 @@ double first_non_finite(uintptr_t x, uint32_t n) {
 // Bytes malloc has handed out and not had back: the leak checks watch this.
 double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
 
-wa::ScoreMask score_mask(float scale, bool causal, uintptr_t keep, uintptr_t bias) {
-  wa::ScoreMask m;
-  m.scale = scale;
-  m.causal = causal;
-  m.keep = ptr<const uint8_t>(keep);
-  m.bias = ptr<const float>(bias);
-  return m;
-}
-
-std::string matmul(const MatmulArgs& a) {
+// wa::gemm, without accumulation: c (m,n) = op(a)·op(b).
+Status gemm(bool transpose_a, bool transpose_b, uint32_t m, uint32_t n, uint32_t k, uintptr_t a,
+            uint32_t lda, uintptr_t b, uint32_t ldb, uintptr_t c, uint32_t ldc) {
   return guarded([&] {
-    const wa::Transpose ta = a.transpose_a ? wa::Transpose::yes : wa::Transpose::no;
-    const wa::Transpose tb = a.transpose_b ? wa::Transpose::yes : wa::Transpose::no;
-    wa::gemm(ta, tb, a.m, a.n, a.k, ptr<const float>(a.a), a.transpose_a ? a.m : a.k,
-             ptr<const float>(a.b), a.transpose_b ? a.k : a.n, ptr<float>(a.c), a.n, false,
-             pool.get());
+    wa::gemm(transpose_a ? wa::Transpose::yes : wa::Transpose::no,
+             transpose_b ? wa::Transpose::yes : wa::Transpose::no, m, n, k, ptr<const float>(a),
+             lda, ptr<const float>(b), ldb, ptr<float>(c), ldc, false, pool.get());
   });
 }
 
-std::string attention_forward(const AttentionArgs& a) {
+// A trace whose first buffer is null is no trace (value objects cannot be null).
+Status attention_forward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
+                         const wa::ConstMatrix& v, const wa::Matrix& out, float scale,
+                         const wa::ScoreMask& mask, const wa::AttentionTrace& trace) {
   return guarded([&] {
-    const wa::AttentionTrace trace{ptr<float>(a.scores), ptr<float>(a.scaled),
-                                   ptr<float>(a.masked), ptr<float>(a.weights)};
-    wa::attention_forward({ptr<const float>(a.q), a.n_q, a.d_k, a.d_k},
-                          {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
-                          {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
-                          {ptr<float>(a.out), a.n_q, a.d_v, a.d_v},
-                          score_mask(a.scale, a.causal, a.keep, a.bias),
-                          a.scores ? &trace : nullptr, pool.get());
+    wa::attention_forward(q, k, v, out, scale, mask, trace.scores ? &trace : nullptr, pool.get());
   });
 }
 
-wa::MhaShape mha_shape(const MhaArgs& a) {
-  return {a.batch, a.n_q, a.n_k, a.d_model, a.heads, a.d_k, a.d_v};
-}
-wa::MhaWeights mha_weights(const MhaArgs& a) {
-  return {ptr<const float>(a.wq), ptr<const float>(a.wk), ptr<const float>(a.wv),
-          ptr<const float>(a.wo), ptr<const float>(a.bq), ptr<const float>(a.bk),
-          ptr<const float>(a.bv), ptr<const float>(a.bo)};
-}
-wa::MhaTrace mha_trace(const MhaArgs& a) {
-  return {ptr<float>(a.q),      ptr<float>(a.k),      ptr<float>(a.v),
-          ptr<float>(a.scores), ptr<float>(a.scaled), ptr<float>(a.masked),
-          ptr<float>(a.weights), ptr<float>(a.concat)};
-}
-
-std::string attention_backward(const AttentionArgs& a, const AttentionGradArgs& g) {
+Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
+                          const wa::ConstMatrix& v, const wa::ConstMatrix& d_out,
+                          const wa::Matrix& dq, const wa::Matrix& dk, const wa::Matrix& dv,
+                          float scale, const wa::ScoreMask& mask,
+                          const wa::AttentionBackwardTrace& trace) {
   return guarded([&] {
-    const wa::AttentionBackwardTrace trace{ptr<float>(g.weights), ptr<float>(g.d_weights),
-                                           ptr<float>(g.d_scores)};
-    wa::attention_backward({ptr<const float>(a.q), a.n_q, a.d_k, a.d_k},
-                           {ptr<const float>(a.k), a.n_k, a.d_k, a.d_k},
-                           {ptr<const float>(a.v), a.n_k, a.d_v, a.d_v},
-                           {ptr<const float>(g.d_out), a.n_q, a.d_v, a.d_v},
-                           {ptr<float>(g.dq), a.n_q, a.d_k, a.d_k},
-                           {ptr<float>(g.dk), a.n_k, a.d_k, a.d_k},
-                           {ptr<float>(g.dv), a.n_k, a.d_v, a.d_v},
-                           score_mask(a.scale, a.causal, a.keep, a.bias),
-                           g.weights ? &trace : nullptr, pool.get());
+    wa::attention_backward(q, k, v, d_out, dq, dk, dv, scale, mask,
+                           trace.weights ? &trace : nullptr, pool.get());
   });
 }
 
-// a's q, k, v and concat hold what the forward saved (its trace).
-std::string mha_backward(const MhaArgs& a, const MhaGradArgs& g) {
+Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
+                   uintptr_t context, uintptr_t out, float scale, const wa::ScoreMask& mask,
+                   const wa::MhaTrace& trace) {
   return guarded([&] {
-    const wa::MhaGrads grads{ptr<float>(g.dx),  ptr<float>(g.d_context), ptr<float>(g.dwq),
-                             ptr<float>(g.dwk), ptr<float>(g.dwv),       ptr<float>(g.dwo),
-                             ptr<float>(g.dbq), ptr<float>(g.dbk),       ptr<float>(g.dbv),
-                             ptr<float>(g.dbo)};
-    wa::mha_backward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
-                     ptr<const float>(a.context), mha_trace(a), ptr<const float>(g.d_out),
-                     score_mask(a.scale, a.causal, a.keep, a.bias), grads, pool.get());
+    wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out),
+                    scale, mask, trace.q ? &trace : nullptr, pool.get());
   });
 }
 
-std::string mha_forward(const MhaArgs& a) {
+Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
+                    uintptr_t context, const wa::MhaTrace& saved, uintptr_t d_out, float scale,
+                    const wa::ScoreMask& mask, const wa::MhaGrads& grads) {
   return guarded([&] {
-    const wa::MhaTrace trace = mha_trace(a);
-    wa::mha_forward(mha_shape(a), mha_weights(a), ptr<const float>(a.x),
-                    ptr<const float>(a.context), ptr<float>(a.out),
-                    score_mask(a.scale, a.causal, a.keep, a.bias), a.q ? &trace : nullptr,
-                    pool.get());
+    wa::mha_backward(shape, w, ptr<const float>(x), ptr<const float>(context), saved,
+                     ptr<const float>(d_out), scale, mask, grads, pool.get());
   });
 }
 
@@ -183,54 +146,78 @@ std::string mha_forward(const MhaArgs& a) {
 
 EMSCRIPTEN_BINDINGS(wasm_attention) {
   using namespace emscripten;
-  value_object<MatmulArgs>("MatmulArgs")
-      .field("a", &MatmulArgs::a).field("b", &MatmulArgs::b).field("c", &MatmulArgs::c)
-      .field("m", &MatmulArgs::m).field("n", &MatmulArgs::n).field("k", &MatmulArgs::k)
-      .field("transposeA", &MatmulArgs::transpose_a).field("transposeB", &MatmulArgs::transpose_b);
-  value_object<AttentionArgs>("AttentionArgs")
-      .field("q", &AttentionArgs::q).field("k", &AttentionArgs::k).field("v", &AttentionArgs::v)
-      .field("out", &AttentionArgs::out)
-      .field("nQ", &AttentionArgs::n_q).field("nK", &AttentionArgs::n_k)
-      .field("dK", &AttentionArgs::d_k).field("dV", &AttentionArgs::d_v)
-      .field("scale", &AttentionArgs::scale).field("causal", &AttentionArgs::causal)
-      .field("keep", &AttentionArgs::keep).field("bias", &AttentionArgs::bias)
-      .field("scores", &AttentionArgs::scores).field("scaled", &AttentionArgs::scaled)
-      .field("masked", &AttentionArgs::masked).field("weights", &AttentionArgs::weights);
-  value_object<MhaArgs>("MhaArgs")
-      .field("batch", &MhaArgs::batch).field("nQ", &MhaArgs::n_q).field("nK", &MhaArgs::n_k)
-      .field("dModel", &MhaArgs::d_model).field("heads", &MhaArgs::heads)
-      .field("dK", &MhaArgs::d_k).field("dV", &MhaArgs::d_v)
-      .field("x", &MhaArgs::x).field("context", &MhaArgs::context).field("out", &MhaArgs::out)
-      .field("wq", &MhaArgs::wq).field("wk", &MhaArgs::wk).field("wv", &MhaArgs::wv)
-      .field("wo", &MhaArgs::wo).field("bq", &MhaArgs::bq).field("bk", &MhaArgs::bk)
-      .field("bv", &MhaArgs::bv).field("bo", &MhaArgs::bo)
-      .field("scale", &MhaArgs::scale).field("causal", &MhaArgs::causal)
-      .field("keep", &MhaArgs::keep).field("bias", &MhaArgs::bias)
-      .field("q", &MhaArgs::q).field("k", &MhaArgs::k).field("v", &MhaArgs::v)
-      .field("scores", &MhaArgs::scores).field("scaled", &MhaArgs::scaled)
-      .field("masked", &MhaArgs::masked).field("weights", &MhaArgs::weights)
-      .field("concat", &MhaArgs::concat);
-  value_object<AttentionGradArgs>("AttentionGradArgs")
-      .field("dOut", &AttentionGradArgs::d_out).field("dq", &AttentionGradArgs::dq)
-      .field("dk", &AttentionGradArgs::dk).field("dv", &AttentionGradArgs::dv)
-      .field("weights", &AttentionGradArgs::weights)
-      .field("dWeights", &AttentionGradArgs::d_weights)
-      .field("dScores", &AttentionGradArgs::d_scores);
-  value_object<MhaGradArgs>("MhaGradArgs")
-      .field("dOut", &MhaGradArgs::d_out).field("dx", &MhaGradArgs::dx)
-      .field("dContext", &MhaGradArgs::d_context)
-      .field("dwq", &MhaGradArgs::dwq).field("dwk", &MhaGradArgs::dwk)
-      .field("dwv", &MhaGradArgs::dwv).field("dwo", &MhaGradArgs::dwo)
-      .field("dbq", &MhaGradArgs::dbq).field("dbk", &MhaGradArgs::dbk)
-      .field("dbv", &MhaGradArgs::dbv).field("dbo", &MhaGradArgs::dbo);
+  value_object<Status>("Status").field("kind", &Status::kind).field("message", &Status::message);
+
+  value_object<wa::ConstMatrix>("ConstMatrix")
+      .field("data", WA_OFFSET(wa::ConstMatrix::data))
+      .field("rows", &wa::ConstMatrix::rows)
+      .field("cols", &wa::ConstMatrix::cols)
+      .field("ld", &wa::ConstMatrix::ld);
+  value_object<wa::Matrix>("Matrix")
+      .field("data", WA_OFFSET(wa::Matrix::data))
+      .field("rows", &wa::Matrix::rows)
+      .field("cols", &wa::Matrix::cols)
+      .field("ld", &wa::Matrix::ld);
+  value_object<wa::ScoreMask>("ScoreMask")
+      .field("causal", &wa::ScoreMask::causal)
+      .field("keep", WA_OFFSET(wa::ScoreMask::keep))
+      .field("bias", WA_OFFSET(wa::ScoreMask::bias));
+  value_object<wa::AttentionTrace>("AttentionTrace")
+      .field("scores", WA_OFFSET(wa::AttentionTrace::scores))
+      .field("scaled", WA_OFFSET(wa::AttentionTrace::scaled))
+      .field("masked", WA_OFFSET(wa::AttentionTrace::masked))
+      .field("weights", WA_OFFSET(wa::AttentionTrace::weights));
+  value_object<wa::AttentionBackwardTrace>("AttentionBackwardTrace")
+      .field("weights", WA_OFFSET(wa::AttentionBackwardTrace::weights))
+      .field("dWeights", WA_OFFSET(wa::AttentionBackwardTrace::d_weights))
+      .field("dScores", WA_OFFSET(wa::AttentionBackwardTrace::d_scores));
+
+  value_object<wa::MhaShape>("MhaShape")
+      .field("batch", &wa::MhaShape::batch)
+      .field("nQ", &wa::MhaShape::n_q)
+      .field("nK", &wa::MhaShape::n_k)
+      .field("dModel", &wa::MhaShape::d_model)
+      .field("heads", &wa::MhaShape::heads)
+      .field("dK", &wa::MhaShape::d_k)
+      .field("dV", &wa::MhaShape::d_v);
+  value_object<wa::MhaWeights>("MhaWeights")
+      .field("wq", WA_OFFSET(wa::MhaWeights::wq))
+      .field("wk", WA_OFFSET(wa::MhaWeights::wk))
+      .field("wv", WA_OFFSET(wa::MhaWeights::wv))
+      .field("wo", WA_OFFSET(wa::MhaWeights::wo))
+      .field("bq", WA_OFFSET(wa::MhaWeights::bq))
+      .field("bk", WA_OFFSET(wa::MhaWeights::bk))
+      .field("bv", WA_OFFSET(wa::MhaWeights::bv))
+      .field("bo", WA_OFFSET(wa::MhaWeights::bo));
+  value_object<wa::MhaTrace>("MhaTrace")
+      .field("q", WA_OFFSET(wa::MhaTrace::q))
+      .field("k", WA_OFFSET(wa::MhaTrace::k))
+      .field("v", WA_OFFSET(wa::MhaTrace::v))
+      .field("scores", WA_OFFSET(wa::MhaTrace::scores))
+      .field("scaled", WA_OFFSET(wa::MhaTrace::scaled))
+      .field("masked", WA_OFFSET(wa::MhaTrace::masked))
+      .field("weights", WA_OFFSET(wa::MhaTrace::weights))
+      .field("concat", WA_OFFSET(wa::MhaTrace::concat));
+  value_object<wa::MhaGrads>("MhaGrads")
+      .field("dx", WA_OFFSET(wa::MhaGrads::dx))
+      .field("dContext", WA_OFFSET(wa::MhaGrads::d_context))
+      .field("dwq", WA_OFFSET(wa::MhaGrads::dwq))
+      .field("dwk", WA_OFFSET(wa::MhaGrads::dwk))
+      .field("dwv", WA_OFFSET(wa::MhaGrads::dwv))
+      .field("dwo", WA_OFFSET(wa::MhaGrads::dwo))
+      .field("dbq", WA_OFFSET(wa::MhaGrads::dbq))
+      .field("dbk", WA_OFFSET(wa::MhaGrads::dbk))
+      .field("dbv", WA_OFFSET(wa::MhaGrads::dbv))
+      .field("dbo", WA_OFFSET(wa::MhaGrads::dbo));
+
   function("setThreads", &set_threads);
   function("threads", &threads);
   function("simdIsa", &simd_isa);
   function("allocatedBytes", &allocated_bytes);
   function("firstNonFinite", &first_non_finite);
-  function("matmul", &matmul);
+  function("gemm", &gemm);
   function("attentionForward", &attention_forward);
-  function("mhaForward", &mha_forward);
   function("attentionBackward", &attention_backward);
+  function("mhaForward", &mha_forward);
   function("mhaBackward", &mha_backward);
 }

@@ -4,7 +4,13 @@
 
 namespace wa {
 
-const char* simd_isa() { return WA_SIMD_NAME; }
+const char* simd_isa() {
+#if defined(WA_RELAXED_SIMD)
+  return "relaxed-simd";  // the GEMM kernel's fused multiply-adds; the rest is SIMD128
+#else
+  return WA_SIMD_NAME;
+#endif
+}
 
 bool threads_available() {
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)

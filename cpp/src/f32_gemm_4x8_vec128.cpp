@@ -11,8 +11,8 @@ namespace wa::kernels {
 
 using namespace wa::simd;
 
-void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
-                         float* c, size_t ldc, bool accumulate) {
+void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
+                         size_t ldc, bool accumulate) {
   assert(mr >= 1 && mr <= 4 && nr >= 1 && nr <= 8);
   const bool full = mr == 4 && nr == 8;
 

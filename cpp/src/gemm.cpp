@@ -1,8 +1,8 @@
 // GEMM dispatch: packing, cache blocking, tails and threads around the 4x8 micro-kernel.
 //
-// op(b) is packed once, whole, into NR-column panels (zero-padded); each task then owns a
-// block of c (MC rows x NC columns) and, per KC slice of k, packs its rows of op(a) into
-// MR-row panels and runs the kernel over the block, b panels outer, a panels inner (BLIS
+// op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
+// each task then owns a block of c (kMC rows x kNC columns) and, per kKC slice of k, packs its
+// rows of op(a) into kMR-row panels and runs the kernel over the block, b panels outer, a panels inner (BLIS
 // order: one b panel stays in L1 while the a block streams from L2). Transposed operands
 // are handled by the packing, so all three forms run the same kernel. A task's result
 // depends only on its block, never on the thread running it.
@@ -10,23 +10,27 @@
 #include <cstring>
 
 #include "gemm_kernels.h"
+#include "gemm_packed.h"
 #include "scratch.h"
-#include "sizes.h"
 #include "simd.h"
-#include "wa/gemm.h"
+#include "sizes.h"
+#include "threading.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
 namespace {
 
-using kernels::kGemmMR;
-using kernels::kGemmNR;
+using kernels::kMR;
+using kernels::kNR;
 using namespace simd;
+
+constexpr size_t kLanes = 4;  // floats per f32x4
+static_assert(kMR == kLanes && kNR == 2 * kLanes,
+              "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
 
 constexpr size_t kKC = 256;  // k per packed slice: a 4x256 a panel is 4 KB, an 8x256 b panel 8 KB
 constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 64 KB, in L2
 constexpr size_t kNC = 256;  // columns of c per task
-constexpr double kSerialFlops = 64 * 64 * 64;  // below this, waking threads costs more than it saves
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
@@ -35,71 +39,74 @@ float at(const float* x, size_t ld, Transpose t, size_t r, size_t c) {
   return t == Transpose::yes ? x[c * ld + r] : x[r * ld + c];
 }
 
-// op(a) (m,k), rows [i0,i0+mc) x k [p0,p0+kc) -> MR-row panels, each (kc,MR): step p holds
-// a(i..i+3, p).
+// op(a) (m,k), rows [i0,i0+mc) x k [p0,p0+kc) -> kMR-row panels, each (kc,kMR): step p holds
+// a(i..i+kMR-1, p).
 void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_t mc, size_t p0,
             size_t kc, float* dst) {
-  for (size_t i = i0; i < i0 + mc; i += kGemmMR, dst += kGemmMR * kc) {
-    const size_t mr = std::min(kGemmMR, m - i);
+  for (size_t i = i0; i < i0 + mc; i += kMR, dst += kMR * kc) {
+    const size_t mr = std::min(kMR, m - i);
     size_t p = 0;
-    if (mr == kGemmMR && ta == Transpose::yes) {
-      // a stored (k,m): the 4 values of a step are contiguous
-      for (; p < kc; ++p) store(dst + p * 4, load(a + (p0 + p) * lda + i));
-    } else if (mr == kGemmMR) {
-      // a stored (m,k): 4 rows, read 4 steps at a time and transposed in registers
+    if (mr == kMR && ta == Transpose::yes) {
+      // a stored (k,m): the kMR values of a step are contiguous
+      for (; p < kc; ++p) store(dst + p * kMR, load(a + (p0 + p) * lda + i));
+    } else if (mr == kMR) {
+      // a stored (m,k): kMR rows, read kLanes steps at a time and transposed in registers
       const float* r0 = a + i * lda + p0;
-      for (; p + 4 <= kc; p += 4) {
-        f32x4 v0 = load(r0 + p), v1 = load(r0 + lda + p), v2 = load(r0 + 2 * lda + p), v3 = load(r0 + 3 * lda + p);
+      for (; p + kLanes <= kc; p += kLanes) {
+        f32x4 v0 = load(r0 + p), v1 = load(r0 + lda + p), v2 = load(r0 + 2 * lda + p);
+        f32x4 v3 = load(r0 + 3 * lda + p);
         transpose4x4(v0, v1, v2, v3);
-        store(dst + p * 4, v0), store(dst + p * 4 + 4, v1), store(dst + p * 4 + 8, v2), store(dst + p * 4 + 12, v3);
+        float* d = dst + p * kMR;
+        store(d, v0), store(d + kMR, v1), store(d + 2 * kMR, v2), store(d + 3 * kMR, v3);
       }
     }
     for (; p < kc; ++p)
-      for (size_t r = 0; r < kGemmMR; ++r) dst[p * 4 + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
+      for (size_t r = 0; r < kMR; ++r)
+        dst[p * kMR + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
   }
 }
 
-// op(b) (k,n), columns [j0,j0+NR) -> one panel (k,NR): step p holds b(p, j0..j0+7).
-void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, size_t j0, float* dst) {
-  const size_t nr = std::min(kGemmNR, n - j0);
+// op(b) (k,n), columns [j0,j0+kNR) -> one panel (k,kNR): step p holds b(p, j0..j0+kNR-1).
+void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, size_t j0,
+                  float* dst) {
+  const size_t nr = std::min(kNR, n - j0);
   size_t p = 0;
-  if (nr == kGemmNR && tb == Transpose::no) {
-    // b stored (k,n): a step is 8 contiguous floats
+  if (nr == kNR && tb == Transpose::no) {
+    // b stored (k,n): a step is kNR contiguous floats, two vectors
     for (; p < k; ++p) {
-      store(dst + p * 8, load(b + p * ldb + j0));
-      store(dst + p * 8 + 4, load(b + p * ldb + j0 + 4));
+      store(dst + p * kNR, load(b + p * ldb + j0));
+      store(dst + p * kNR + kLanes, load(b + p * ldb + j0 + kLanes));
     }
-  } else if (nr == kGemmNR) {
-    // b stored (n,k): 8 rows, 4 steps at a time, as two 4x4 transposes
+  } else if (nr == kNR) {
+    // b stored (n,k): kNR rows, kLanes steps at a time, as two 4x4 transposes
     const float* r0 = b + j0 * ldb;
-    for (; p + 4 <= k; p += 4) {
+    for (; p + kLanes <= k; p += kLanes) {
       for (size_t half = 0; half < 2; ++half) {
-        const float* r = r0 + half * 4 * ldb + p;
+        const float* r = r0 + half * kLanes * ldb + p;
         f32x4 v0 = load(r), v1 = load(r + ldb), v2 = load(r + 2 * ldb), v3 = load(r + 3 * ldb);
         transpose4x4(v0, v1, v2, v3);
-        float* d = dst + p * 8 + half * 4;
-        store(d, v0), store(d + 8, v1), store(d + 16, v2), store(d + 24, v3);
+        float* d = dst + p * kNR + half * kLanes;
+        store(d, v0), store(d + kNR, v1), store(d + 2 * kNR, v2), store(d + 3 * kNR, v3);
       }
     }
   }
   for (; p < k; ++p)
-    for (size_t c = 0; c < kGemmNR; ++c) dst[p * 8 + c] = c < nr ? at(b, ldb, tb, p, j0 + c) : 0.0f;
+    for (size_t c = 0; c < kNR; ++c) dst[p * kNR + c] = c < nr ? at(b, ldb, tb, p, j0 + c) : 0.0f;
 }
 
 }  // namespace
 
-size_t packed_b_floats(size_t k, size_t n) { return checked_product({round_up(n, kGemmNR), k}); }
+size_t packed_b_floats(size_t k, size_t n) { return checked_product({round_up(n, kNR), k}); }
 
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool) {
-  const size_t panels = (n + kGemmNR - 1) / kGemmNR;
+  const size_t panels = (n + kNR - 1) / kNR;
   constexpr size_t kPanelsPerTask = 8;
-  if (static_cast<double>(k) * n < kSerialFlops / 16) pool = nullptr;
-  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of 8 panels
+  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of kPanelsPerTask panels
   parallel_for(pool, (panels + kPanelsPerTask - 1) / kPanelsPerTask, [&](size_t t) {
     const size_t end = std::min(panels, (t + 1) * kPanelsPerTask);
     for (size_t jp = t * kPanelsPerTask; jp < end; ++jp)
-      pack_b_panel(tb, b, ldb, k, n, jp * kGemmNR, packed + jp * kGemmNR * k);
+      pack_b_panel(tb, b, ldb, k, n, jp * kNR, packed + jp * kNR * k);  // panel jp: packed_b_block
   });
 }
 
@@ -112,24 +119,23 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
       for (size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  if (static_cast<double>(m) * n * k < kSerialFlops) pool = nullptr;
+  pool = pool_for(pool, static_cast<double>(m) * n * k);
 
   const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
   // for (block = 0; block < row_blocks·col_blocks; ++block) its (MC,NC) tile of c
   parallel_for(pool, row_blocks * col_blocks, [&](size_t t) {
     const size_t i0 = t / col_blocks * kMC, j0 = t % col_blocks * kNC;
     const size_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
-    float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, kGemmMR) * kKC);
+    float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, kMR) * kKC);
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
       pack_a(ta, a, lda, m, i0, mc, p0, kc, packed_a);
-      for (size_t j = j0; j < j0 + nc; j += kGemmNR) {
-        const float* b_panel = packed_b + j * packed_k + p0 * kGemmNR;  // panel j/NR at j·packed_k
-        const size_t nr = std::min(kGemmNR, n - j);
-        for (size_t i = i0; i < i0 + mc; i += kGemmMR) {
-          kernels::f32_gemm_4x8_vec128(std::min(kGemmMR, m - i), nr, kc,
-                                       packed_a + (i - i0) * kc, b_panel, c + i * ldc + j, ldc,
-                                       accumulate || p0 > 0);
+      for (size_t j = j0; j < j0 + nc; j += kNR) {
+        const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
+        const size_t nr = std::min(kNR, n - j);
+        for (size_t i = i0; i < i0 + mc; i += kMR) {
+          kernels::f32_gemm_4x8(std::min(kMR, m - i), nr, kc, packed_a + (i - i0) * kc, b_panel,
+                                c + i * ldc + j, ldc, accumulate || p0 > 0);
         }
       }
     }
@@ -138,10 +144,11 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
 
 void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
           const float* b, size_t ldb, float* c, size_t ldc, bool accumulate, ThreadPool* pool) {
-  if (m == 0 || n == 0 || k == 0) return gemm_packed_b(ta, m, n, k, a, lda, nullptr, k, c, ldc, accumulate, pool);
+  if (m == 0 || n == 0 || k == 0)
+    return gemm_packed_b(ta, m, n, k, a, lda, nullptr, k, c, ldc, accumulate, pool);
   float* packed = thread_scratch(ScratchSlot::gemm_b, packed_b_floats(k, n));
-  const bool parallel = static_cast<double>(m) * n * k >= kSerialFlops;
-  pack_b(tb, k, n, b, ldb, packed, parallel ? pool : nullptr);
+  pool = pool_for(pool, static_cast<double>(m) * n * k);  // for the packing and the product
+  pack_b(tb, k, n, b, ldb, packed, pool);
   gemm_packed_b(ta, m, n, k, a, lda, packed, k, c, ldc, accumulate, pool);
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attention_rows.h"
+#include "attention_blocks.h"
 #include "scratch.h"
 #include "sizes.h"
 #include "wa/attention.h"
@@ -31,22 +31,24 @@ void project(const float* x, size_t rows, size_t d_model, const float* w, const 
   add_bias_rows(y, rows, cols, b);
 }
 
-void check(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-           const float* out, const MhaTrace* trace) {
+// Shapes, and the buffers every call needs: x, the weights and `io`, the buffer named io_name
+// (the forward's out, the backward's d_out). where: the entry, first in the message.
+void check(const char* where, const MhaShape& s, const MhaWeights& w, const float* x,
+           const float* context, const float* io, const char* io_name, const MhaTrace* trace) {
   std::string problem;
   if (!s.batch || !s.n_q || !s.n_k || !s.d_model || !s.heads || !s.d_k || !s.d_v)
     problem = "every dimension must be at least 1";
   else if (!context && s.n_k != s.n_q)
     problem = "self-attention (no context) needs n_k == n_q";
-  else if (!x || !out || !w.wq || !w.wk || !w.wv || !w.wo)
-    problem = "x, out and the four weight matrices are required";
+  else if (!x || !io || !w.wq || !w.wk || !w.wv || !w.wo)
+    problem = std::string("x, ") + io_name + " and the four weight matrices are required";
   else if (trace && (!trace->q || !trace->k || !trace->v || !trace->concat ||
                      !trace->scores != !trace->scaled || !trace->scores != !trace->masked ||
                      !trace->scores != !trace->weights))
     problem = "a trace sets q, k, v and concat, and scores, scaled, masked, weights all or none";
   if (!problem.empty())
     throw std::invalid_argument(
-        "multi-head attention: " + problem + ": batch " + std::to_string(s.batch) + ", n_q " +
+        std::string(where) + ": " + problem + ": batch " + std::to_string(s.batch) + ", n_q " +
         std::to_string(s.n_q) + ", n_k " + std::to_string(s.n_k) + ", d_model " +
         std::to_string(s.d_model) + ", h " + std::to_string(s.heads) + ", d_k " +
         std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
@@ -60,12 +62,11 @@ void column_sums(const float* m, size_t rows, size_t cols, float* sums) {
     for (size_t j = 0; j < cols; ++j) sums[j] += m[r * cols + j];
 }
 
+// What the backward needs beyond check(): the saved trace and the gradient buffers.
 void check_backward(const MhaWeights& w, const float* context, const MhaTrace& saved,
-                    const float* d_out, const MhaGrads& g) {
+                    const MhaGrads& g) {
   std::string problem;
-  if (!d_out)
-    problem = "d_out is required";
-  else if (!saved.q || !saved.k || !saved.v || !saved.concat)
+  if (!saved.q || !saved.k || !saved.v || !saved.concat)
     problem = "the saved trace needs q, k, v and concat from the forward";
   else if (!g.dx || !g.dwq || !g.dwk || !g.dwv || !g.dwo)
     problem = "grads needs dx, dwq, dwk, dwv and dwo";
@@ -74,18 +75,19 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
                       : "self-attention takes no grads.d_context (dx holds context's gradient)";
   else if (!w.bq != !g.dbq || !w.bk != !g.dbk || !w.bv != !g.dbv || !w.bo != !g.dbo)
     problem = "grads.db* must be set exactly for the biases w has (dbq for bq, ...)";
-  if (!problem.empty())
-    throw std::invalid_argument("multi-head attention backward: " + problem);
+  if (!problem.empty()) throw std::invalid_argument("multi-head attention backward: " + problem);
 }
 
 }  // namespace
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                 float* out, const ScoreMask& mask, const MhaTrace* trace, ThreadPool* pool) {
-  check(s, w, x, context, out, trace);
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace,
+                 ThreadPool* pool) {
+  check("multi-head attention", s, w, x, context, out, "out", trace);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
-  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
+  const size_t rows_q = checked_product({s.batch, s.n_q}),
+               rows_k = checked_product({s.batch, s.n_k});
 
   const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
   std::vector<float> workspace;
@@ -128,9 +130,9 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
       const size_t offset = bh * s.n_q * s.n_k;
       const AttentionTrace th{trace->scores + offset, trace->scaled + offset,
                               trace->masked + offset, trace->weights + offset};
-      attention_rows(qh, kv[bh], oh, mask, r0, r1, &th);
+      attention_rows(qh, kv[bh], oh, scale, mask, r0, r1, th);
     } else {
-      attention_rows_fused(qh, kv[bh], oh, mask, r0, r1);
+      attention_rows_fused(qh, kv[bh], oh, scale, mask, r0, r1);
     }
   });
 
@@ -139,20 +141,22 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
 }
 
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                  const MhaTrace& saved, const float* d_out, const ScoreMask& mask,
+                  const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
                   const MhaGrads& g, ThreadPool* pool) {
-  check(s, w, x, context, d_out, nullptr);
-  check_backward(w, context, saved, d_out, g);
+  check("multi-head attention backward", s, w, x, context, d_out, "d_out", nullptr);
+  check_backward(w, context, saved, g);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
-  const size_t rows_q = checked_product({s.batch, s.n_q}), rows_k = checked_product({s.batch, s.n_k});
+  const size_t rows_q = checked_product({s.batch, s.n_q}),
+               rows_k = checked_product({s.batch, s.n_k});
 
-  std::vector<float> workspace(checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
-                                            checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
-  float* d_concat = workspace.data();     // (batch·n_q, h·d_v)
-  float* dq = d_concat + rows_q * hv;     // (batch·n_q, h·d_k)
-  float* dk = dq + rows_q * hk;           // (batch·n_k, h·d_k)
-  float* dv = dk + rows_k * hk;           // (batch·n_k, h·d_v)
+  std::vector<float> workspace(
+      checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
+                   checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
+  float* d_concat = workspace.data();  // (batch·n_q, h·d_v)
+  float* dq = d_concat + rows_q * hv;  // (batch·n_q, h·d_k)
+  float* dk = dq + rows_q * hk;        // (batch·n_k, h·d_k)
+  float* dv = dk + rows_k * hk;        // (batch·n_k, h·d_v)
 
   // out = concat·W_O + b_O:
   //   concat (batch·n_q,h·d_v), d_out (batch·n_q,d_model) -> dW_O = concatᵀ·d_out (h·d_v,d_model)
@@ -173,7 +177,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     const float* p = saved.weights ? saved.weights + bh * s.n_q * s.n_k : nullptr;
     if (!p) {  // the forward kept no weights: q_h (n_q,d_k), k_h (n_k,d_k) -> P (n_q,n_k)
       recomputed.resize(checked_product({s.n_q, s.n_k}));
-      attention_weights(qh, kh, mask, {recomputed.data(), s.n_q, s.n_k, s.n_k}, inner);
+      attention_weights(qh, kh, scale, mask, {recomputed.data(), s.n_q, s.n_k, s.n_k}, inner);
       p = recomputed.data();
     }
     const ConstMatrix ph{p, s.n_q, s.n_k, s.n_k};
@@ -181,8 +185,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
     const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
     const Matrix dvh{dv + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, mask.scale, mask.causal,
-                                    inner);
+    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask, inner);
   };
   const size_t tasks = s.batch * s.heads;
   if (tasks == 1) {

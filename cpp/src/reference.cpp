@@ -6,22 +6,32 @@
 #include <cmath>
 #include <limits>
 
+#include "softmax_rows.h"
+
+#include "softmax_rows.h"
+
 namespace wa::ref {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in softmax.h.
-Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, const ScoreMask& m) {
+// The softmax input x_ij of wa/softmax.h for raw score s, in double.
+double softmax_input_d(const ScoreMask& m, size_t n_k, size_t i, size_t j, double s, float scale) {
+  if (is_masked(m, n_k, i, j)) return -kInf;
+  double y = s * scale;
+  if (m.softcap > 0) y = m.softcap * std::tanh(y / m.softcap);
+  return y + (m.bias ? mask_row(m.bias, m, n_k, i)[j] : 0.0);
+}
+
+// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/softmax.h.
+Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
   Doubles w(n_q * n_k, 0.0);
   for (size_t i = 0; i < n_q; ++i) {
     Doubles x(n_k);
     double max = -kInf;
     bool bad = false;  // a NaN or +inf input (an overflow upstream)
     for (size_t j = 0; j < n_k; ++j) {
-      x[j] = is_masked(m, n_k, i, j)
-                 ? -kInf
-                 : s[i * n_k + j] * m.scale + (m.bias ? m.bias[i * n_k + j] : 0.0);
+      x[j] = softmax_input_d(m, n_k, i, j, s[i * n_k + j], scale);
       bad |= x[j] != x[j] || x[j] == kInf;
       max = std::max(max, x[j]);
     }
@@ -80,7 +90,8 @@ Doubles columns(const Doubles& m, size_t rows, size_t stride, size_t c0, size_t 
     for (size_t c = 0; c < width; ++c) d[r * width + c] = m[r * stride + c0 + c];
   return d;
 }
-void set_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width, const Doubles& d) {
+void set_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width,
+                 const Doubles& d) {
   for (size_t r = 0; r < rows; ++r)
     for (size_t c = 0; c < width; ++c) m[r * stride + c0 + c] = d[r * width + c];
 }
@@ -104,18 +115,20 @@ void store(const Doubles& d, Matrix out) {
 // Attention in double: q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v).
 // trace (float, (n_q,n_k) each) when set.
 Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q, size_t n_k,
-                    size_t d_k, size_t d_v, const ScoreMask& m, const AttentionTrace* trace) {
+                    size_t d_k, size_t d_v, float scale, const ScoreMask& m,
+                    const AttentionTrace* trace) {
   const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
-  const Doubles w = softmax_d(s, n_q, n_k, m);
+  const Doubles w = softmax_d(s, n_q, n_k, scale, m);
   if (trace) {
     for (size_t i = 0; i < n_q; ++i)
       for (size_t j = 0; j < n_k; ++j) {
         const size_t e = i * n_k + j;
         trace->scores[e] = static_cast<float>(s[e]);
-        trace->scaled[e] = static_cast<float>(s[e] * m.scale);
-        trace->masked[e] = is_masked(m, n_k, i, j)
-                               ? -std::numeric_limits<float>::infinity()
-                               : static_cast<float>(s[e] * m.scale + (m.bias ? m.bias[e] : 0.0));
+        trace->scaled[e] = static_cast<float>(s[e] * scale);
+        trace->masked[e] = static_cast<float>(softmax_input_d(m, n_k, i, j, s[e], scale));
+        if (trace->capped)
+          trace->capped[e] = static_cast<float>(
+              m.softcap > 0 ? m.softcap * std::tanh(s[e] * scale / m.softcap) : s[e] * scale);
         trace->weights[e] = static_cast<float>(w[e]);
       }
   }
@@ -129,20 +142,22 @@ struct AttentionGradsD {
 // The backward of attention_d: q, k, v, d_out (n_q,d_v) -> dq, dk, dv; its passes in reverse.
 AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const Doubles& v,
                                      const Doubles& d_out, size_t n_q, size_t n_k, size_t d_k,
-                                     size_t d_v, const ScoreMask& m) {
+                                     size_t d_v, float scale, const ScoreMask& m) {
   const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
-  const Doubles p = softmax_d(s, n_q, n_k, m);
+  const Doubles p = softmax_d(s, n_q, n_k, scale, m);
   AttentionGradsD g;
   // out = P·v -> dv = Pᵀ·d_out, dP = d_out·vᵀ
   g.dv = matmul_tn_d(p.data(), d_out.data(), n_k, d_v, n_q);
   Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
   // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il)
-  // x = s·scale + bias               -> ds = dx·scale
+  // x = cap(s·scale) + bias         -> ds = dx·cap′·scale, cap′ = 1 − tanh²(s·scale/softcap) or 1
   for (size_t i = 0; i < n_q; ++i) {
     double dot = 0;
     for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
-    for (size_t j = 0; j < n_k; ++j)
-      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * m.scale;
+    for (size_t j = 0; j < n_k; ++j) {
+      const double t = m.softcap > 0 ? std::tanh(s[i * n_k + j] * scale / m.softcap) : 0.0;
+      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * (1 - t * t) * scale;
+    }
   }
   // s = q·kᵀ -> dq = ds·k, dk = dsᵀ·q
   g.dq = matmul_d(ds.data(), n_k, k.data(), d_k, n_q, d_k, n_k);
@@ -152,10 +167,14 @@ AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const D
 
 MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
-  return {to_doubles(w.wq, s.d_model * hk), to_doubles(w.wk, s.d_model * hk),
-          to_doubles(w.wv, s.d_model * hv), to_doubles(w.wo, hv * s.d_model),
-          to_doubles(w.bq, hk),             to_doubles(w.bk, hk),
-          to_doubles(w.bv, hv),             to_doubles(w.bo, s.d_model)};
+  return {to_doubles(w.wq, s.d_model * hk),
+          to_doubles(w.wk, s.d_model * hk),
+          to_doubles(w.wv, s.d_model * hv),
+          to_doubles(w.wo, hv * s.d_model),
+          to_doubles(w.bq, hk),
+          to_doubles(w.bk, hk),
+          to_doubles(w.bv, hv),
+          to_doubles(w.bo, s.d_model)};
 }
 
 // x (n,d_model), w (d_model,cols), bias (cols or empty) -> x·w + bias (n,cols)
@@ -178,8 +197,8 @@ struct SequenceD {
 // x_b (n_q,d_model), context_b (n_k,d_model) of sequence b -> its forward. trace, when set,
 // receives the heads' attention intermediates of sequence b.
 SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const double* xb,
-                             const double* cb, const ScoreMask& mask, const MhaTrace* trace,
-                             size_t b) {
+                             const double* cb, float scale, const ScoreMask& mask,
+                             const MhaTrace* trace, size_t b) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   SequenceD f;
   f.q = project_d(xb, s.n_q, s.d_model, w.wq, w.bq, hk);
@@ -196,7 +215,7 @@ SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const
     const Doubles o = attention_d(columns(f.q, s.n_q, hk, h * s.d_k, s.d_k),
                                   columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
                                   columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
-                                  s.d_v, mask, trace ? &th : nullptr);
+                                  s.d_v, scale, mask, trace ? &th : nullptr);
     set_columns(f.concat, s.n_q, hv, h * s.d_v, s.d_v, o);
   }
   f.out = project_d(f.concat.data(), s.n_q, hv, w.wo, w.bo, s.d_model);
@@ -219,36 +238,37 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
     }
 }
 
-void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, const ScoreMask& mask) {
-  store(softmax_d(to_doubles(scores, n_q * n_k), n_q, n_k, mask), weights);
+void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale,
+             const ScoreMask& mask) {
+  store(softmax_d(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask), weights);
 }
 
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace) {
   store(attention_d(to_doubles(q), to_doubles(k), to_doubles(v), q.rows, k.rows, q.cols, v.cols,
-                    mask, trace),
+                    scale, mask, trace),
         out);
 }
 
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask) {
-  const AttentionGradsD g = attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v),
-                                                 to_doubles(d_out), q.rows, k.rows, q.cols,
-                                                 v.cols, mask);
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask) {
+  const AttentionGradsD g =
+      attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v), to_doubles(d_out), q.rows,
+                           k.rows, q.cols, v.cols, scale, mask);
   store(g.dq, dq);
   store(g.dk, dk);
   store(g.dv, dv);
 }
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                 float* out, const ScoreMask& mask, const MhaTrace* trace) {
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   const MhaWeightsDouble wd = to_doubles(s, w);
   const Doubles xd = to_doubles(x, s.batch * s.n_q * s.d_model);
   const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * s.d_model) : xd;
   for (size_t b = 0; b < s.batch; ++b) {
     const SequenceD f = sequence_forward_d(s, wd, &xd[b * s.n_q * s.d_model],
-                                           &cd[b * s.n_k * s.d_model], mask, trace, b);
+                                           &cd[b * s.n_k * s.d_model], scale, mask, trace, b);
     store(f.out, out + b * s.n_q * s.d_model);
     if (trace) {
       store(f.q, trace->q + b * s.n_q * hk);
@@ -260,7 +280,7 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
 }
 
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                  const float* d_out, const ScoreMask& mask, const MhaGrads& grads) {
+                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v, dm = s.d_model;
   const MhaWeightsDouble wd = to_doubles(s, w);
   const Doubles xd = to_doubles(x, s.batch * s.n_q * dm);
@@ -271,7 +291,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   for (size_t b = 0; b < s.batch; ++b) {
     const double* xb = &xd[b * s.n_q * dm];
     const double* cb = &cd[b * s.n_k * dm];
-    const SequenceD f = sequence_forward_d(s, wd, xb, cb, mask, nullptr, b);
+    const SequenceD f = sequence_forward_d(s, wd, xb, cb, scale, mask, nullptr, b);
     const Doubles d_out_b = to_doubles(d_out + b * s.n_q * dm, s.n_q * dm);
 
     // out = concat·W_O + b_O -> dW_O += concatᵀ·d_out, db_O += Σ_rows d_out, dconcat = d_out·W_Oᵀ
@@ -284,8 +304,8 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     for (size_t h = 0; h < s.heads; ++h) {
       const AttentionGradsD g = attention_backward_d(
           columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
-          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v),
-          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, mask);
+          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v),
+          s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
       set_columns(dq, s.n_q, hk, h * s.d_k, s.d_k, g.dq);
       set_columns(dk, s.n_k, hk, h * s.d_k, s.d_k, g.dk);
       set_columns(dv, s.n_k, hv, h * s.d_v, s.d_v, g.dv);
@@ -321,20 +341,20 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   if (grads.dbo) store(dbo, grads.dbo);
 }
 
-Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v,
-                                 size_t n_q, size_t n_k, size_t d_k, size_t d_v,
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
+                                 size_t n_k, size_t d_k, size_t d_v, float scale,
                                  const ScoreMask& mask) {
-  return attention_d(q, k, v, n_q, n_k, d_k, d_v, mask, nullptr);
+  return attention_d(q, k, v, n_q, n_k, d_k, d_v, scale, mask, nullptr);
 }
 
 Doubles mha_forward_double(const MhaShape& s, const MhaWeightsDouble& w, const Doubles& x,
-                           const Doubles& context, const ScoreMask& mask) {
+                           const Doubles& context, float scale, const ScoreMask& mask) {
   const Doubles& ctx = context.empty() ? x : context;
   Doubles out;
   out.reserve(s.batch * s.n_q * s.d_model);
   for (size_t b = 0; b < s.batch; ++b) {
     const SequenceD f = sequence_forward_d(s, w, &x[b * s.n_q * s.d_model],
-                                           &ctx[b * s.n_k * s.d_model], mask, nullptr, b);
+                                           &ctx[b * s.n_k * s.d_model], scale, mask, nullptr, b);
     out.insert(out.end(), f.out.begin(), f.out.end());
   }
   return out;

@@ -6,7 +6,7 @@
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
-#define WA_SIMD_NAME "wasm-simd128"
+#define WA_SIMD_NAME "simd128"
 #elif defined(__SSE2__)
 #include <emmintrin.h>
 #define WA_SIMD_NAME "sse2"
@@ -40,11 +40,15 @@ inline bool any_lane(f32x4 mask) { return wasm_v128_any_true(mask); }
 // The float whose bits are v's shifted left by 23 (an integer in the exponent field).
 inline f32x4 shl23(f32x4 v) { return wasm_i32x4_shl(v, 23); }
 // Lanes where a < b keep 0, the others keep x.
-inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) { return wasm_v128_andnot(x, wasm_f32x4_lt(a, b)); }
+inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) {
+  return wasm_v128_andnot(x, wasm_f32x4_lt(a, b));
+}
 // Rows r0..r3 of a 4x4 block become its columns.
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
-  const f32x4 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
-  const f32x4 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+  const f32x4 t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5),
+              t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7);
+  const f32x4 t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5),
+              t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
   r0 = wasm_i64x2_shuffle(t0, t2, 0, 2), r1 = wasm_i64x2_shuffle(t0, t2, 1, 3);
   r2 = wasm_i64x2_shuffle(t1, t3, 0, 2), r3 = wasm_i64x2_shuffle(t1, t3, 1, 3);
 }
@@ -67,8 +71,12 @@ inline f32x4 nan_lanes(f32x4 v) { return _mm_cmpunord_ps(v, v); }
 inline f32x4 bit_or(f32x4 a, f32x4 b) { return _mm_or_ps(a, b); }
 inline bool any_lane(f32x4 mask) { return _mm_movemask_ps(mask) != 0; }
 inline f32x4 shl23(f32x4 v) { return _mm_castsi128_ps(_mm_slli_epi32(_mm_castps_si128(v), 23)); }
-inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) { return _mm_andnot_ps(_mm_cmplt_ps(a, b), x); }
-inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) { _MM_TRANSPOSE4_PS(r0, r1, r2, r3); }
+inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) {
+  return _mm_andnot_ps(_mm_cmplt_ps(a, b), x);
+}
+inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+}
 
 #else
 
@@ -81,11 +89,11 @@ inline void store(float* p, f32x4 a) {
 }
 inline f32x4 splat(float x) { return {{x, x, x, x}}; }
 inline f32x4 load_splat(const float* p) { return splat(*p); }
-#define WA_LANEWISE(name, expr)                      \
-  inline f32x4 name(f32x4 a, f32x4 b) {              \
-    f32x4 r;                                         \
-    for (int i = 0; i < 4; ++i) r.v[i] = (expr);     \
-    return r;                                        \
+#define WA_LANEWISE(name, expr)                  \
+  inline f32x4 name(f32x4 a, f32x4 b) {          \
+    f32x4 r;                                     \
+    for (int i = 0; i < 4; ++i) r.v[i] = (expr); \
+    return r;                                    \
   }
 WA_LANEWISE(add, a.v[i] + b.v[i])
 WA_LANEWISE(sub, a.v[i] - b.v[i])
@@ -104,7 +112,9 @@ inline f32x4 bit_or(f32x4 a, f32x4 b) {
   for (int i = 0; i < 4; ++i) a.v[i] = (a.v[i] != 0.0f || b.v[i] != 0.0f) ? 1.0f : 0.0f;
   return a;
 }
-inline bool any_lane(f32x4 mask) { return mask.v[0] != 0 || mask.v[1] != 0 || mask.v[2] != 0 || mask.v[3] != 0; }
+inline bool any_lane(f32x4 mask) {
+  return mask.v[0] != 0 || mask.v[1] != 0 || mask.v[2] != 0 || mask.v[3] != 0;
+}
 inline f32x4 shl23(f32x4 a) {
   f32x4 r;
   for (int i = 0; i < 4; ++i) {
@@ -137,9 +147,9 @@ inline f32x4 muladd(f32x4 a, f32x4 b, f32x4 c) { return add(mul(a, b), c); }
 inline f32x4 exp_nonpositive(f32x4 x) {
   const f32x4 magic = splat(0x1.8000FEp23f);
   f32x4 n = muladd(x, splat(0x1.715476p+0f), magic);  // x·log2(e), rounded
-  const f32x4 s = shl23(n);                             // 2^n
+  const f32x4 s = shl23(n);                           // 2^n
   n = sub(n, magic);
-  f32x4 t = muladd(n, splat(-0x1.62E400p-1f), x);       // x - n·ln2, in two parts
+  f32x4 t = muladd(n, splat(-0x1.62E400p-1f), x);  // x - n·ln2, in two parts
   t = muladd(n, splat(-0x1.7F7D1Cp-20f), t);
   f32x4 p = muladd(splat(0x1.0F9F9Cp-7f), t, splat(0x1.573A1Ap-5f));
   p = muladd(p, t, splat(0x1.555A80p-3f));

@@ -1,12 +1,13 @@
 // Row softmax as named passes over a row: x = scale/mask/bias of the scores and their max;
 // w = exp(x - max) and their sum; w *= 1/sum. The online form runs the same passes over one
-// key block at a time, carrying each row's max and sum. Vectorized with simd.h throughout.
+// key block at a time, carrying each row's max and sum. Then the backward of a row, which
+// reads the forward's weights. Vectorized with simd.h throughout.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "simd.h"
-#include "wa/softmax.h"
+#include "softmax_rows.h"
 
 namespace wa {
 namespace {
@@ -23,16 +24,19 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // weights become NaN, so an overflow in q·kᵀ (inf, or inf - inf) shows instead of passing for
 // a masked key or for a number. Both forms of the softmax see it the same way.
 float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t cols, size_t n_k,
-                        const ScoreMask& m) {
+                        float scale, const ScoreMask& m) {
+  // Keys [a, b) of the block are left by the structural masks; the rest are -inf.
+  const KeyRange r = visible_keys(m, n_k, i);
+  const size_t b = std::min(std::max(r.hi, j0), j0 + cols) - j0;
+  const size_t a = std::min(std::max(r.lo, j0) - j0, b);
   bool nan = false;
   float row_max = kNegInf;
-  if (!m.keep && !m.bias) {
-    // Only the causal mask: keys [j0, j0+visible) are kept, the rest are -inf.
-    const size_t visible = !m.causal ? cols : i + 1 > j0 ? std::min(cols, i + 1 - j0) : 0;
-    const f32x4 vscale = splat(m.scale);
+  std::fill(x, x + a, kNegInf);
+  if (!m.keep && !m.bias && !(m.softcap > 0)) {
+    const f32x4 vscale = splat(scale);
     f32x4 vmax = splat(kNegInf), vnan = splat(0.0f);
-    size_t j = 0;
-    for (; j + 4 <= visible; j += 4) {
+    size_t j = a;
+    for (; j + 4 <= b; j += 4) {
       const f32x4 vx = mul(load(s + j), vscale);
       store(x + j, vx);
       vmax = max(vmax, vx);
@@ -40,24 +44,27 @@ float masked_scaled_row(const float* s, float* x, size_t i, size_t j0, size_t co
     }
     row_max = hmax(vmax);
     nan = any_lane(vnan);
-    for (; j < visible; ++j) {
-      x[j] = s[j] * m.scale;
+    for (; j < b; ++j) {
+      x[j] = s[j] * scale;
       row_max = std::max(row_max, x[j]);
       nan |= !std::isfinite(x[j]);
     }
-    for (; j < cols; ++j) x[j] = kNegInf;
   } else {
-    for (size_t j = 0; j < cols; ++j) {
+    // keep, bias or softcap: one key at a time (softcap's tanh is scalar)
+    const uint8_t* keep = m.keep ? mask_row(m.keep, m, n_k, i) + j0 : nullptr;
+    const float* bias = m.bias ? mask_row(m.bias, m, n_k, i) + j0 : nullptr;
+    for (size_t j = a; j < b; ++j) {
       float v = kNegInf;
-      if (!is_masked(m, n_k, i, j0 + j)) {
-        v = s[j] * m.scale;
-        if (m.bias) v += m.bias[i * n_k + j0 + j];
+      if (!keep || keep[j]) {
+        v = cap(s[j] * scale, m.softcap);
+        if (bias) v += bias[j];
       }
       x[j] = v;
       row_max = std::max(row_max, v);
       nan |= v != v || v == kPosInf;  // -inf is a mask, not an overflow
     }
   }
+  std::fill(x + b, x + cols, kNegInf);
   return nan ? kNaN : row_max;
 }
 
@@ -94,10 +101,12 @@ void scale_row(float* w, size_t cols, float factor) {
 }  // namespace
 
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
-                  size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask) {
+                  size_t row0, size_t rows, size_t cols, size_t n_k, float scale,
+                  const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
     float* w = weights + r * ld_weights;
-    const float row_max = masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, mask);
+    const float row_max =
+        masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
     if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
     } else if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
@@ -108,12 +117,13 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
   }
 }
 
-void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
-                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
+void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p, size_t row0,
+                          size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
                           const ScoreMask& mask, float* row_max, float* row_sum, float* rescale) {
   for (size_t r = 0; r < rows; ++r) {
     float* pr = p + r * ld_p;
-    const float block_max = masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, mask);
+    const float block_max =
+        masked_scaled_row(scores + r * ld_scores, pr, row0 + r, j0, cols, n_k, scale, mask);
     const float new_max = block_max != block_max ? block_max : std::max(row_max[r], block_max);
     if (new_max != new_max) {  // a NaN score: the row's output becomes NaN (see masked_scaled_row)
       std::fill(pr, pr + cols, kNaN);
@@ -131,12 +141,32 @@ void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_
   }
 }
 
-void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked, size_t row0,
-                      size_t rows, size_t n_k, const ScoreMask& mask) {
+void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capped, float* masked,
+                      size_t row0, size_t rows, size_t n_k, float scale, const ScoreMask& mask) {
   for (size_t r = 0; r < rows; ++r) {
-    masked_scaled_row(scores + r * ld, masked + r * ld, row0 + r, 0, n_k, n_k, mask);
-    for (size_t j = 0; j < n_k; ++j) scaled[r * ld + j] = scores[r * ld + j] * mask.scale;
+    masked_scaled_row(scores + r * ld, masked + r * ld, row0 + r, 0, n_k, n_k, scale, mask);
+    for (size_t j = 0; j < n_k; ++j) scaled[r * ld + j] = scores[r * ld + j] * scale;
+    if (capped)
+      for (size_t j = 0; j < n_k; ++j) capped[r * ld + j] = cap(scaled[r * ld + j], mask.softcap);
   }
+}
+
+// The backward of softmax_rows' passes, in reverse (the 1/sum and exp passes together):
+//   w = e / Σe, e = exp(x - max)  ->  dx = w ⊙ (dw − Σ_j dw_j·w_j)   (max cancels)
+//   x = s·scale + bias            ->  ds = dx·scale
+void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
+  f32x4 vdot = splat(0.0f);
+  size_t j = 0;
+  for (; j + 4 <= n; j += 4) vdot = muladd(load(dp + j), load(p + j), vdot);
+  float dot = hsum(vdot);
+  for (; j < n; ++j) dot += dp[j] * p[j];
+
+  const f32x4 vsub = splat(dot), vscale = splat(scale);
+  for (j = 0; j + 4 <= n; j += 4) {
+    const f32x4 vds = mul(load(p + j), sub(load(dp + j), vsub));
+    store(dp + j, mul(vds, vscale));
+  }
+  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - dot) * scale;
 }
 
 }  // namespace wa

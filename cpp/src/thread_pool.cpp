@@ -53,7 +53,9 @@ struct ThreadPool::State {
   // Spins about 30 µs for a new generation; false if none came.
   bool spin_for_work(uint64_t seen) const {
     for (int i = 0; i < (1 << 14); ++i)
-      if (generation.load(std::memory_order_acquire) != seen || stop.load(std::memory_order_acquire)) return true;
+      if (generation.load(std::memory_order_acquire) != seen ||
+          stop.load(std::memory_order_acquire))
+        return true;
     return false;
   }
 

@@ -1,19 +1,20 @@
 // Command line: `node scripts/bench.mjs [--quick] [--only s1,s2,...] [--help]`.
-// Sections can be picked one by one because a full run takes ~15 minutes and most work on
-// one kernel only needs its own rows.
+// Sections can be picked one by one because a full run takes about 6 minutes (scripts/bench.mjs)
+// and most work on one kernel only needs its own rows.
 
-export const SECTIONS = {
+const SECTIONS = {
   matmul: 'matmul 512³',
   attention: 'single-head attention n=512 d=64, plain and causal',
   mha: 'multi-head attention n=512 dModel=512 8 heads, plain and causal',
   backward: 'backward of the attention and multi-head cases',
   startup: 'time to a ready module, in fresh processes',
+  firstcall: 'first attention call (19×100) on a fresh instance vs later calls, in fresh processes',
   sizes: 'sizes of the .wasm files',
   long: 'long sequences: causal attention d=64, n = 512 .. 16384',
 };
 
 const USAGE = `usage: node scripts/bench.mjs [--quick] [--only ${Object.keys(SECTIONS).join(',')}]
-  --quick   few runs and a small subset of every section: a smoke test of a minute or two
+  --quick   few runs and a small subset of every section: a smoke test of under a minute
   --only    run only these sections (the SIMD peak probe always runs: the % columns need it)
 sections:
 ${Object.entries(SECTIONS).map(([k, v]) => `  ${k.padEnd(10)} ${v}`).join('\n')}`;

@@ -44,6 +44,12 @@ export const CASES = [
 // --quick keeps one case per section: enough to see every implementation run.
 export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd'];
 
+// The first-call section's input: the tutorial page's, 19 tokens, d_model 100, one head.
+export const FIRST_CALL = {
+  id: 'first-call', section: 'firstcall', op: 'attention', n: 19, d: 100, causal: false, backward: false,
+  label: 'attention n=19 d=100', inputsKey: 'attention n=19 d=100',
+};
+
 export const LONG_SIZES = [512, 1024, 2048, 4096, 8192, 16384];
 export const LONG_SIZES_QUICK = [512, 1024];
 

@@ -1,21 +1,22 @@
 // The entry of the bench's child processes: `node child.mjs '<task as JSON>'`. A child is
 // needed where one process cannot hold two configurations (onnxruntime-web's and tfjs's
 // thread counts are global and fixed at start; tfjs's threaded build needs global patches),
-// where the process must be fresh (startup times; peak memory per sequence length), and
-// where a failure may take the process down (out of memory in a peer's wasm).
+// where the process must be fresh (startup times, first calls; peak memory per sequence
+// length), and where a failure may take the process down (out of memory in a peer's wasm).
 //
 // Tasks:
-//   { mode: 'cases',   impl, threads, caseIds, quick }  -> { rows }
-//   { mode: 'startup', impl, threads }                   -> { importMs, initMs, totalMs, sinceProcessStartMs }
-//   { mode: 'long',    impl, threads, n, quick }         -> { row } (with maxRssBytes)
+//   { mode: 'cases',     impl, threads, caseIds, quick }  -> { rows }
+//   { mode: 'startup',   impl, threads }                   -> { importMs, initMs, totalMs, sinceProcessStartMs }
+//   { mode: 'firstcall', impl, threads, quick }            -> { firstMs, secondMs, steadyMs }
+//   { mode: 'long',      impl, threads, n, quick }         -> { row } (with maxRssBytes)
 // The result is printed as one line after RESULT_MARKER, so that whatever a library logs
 // on stdout cannot corrupt it.
 import { readFileSync } from 'node:fs';
 import { caseById, longCase } from './cases.mjs';
 import { createImpl } from './impls.mjs';
-import { message, runCase } from './runner.mjs';
+import { describe, message, runCase } from './runner.mjs';
 import { RESULT_MARKER } from './spawn.mjs';
-import { startupOf } from './startup_probe.mjs';
+import { firstCallOf, startupOf } from './startup.mjs';
 import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
 
 // Peak resident memory of this process, whatever the library. On Linux from VmHWM, the
@@ -31,13 +32,14 @@ function peakRss() {
 
 async function main(task) {
   if (task.mode === 'startup') return startupOf(task.impl, task.threads);
+  if (task.mode === 'firstcall') return firstCallOf(task.impl, task.threads, task.quick);
   const impl = await createImpl(task.impl, { threads: task.threads });
   if (task.mode === 'cases') {
     const rows = [];
     for (const id of task.caseIds) {
-      rows.push(await runCase(impl, caseById(id), task.quick ? QUICK : FULL));
-      const r = rows[rows.length - 1];
-      process.stderr.write(`${id}: ${r.status === 'ok' ? `${r.ms.toFixed(2)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`}\n`);
+      const row = await runCase(impl, caseById(id), task.quick ? QUICK : FULL);
+      rows.push(row);
+      process.stderr.write(`${id}: ${describe(row)}\n`);
     }
     return { rows };
   }

@@ -3,6 +3,9 @@
 // arrays contiguously). It is also an independent reference the other outputs are checked
 // against. Rows that would take more than ~2 s per run are skipped (and say so): the time
 // is estimated from the GFLOP/s of a small GEMM measured at start.
+// columns(t, c0, width): the tensor helper the test suites share
+import { columns } from '../../tests/js/tensors.mjs';
+import { tensor } from '../../web/lib/index.js';
 import { forwardFlops } from './flops.mjs';
 import { NotAvailable } from './not_available.mjs';
 
@@ -86,14 +89,10 @@ export function attentionBackward(q, k, v, dOut, n, d, causal) {
   return [dq, dk, dv];
 }
 
-// columns [c0, c0+w) of a row-major [rows, stride] matrix, and the way back
-function columns(src, rows, stride, c0, w) {
-  const out = new Float32Array(rows * w);
-  for (let r = 0; r < rows; ++r) out.set(src.subarray(r * stride + c0, r * stride + c0 + w), r * w);
-  return out;
-}
-function putColumns(dst, src, rows, stride, c0, w) {
-  for (let r = 0; r < rows; ++r) dst.set(src.subarray(r * w, (r + 1) * w), r * stride + c0);
+// head h's columns [h·dk, (h+1)·dk) of an (n, dm) matrix, as an (n, dk) array, and the way back
+const head = (M, n, dm, h, dk) => columns(tensor(M, [n, dm]), h * dk, dk).data;
+function putHead(dst, src, n, dm, h, dk) {
+  for (let r = 0; r < n; ++r) dst.set(src.subarray(r * dk, (r + 1) * dk), r * dm + h * dk);
 }
 
 function mhaForward(x, w, n, dm, heads, causal) {
@@ -101,8 +100,8 @@ function mhaForward(x, w, n, dm, heads, causal) {
   const Q = matmul(x, w.wq, n, dm, dm), K = matmul(x, w.wk, n, dm, dm), V = matmul(x, w.wv, n, dm, dm);
   const C = new Float32Array(n * dm);
   for (let h = 0; h < heads; ++h) {
-    const o = attention(columns(Q, n, dm, h * dk, dk), columns(K, n, dm, h * dk, dk), columns(V, n, dm, h * dk, dk), n, dk, causal);
-    putColumns(C, o, n, dm, h * dk, dk);
+    const o = attention(head(Q, n, dm, h, dk), head(K, n, dm, h, dk), head(V, n, dm, h, dk), n, dk, causal);
+    putHead(C, o, n, dm, h, dk);
   }
   return { Q, K, V, C, y: matmul(C, w.wo, n, dm, dm) };
 }
@@ -115,11 +114,11 @@ function mhaBackward(x, w, dOut, n, dm, heads, causal) {
   matmul(transpose(C, n, dm), dOut, dm, n, dm);  // dWo
   const dQ = new Float32Array(n * dm), dK = new Float32Array(n * dm), dV = new Float32Array(n * dm);
   for (let h = 0; h < heads; ++h) {
-    const cols = (M) => columns(M, n, dm, h * dk, dk);
+    const cols = (M) => head(M, n, dm, h, dk);
     const [gq, gk, gv] = attentionBackward(cols(Q), cols(K), cols(V), cols(dC), n, dk, causal);
-    putColumns(dQ, gq, n, dm, h * dk, dk);
-    putColumns(dK, gk, n, dm, h * dk, dk);
-    putColumns(dV, gv, n, dm, h * dk, dk);
+    putHead(dQ, gq, n, dm, h, dk);
+    putHead(dK, gk, n, dm, h, dk);
+    putHead(dV, gv, n, dm, h, dk);
   }
   const xT = transpose(x, n, dm);
   for (const g of [dQ, dK, dV]) matmul(xT, g, dm, n, dm);  // dWq, dWk, dWv

@@ -9,22 +9,27 @@ import { attentionModel, matmulModel, mhaModel, SCALE_PLACES } from './onnx_grap
 import { NotAvailable } from './not_available.mjs';
 import { peerUrl } from './peers.mjs';
 
-export async function loadOrt() {
-  return import(peerUrl('onnxruntime-web', 'dist', 'ort.node.min.mjs'));
-}
+const sessionOptions = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
 
-export function sessionOptions() {
-  return { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
+// onnxruntime-web, set for `threads` -> { ort, start() }: start() creates a first session (a
+// 2×2 MatMul model), which is when ORT compiles its wasm and starts its threads. The rows
+// and the startup probe both come through here.
+export async function load(threads) {
+  const ort = await import(peerUrl('onnxruntime-web', 'dist', 'ort.node.min.mjs'));
+  ort.env.wasm.numThreads = threads;
+  ort.env.logLevel = 'error';
+  const start = async () => {
+    const session = await ort.InferenceSession.create(matmulModel({ m: 2, k: 2, n: 2 }), sessionOptions);
+    await session.release();
+  };
+  return { ort, start };
 }
 
 export async function create({ threads }) {
-  const ort = await loadOrt();
-  ort.env.wasm.numThreads = threads;
-  ort.env.logLevel = 'error';
-  // The thread pool starts with the first session: make one now, so that a failure to
-  // start threads shows here and not in the first row.
-  const probe = await ort.InferenceSession.create(matmulModel({ m: 2, k: 2, n: 2 }), sessionOptions());
-  await probe.release();
+  const { ort, start } = await load(threads);
+  // the thread pool starts with the first session: a failure to start threads shows here,
+  // not in the first row
+  await start();
 
   return {
     key: `ort-${threads}`,
@@ -61,7 +66,7 @@ async function prepare(ort, spec, x, { firstOnly = false } = {}) {
   const variants = [];
   try {
     for (const [name, build] of Object.entries(models).slice(0, firstOnly ? 1 : undefined)) {
-      const session = await ort.InferenceSession.create(build(), sessionOptions());
+      const session = await ort.InferenceSession.create(build(), sessionOptions);
       sessions.push(session);
       variants.push({ name, run: async () => [(await session.run(feeds)).y.data] });
     }

@@ -1,21 +1,20 @@
 // Our package, through its public ESM API, as a user would call it: JS Float32Arrays in,
 // JS Float32Arrays out (each call copies its inputs into wasm memory and the result out,
 // and that is timed, as it is for the peers).
-//
-// Entries the bench uses (were one missing, as in an older build, its rows say n/a and the
-// bench goes on):
-//   attn.attention(q, k, v, { causal })                     -> { output }
-//   attn.multiHeadAttention({ dModel, heads, weights }), layer.forward(x, { causal })
-//   attn.matmul(a, b)                                       -> Tensor
-//   attn.attentionBackward(q, k, v, dOut, { causal })       -> { dq, dk, dv }
-//   layer.backward(dOut) after layer.forward(x)             -> { dx, dwq, dwk, dwv, dwo }
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { NotAvailable } from './not_available.mjs';
-
-const missing = (entry) => new NotAvailable('n/a', `${entry} is not in our API yet`);
+//   matmul      attn.matmul(a, b)
+//   attention   attn.attention(q, k, v, { causal }), attn.attentionBackward(q, k, v, dOut, { causal })
+//   mha         attn.multiHeadAttention({ dModel, heads, weights }), layer.forward(x, { causal }),
+//               layer.backward(dOut) after layer.forward(x)
+// The package's JS -> { start() }: start() is createAttention({ threads }) (compiles the
+// wasm, starts the threads). The rows and the startup probe both come through here.
+export async function load(threads) {
+  const lib = await import('../../web/lib/index.js');
+  return { lib, start: () => lib.createAttention({ threads }) };
+}
 
 export async function create({ threads }) {
-  const attn = await createAttention({ threads });
+  const { lib, start } = await load(threads);
+  const attn = await start();
   const { variant } = attn.backend;
   return {
     key: `ours-${threads}`,
@@ -24,65 +23,51 @@ export async function create({ threads }) {
     detail: variant === 'simd-mt' ? 'SIMD128 + pthreads' : 'SIMD128',
     wasmBytes: () => attn.memory().wasmBytes,
     dispose: () => attn.dispose(),
-
-    prepare(spec, x) {
-      if (spec.op === 'matmul') {
-        if (typeof attn.matmul !== 'function') throw missing('attn.matmul()');
-        const a = tensor(x.a, [spec.m, spec.k]), b = tensor(x.b, [spec.k, spec.n]);
-        return { variants: [{ name: 'attn.matmul(a, b)', run: () => [attn.matmul(a, b).data] }] };
-      }
-      if (spec.op === 'attention') {
-        const shape = [spec.n, spec.d];
-        const q = tensor(x.q, shape), k = tensor(x.k, shape), v = tensor(x.v, shape);
-        const options = { causal: spec.causal };
-        if (!spec.backward) {
-          return { variants: [{ name: 'attn.attention()', run: () => [attn.attention(q, k, v, options).output.data] }] };
-        }
-        if (typeof attn.attentionBackward !== 'function') throw missing('attn.attentionBackward()');
-        const dOut = tensor(x.dOut, shape);
-        return {
-          variants: [{
-            name: 'attn.attentionBackward()',
-            run: () => {
-              const g = attn.attentionBackward(q, k, v, dOut, options);
-              return [g.dq.data, g.dk.data, g.dv.data];
-            },
-          }],
-        };
-      }
-      if (spec.op === 'mha') {
-        const dm = spec.dModel;
-        const w = (name) => tensor(x[name], [dm, dm]);
-        const layer = attn.multiHeadAttention({
-          dModel: dm, heads: spec.heads, weights: { wq: w('wq'), wk: w('wk'), wv: w('wv'), wo: w('wo') },
-        });
-        const input = tensor(x.x, [spec.n, dm]);
-        const options = { causal: spec.causal };
-        const release = () => layer.dispose();
-        if (!spec.backward) {
-          return { release, variants: [{ name: 'layer.forward()', run: () => [layer.forward(input, options).output.data] }] };
-        }
-        if (typeof layer.backward !== 'function') {
-          release();
-          throw missing('multiHeadAttention(...).backward()');
-        }
-        const dOut = tensor(x.dOut, [spec.n, dm]);
-        if (spec.backwardOnly) {
-          layer.forward(input, options);  // once: backward() differentiates it on every run
-          return { release, variants: [{ name: 'layer.backward() (forward once, untimed)', run: () => [layer.backward(dOut).dx.data] }] };
-        }
-        return {
-          release,
-          variants: [{
-            name: 'layer.forward() + layer.backward()',
-            run: () => {
-              layer.forward(input, options);
-              return [layer.backward(dOut).dx.data];  // dwq..dwo are computed too; dx is compared
-            },
-          }],
-        };
-      }
-      throw new Error(`ours: unknown op ${spec.op}`);
-    },
+    prepare: (spec, x) => prepare(attn, lib.tensor, spec, x),
   };
+}
+
+function prepare(attn, tensor, spec, x) {
+  if (spec.op === 'matmul') {
+    const a = tensor(x.a, [spec.m, spec.k]), b = tensor(x.b, [spec.k, spec.n]);
+    return { variants: [{ name: 'attn.matmul(a, b)', run: () => [attn.matmul(a, b).data] }] };
+  }
+  if (spec.op === 'attention') {
+    const shape = [spec.n, spec.d];
+    const q = tensor(x.q, shape), k = tensor(x.k, shape), v = tensor(x.v, shape);
+    const options = { causal: spec.causal };
+    if (!spec.backward) {
+      return { variants: [{ name: 'attn.attention()', run: () => [attn.attention(q, k, v, options).output.data] }] };
+    }
+    const dOut = tensor(x.dOut, shape);
+    const run = () => {
+      const g = attn.attentionBackward(q, k, v, dOut, options);
+      return [g.dq.data, g.dk.data, g.dv.data];
+    };
+    return { variants: [{ name: 'attn.attentionBackward()', run }] };
+  }
+  if (spec.op === 'mha') {
+    const dm = spec.dModel;
+    const w = (name) => tensor(x[name], [dm, dm]);
+    const layer = attn.multiHeadAttention({
+      dModel: dm, heads: spec.heads, weights: { wq: w('wq'), wk: w('wk'), wv: w('wv'), wo: w('wo') },
+    });
+    const input = tensor(x.x, [spec.n, dm]);
+    const options = { causal: spec.causal };
+    const release = () => layer.dispose();
+    if (!spec.backward) {
+      return { release, variants: [{ name: 'layer.forward()', run: () => [layer.forward(input, options).output.data] }] };
+    }
+    const dOut = tensor(x.dOut, [spec.n, dm]);
+    if (spec.backwardOnly) {
+      layer.forward(input, options);  // once: backward() differentiates it on every run
+      return { release, variants: [{ name: 'layer.backward() (forward once, untimed)', run: () => [layer.backward(dOut).dx.data] }] };
+    }
+    const run = () => {
+      layer.forward(input, options);
+      return [layer.backward(dOut).dx.data];  // dwq..dwo are computed too; dx is compared
+    };
+    return { release, variants: [{ name: 'layer.forward() + layer.backward()', run }] };
+  }
+  throw new Error(`ours: unknown op ${spec.op}`);
 }

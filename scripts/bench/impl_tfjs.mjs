@@ -20,7 +20,10 @@ import { peerFile, peerRequire } from './peers.mjs';
 import { registerTfjsGradients } from './tfjs_gradients.mjs';
 import { enableThreadedTfjs } from './tfjs_node_threads.mjs';
 
-export async function create({ threads }) {
+// tfjs-core and its wasm backend, set for `threads` -> { tf, start() }: start() is
+// tf.setBackend('wasm') + tf.ready() (compiles the wasm, starts the threads) and checks the
+// thread count. The rows and the startup probe both come through here.
+export async function load(threads) {
   if (threads > 1) {
     enableThreadedTfjs({ threads, bundlePath: peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tf-backend-wasm.node.js') });
   }
@@ -28,10 +31,18 @@ export async function create({ threads }) {
   const backend = peerRequire('@tensorflow/tfjs-backend-wasm');
   if (threads > 1) tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', true);
   backend.setThreadsCount(threads);
-  if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed (see the messages above)');
-  await tf.ready();
-  const actual = backend.getThreadsCount();
-  if (actual !== threads) throw new Error(`tfjs-wasm runs ${actual} thread(s), not ${threads}`);
+  const start = async () => {
+    if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed (see the messages above)');
+    await tf.ready();
+    const actual = backend.getThreadsCount();
+    if (actual !== threads) throw new Error(`tfjs-wasm runs ${actual} thread(s), not ${threads}`);
+  };
+  return { tf, start };
+}
+
+export async function create({ threads }) {
+  const { tf, start } = await load(threads);
+  await start();
   const simd = await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT');
   const wasm = tf.backend().wasm;
   const ops = formulations(tf);
@@ -39,7 +50,7 @@ export async function create({ threads }) {
   return {
     key: `tfjs-${threads}`,
     name: 'tfjs-wasm 4.22',
-    threads: actual,
+    threads,
     detail: threads > 1 ? 'threaded SIMD binary (patched for Node)' : simd ? 'SIMD binary' : 'plain binary',
     wasmBytes: () => (wasm.wasmMemory ?? wasm.HEAPU8).buffer.byteLength,
     dispose: () => {},

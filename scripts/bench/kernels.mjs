@@ -7,10 +7,9 @@
 import { caseById } from './cases.mjs';
 import { flops } from './flops.mjs';
 import { createImpl } from './impls.mjs';
-import { message, runCase } from './runner.mjs';
+import { describe, message, runCase } from './runner.mjs';
 import { runChild } from './spawn.mjs';
 import { FULL, QUICK } from './timing.mjs';
-import { fmtMs } from './table.mjs';
 
 const IN_PROCESS = [
   { impl: 'ours', threads: 1 }, { impl: 'ours', threads: 2 },
@@ -28,8 +27,6 @@ const failedRows = (key, threads, caseIds, status, reason) => caseIds.map((id) =
 // the previous implementation's compiles (onnxruntime-web's module is 14 MB) would otherwise
 // take a core from the next one's measurement.
 const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
-
-const describe = (r) => (r.status === 'ok' ? `${fmtMs(r.ms)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`);
 
 export async function runKernels({ caseIds, quick, peersOk, log }) {
   const settings = quick ? QUICK : FULL;

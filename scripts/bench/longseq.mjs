@@ -5,11 +5,12 @@
 // stops at its first failure, or after a run that took over 20 s (the rows say which), so
 // the section stays bounded.
 import { LONG_SIZES, LONG_SIZES_QUICK, longCase } from './cases.mjs';
+import { describe } from './runner.mjs';
 import { runChild } from './spawn.mjs';
 
 const STOP_AFTER_MS = 20000;
 
-export const LONG_CONFIGS = [
+const LONG_CONFIGS = [
   { impl: 'ours', threads: 1 }, { impl: 'ours', threads: 2 },
   { impl: 'tfjs', threads: 1 }, { impl: 'tfjs', threads: 2 },
   { impl: 'ort', threads: 1 }, { impl: 'ort', threads: 2 },
@@ -37,7 +38,7 @@ export async function measureLong({ quick, peersOk, log }) {
       const row = r.row ?? { ...base, status: 'failed', reason: r.error };
       row.n = n;
       rows.push(row);
-      log(`long ${key} n=${n}: ${row.status === 'ok' ? `${row.ms.toFixed(1)} ms` : `${row.status}: ${row.reason}`}`);
+      log(`long ${key} n=${n}: ${describe(row)}`);
       if (row.status === 'failed') stopped = `not run after the failure at n=${n}`;
       else if (row.status === 'skipped') stopped = `not run after the skip at n=${n}`;
       else if (row.status === 'ok' && row.ms > STOP_AFTER_MS) stopped = `not run: n=${n} took ${(row.ms / 1000).toFixed(0)} s (> ${STOP_AFTER_MS / 1000} s)`;

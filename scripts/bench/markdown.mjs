@@ -1,13 +1,14 @@
 // One run's results as markdown, for the README:
 //   node scripts/bench/markdown.mjs [build/bench/results.json]
 // A table of median ms per case (each peer's ratio to ours at the same thread count), the
-// targets, startup, sizes and long sequences.
+// targets, startup, first call, sizes and long sequences.
 import { readFileSync } from 'node:fs';
 
 const file = process.argv[2] ?? new URL('../../build/bench/results.json', import.meta.url).pathname;
 const r = JSON.parse(readFileSync(file, 'utf8'));
 const row = (c, impl) => r.rows.find((x) => x.case === c && x.impl === impl);
-const ms = (x) => (x?.status === 'ok' ? (x.ms < 10 ? x.ms.toFixed(2) : x.ms < 100 ? x.ms.toFixed(1) : x.ms.toFixed(0)) : 'n/a');
+const fmt = (v) => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
+const ms = (x) => (x?.status === 'ok' ? fmt(x.ms) : 'n/a');
 
 const out = [];
 out.push(`Run of ${r.startedAt}: ${r.machine.cpuModel}, ${r.machine.cores} cores, Node ${r.machine.node}; wasm SIMD peak ${r.peak.perCoreGflops.toFixed(1)} GFLOP/s per core (probe).`, '');
@@ -33,6 +34,12 @@ for (const t of r.targets) {
 if (r.startup) {
   out.push('', '| ready module (fresh process) | ms |', '|---|---|');
   for (const s of r.startup) out.push(`| ${s.label} | ${s.error ? 'failed' : s.totalMs.toFixed(0)} |`);
+}
+if (r.firstCall) {
+  out.push('', '| attention n=19 d=100, fresh instance | first call ms | second ms | steady ms |', '|---|---|---|---|');
+  for (const f of r.firstCall) {
+    out.push(`| ${f.label} | ${f.error ? 'failed | | ' : [f.firstMs, f.secondMs, f.steadyMs].map((v) => (v < 1 ? v.toFixed(3) : fmt(v))).join(' | ')} |`);
+  }
 }
 if (r.long) {
   out.push('', '| causal attention, d = 64 | ' + [...new Set(r.long.rows.map((x) => x.n))].map((n) => `n = ${n}`).join(' | ') + ' |');

@@ -1,7 +1,7 @@
 // Thrown by an implementation's prepare() for a row it cannot or should not run, so the row
 // shows why instead of a time:
-//   'n/a'      the implementation has no such operation (e.g. onnxruntime-web has no
-//              backward; an entry of our API that does not exist yet)
+//   'n/a'      the implementation has no such operation (onnxruntime-web has no backward;
+//              the peers have no counterpart of our layer's backward() alone)
 //   'skipped'  it could run but would blow the time budget (the plain JS loop on big shapes)
 export class NotAvailable extends Error {
   constructor(kind, reason) {

@@ -1,5 +1,5 @@
 // The notes under the report's title: what the results say about each configuration that
-// a reader of the numbers must know (threads in Node, API entries still missing, skips).
+// a reader of the numbers must know (threads in Node, gradients in tfjs, skips).
 
 export function peerNotes({ rows, startup, long }) {
   const all = [...rows, ...(long?.rows ?? [])];
@@ -27,8 +27,6 @@ export function peerNotes({ rows, startup, long }) {
       ? 'onnxruntime-web runs multi-threaded in Node (env.wasm.numThreads = 2); the count is fixed per process, so its 2-thread rows run in a child process.'
       : `onnxruntime-web with numThreads = 2 failed in Node: ${firstFailure('ort-2') ?? 'see the rows'}.`);
   }
-  const missing = [...new Set(all.filter((r) => r.impl?.startsWith('ours-') && r.status === 'n/a').map((r) => r.reason))];
-  if (missing.length) notes.push(`rows of ours marked n/a wait for API entries: ${missing.map((m) => m.replace(/ is not in our API yet$/, '')).join(', ')}.`);
   const skipped = [...new Set(all.filter((r) => r.impl === 'js-1' && r.status === 'skipped').map((r) => r.label ?? r.case))];
   if (skipped.length) notes.push(`plain JS skipped where a run would take over ~2 s: ${skipped.join('; ')}.`);
   return notes;

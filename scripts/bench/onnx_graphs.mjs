@@ -1,21 +1,59 @@
 // The ONNX models onnxruntime-web runs, built from standard opset-17 ops (MatMul, Transpose,
-// Mul, Add, Softmax, Reshape) with the encoder in onnx.mjs. Weights, the scale and the
-// causal mask are initializers (constants of the model); q, k, v or x are the inputs.
-// Each builder has variants (where the scale goes), as tfjs has; ORT's graph optimizer may
-// fuse MatMul+Transpose+Mul into one FusedMatMul either way, and the bench keeps the faster.
+// Mul, Add, Softmax, Reshape). Weights, the scale and the causal mask are initializers
+// (constants of the model); q, k, v or x are the inputs. Each builder has variants (where the
+// scale goes), as tfjs has; ORT's graph optimizer may fuse MatMul+Transpose+Mul into one
+// FusedMatMul either way, and the bench keeps the faster.
+//
+// The messages (ModelProto, GraphProto, NodeProto, ...) are plain objects with onnx.proto's
+// field names; onnx-proto (protobufjs code generated from ONNX 1.10's onnx.proto) checks and
+// encodes them in model(). The opset is just a number in the model: that schema has every
+// field these graphs use.
+import onnxProto from 'onnx-proto';
 import { causalMask } from './inputs.mjs';
-import { graph, model, node, tensor, valueInfo } from './onnx.mjs';
+
+const { onnx } = onnxProto;
+const { FLOAT, INT64 } = onnx.TensorProto.DataType;
+const IR_VERSION = 8;  // the IR version that goes with opset 17
+const OPSET = 17;
+
+// NodeProto; attribute values are ints or int lists (all these graphs use).
+function node(opType, input, output, attributes = {}) {
+  const attribute = Object.entries(attributes).map(([name, value]) => (Array.isArray(value)
+    ? { name, type: onnx.AttributeProto.AttributeType.INTS, ints: value }
+    : { name, type: onnx.AttributeProto.AttributeType.INT, i: value }));
+  return { input, output, name: output[0], opType, attribute };
+}
+
+// TensorProto of a Float32Array or BigInt64Array; raw_data is little-endian bytes, as on
+// every machine Node runs on.
+function tensor(name, dims, data) {
+  const dataType = data instanceof BigInt64Array ? INT64 : FLOAT;
+  return { name, dims, dataType, rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+}
+
+// ValueInfoProto of a float tensor of fixed shape.
+const valueInfo = (name, dims) => ({
+  name, type: { tensorType: { elemType: FLOAT, shape: { dim: dims.map((dimValue) => ({ dimValue })) } } },
+});
+
+// GraphProto -> the ModelProto's bytes (the empty domain is the standard ai.onnx ops).
+function model(graph) {
+  const m = { irVersion: IR_VERSION, producerName: 'wasm-attention bench', graph, opsetImport: [{ domain: '', version: OPSET }] };
+  const error = onnx.ModelProto.verify(m);
+  if (error) throw new Error(`onnx: ${error}`);
+  return onnx.ModelProto.encode(m).finish();
+}
 
 const scalar = (name, value) => tensor(name, [], Float32Array.of(value));
 const shapeConst = (name, dims) => tensor(name, [dims.length], BigInt64Array.from(dims.map(BigInt)));
 
 export function matmulModel({ m, k, n }) {
-  return model(graph({
+  return model({
     name: 'matmul',
-    nodes: [node('MatMul', ['a', 'b'], ['y'])],
-    inputs: [valueInfo('a', [m, k]), valueInfo('b', [k, n])],
-    outputs: [valueInfo('y', [m, n])],
-  }));
+    node: [node('MatMul', ['a', 'b'], ['y'])],
+    input: [valueInfo('a', [m, k]), valueInfo('b', [k, n])],
+    output: [valueInfo('y', [m, n])],
+  });
 }
 
 export const SCALE_PLACES = {
@@ -49,28 +87,28 @@ function attentionNodes(q, kT, v, out, scaleAt, causal) {
 
 // q, k, v [n,d] -> y [n,d]
 export function attentionModel({ n, d, causal }, scaleAt) {
-  const initializers = [scalar('scale', 1 / Math.sqrt(d))];
-  if (causal) initializers.push(tensor('mask', [n, n], causalMask(n)));
-  return model(graph({
+  const initializer = [scalar('scale', 1 / Math.sqrt(d))];
+  if (causal) initializer.push(tensor('mask', [n, n], causalMask(n)));
+  return model({
     name: 'attention',
-    nodes: [node('Transpose', ['k'], ['kT'], { perm: [1, 0] }), ...attentionNodes('q', 'kT', 'v', 'y', scaleAt, causal)],
-    initializers,
-    inputs: ['q', 'k', 'v'].map((name) => valueInfo(name, [n, d])),
-    outputs: [valueInfo('y', [n, d])],
-  }));
+    node: [node('Transpose', ['k'], ['kT'], { perm: [1, 0] }), ...attentionNodes('q', 'kT', 'v', 'y', scaleAt, causal)],
+    initializer,
+    input: ['q', 'k', 'v'].map((name) => valueInfo(name, [n, d])),
+    output: [valueInfo('y', [n, d])],
+  });
 }
 
 // x [n,dModel] -> y [n,dModel]; heads by Reshape [n,h,dk] + Transpose to [h,n,dk] (k to
 // [h,dk,n]), a batched MatMul over the heads, and back.
 export function mhaModel({ n, dModel, heads, causal }, weights, scaleAt) {
   const dk = dModel / heads;
-  const initializers = [
+  const initializer = [
     scalar('scale', 1 / Math.sqrt(dk)),
     shapeConst('split_shape', [n, heads, dk]),
     shapeConst('merge_shape', [n, dModel]),
     ...['wq', 'wk', 'wv', 'wo'].map((name) => tensor(name, [dModel, dModel], weights[name])),
   ];
-  if (causal) initializers.push(tensor('mask', [n, n], causalMask(n)));
+  if (causal) initializer.push(tensor('mask', [n, n], causalMask(n)));
   const nodes = [];
   for (const [p, perm] of [['q', [1, 0, 2]], ['k', [1, 2, 0]], ['v', [1, 0, 2]]]) {
     nodes.push(node('MatMul', ['x', `w${p}`], [`${p}_proj`]));
@@ -81,11 +119,11 @@ export function mhaModel({ n, dModel, heads, causal }, weights, scaleAt) {
   nodes.push(node('Transpose', ['o_heads'], ['o_tokens'], { perm: [1, 0, 2] }));
   nodes.push(node('Reshape', ['o_tokens', 'merge_shape'], ['concat']));
   nodes.push(node('MatMul', ['concat', 'wo'], ['y']));
-  return model(graph({
+  return model({
     name: 'multi_head_attention',
-    nodes,
-    initializers,
-    inputs: [valueInfo('x', [n, dModel])],
-    outputs: [valueInfo('y', [n, dModel])],
-  }));
+    node: nodes,
+    initializer,
+    input: [valueInfo('x', [n, dModel])],
+    output: [valueInfo('y', [n, dModel])],
+  });
 }

@@ -8,8 +8,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const PEER_DIR = join(ROOT, 'build', 'bench-peers');
-export const PEER_MODULES = join(PEER_DIR, 'node_modules');
+const PEER_DIR = join(ROOT, 'build', 'bench-peers');
+const PEER_MODULES = join(PEER_DIR, 'node_modules');
 
 export const PEER_VERSIONS = {
   '@tensorflow/tfjs-core': '4.22.0',

@@ -5,9 +5,13 @@
 import { flops } from './flops.mjs';
 import { makeInputs, sample } from './inputs.mjs';
 import { NotAvailable } from './not_available.mjs';
+import { fmtMs } from './table.mjs';
 import { measure, pickFastest } from './timing.mjs';
 
 export const message = (e) => String(e?.message ?? e).split('\n')[0].slice(0, 300);
+
+// a row in a progress line
+export const describe = (r) => (r.status === 'ok' ? `${fmtMs(r.ms)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`);
 
 export async function runCase(impl, spec, settings, { firstOnly = false } = {}) {
   const row = {

@@ -8,7 +8,7 @@ import { fmtMs } from './table.mjs';
 const escape = (s) => String(s).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 
 // el('rect', { x: 1 }, ...children) -> '<rect x="1">...</rect>'; strings are escaped text
-export function el(name, attrs = {}, ...children) {
+function el(name, attrs = {}, ...children) {
   const a = Object.entries(attrs).filter(([, v]) => v !== undefined && v !== null)
     .map(([k, v]) => ` ${k}="${escape(typeof v === 'number' ? +v.toFixed(2) : v)}"`).join('');
   const inner = children.flat().map((c) => (c && typeof c === 'object' && 'svg' in c ? c.svg : escape(c ?? ''))).join('');

@@ -1,11 +1,11 @@
-// The text report on stdout: fixed-width tables, one block per case, then startup, sizes
-// and long sequences.
+// The text report on stdout: fixed-width tables, one block per case, then startup, first
+// call, sizes and long sequences.
 import { TOLERANCE } from './compare.mjs';
 import { configOf, configOrder } from './configs.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
-export const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
+const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
 
 // rows of cells -> lines, columns padded; numeric-looking columns right-aligned
 function grid(header, rows, rightAligned) {
@@ -43,7 +43,7 @@ function caseBlock(label, flops, rows, peak) {
 }
 
 export function renderReport(results) {
-  const { machine, peak, rows, startup, sizes, long } = results;
+  const { machine, peak, rows, startup, firstCall, sizes, long } = results;
   const out = [];
   out.push(`wasm-attention benchmark — ${results.startedAt}${results.options.quick ? ' (--quick)' : ''}`);
   out.push(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB; Node ${machine.node} (V8 ${machine.v8}); load average at start ${machine.loadAverage.join(' ')}`);
@@ -67,6 +67,14 @@ export function renderReport(results) {
     out.push('time to a ready module (fresh processes, median of ' + startup[0].processes + '):');
     const body = startup.map((s) => [s.label, s.error ? 'failed' : fmtMs(s.importMs), s.error ? '' : fmtMs(s.initMs), s.error ? '' : fmtMs(s.totalMs), s.error ? '' : fmtMs(s.sinceProcessStartMs), s.error ?? '']);
     out.push(...grid(['configuration', 'import ms', 'init ms', 'total ms', 'since process start ms', 'notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`), '');
+  }
+
+  if (firstCall?.length) {
+    out.push(`first call on a fresh instance: attention n=19 d=100 right after createAttention, then the second call, then the steady state (median after warm-up); fresh processes, median of ${firstCall[0].processes}:`);
+    const fine = (ms) => (ms < 1 ? ms.toFixed(3) : fmtMs(ms));
+    const body = firstCall.map((f) => (f.error ? [f.label, 'failed', '', '', '', f.error]
+      : [f.label, fine(f.firstMs), fine(f.secondMs), fine(f.steadyMs), `${(f.firstMs / f.steadyMs).toFixed(0)}×`, '']));
+    out.push(...grid(['configuration', 'first ms', 'second ms', 'steady ms', 'first ÷ steady', 'notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`), '');
   }
 
   if (sizes) {

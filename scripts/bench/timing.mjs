@@ -3,26 +3,30 @@
 // shared and outliers only go one way. On 2 cores with 2 busy threads V8's background
 // TurboFan compiles take ~0.6-0.8 s to land (multi-head attention on 2 threads runs ~30%
 // slower until then), hence a full second of warm-up. Warm-up lasts at least `warmup` runs and
-// `warmupMs`: V8 first runs wasm from its baseline compiler (Liftoff) and swaps in TurboFan
-// code for hot functions later, so a fast call needs many runs to get there. Runs that take
-// over a second get fewer repetitions (the note says so), to keep a full run within ~15
-// minutes.
+// `warmupMs`, and at most `warmupMaxRuns` runs (200 for the rows: a call under 5 ms warms up for
+// less than the second): V8 first runs wasm from its baseline compiler (Liftoff) and swaps in
+// TurboFan code for hot functions later, so a fast call needs many runs to get there. Runs
+// that take over a second get fewer repetitions (the note says so), to keep a full run within
+// about 6 minutes (scripts/bench.mjs).
 
 // runs: at least that many; fast calls get more, up to maxRuns or runsMs of timed runs, for
-// a steadier median on a shared machine.
-export const FULL = { warmup: 3, warmupMs: 1000, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, slowMs: 1000, verySlowRuns: 3, verySlowMs: 5000 };
-export const QUICK = { warmup: 1, warmupMs: 100, runs: 5, slowRuns: 2, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
+// a steadier median on a shared machine. A call over slowMs gets slowRuns runs, one over
+// verySlowMs verySlowRuns.
+const LIMITS = { warmupMaxRuns: 200, slowMs: 1000, verySlowMs: 5000 };
+export const FULL = { ...LIMITS, warmup: 3, warmupMs: 1000, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, verySlowRuns: 3 };
+export const QUICK = { ...LIMITS, warmup: 1, warmupMs: 100, runs: 5, slowRuns: 2, verySlowRuns: 1 };
 // Long sequences: one warm-up and a few runs; a single run past 5 s, to bound the section.
-export const LONG = { warmup: 1, warmupMs: 300, runs: 5, slowRuns: 3, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
-export const LONG_QUICK = { warmup: 1, warmupMs: 100, runs: 2, slowRuns: 1, slowMs: 1000, verySlowRuns: 1, verySlowMs: 5000 };
+export const LONG = { ...LIMITS, warmup: 1, warmupMs: 300, runs: 5, slowRuns: 3, verySlowRuns: 1 };
+export const LONG_QUICK = { ...LIMITS, warmup: 1, warmupMs: 100, runs: 2, slowRuns: 1, verySlowRuns: 1 };
 
-async function once(run) {
+export async function once(run) {
   const t0 = performance.now();
   const out = await run();
   return { ms: performance.now() - t0, out };
 }
 
-function median(sorted) {
+export function median(xs) {
+  const sorted = [...xs].sort((a, b) => a - b);
   const m = sorted.length >> 1;
   return sorted.length % 2 ? sorted[m] : (sorted[m - 1] + sorted[m]) / 2;
 }
@@ -34,7 +38,9 @@ export async function measure(run, settings) {
   let last = await once(run);
   // One warm-up run only for slow ones: its time already tells us they are slow.
   if (last.ms <= settings.slowMs) {
-    for (let i = 1; i < 200 && (i < settings.warmup || performance.now() - start < settings.warmupMs); ++i) last = await once(run);
+    for (let i = 1; i < settings.warmupMaxRuns && (i < settings.warmup || performance.now() - start < settings.warmupMs); ++i) {
+      last = await once(run);
+    }
   }
   let runs = settings.maxRuns ? Math.max(settings.runs, Math.min(settings.maxRuns, Math.floor(settings.runsMs / last.ms))) : settings.runs;
   let note = '';
@@ -51,7 +57,7 @@ export async function measure(run, settings) {
     times.push(last.ms);
   }
   const sorted = [...times].sort((a, b) => a - b);
-  return { ms: median(sorted), minMs: sorted[0], maxMs: sorted[sorted.length - 1], runs, times, note, out: last.out };
+  return { ms: median(times), minMs: sorted[0], maxMs: sorted[sorted.length - 1], runs, times, note, out: last.out };
 }
 
 // A quick look at each variant of a formulation (1 warm-up + up to 3 runs, the slow ones

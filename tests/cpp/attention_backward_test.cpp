@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attention_problem.h"
 #include "gradient_check.h"
 #include "testing.h"
 #include "wa/attention.h"
@@ -15,21 +16,7 @@ namespace {
 
 using test::kOddSizes;
 
-// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) and a fixed random d_out (n_q,d_v).
-struct Problem {
-  size_t n_q, n_k, d_k, d_v;
-  std::vector<float> q, k, v, d_out;
-  Problem(size_t nq, size_t nk, size_t dk, size_t dv, uint32_t seed, float range = 1.0f)
-      : n_q(nq), n_k(nk), d_k(dk), d_v(dv),
-        q(test::random_floats(nq * dk, seed, -range, range)),
-        k(test::random_floats(nk * dk, seed + 1, -range, range)),
-        v(test::random_floats(nk * dv, seed + 2)),
-        d_out(test::random_floats(nq * dv, seed + 3)) {}
-  ConstMatrix Q() const { return {q.data(), n_q, d_k, d_k}; }
-  ConstMatrix K() const { return {k.data(), n_k, d_k, d_k}; }
-  ConstMatrix V() const { return {v.data(), n_k, d_v, d_v}; }
-  ConstMatrix dO() const { return {d_out.data(), n_q, d_v, d_v}; }
-};
+using Problem = test::AttentionProblem;
 
 struct Grads {
   std::vector<float> dq, dk, dv;
@@ -39,14 +26,15 @@ struct Grads {
   Matrix dV(const Problem& p) { return {dv.data(), p.n_k, p.d_v, p.d_v}; }
 };
 
-Grads backward(const Problem& p, const ScoreMask& m, ThreadPool* pool = nullptr) {
+Grads backward(const Problem& p, float scale, const ScoreMask& m, ThreadPool* pool = nullptr) {
   Grads g(p);
-  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m, nullptr, pool);
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, nullptr,
+                     pool);
   return g;
 }
-Grads backward_ref(const Problem& p, const ScoreMask& m) {
+Grads backward_ref(const Problem& p, float scale, const ScoreMask& m) {
   Grads g(p);
-  ref::attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m);
+  ref::attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m);
   return g;
 }
 
@@ -80,19 +68,23 @@ TEST_CASE("attention backward reference equals central finite differences of the
         const size_t d_k = kind == 1 ? 2 : 3, d_v = kind == 1 ? 5 : 2;
         const Problem p(n_q, n_k, d_k, d_v, seed += 5, 1.5f);
         ScoreMask m;
-        m.scale = 1.0f / std::sqrt(static_cast<float>(d_k));
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
         m.causal = kind == 1;
         const KeepAndBias kb(n_q, n_k, seed + 4);
         if (kind == 2) kb.apply(m);
         INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
-                    << (kind == 1 ? " causal" : kind == 2 ? " keep+bias" : ""));
+                    << (kind == 1   ? " causal"
+                        : kind == 2 ? " keep+bias"
+                                    : ""));
 
-        const Grads g = backward_ref(p, m);
-        test::Doubles q = test::to_doubles(p.q), k = test::to_doubles(p.k), v = test::to_doubles(p.v);
+        const Grads g = backward_ref(p, scale, m);
+        test::Doubles q = test::to_doubles(p.q), k = test::to_doubles(p.k),
+                      v = test::to_doubles(p.v);
         const test::Doubles d_out = test::to_doubles(p.d_out);
         // L = Σ d_out ⊙ attention(q, k, v)
         const auto loss = [&] {
-          return test::dot(d_out, ref::attention_forward_double(q, k, v, n_q, n_k, d_k, d_v, m));
+          return test::dot(d_out,
+                           ref::attention_forward_double(q, k, v, n_q, n_k, d_k, d_v, scale, m));
         };
         CHECK_GRADIENT("dq", g.dq, test::central_differences(q, loss), 1e-6, 1e-3);
         CHECK_GRADIENT("dk", g.dk, test::central_differences(k, loss), 1e-6, 1e-3);
@@ -111,10 +103,12 @@ TEST_CASE("attention backward matches the reference over odd n_q, n_k, d_k != d_
       const Problem p(n_q, n_k, d_k, d_v, seed += 4);
       const bool causal = (iq + ik) % 4 == 0;
       ScoreMask m;
-      m.scale = 1.0f / std::sqrt(static_cast<float>(d_k));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
       m.causal = causal;
-      INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v << " causal=" << causal);
-      const Grads fast = backward(p, m, &test::test_pool()), slow = backward_ref(p, m);
+      INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
+                  << " causal=" << causal);
+      const Grads fast = backward(p, scale, m, &test::test_pool()),
+                  slow = backward_ref(p, scale, m);
       CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));
       CHECK_CLOSE(fast.dk, slow.dk, 4e-6 * magnitude(slow.dk));
       CHECK_CLOSE(fast.dv, slow.dv, 4e-6 * magnitude(slow.dv));
@@ -128,11 +122,12 @@ TEST_CASE("attention backward with keep mask and bias matches the reference") {
       const Problem p(n_q, n_k, 17, 9, seed += 5, 2.0f);
       const KeepAndBias kb(n_q, n_k, seed + 4);
       ScoreMask m;
-      m.scale = 0.25f;
+      const float scale = 0.25f;
       m.causal = n_q % 2 == 1;
       kb.apply(m);
       INFO("n_q=" << n_q << " n_k=" << n_k << " causal=" << m.causal);
-      const Grads fast = backward(p, m, &test::test_pool()), slow = backward_ref(p, m);
+      const Grads fast = backward(p, scale, m, &test::test_pool()),
+                  slow = backward_ref(p, scale, m);
       CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));
       CHECK_CLOSE(fast.dk, slow.dk, 4e-6 * magnitude(slow.dk));
       CHECK_CLOSE(fast.dv, slow.dv, 4e-6 * magnitude(slow.dv));
@@ -142,9 +137,9 @@ TEST_CASE("attention backward with keep mask and bias matches the reference") {
 TEST_CASE("attention backward handles sums past one packed slice (n_q, n_k, d_k > 256)") {
   const Problem p(270, 300, 260, 40, 77);
   ScoreMask m;
-  m.scale = 1.0f / std::sqrt(260.0f);
+  const float scale = 1.0f / std::sqrt(260.0f);
   m.causal = true;
-  const Grads fast = backward(p, m, &test::test_pool()), slow = backward_ref(p, m);
+  const Grads fast = backward(p, scale, m, &test::test_pool()), slow = backward_ref(p, scale, m);
   CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));
   CHECK_CLOSE(fast.dk, slow.dk, 4e-6 * magnitude(slow.dk));
   CHECK_CLOSE(fast.dv, slow.dv, 4e-6 * magnitude(slow.dv));
@@ -164,10 +159,10 @@ TEST_CASE("keys masked for every query get exactly zero dk and dv rows") {
   std::vector<uint8_t> keep(n_q * n_k, 1);
   for (size_t i = 0; i < n_q; ++i) keep[i * n_k + 0] = keep[i * n_k + 4] = 0;
   ScoreMask m;
-  m.scale = 0.5f;
+  const float scale = 0.5f;
   m.causal = true;
   m.keep = keep.data();
-  for (const Grads& g : {backward(p, m, &test::test_pool()), backward_ref(p, m)})
+  for (const Grads& g : {backward(p, scale, m, &test::test_pool()), backward_ref(p, scale, m)})
     for (size_t j = 0; j < n_k; ++j) {
       const bool masked_for_all = j == 0 || j == 4 || j >= n_q;
       INFO("key " << j);
@@ -187,23 +182,24 @@ TEST_CASE("a query whose keys are all masked gets an exactly zero dq row and add
     bias[4 * n_k + j] = -std::numeric_limits<float>::infinity();
   }
   ScoreMask m;
-  m.scale = 0.5f;
+  const float scale = 0.5f;
   m.keep = keep.data();
   m.bias = bias.data();
-  const Grads before = backward(p, m, &test::test_pool());
+  const Grads before = backward(p, scale, m, &test::test_pool());
   for (size_t i = 0; i < n_q; ++i) {
     INFO("query " << i);
     CHECK(zero_row(before.dq, p.d_k, i) == (i == 2 || i == 4));
   }
   CHECK(test::all_finite(before.dk));
   CHECK(test::all_finite(before.dv));
-  CHECK(zero_row(backward_ref(p, m).dq, p.d_k, 2));
+  CHECK(zero_row(backward_ref(p, scale, m).dq, p.d_k, 2));
 
   // Their d_out rows do not reach dk or dv; another query's does.
   for (size_t i : {size_t{2}, size_t{4}, size_t{3}}) {
     Problem changed = p;
-    for (size_t c = 0; c < p.d_v; ++c) changed.d_out[i * p.d_v + c] = 100.0f + static_cast<float>(c);
-    const Grads after = backward(changed, m, &test::test_pool());
+    for (size_t c = 0; c < p.d_v; ++c)
+      changed.d_out[i * p.d_v + c] = 100.0f + static_cast<float>(c);
+    const Grads after = backward(changed, scale, m, &test::test_pool());
     const bool same = after.dk == before.dk && after.dv == before.dv;  // value comparison
     INFO("d_out row " << i << " changed");
     CHECK(same == (i != 3));
@@ -214,10 +210,11 @@ TEST_CASE("attention backward gives bitwise identical gradients on 1 and 3 threa
   for (bool causal : {false, true}) {
     const Problem p(129, 200, 65, 40, causal ? 301 : 302);
     ScoreMask m;
-    m.scale = 1.0f / std::sqrt(65.0f);
+    const float scale = 1.0f / std::sqrt(65.0f);
     m.causal = causal;
     ThreadPool one(1), three(3);
-    const Grads serial = backward(p, m, nullptr), g1 = backward(p, m, &one), g3 = backward(p, m, &three);
+    const Grads serial = backward(p, scale, m, nullptr), g1 = backward(p, scale, m, &one),
+                g3 = backward(p, scale, m, &three);
     INFO("causal=" << causal << ", threads in the pool of 3: " << three.threads());
     CHECK(test::bitwise_equal(g1.dq, g3.dq));
     CHECK(test::bitwise_equal(g1.dk, g3.dk));
@@ -228,27 +225,31 @@ TEST_CASE("attention backward gives bitwise identical gradients on 1 and 3 threa
   }
 }
 
-TEST_CASE("attention backward trace: P as the forward's, dP = d_out·vᵀ, dS zero where masked and dq = dS·k") {
+TEST_CASE(
+    "attention backward trace: P as the forward's, dP = d_out·vᵀ, dS zero where masked and dq = "
+    "dS·k") {
   const Problem p(9, 13, 5, 4, 321);
   ScoreMask m;
-  m.scale = 0.4f;
+  const float scale = 0.4f;
   m.causal = true;
   const size_t nn = p.n_q * p.n_k;
   std::vector<float> weights(nn), d_weights(nn), d_scores(nn);
   const AttentionBackwardTrace trace{weights.data(), d_weights.data(), d_scores.data()};
   Grads g(p);
-  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), m, &trace, &test::test_pool());
-  CHECK(test::bitwise_equal(g.dq, backward(p, m).dq));  // the trace changes nothing
+  attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), g.dK(p), g.dV(p), scale, m, &trace,
+                     &test::test_pool());
+  CHECK(test::bitwise_equal(g.dq, backward(p, scale, m).dq));  // the trace changes nothing
 
-  std::vector<float> fwd_weights(nn), scores(nn), scaled(nn), masked(nn), out(p.n_q * p.d_v);
-  const AttentionTrace fwd{scores.data(), scaled.data(), masked.data(), fwd_weights.data()};
-  attention_forward(p.Q(), p.K(), p.V(), {out.data(), p.n_q, p.d_v, p.d_v}, m, &fwd);
-  CHECK(test::bitwise_equal(weights, fwd_weights));
+  test::TracedForward fwd(p.n_q, p.n_k, p.d_v);
+  attention_forward(p.Q(), p.K(), p.V(), fwd.Out(p.n_q, p.d_v), scale, m, &fwd.trace);
+  CHECK(test::bitwise_equal(weights, fwd.weights));
 
   std::vector<float> dp(nn), dq(p.n_q * p.d_k);
-  ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(), p.d_v, dp.data(), p.n_k, false);
+  ref::gemm(Transpose::no, Transpose::yes, p.n_q, p.n_k, p.d_v, p.d_out.data(), p.d_v, p.v.data(),
+            p.d_v, dp.data(), p.n_k, false);
   CHECK_CLOSE(d_weights, dp, 1e-6);
-  ref::gemm(Transpose::no, Transpose::no, p.n_q, p.d_k, p.n_k, d_scores.data(), p.n_k, p.k.data(), p.d_k, dq.data(), p.d_k, false);
+  ref::gemm(Transpose::no, Transpose::no, p.n_q, p.d_k, p.n_k, d_scores.data(), p.n_k, p.k.data(),
+            p.d_k, dq.data(), p.d_k, false);
   CHECK_CLOSE(g.dq, dq, 1e-6);
   for (size_t i = 0; i < p.n_q; ++i)
     for (size_t j = i + 1; j < p.n_k; ++j) CHECK(d_scores[i * p.n_k + j] == 0.0f);
@@ -259,14 +260,15 @@ TEST_CASE("attention backward rejects shapes that do not fit together, naming th
   Grads g(p);
   const Matrix dk_wrong{g.dk.data(), 5, 2, 2};
   CHECK_THROWS_WITH_AS(
-      attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), dk_wrong, g.dV(p), ScoreMask{}),
+      attention_backward(p.Q(), p.K(), p.V(), p.dO(), g.dQ(p), dk_wrong, g.dV(p), 1.0f,
+                         ScoreMask{}),
       "attention backward: dk must be (n_k,d_k), as k: q (4,3), k (5,3), v (5,2), d_out (4,2), "
       "dq (4,3), dk (5,2), dv (5,2)",
       std::invalid_argument);
   const ConstMatrix d_out_wrong{p.d_out.data(), 4, 3, 3};
-  CHECK_THROWS_AS(
-      attention_backward(p.Q(), p.K(), p.V(), d_out_wrong, g.dQ(p), g.dK(p), g.dV(p), ScoreMask{}),
-      std::invalid_argument);
+  CHECK_THROWS_AS(attention_backward(p.Q(), p.K(), p.V(), d_out_wrong, g.dQ(p), g.dK(p), g.dV(p),
+                                     1.0f, ScoreMask{}),
+                  std::invalid_argument);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attention_problem.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/reference.h"
@@ -13,35 +14,19 @@ namespace {
 
 using test::kOddSizes;
 
-struct Inputs {
-  size_t n_q, n_k, d_k, d_v;
-  std::vector<float> q, k, v;
-  Inputs(size_t nq, size_t nk, size_t dk, size_t dv, uint32_t seed, float range = 1.0f)
-      : n_q(nq), n_k(nk), d_k(dk), d_v(dv),
-        q(test::random_floats(nq * dk, seed, -range, range)),
-        k(test::random_floats(nk * dk, seed + 1, -range, range)),
-        v(test::random_floats(nk * dv, seed + 2)) {}
-  ConstMatrix Q() const { return {q.data(), n_q, d_k, d_k}; }
-  ConstMatrix K() const { return {k.data(), n_k, d_k, d_k}; }
-  ConstMatrix V() const { return {v.data(), n_k, d_v, d_v}; }
-};
+using Inputs = test::AttentionProblem;
+using Traced = test::TracedForward;
 
-struct Traced {
-  std::vector<float> out, scores, scaled, masked, weights;
-  AttentionTrace trace;
-  Traced(size_t n_q, size_t n_k, size_t d_v)
-      : out(n_q * d_v), scores(n_q * n_k), scaled(n_q * n_k), masked(n_q * n_k), weights(n_q * n_k),
-        trace{scores.data(), scaled.data(), masked.data(), weights.data()} {}
-};
-
-std::vector<float> run(const Inputs& in, const ScoreMask& m, ThreadPool* pool = nullptr) {
+std::vector<float> run(const Inputs& in, float scale, const ScoreMask& m,
+                       ThreadPool* pool = nullptr) {
   std::vector<float> out(in.n_q * in.d_v);
-  attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, m, nullptr, pool);
+  attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, scale, m, nullptr,
+                    pool);
   return out;
 }
-std::vector<float> run_ref(const Inputs& in, const ScoreMask& m) {
+std::vector<float> run_ref(const Inputs& in, float scale, const ScoreMask& m) {
   std::vector<float> out(in.n_q * in.d_v);
-  ref::attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, m);
+  ref::attention_forward(in.Q(), in.K(), in.V(), {out.data(), in.n_q, in.d_v, in.d_v}, scale, m);
   return out;
 }
 
@@ -55,10 +40,11 @@ TEST_CASE("attention matches the reference over odd n_q, n_k, d_k != d_v, causal
       const Inputs in(n_q, n_k, d_k, d_v, seed += 3);
       for (bool causal : {false, true}) {
         ScoreMask m;
-        m.scale = 1.0f / std::sqrt(static_cast<float>(d_k));
+        const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
         m.causal = causal;
-        INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v << " causal=" << causal);
-        CHECK_CLOSE(run(in, m, &test::test_pool()), run_ref(in, m), 2e-6);
+        INFO("n_q=" << n_q << " n_k=" << n_k << " d_k=" << d_k << " d_v=" << d_v
+                    << " causal=" << causal);
+        CHECK_CLOSE(run(in, scale, m, &test::test_pool()), run_ref(in, scale, m), 2e-6);
       }
     }
 }
@@ -73,15 +59,16 @@ TEST_CASE("attention with keep mask and bias matches the reference, and so does 
       for (size_t e = 0; e < keep.size(); ++e) keep[e] = coin[e] < 0.6f;
       const std::vector<float> bias = test::random_floats(n_q * n_k, seed + 8);
       ScoreMask m;
-      m.scale = 0.25f;
+      const float scale = 0.25f;
       m.causal = n_q % 2 == 1;
       m.keep = keep.data();
       m.bias = bias.data();
 
       Traced fast(n_q, n_k, in.d_v), slow(n_q, n_k, in.d_v);
-      attention_forward(in.Q(), in.K(), in.V(), {fast.out.data(), n_q, in.d_v, in.d_v}, m, &fast.trace,
-                        &test::test_pool());
-      ref::attention_forward(in.Q(), in.K(), in.V(), {slow.out.data(), n_q, in.d_v, in.d_v}, m, &slow.trace);
+      attention_forward(in.Q(), in.K(), in.V(), {fast.out.data(), n_q, in.d_v, in.d_v}, scale, m,
+                        &fast.trace, &test::test_pool());
+      ref::attention_forward(in.Q(), in.K(), in.V(), {slow.out.data(), n_q, in.d_v, in.d_v}, scale,
+                             m, &slow.trace);
       INFO("n_q=" << n_q << " n_k=" << n_k << " causal=" << m.causal);
       CHECK_CLOSE(fast.out, slow.out, 2e-6);
       CHECK_CLOSE(fast.scores, slow.scores, 4e-6);
@@ -94,16 +81,16 @@ TEST_CASE("attention with keep mask and bias matches the reference, and so does 
       }
       CHECK_CLOSE(fast.masked, slow.masked, 1e-6);
       // the untraced run (the fused, online-softmax path) agrees with the traced one
-      CHECK_CLOSE(run(in, m), fast.out, 1e-6);
+      CHECK_CLOSE(run(in, scale, m), fast.out, 1e-6);
     }
 }
 
 TEST_CASE("attention handles k past one packed slice and long key sequences") {
   const Inputs in(70, 600, 300, 40, 77);
   ScoreMask m;
-  m.scale = 1.0f / std::sqrt(300.0f);
+  const float scale = 1.0f / std::sqrt(300.0f);
   m.causal = true;
-  CHECK_CLOSE(run(in, m, &test::test_pool()), run_ref(in, m), 2e-6);
+  CHECK_CLOSE(run(in, scale, m, &test::test_pool()), run_ref(in, scale, m), 2e-6);
 }
 
 TEST_CASE("fused attention matches the reference across key blocks, with every kind of mask") {
@@ -124,13 +111,13 @@ TEST_CASE("fused attention matches the reference across key blocks, with every k
       for (size_t e = 0; e < bias.size(); e += 5) bias[e] = -std::numeric_limits<float>::infinity();
       for (int variant = 0; variant < 4; ++variant) {
         ScoreMask m;
-        m.scale = 0.25f;
+        const float scale = 0.25f;
         m.causal = variant == 1;
         m.keep = variant == 2 ? keep.data() : nullptr;
         m.bias = variant == 3 ? bias.data() : nullptr;
         INFO("n_q=" << n_q << " n_k=" << n_k << " variant=" << variant);
-        const std::vector<float> out = run(in, m, &test::test_pool());
-        CHECK_CLOSE(out, run_ref(in, m), 2e-6);
+        const std::vector<float> out = run(in, scale, m, &test::test_pool());
+        CHECK_CLOSE(out, run_ref(in, scale, m), 2e-6);
         if (variant == 2 && n_q > 1)
           for (size_t c = 0; c < in.d_v; ++c) CHECK(out[in.d_v + c] == 0.0f);
       }
@@ -140,10 +127,11 @@ TEST_CASE("fused attention matches the reference across key blocks, with every k
 TEST_CASE("attention weight rows sum to 1") {
   const Inputs in(40, 23, 8, 8, 9);
   ScoreMask m;
-  m.scale = 0.5f;
+  const float scale = 0.5f;
   m.causal = true;
   Traced t(in.n_q, in.n_k, in.d_v);
-  attention_forward(in.Q(), in.K(), in.V(), {t.out.data(), in.n_q, in.d_v, in.d_v}, m, &t.trace);
+  attention_forward(in.Q(), in.K(), in.V(), {t.out.data(), in.n_q, in.d_v, in.d_v}, scale, m,
+                    &t.trace);
   for (size_t i = 0; i < in.n_q; ++i) {
     double sum = 0;
     for (size_t j = 0; j < in.n_k; ++j) sum += t.weights[i * in.n_k + j];
@@ -155,9 +143,9 @@ TEST_CASE("causal output row i does not change when keys and values after i chan
   const size_t n = 70, d_k = 12, d_v = 7;
   Inputs a(n, n, d_k, d_v, 31);
   ScoreMask m;
-  m.scale = 1.0f / std::sqrt(12.0f);
+  const float scale = 1.0f / std::sqrt(12.0f);
   m.causal = true;
-  const std::vector<float> before = run(a, m, &test::test_pool());
+  const std::vector<float> before = run(a, scale, m, &test::test_pool());
   for (size_t changed_from : {size_t{0}, size_t{5}, size_t{40}, size_t{69}}) {
     Inputs b = a;
     const std::vector<float> noise = test::random_floats(n * d_k, 99 + changed_from, -3.0f, 3.0f);
@@ -165,12 +153,14 @@ TEST_CASE("causal output row i does not change when keys and values after i chan
       for (size_t c = 0; c < d_k; ++c) b.k[j * d_k + c] = noise[j * d_k + c];
     for (size_t j = changed_from; j < n; ++j)
       for (size_t c = 0; c < d_v; ++c) b.v[j * d_v + c] = -noise[j * d_k + c];
-    const std::vector<float> after = run(b, m, &test::test_pool());
+    const std::vector<float> after = run(b, scale, m, &test::test_pool());
     INFO("keys and values changed from " << changed_from);
     for (size_t i = 0; i < n; ++i) {
       const bool same = std::memcmp(&before[i * d_v], &after[i * d_v], d_v * sizeof(float)) == 0;
-      if (i < changed_from) CHECK(same);
-      else CHECK_FALSE(same);  // the row does see the change: the test can tell
+      if (i < changed_from)
+        CHECK(same);
+      else
+        CHECK_FALSE(same);  // the row does see the change: the test can tell
     }
   }
 }
@@ -181,11 +171,11 @@ TEST_CASE("scores of magnitude 1e4 and -inf bias entries give finite outputs") {
   std::vector<float> bias(n_q * n_k, 0.0f);
   for (size_t j = 0; j < n_k; j += 2) bias[j] = -std::numeric_limits<float>::infinity();
   ScoreMask m;
-  m.scale = 1.0f;
+  const float scale = 1.0f;
   m.bias = bias.data();
-  const std::vector<float> out = run(in, m);
+  const std::vector<float> out = run(in, scale, m);
   CHECK(test::all_finite(out));
-  CHECK_CLOSE(out, run_ref(in, m), 1e-5);
+  CHECK_CLOSE(out, run_ref(in, scale, m), 1e-5);
 }
 
 // q (2,2), k (2,2) where query 0's scores overflow float32: the fused (untraced) and the
@@ -209,8 +199,10 @@ void overflow_rows_are_nan(const std::vector<float>& q, const std::vector<float>
   std::vector<float> out(4), out_traced(4), scores(4), scaled(4), masked(4), weights(4);
   const AttentionTrace trace{scores.data(), scaled.data(), masked.data(), weights.data()};
   ScoreMask m;
-  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out.data(), 2, 2, 2}, m);
-  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2}, {out_traced.data(), 2, 2, 2}, m, &trace);
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2},
+                    {out.data(), 2, 2, 2}, 1.0f, m);
+  attention_forward({q.data(), 2, 2, 2}, {k.data(), 2, 2, 2}, {v.data(), 2, 2, 2},
+                    {out_traced.data(), 2, 2, 2}, 1.0f, m, &trace);
   for (const std::vector<float>* o : {&out, &out_traced}) {
     CHECK(std::isnan((*o)[0]));
     CHECK(std::isnan((*o)[1]));
@@ -225,7 +217,7 @@ TEST_CASE("a query whose keys are all masked gets a zero output row") {
   for (size_t j = 0; j < 5; ++j) keep[2 * 5 + j] = 0;
   ScoreMask m;
   m.keep = keep.data();
-  const std::vector<float> out = run(in, m);
+  const std::vector<float> out = run(in, 1.0f, m);
   CHECK(test::all_finite(out));
   for (size_t c = 0; c < 6; ++c) CHECK(out[2 * 6 + c] == 0.0f);
   CHECK(out[0] != 0.0f);
@@ -236,12 +228,13 @@ TEST_CASE("attention rejects shapes that do not fit together, naming them") {
   std::vector<float> out(4 * 2);
   const ConstMatrix k_wrong{in.k.data(), 5, 2, 2};
   CHECK_THROWS_WITH_AS(
-      attention_forward(in.Q(), k_wrong, in.V(), {out.data(), 4, 2, 2}, ScoreMask{}),
+      attention_forward(in.Q(), k_wrong, in.V(), {out.data(), 4, 2, 2}, 1.0f, ScoreMask{}),
       "attention: k must have as many columns as q (d_k): q (4,3), k (5,2), v (5,2), out (4,2)",
       std::invalid_argument);
   const ConstMatrix v_wrong{in.v.data(), 4, 2, 2};
-  CHECK_THROWS_AS(attention_forward(in.Q(), in.K(), v_wrong, {out.data(), 4, 2, 2}, ScoreMask{}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      attention_forward(in.Q(), in.K(), v_wrong, {out.data(), 4, 2, 2}, 1.0f, ScoreMask{}),
+      std::invalid_argument);
 }
 
 }  // namespace

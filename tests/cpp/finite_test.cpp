@@ -8,9 +8,11 @@ namespace wa {
 namespace {
 
 TEST_CASE("first_non_finite finds the first NaN or infinity at any position") {
-  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
+                       std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity()};
-  for (size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
+  for (size_t n :
+       {size_t{1}, size_t{3}, size_t{4}, size_t{63}, size_t{64}, size_t{65}, size_t{200}}) {
     std::vector<float> x = test::random_floats(n, 3, -1e30f, 1e30f);
     CHECK(first_non_finite(x.data(), n) == n);
     for (size_t at : {size_t{0}, n / 2, n - 1})

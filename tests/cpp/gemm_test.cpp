@@ -21,8 +21,10 @@ struct Case {
 // products, |error| <= 2·k·eps·Σ|a||b| (+ |c| when accumulating): any wrong element or
 // missed tail is O(1) off, far outside it.
 void check_case(const Case& t, ThreadPool* pool, uint32_t seed) {
-  const size_t a_rows = t.ta == Transpose::yes ? t.k : t.m, a_cols = t.ta == Transpose::yes ? t.m : t.k;
-  const size_t b_rows = t.tb == Transpose::yes ? t.n : t.k, b_cols = t.tb == Transpose::yes ? t.k : t.n;
+  const size_t a_rows = t.ta == Transpose::yes ? t.k : t.m,
+               a_cols = t.ta == Transpose::yes ? t.m : t.k;
+  const size_t b_rows = t.tb == Transpose::yes ? t.n : t.k,
+               b_cols = t.tb == Transpose::yes ? t.k : t.n;
   const size_t lda = a_cols + t.pad, ldb = b_cols + t.pad, ldc = t.n + t.pad;
   const std::vector<float> a = test::random_floats(a_rows * lda, seed);
   const std::vector<float> b = test::random_floats(b_rows * ldb, seed + 1);
@@ -30,14 +32,16 @@ void check_case(const Case& t, ThreadPool* pool, uint32_t seed) {
   std::vector<float> expected = c;
 
   gemm(t.ta, t.tb, t.m, t.n, t.k, a.data(), lda, b.data(), ldb, c.data(), ldc, t.accumulate, pool);
-  ref::gemm(t.ta, t.tb, t.m, t.n, t.k, a.data(), lda, b.data(), ldb, expected.data(), ldc, t.accumulate);
+  ref::gemm(t.ta, t.tb, t.m, t.n, t.k, a.data(), lda, b.data(), ldb, expected.data(), ldc,
+            t.accumulate);
 
   // bound = Σ|a||b| (+ |c|), by the reference on absolute values
   std::vector<float> abs_a = a, abs_b = b, bound = test::random_floats(t.m * ldc, seed + 2);
   for (float& x : abs_a) x = std::fabs(x);
   for (float& x : abs_b) x = std::fabs(x);
   for (float& x : bound) x = std::fabs(x);
-  ref::gemm(t.ta, t.tb, t.m, t.n, t.k, abs_a.data(), lda, abs_b.data(), ldb, bound.data(), ldc, t.accumulate);
+  ref::gemm(t.ta, t.tb, t.m, t.n, t.k, abs_a.data(), lda, abs_b.data(), ldb, bound.data(), ldc,
+            t.accumulate);
 
   double worst = 0;  // the largest error as a fraction of its bound
   size_t worst_at = 0;
@@ -46,7 +50,8 @@ void check_case(const Case& t, ThreadPool* pool, uint32_t seed) {
       const size_t e = i * ldc + j;
       const double err = std::fabs(static_cast<double>(c[e]) - expected[e]);
       const double allowed = 2.0 * (t.k + 1) * FLT_EPSILON * bound[e] + 1e-30;
-      if (!(err / allowed <= worst)) worst = std::isnan(err) ? INFINITY : err / allowed, worst_at = e;
+      if (!(err / allowed <= worst))
+        worst = std::isnan(err) ? INFINITY : err / allowed, worst_at = e;
     }
   // the padding between rows is never written
   for (size_t i = 0; i < t.m; ++i)

@@ -52,7 +52,8 @@ inline RelativeDiff relative_diff(const std::vector<float>& got, const Doubles& 
   RelativeDiff d;
   for (size_t e = 0; e < got.size(); ++e) {
     const double err = std::fabs(got[e] - want[e]) / std::max(std::fabs(want[e]), floor);
-    if (err > d.worst || std::isnan(err)) d = {std::isnan(err) ? INFINITY : err, e, got[e], want[e]};
+    if (err > d.worst || std::isnan(err))
+      d = {std::isnan(err) ? INFINITY : err, e, got[e], want[e]};
   }
   return d;
 }
@@ -60,12 +61,12 @@ inline RelativeDiff relative_diff(const std::vector<float>& got, const Doubles& 
 }  // namespace wa::test
 
 // CHECK that a gradient matches its finite differences within a relative tolerance.
-#define CHECK_GRADIENT(name, actual, finite_differences, rtol, floor)                           \
-  do {                                                                                          \
-    const ::wa::test::RelativeDiff d_ =                                                         \
-        ::wa::test::relative_diff(actual, finite_differences, floor);                           \
-    INFO(name << ": largest relative difference " << d_.worst << " at " << d_.at << ": "        \
-              << d_.got << " vs finite difference " << d_.want << " (tolerance " << (rtol)      \
-              << ", floor " << (floor) << ")");                                                 \
-    CHECK(d_.worst <= (rtol));                                                                  \
+#define CHECK_GRADIENT(name, actual, finite_differences, rtol, floor)                              \
+  do {                                                                                             \
+    const ::wa::test::RelativeDiff d_ =                                                            \
+        ::wa::test::relative_diff(actual, finite_differences, floor);                              \
+    INFO(name << ": largest relative difference " << d_.worst << " at " << d_.at << ": " << d_.got \
+              << " vs finite difference " << d_.want << " (tolerance " << (rtol) << ", floor "     \
+              << (floor) << ")");                                                                  \
+    CHECK(d_.worst <= (rtol));                                                                     \
   } while (0)

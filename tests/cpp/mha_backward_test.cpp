@@ -30,50 +30,50 @@ struct Layer : test::MhaLayer {
 struct Grads {
   std::vector<float> dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
   explicit Grads(const Layer& l)
-      : dx(l.x.size()), d_context(l.context.size()), dwq(l.wq.size()), dwk(l.wk.size()),
-        dwv(l.wv.size()), dwo(l.wo.size()), dbq(l.bq.size()), dbk(l.bk.size()), dbv(l.bv.size()),
+      : dx(l.x.size()),
+        d_context(l.context.size()),
+        dwq(l.wq.size()),
+        dwk(l.wk.size()),
+        dwv(l.wv.size()),
+        dwo(l.wo.size()),
+        dbq(l.bq.size()),
+        dbk(l.bk.size()),
+        dbv(l.bv.size()),
         dbo(l.bo.size()) {}
   MhaGrads grads() {
-    return {dx.data(), or_null(d_context), dwq.data(), dwk.data(), dwv.data(), dwo.data(),
-            or_null(dbq), or_null(dbk), or_null(dbv), or_null(dbo)};
+    return {dx.data(),  or_null(d_context), dwq.data(),   dwk.data(),   dwv.data(),
+            dwo.data(), or_null(dbq),       or_null(dbk), or_null(dbv), or_null(dbo)};
   }
   // name and values of every gradient present, for loops over them
   std::vector<std::pair<const char*, const std::vector<float>*>> all() const {
     std::vector<std::pair<const char*, const std::vector<float>*>> v = {
-        {"dx", &dx}, {"d_context", &d_context}, {"dwq", &dwq}, {"dwk", &dwk}, {"dwv", &dwv},
-        {"dwo", &dwo}, {"dbq", &dbq}, {"dbk", &dbk}, {"dbv", &dbv}, {"dbo", &dbo}};
+        {"dx", &dx},   {"d_context", &d_context},
+        {"dwq", &dwq}, {"dwk", &dwk},
+        {"dwv", &dwv}, {"dwo", &dwo},
+        {"dbq", &dbq}, {"dbk", &dbk},
+        {"dbv", &dbv}, {"dbo", &dbo}};
     return v;
   }
 };
 
-// The forward's trace: what mha_backward reads back.
-struct Saved {
-  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
-  explicit Saved(const MhaShape& s)
-      : q(s.batch * s.n_q * s.heads * s.d_k), k(s.batch * s.n_k * s.heads * s.d_k),
-        v(s.batch * s.n_k * s.heads * s.d_v), scores(s.batch * s.heads * s.n_q * s.n_k),
-        scaled(scores.size()), masked(scores.size()), weights(scores.size()),
-        concat(s.batch * s.n_q * s.heads * s.d_v) {}
-  MhaTrace trace() {
-    return {q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
-            weights.data(), concat.data()};
-  }
-};
+using Saved = test::MhaTraceBuffers;  // the forward's trace: what mha_backward reads back
 
 // Forward with a trace, then backward, both on pool.
 Grads backward(const Layer& l, const ScoreMask& m, ThreadPool* pool) {
   Saved saved(l.s);
   const MhaTrace trace = saved.trace();
   std::vector<float> out(l.d_out.size());
-  mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &trace, pool);
+  mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m, &trace,
+              pool);
   Grads g(l);
-  mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), trace, l.d_out.data(), m,
-               g.grads(), pool);
+  mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), trace, l.d_out.data(), l.scale(),
+               m, g.grads(), pool);
   return g;
 }
 Grads backward_ref(const Layer& l, const ScoreMask& m) {
   Grads g(l);
-  ref::mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), l.d_out.data(), m, g.grads());
+  ref::mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), l.d_out.data(), l.scale(), m,
+                    g.grads());
   return g;
 }
 
@@ -111,17 +111,20 @@ TEST_CASE("multi-head backward reference equals central finite differences of th
         INFO(describe(l, m.causal) << (keep_mask ? " keep+bias" : ""));
 
         const Grads g = backward_ref(l, m);
-        ref::MhaWeightsDouble w{test::to_doubles(l.wq), test::to_doubles(l.wk), test::to_doubles(l.wv),
-                                test::to_doubles(l.wo), test::to_doubles(l.bq), test::to_doubles(l.bk),
+        ref::MhaWeightsDouble w{test::to_doubles(l.wq), test::to_doubles(l.wk),
+                                test::to_doubles(l.wv), test::to_doubles(l.wo),
+                                test::to_doubles(l.bq), test::to_doubles(l.bk),
                                 test::to_doubles(l.bv), test::to_doubles(l.bo)};
         test::Doubles x = test::to_doubles(l.x), context = test::to_doubles(l.context);
         const test::Doubles d_out = test::to_doubles(l.d_out);
         // L = Σ d_out ⊙ mha(x, context; W, b)
-        const auto loss = [&] { return test::dot(d_out, ref::mha_forward_double(l.s, w, x, context, m)); };
+        const auto loss = [&] {
+          return test::dot(d_out, ref::mha_forward_double(l.s, w, x, context, l.scale(), m));
+        };
         const std::pair<const char*, test::Doubles*> params[] = {
-            {"dx", &x},      {"d_context", &context}, {"dwq", &w.wq}, {"dwk", &w.wk},
-            {"dwv", &w.wv},  {"dwo", &w.wo},          {"dbq", &w.bq}, {"dbk", &w.bk},
-            {"dbv", &w.bv},  {"dbo", &w.bo}};
+            {"dx", &x},     {"d_context", &context}, {"dwq", &w.wq}, {"dwk", &w.wk},
+            {"dwv", &w.wv}, {"dwo", &w.wo},          {"dbq", &w.bq}, {"dbk", &w.bk},
+            {"dbv", &w.bv}, {"dbo", &w.bo}};
         const auto grads = g.all();
         for (size_t i = 0; i < grads.size(); ++i) {
           REQUIRE(grads[i].second->size() == params[i].second->size());
@@ -136,9 +139,9 @@ TEST_CASE("multi-head backward reference equals central finite differences of th
 TEST_CASE("multi-head backward matches the reference: self and cross, batch, bias, causal") {
   uint32_t seed = 1;
   //                      batch n_q n_k d_model heads d_k d_v
-  const MhaShape shapes[] = {{1, 1, 1, 1, 1, 1, 1},     {1, 3, 3, 8, 2, 4, 4},
-                             {2, 5, 17, 12, 3, 4, 5},   {1, 17, 5, 20, 4, 5, 3},
-                             {3, 63, 65, 16, 2, 8, 8},  {1, 65, 129, 30, 5, 6, 7},
+  const MhaShape shapes[] = {{1, 1, 1, 1, 1, 1, 1},      {1, 3, 3, 8, 2, 4, 4},
+                             {2, 5, 17, 12, 3, 4, 5},    {1, 17, 5, 20, 4, 5, 3},
+                             {3, 63, 65, 16, 2, 8, 8},   {1, 65, 129, 30, 5, 6, 7},
                              {2, 129, 64, 64, 8, 8, 16}, {1, 64, 2, 9, 1, 17, 2}};
   for (const MhaShape& shape : shapes)
     for (bool cross : {false, true})
@@ -156,13 +159,14 @@ TEST_CASE("multi-head backward matches the reference: self and cross, batch, bia
       }
 }
 
-TEST_CASE("in cross-attention, context tokens masked for every query get zero d_context rows "
-          "and fully masked queries zero dx rows") {
+TEST_CASE(
+    "in cross-attention, context tokens masked for every query get zero d_context rows "
+    "and fully masked queries zero dx rows") {
   const Layer l({2, 6, 9, 8, 2, 4, 3}, true, true, 4242);
   const size_t n_q = l.s.n_q, n_k = l.s.n_k, d = l.s.d_model;
   std::vector<uint8_t> keep(n_q * n_k, 1);
   for (size_t i = 0; i < n_q; ++i) keep[i * n_k + 1] = keep[i * n_k + 7] = 0;  // tokens 1 and 7
-  for (size_t j = 0; j < n_k; ++j) keep[4 * n_k + j] = 0;                     // query 4
+  for (size_t j = 0; j < n_k; ++j) keep[4 * n_k + j] = 0;                      // query 4
   ScoreMask m = l.mask(false);
   m.keep = keep.data();
   auto zero_row = [d](const std::vector<float>& g, size_t row) {
@@ -191,7 +195,8 @@ TEST_CASE("multi-head backward gives bitwise identical gradients on 1 and 3 thre
       const Layer l(shape, cross, true, cross ? 11 : 12);
       const ScoreMask m = l.mask(true);
       ThreadPool one(1), three(3);
-      const Grads serial = backward(l, m, nullptr), g1 = backward(l, m, &one), g3 = backward(l, m, &three);
+      const Grads serial = backward(l, m, nullptr), g1 = backward(l, m, &one),
+                  g3 = backward(l, m, &three);
       INFO(describe(l, true) << ", threads in the pool of 3: " << three.threads());
       const auto a = serial.all(), b = g1.all(), c = g3.all();
       for (size_t i = 0; i < a.size(); ++i) {
@@ -211,20 +216,26 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
   MhaGrads grads = g.grads();
   grads.d_context = nullptr;
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace,
-                                    l.d_out.data(), m, grads),
+                                    l.d_out.data(), l.scale(), m, grads),
                        "multi-head attention backward: cross-attention needs grads.d_context",
                        std::invalid_argument);
   grads = g.grads();
   grads.dbk = nullptr;
   CHECK_THROWS_WITH_AS(
-      mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, l.d_out.data(), m, grads),
+      mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, l.d_out.data(), l.scale(),
+                   m, grads),
       "multi-head attention backward: grads.db* must be set exactly for the biases w has (dbq "
       "for bq, ...)",
       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, nullptr,
+                                    l.scale(), m, g.grads()),
+                       "multi-head attention backward: x, d_out and the four weight matrices are "
+                       "required: batch 1, n_q 4, n_k 5, d_model 8, h 2, d_k 4, d_v 4",
+                       std::invalid_argument);
   MhaTrace no_concat = trace;
   no_concat.concat = nullptr;
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), no_concat,
-                                    l.d_out.data(), m, g.grads()),
+                                    l.d_out.data(), l.scale(), m, g.grads()),
                        "multi-head attention backward: the saved trace needs q, k, v and concat "
                        "from the forward",
                        std::invalid_argument);
@@ -240,12 +251,13 @@ TEST_CASE("a backward without saved weights recomputes them: the same gradients,
     Saved saved(l.s);
     MhaTrace full_trace = saved.trace();
     std::vector<float> out(l.d_out.size());
-    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), m, &full_trace, &test::test_pool());
+    mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m,
+                &full_trace, &test::test_pool());
     MhaTrace small = full_trace;
     small.scores = small.scaled = small.masked = small.weights = nullptr;
     Grads g(l);
-    mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), m,
-                 g.grads(), &test::test_pool());
+    mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), l.scale(),
+                 m, g.grads(), &test::test_pool());
     INFO("cross=" << cross);
     CHECK(test::bitwise_equal(g.dx, full.dx));
     CHECK(test::bitwise_equal(g.d_context, full.d_context));
@@ -255,7 +267,8 @@ TEST_CASE("a backward without saved weights recomputes them: the same gradients,
     CHECK(test::bitwise_equal(g.dwo, full.dwo));
     CHECK(test::bitwise_equal(g.dbq, full.dbq));
     CHECK(test::bitwise_equal(g.dbo, full.dbo));
-    CHECK(test::max_abs_diff(g.dwq, std::vector<float>(g.dwq.size(), 0.0f)).max_abs > 0);  // not vacuous
+    CHECK(test::max_abs_diff(g.dwq, std::vector<float>(g.dwq.size(), 0.0f)).max_abs >
+          0);  // not vacuous
   }
 }
 

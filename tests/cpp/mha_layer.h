@@ -1,5 +1,6 @@
 // A multi-head attention layer with random weights and inputs, for the multi-head suites:
-// weights uniform in ±1/sqrt(d_model), inputs in ±2, each array from its own seed.
+// weights uniform in ±1/sqrt(d_model), inputs in ±2, each array from its own seed; and
+// buffers for its trace.
 #pragma once
 
 #include <cmath>
@@ -30,19 +31,40 @@ struct MhaLayer {
       bv = random_floats(hv, seed + 6), bo = random_floats(s.d_model, seed + 7);
     }
     x = random_floats(s.batch * s.n_q * s.d_model, seed + 8, -2.0f, 2.0f);
-    if (cross) context = random_floats(s.batch * s.n_k * s.d_model, seed + 9, -2.0f, 2.0f);
-    else s.n_k = s.n_q;
+    if (cross)
+      context = random_floats(s.batch * s.n_k * s.d_model, seed + 9, -2.0f, 2.0f);
+    else
+      s.n_k = s.n_q;
   }
   bool cross() const { return !context.empty(); }
   MhaWeights weights() const {
-    return {wq.data(), wk.data(), wv.data(), wo.data(), or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
+    return {wq.data(),   wk.data(),   wv.data(),   wo.data(),
+            or_null(bq), or_null(bk), or_null(bv), or_null(bo)};
   }
-  // scale 1/sqrt(d_k)
+  // 1/sqrt(d_k)
+  float scale() const { return 1.0f / std::sqrt(static_cast<float>(s.d_k)); }
   ScoreMask mask(bool causal) const {
     ScoreMask m;
-    m.scale = 1.0f / std::sqrt(static_cast<float>(s.d_k));
     m.causal = causal;
     return m;
+  }
+};
+
+// Every intermediate of a multi-head forward, for its trace: what mha_backward reads back.
+struct MhaTraceBuffers {
+  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
+  explicit MhaTraceBuffers(const MhaShape& s)
+      : q(s.batch * s.n_q * s.heads * s.d_k),
+        k(s.batch * s.n_k * s.heads * s.d_k),
+        v(s.batch * s.n_k * s.heads * s.d_v),
+        scores(s.batch * s.heads * s.n_q * s.n_k),
+        scaled(scores.size()),
+        masked(scores.size()),
+        weights(scores.size()),
+        concat(s.batch * s.n_q * s.heads * s.d_v) {}
+  MhaTrace trace() {
+    return {q.data(),      k.data(),      v.data(),       scores.data(),
+            scaled.data(), masked.data(), weights.data(), concat.data()};
   }
 };
 

@@ -15,28 +15,18 @@ namespace {
 // The shared random layer, run through the fast path and the reference.
 struct Layer : test::MhaLayer {
   using MhaLayer::MhaLayer;
-  std::vector<float> run(const ScoreMask& m, ThreadPool* pool, const std::vector<float>* x_in = nullptr) const {
+  std::vector<float> run(const ScoreMask& m, ThreadPool* pool,
+                         const std::vector<float>* x_in = nullptr) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    mha_forward(s, weights(), (x_in ? *x_in : x).data(), test::or_null(context), out.data(), m, nullptr, pool);
+    mha_forward(s, weights(), (x_in ? *x_in : x).data(), test::or_null(context), out.data(),
+                scale(), m, nullptr, pool);
     return out;
   }
   std::vector<float> run_ref(const ScoreMask& m) const {
     std::vector<float> out(s.batch * s.n_q * s.d_model);
-    ref::mha_forward(s, weights(), x.data(), test::or_null(context), out.data(), m);
+    ref::mha_forward(s, weights(), x.data(), test::or_null(context), out.data(), scale(), m);
     return out;
   }
-};
-
-struct TraceBuffers {
-  std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
-  MhaTrace trace;
-  explicit TraceBuffers(const MhaShape& s)
-      : q(s.batch * s.n_q * s.heads * s.d_k), k(s.batch * s.n_k * s.heads * s.d_k),
-        v(s.batch * s.n_k * s.heads * s.d_v), scores(s.batch * s.heads * s.n_q * s.n_k),
-        scaled(scores.size()), masked(scores.size()), weights(scores.size()),
-        concat(s.batch * s.n_q * s.heads * s.d_v),
-        trace{q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
-              weights.data(), concat.data()} {}
 };
 
 TEST_CASE("multi-head attention matches the reference: self and cross, batch, bias, causal") {
@@ -52,9 +42,9 @@ TEST_CASE("multi-head attention matches the reference: self and cross, batch, bi
         for (bool causal : {false, true}) {
           const Layer layer(shape, cross, bias, seed += 10);
           INFO("batch=" << layer.s.batch << " n_q=" << layer.s.n_q << " n_k=" << layer.s.n_k
-                        << " d_model=" << layer.s.d_model << " h=" << layer.s.heads << " d_k=" << layer.s.d_k
-                        << " d_v=" << layer.s.d_v << " cross=" << cross << " bias=" << bias
-                        << " causal=" << causal);
+                        << " d_model=" << layer.s.d_model << " h=" << layer.s.heads
+                        << " d_k=" << layer.s.d_k << " d_v=" << layer.s.d_v << " cross=" << cross
+                        << " bias=" << bias << " causal=" << causal);
           const ScoreMask m = layer.mask(causal);
           CHECK_CLOSE(layer.run(m, &test::test_pool()), layer.run_ref(m), 5e-6);
         }
@@ -63,12 +53,13 @@ TEST_CASE("multi-head attention matches the reference: self and cross, batch, bi
 TEST_CASE("multi-head attention trace matches the reference trace") {
   const Layer layer({2, 9, 11, 12, 3, 4, 5}, true, true, 900);
   const ScoreMask m = layer.mask(true);
-  TraceBuffers fast(layer.s), slow(layer.s);
+  test::MhaTraceBuffers fast(layer.s), slow(layer.s);
+  const MhaTrace fast_trace = fast.trace(), slow_trace = slow.trace();
   std::vector<float> out_fast(2 * 9 * 12), out_slow(out_fast.size());
-  mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(), m,
-              &fast.trace, &test::test_pool());
-  ref::mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_slow.data(), m,
-                   &slow.trace);
+  mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(),
+              layer.scale(), m, &fast_trace, &test::test_pool());
+  ref::mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_slow.data(),
+                   layer.scale(), m, &slow_trace);
   CHECK_CLOSE(out_fast, out_slow, 5e-6);
   CHECK_CLOSE(fast.q, slow.q, 2e-6);
   CHECK_CLOSE(fast.k, slow.k, 2e-6);
@@ -99,7 +90,8 @@ TEST_CASE("self-attention without a mask is permutation-equivariant") {
   CHECK_FALSE(test::bitwise_equal(out_perm, out));  // the shuffle did move rows
 
   const ScoreMask causal = layer.mask(true);  // with the causal mask it is not equivariant
-  const std::vector<float> c1 = layer.run(causal, nullptr), c2 = layer.run(causal, nullptr, &x_perm);
+  const std::vector<float> c1 = layer.run(causal, nullptr),
+                           c2 = layer.run(causal, nullptr, &x_perm);
   for (size_t i = 0; i < n; ++i)
     for (size_t c = 0; c < d; ++c) out_unpermuted[perm[i] * d + c] = c2[i * d + c];
   CHECK(test::max_abs_diff(out_unpermuted, c1).max_abs > 1e-3);
@@ -130,12 +122,14 @@ TEST_CASE("multi-head attention rejects impossible shapes") {
   std::vector<float> out(4 * 8);
   MhaShape s = layer.s;
   s.heads = 0;
-  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), ScoreMask{}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), 1.0f, ScoreMask{}),
+      std::invalid_argument);
   s = layer.s;
   s.n_k = 5;  // self-attention with n_k != n_q
-  CHECK_THROWS_AS(mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), ScoreMask{}),
-                  std::invalid_argument);
+  CHECK_THROWS_AS(
+      mha_forward(s, layer.weights(), layer.x.data(), nullptr, out.data(), 1.0f, ScoreMask{}),
+      std::invalid_argument);
 }
 
 }  // namespace

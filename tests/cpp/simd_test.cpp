@@ -19,7 +19,8 @@ TEST_CASE("vector exp is within 3 ulp of exp on [-87, 0], and 0 below") {
   for (double x = 0; x >= -87.0; x -= 0.000731) {
     const float xf = static_cast<float>(x);
     const double exact = std::exp(static_cast<double>(xf));
-    const double ulp = std::nextafter(static_cast<float>(exact), INFINITY) - static_cast<float>(exact);
+    const double ulp =
+        std::nextafter(static_cast<float>(exact), INFINITY) - static_cast<float>(exact);
     const double ulps = std::fabs(exp_lane0(xf) - exact) / ulp;
     if (ulps > worst_ulps) worst_ulps = ulps, worst_x = x;
   }

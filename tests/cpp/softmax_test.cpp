@@ -1,9 +1,9 @@
 // Row softmax: against the reference, and the properties every softmax must have.
 #include <limits>
 
+#include "softmax_rows.h"
 #include "testing.h"
 #include "wa/reference.h"
-#include "wa/softmax.h"
 
 namespace wa {
 namespace {
@@ -11,14 +11,16 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Whole-matrix fast softmax, for the tests.
-std::vector<float> softmax_fast(const std::vector<float>& s, size_t n_q, size_t n_k, const ScoreMask& m) {
+std::vector<float> softmax_fast(const std::vector<float>& s, size_t n_q, size_t n_k, float scale,
+                                const ScoreMask& m) {
   std::vector<float> w(s.size());
-  softmax_rows(s.data(), n_k, w.data(), n_k, 0, n_q, n_k, n_k, m);
+  softmax_rows(s.data(), n_k, w.data(), n_k, 0, n_q, n_k, n_k, scale, m);
   return w;
 }
-std::vector<float> softmax_ref(const std::vector<float>& s, size_t n_q, size_t n_k, const ScoreMask& m) {
+std::vector<float> softmax_ref(const std::vector<float>& s, size_t n_q, size_t n_k, float scale,
+                               const ScoreMask& m) {
   std::vector<float> w(s.size());
-  ref::softmax(s.data(), w.data(), n_q, n_k, m);
+  ref::softmax(s.data(), w.data(), n_q, n_k, scale, m);
   return w;
 }
 
@@ -33,13 +35,13 @@ TEST_CASE("softmax matches the reference with scale, causal, keep mask and bias"
       for (size_t e = 0; e < keep.size(); ++e) keep[e] = coin[e] < 0.7f;
       for (int variant = 0; variant < 8; ++variant) {
         ScoreMask m;
-        m.scale = 0.37f;
+        const float scale = 0.37f;
         m.causal = variant & 1;
         m.keep = variant & 2 ? keep.data() : nullptr;
         m.bias = variant & 4 ? bias.data() : nullptr;
         INFO("n_q=" << n_q << " n_k=" << n_k << " causal=" << m.causal << " keep=" << !!m.keep
                     << " bias=" << !!m.bias);
-        CHECK_CLOSE(softmax_fast(s, n_q, n_k, m), softmax_ref(s, n_q, n_k, m), 2e-7);
+        CHECK_CLOSE(softmax_fast(s, n_q, n_k, scale, m), softmax_ref(s, n_q, n_k, scale, m), 2e-7);
       }
     }
 }
@@ -49,13 +51,15 @@ TEST_CASE("softmax rows sum to 1 and masked keys get exactly 0") {
   const std::vector<float> s = test::random_floats(n_q * n_k, 7, -20.0f, 20.0f);
   ScoreMask m;
   m.causal = true;
-  const std::vector<float> w = softmax_fast(s, n_q, n_k, m);
+  const std::vector<float> w = softmax_fast(s, n_q, n_k, 1.0f, m);
   for (size_t i = 0; i < n_q; ++i) {
     double sum = 0;
     for (size_t j = 0; j < n_k; ++j) {
       sum += w[i * n_k + j];
-      if (j > i) CHECK(w[i * n_k + j] == 0.0f);
-      else CHECK(w[i * n_k + j] > 0.0f);
+      if (j > i)
+        CHECK(w[i * n_k + j] == 0.0f);
+      else
+        CHECK(w[i * n_k + j] > 0.0f);
     }
     CHECK(sum == doctest::Approx(1.0).epsilon(1e-6));
   }
@@ -71,8 +75,9 @@ TEST_CASE("adding a constant to a score row changes no weight") {
   for (size_t i = 0; i < n_q; ++i)
     for (size_t j = 0; j < n_k; ++j) shifted[i * n_k + j] += 64.0f * (i + 1);
   const ScoreMask m;
-  CHECK(test::bitwise_equal(softmax_fast(shifted, n_q, n_k, m), softmax_fast(s, n_q, n_k, m)));
-  CHECK_CLOSE(softmax_ref(shifted, n_q, n_k, m), softmax_ref(s, n_q, n_k, m), 0.0);
+  CHECK(test::bitwise_equal(softmax_fast(shifted, n_q, n_k, 1.0f, m),
+                            softmax_fast(s, n_q, n_k, 1.0f, m)));
+  CHECK_CLOSE(softmax_ref(shifted, n_q, n_k, 1.0f, m), softmax_ref(s, n_q, n_k, 1.0f, m), 0.0);
 }
 
 TEST_CASE("scores of magnitude 1e4 and -inf biases stay finite") {
@@ -83,12 +88,12 @@ TEST_CASE("scores of magnitude 1e4 and -inf biases stay finite") {
   bias[2] = bias[n_k + 3] = -kInf;
   ScoreMask m;
   m.bias = bias.data();
-  const std::vector<float> w = softmax_fast(s, n_q, n_k, m);
+  const std::vector<float> w = softmax_fast(s, n_q, n_k, 1.0f, m);
   CHECK(test::all_finite(w));
   CHECK(w[2] == 0.0f);
   CHECK(w[n_k + 3] == 0.0f);
   CHECK(w[0] == doctest::Approx(1.0));  // 1e4 beats everything else in row 0 by far
-  CHECK_CLOSE(w, softmax_ref(s, n_q, n_k, m), 1e-7);
+  CHECK_CLOSE(w, softmax_ref(s, n_q, n_k, 1.0f, m), 1e-7);
 }
 
 TEST_CASE("a row whose keys are all masked gives zero weights, not NaN") {
@@ -98,11 +103,11 @@ TEST_CASE("a row whose keys are all masked gives zero weights, not NaN") {
   for (size_t j = 0; j < n_k; ++j) keep[1 * n_k + j] = 0;  // row 1: nothing kept
   ScoreMask m;
   m.keep = keep.data();
-  const std::vector<float> w = softmax_fast(s, n_q, n_k, m);
+  const std::vector<float> w = softmax_fast(s, n_q, n_k, 1.0f, m);
   for (size_t j = 0; j < n_k; ++j) CHECK(w[n_k + j] == 0.0f);
   CHECK(test::all_finite(w));
   CHECK(w[0] + w[1] + w[2] + w[3] == doctest::Approx(1.0));
-  CHECK_CLOSE(w, softmax_ref(s, n_q, n_k, m), 1e-7);
+  CHECK_CLOSE(w, softmax_ref(s, n_q, n_k, 1.0f, m), 1e-7);
 }
 
 }  // namespace

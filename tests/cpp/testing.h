@@ -18,7 +18,8 @@ namespace wa::test {
 inline const std::vector<size_t> kOddSizes = {1, 2, 3, 5, 17, 63, 64, 65, 129};
 
 // Uniform floats in [lo, hi) from a fixed xorshift stream: identical natively and in wasm.
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
   uint32_t s = seed * 2654435761u + 0x9E3779B9u;
   std::vector<float> v(n);
   for (float& x : v) {
@@ -65,10 +66,10 @@ inline ThreadPool& test_pool() {
 }  // namespace wa::test
 
 // CHECK that two float arrays agree within tol, naming the largest difference.
-#define CHECK_CLOSE(actual, expected, tol)                                                     \
-  do {                                                                                         \
-    const ::wa::test::Diff d_ = ::wa::test::max_abs_diff(actual, expected);                    \
+#define CHECK_CLOSE(actual, expected, tol)                                                  \
+  do {                                                                                      \
+    const ::wa::test::Diff d_ = ::wa::test::max_abs_diff(actual, expected);                 \
     INFO("largest |difference| " << d_.max_abs << " at " << d_.at << ": " << d_.a << " vs " \
-                                 << d_.b << " (tolerance " << (tol) << ")");                 \
-    CHECK(d_.max_abs <= (tol));                                                                \
+                                 << d_.b << " (tolerance " << (tol) << ")");                \
+    CHECK(d_.max_abs <= (tol));                                                             \
   } while (0)

@@ -23,7 +23,10 @@ TEST_CASE("parallel_for runs each task exactly once, call after call") {
 
 TEST_CASE("an exception in a task reaches the caller and the pool keeps working") {
   ThreadPool pool(3);
-  CHECK_THROWS_AS(pool.parallel_for(50, [](size_t i) { if (i == 17) throw std::runtime_error("task 17"); }),
+  CHECK_THROWS_AS(pool.parallel_for(50,
+                                    [](size_t i) {
+                                      if (i == 17) throw std::runtime_error("task 17");
+                                    }),
                   std::runtime_error);
   std::atomic<size_t> sum{0};
   pool.parallel_for(10, [&](size_t i) { sum += i; });
@@ -54,12 +57,12 @@ TEST_CASE("1 thread and N threads give bitwise identical results") {
                            x = test::random_floats(2 * 97 * 32, 7);
   const MhaWeights w{wq.data(), wk.data(), wv.data(), wo.data()};
   ScoreMask mask;
-  mask.scale = 1 / std::sqrt(8.0f);
+  const float scale = 1 / std::sqrt(8.0f);
   mask.causal = true;
   std::vector<float> o1(x.size()), o2(x.size()), o3(x.size());
-  mha_forward(s, w, x.data(), nullptr, o1.data(), mask, nullptr, &one);
-  mha_forward(s, w, x.data(), nullptr, o2.data(), mask, nullptr, &two);
-  mha_forward(s, w, x.data(), nullptr, o3.data(), mask, nullptr, &three);
+  mha_forward(s, w, x.data(), nullptr, o1.data(), scale, mask, nullptr, &one);
+  mha_forward(s, w, x.data(), nullptr, o2.data(), scale, mask, nullptr, &two);
+  mha_forward(s, w, x.data(), nullptr, o3.data(), scale, mask, nullptr, &three);
   CHECK(test::bitwise_equal(o1, o2));
   CHECK(test::bitwise_equal(o1, o3));
 }

@@ -26,24 +26,27 @@ namespace {
 
 TEST_CASE("the seed's 3-token example, worked by hand") {
   const std::vector<float> x = {1, 0, 0, 1, 1, 1};
-  const std::vector<float> wq = {1, 0, 0, 1}, wk = {1, 1, 0, 1}, wv = {1, 0, 0, 1}, wo = {1, 0, 0, 1};
+  const std::vector<float> wq = {1, 0, 0, 1}, wk = {1, 1, 0, 1}, wv = {1, 0, 0, 1},
+                           wo = {1, 0, 0, 1};
   const MhaShape s{1, 3, 3, 2, 1, 2, 2};
   const MhaWeights w{wq.data(), wk.data(), wv.data(), wo.data()};
   ScoreMask m;
-  m.scale = 1.0f / std::sqrt(2.0f);
+  const float scale = 1.0f / std::sqrt(2.0f);
 
-  std::vector<float> q(6), k(6), v(6), scores(9), scaled(9), masked(9), weights(9), concat(6), out(6);
-  const MhaTrace trace{q.data(), k.data(), v.data(), scores.data(), scaled.data(), masked.data(),
-                       weights.data(), concat.data()};
-  mha_forward(s, w, x.data(), nullptr, out.data(), m, &trace);
+  std::vector<float> q(6), k(6), v(6), scores(9), scaled(9), masked(9), weights(9), concat(6),
+      out(6);
+  const MhaTrace trace{q.data(),      k.data(),      v.data(),       scores.data(),
+                       scaled.data(), masked.data(), weights.data(), concat.data()};
+  mha_forward(s, w, x.data(), nullptr, out.data(), scale, m, &trace);
 
   CHECK(k == std::vector<float>{1, 1, 0, 1, 1, 2});
-  CHECK(scores == std::vector<float>{1, 0, 1, 1, 1, 2, 2, 1, 3});  // not the seed's [1 1 3; 1 1 2; 2 2 5]
+  // not the seed's [1 1 3; 1 1 2; 2 2 5]
+  CHECK(scores == std::vector<float>{1, 0, 1, 1, 1, 2, 2, 1, 3});
 
   const double a = 1 / std::sqrt(2.0), e = std::exp(a);
   const std::vector<float> expected_weights = {
-      float(e / (2 * e + 1)), float(1 / (2 * e + 1)), float(e / (2 * e + 1)),
-      float(1 / (e + 2)),     float(1 / (e + 2)),     float(e / (e + 2)),
+      float(e / (2 * e + 1)),     float(1 / (2 * e + 1)),     float(e / (2 * e + 1)),
+      float(1 / (e + 2)),         float(1 / (e + 2)),         float(e / (e + 2)),
       float(e / (e * e + e + 1)), float(1 / (e * e + e + 1)), float(e * e / (e * e + e + 1))};
   const std::vector<float> printed_weights = {0.40111209f, 0.19777581f, 0.40111209f,
                                               0.24825508f, 0.24825508f, 0.50348984f,
@@ -56,8 +59,9 @@ TEST_CASE("the seed's 3-token example, worked by hand") {
   CHECK(float(2 * e / (2 * e + 1)) == doctest::Approx(expected_out[0]).epsilon(1e-7));
   CHECK(float((e * e + 1) / (e * e + e + 1)) == doctest::Approx(expected_out[5]).epsilon(1e-7));
   CHECK_CLOSE(out, expected_out, 2e-7);
-  CHECK_CLOSE(scaled, (std::vector<float>{float(a), 0, float(a), float(a), float(a), float(2 * a),
-                                          float(2 * a), float(a), float(3 * a)}),
+  CHECK_CLOSE(scaled,
+              (std::vector<float>{float(a), 0, float(a), float(a), float(a), float(2 * a),
+                                  float(2 * a), float(a), float(3 * a)}),
               1e-7);
 }
 

@@ -1,10 +1,13 @@
 // The package's JS API against the float64 reference in reference.mjs: attention over odd
 // shapes and every mask, multi-head attention (self, cross, batch, bias, trace), seeded
 // initialization, weight copies, one thread vs two, and results that own their memory.
+import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
+import * as binding from '../../web/lib/binding.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { loadModule } from '../../web/lib/loader.js';
 import {
   attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform,
 } from './reference.mjs';
@@ -85,6 +88,7 @@ for (const threads of [1, 2]) {
       assert.equal(b.threads, threads);
       assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
       assert.equal(b.simd, true);
+      assert.equal(b.isa, 'simd128');  // what simd is derived from (Node without the relaxed-SIMD flag)
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {
@@ -523,4 +527,56 @@ test('tensor() builds { data, shape }', () => {
   const t = tensor(data, [2, 3]);
   assert.equal(t.data, data);
   assert.deepEqual(t.shape, [2, 3]);
+});
+
+test('the CommonJS tensor() builds the same { data, shape } as the ES module one', () => {
+  const { tensor: tensorCjs } = createRequire(import.meta.url)('../../web/lib/index.cjs');
+  const data = new Float32Array(6);
+  const [a, b] = [tensor(data, [2, 3]), tensorCjs(data, [2, 3])];
+  assert.deepEqual(Object.keys(b), Object.keys(a));
+  assert.equal(b.data, data);
+  assert.deepEqual(b.shape, a.shape);
+});
+
+describe('binding contract (web/lib/binding.js)', () => {
+  const { ErrorKind, mhaTrace, scoreMask, throwIfFailed } = binding;
+  test('a struct builder sets every field, 0 or false for those left out', () => {
+    assert.deepEqual(scoreMask({ keep: 64 }), { causal: false, keep: 64, bias: 0 });
+    assert.deepEqual(mhaTrace({ q: 8, concat: 16 }),
+      { q: 8, k: 0, v: 0, scores: 0, scaled: 0, masked: 0, weights: 0, concat: 16 });
+  });
+
+  test('a struct builder rejects a field the struct does not have', () => {
+    assert.throws(() => mhaTrace({ x: 8 }), { name: 'Error', message: 'wasm-attention: MhaTrace has no field "x"' });
+  });
+
+  test('a failed call throws by its error kind, not by its text', () => {
+    assert.doesNotThrow(() => throwIfFailed('f', { kind: ErrorKind.ok, message: '' }));
+    assert.throws(() => throwIfFailed('f', { kind: ErrorKind.outOfMemory, message: 'no room' }),
+      { name: 'RangeError', message: 'f: no room' });
+    assert.throws(() => throwIfFailed('f', { kind: ErrorKind.invalidArgument, message: 'out of memory, says the text' }),
+      { name: 'Error', message: 'f: out of memory, says the text' });
+  });
+
+  test('the module returns a core error as a Status: its kind and the core message', async () => {
+    const { module } = await loadModule({ threads: 1 });
+    try {
+      const { matrix, attentionBackwardTrace } = binding;
+      const nowhere = 64;  // an offset the core never reads: each call below fails first
+      // k with 3 columns for q's 2: std::invalid_argument in the core
+      const bad = module.attentionForward(matrix(nowhere, 4, 2), matrix(nowhere, 5, 3), matrix(nowhere, 5, 3),
+        matrix(nowhere, 4, 3), 1, scoreMask(), binding.attentionTrace());
+      assert.equal(bad.kind, ErrorKind.invalidArgument);
+      assert.match(bad.message, /^attention: k must have as many columns as q \(d_k\): q \(4,2\), k \(5,3\)/);
+      // P (65536,65536) is 2^32 floats, past wasm32: std::bad_alloc before any memory is read
+      const n = 65536;
+      const oom = module.attentionBackward(matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1), 1, scoreMask(),
+        attentionBackwardTrace());
+      assert.equal(oom.kind, ErrorKind.outOfMemory);
+      assert.match(oom.message, /^out of memory/);
+    } finally {
+      module.setThreads(1);
+    }
+  });
 });

@@ -93,7 +93,7 @@ describe('errors', () => {
     run('k.data as a plain array', () => attn.attention(t2(4, 2), tensor(new Array(10).fill(0), [5, 2]), v), TypeError,
       /^attention: k\.data must be a Float32Array, got an Array$/);
     run('q.shape not an array', () => attn.attention(tensor(f32(8), '4,2'), k, v), TypeError,
-      /^attention: q\.shape must be an array of sizes, got a string$/);
+      /^attention: q\.shape must be an array of sizes, got a string \("4,2"\)$/);
     run('v.shape missing', () => attn.attention(t2(4, 2), k, { data: f32(15) }), TypeError,
       /^attention: v\.shape must be an array of sizes, got undefined$/);
     run('options not an object', () => attn.attention(t2(4, 2), k, v, true), TypeError,
@@ -101,11 +101,11 @@ describe('errors', () => {
     run('unknown option casual', () => attn.attention(t2(4, 2), k, v, { casual: true }), TypeError,
       /^attention: unknown option "casual" \(known: causal, mask, scale, trace\)$/);
     run('causal not a boolean', () => attn.attention(t2(4, 2), k, v, { causal: 'yes' }), TypeError,
-      /^attention: causal must be true or false, got a string$/);
+      /^attention: causal must be true or false, got a string \("yes"\)$/);
     run('trace not a boolean', () => attn.attention(t2(4, 2), k, v, { trace: 1 }), TypeError,
       /^attention: trace must be true or false, got the number 1$/);
     run('scale not a number', () => attn.attention(t2(4, 2), k, v, { scale: '0.5' }), TypeError,
-      /^attention: scale must be a number, got a string$/);
+      /^attention: scale must be a number, got a string \("0\.5"\)$/);
     run('mask as Float64Array', () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }), TypeError,
       /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/);
     run('mask as a plain array', () => attn.attention(t2(4, 2), k, v, { mask: new Array(20).fill(1) }), TypeError,
@@ -131,10 +131,15 @@ describe('errors', () => {
       /^attention: mask has 19 values but the scores \[4,5\] need 20$/);
     run('mask tensor whose data does not match its shape', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(f32(21), [4, 5]) }), RangeError,
       /^attention: mask has 21 values but the scores \[4,5\] need 20$/);
-    for (const [label, shape] of [['zero', [0, 2]], ['negative', [-4, 2]], ['non-integer', [4, 0.5]], ['NaN', [NaN, 2]], ['string', ['4', '2']]]) {
+    for (const [label, shape] of [['zero', [0, 2]], ['negative', [-4, 2]], ['non-integer', [4, 0.5]], ['NaN', [NaN, 2]]]) {
       run(`q with a ${label} dimension`, () => attn.attention(tensor(f32(8), shape), t2(5, 2), t2(5, 3)), RangeError,
         new RegExp(`^attention: q has shape \\[${shape.join(',').replace('.', '\\.')}\\]: every size must be a positive integer$`));
     }
+    // Sizes of another type are a wrong kind of value: a TypeError naming the element's type.
+    run('q with string sizes', () => attn.attention(tensor(f32(8), ['4', '2']), t2(5, 2), t2(5, 3)), TypeError,
+      /^attention: q\.shape\[0\] is a string \("4"\): sizes must be numbers$/);
+    run('k with BigInt sizes', () => attn.attention(t2(4, 2), tensor(f32(10), [5n, 2n]), t2(5, 3)), TypeError,
+      /^attention: k\.shape\[0\] is a bigint \(5n\): sizes must be numbers$/);
     run('v with a zero dimension', () => attn.attention(t2(4, 2), t2(5, 2), tensor(new Float32Array(0), [5, 0])), RangeError,
       /^attention: v has shape \[5,0\]: every size must be a positive integer$/);
     run('q.data shorter than its shape', () => attn.attention(tensor(f32(7), [4, 2]), t2(5, 2), t2(5, 3)), RangeError,
@@ -171,7 +176,7 @@ describe('errors', () => {
     run('a mask whose data is no typed array names mask.data', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: [1, 0], shape: [4, 5] } }), TypeError,
       /^attention: mask must be .* or a bare typed array; mask\.data is an Array$/);
     run('a mask shape that is no array', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: new Uint8Array(20), shape: '4,5' } }), TypeError,
-      /^attention: mask\.shape must be an array \[nQ,nK\], got a string$/);
+      /^attention: mask\.shape must be an array \[nQ,nK\], got a string \("4,5"\)$/);
   });
 
   describe('multiHeadAttention: configuration', () => {
@@ -183,7 +188,7 @@ describe('errors', () => {
       /^multiHeadAttention: unknown option "head" \(known: dModel, heads, dK, dV, bias, weights, seed\)$/);
     run('dModel 0', mk({ dModel: 0, heads: 1 }), RangeError, /^multiHeadAttention: dModel must be a positive integer, got 0$/);
     run('dModel non-integer', mk({ dModel: 7.5, heads: 1 }), RangeError, /^multiHeadAttention: dModel must be a positive integer, got 7\.5$/);
-    run('dModel as a string', mk({ dModel: '8', heads: 2 }), TypeError, /^multiHeadAttention: dModel must be a number, got a string$/);
+    run('dModel as a string', mk({ dModel: '8', heads: 2 }), TypeError, /^multiHeadAttention: dModel must be a number, got a string \("8"\)$/);
     run('heads negative', mk({ dModel: 8, heads: -2 }), RangeError, /^multiHeadAttention: heads must be a positive integer, got -2$/);
     run('dK zero', mk({ dModel: 8, heads: 2, dK: 0 }), RangeError, /^multiHeadAttention: dK must be a positive integer, got 0$/);
     run('dV non-integer', mk({ dModel: 8, heads: 2, dV: 2.5 }), RangeError, /^multiHeadAttention: dV must be a positive integer, got 2\.5$/);
@@ -194,6 +199,22 @@ describe('errors', () => {
       run(`seed ${seed}`, mk({ dModel: 8, heads: 2, seed }), RangeError,
         new RegExp(`^multiHeadAttention: seed must be an integer from 0 to 2\\^32-1, got ${String(seed).replace('.', '\\.')}$`));
     }
+    run('seed as a string', mk({ dModel: 8, heads: 2, seed: '1' }), TypeError,
+      /^multiHeadAttention: seed must be a number, got a string \("1"\)$/);
+    // Checked from the sizes alone, before any array is made: before, dModel 65536 filled
+    // gigabytes of JS arrays with initial weights and 2^31 gave V8's "Invalid typed array length".
+    test('a layer too large for wasm memory is refused at once, naming the sizes', () => {
+      const start = performance.now();
+      throwsWith(() => attn.multiHeadAttention({ dModel: 65536, heads: 1 }), RangeError,
+        /^multiHeadAttention: dModel 65536, heads 1, dK 65536, dV 65536 need wq \[65536,65536\] \(16\.0 GB; 16\.0 GB for the weights so far\), more than wasm memory holds \(2 GB\): dModel 65536 is too large$/);
+      throwsWith(() => attn.multiHeadAttention({ dModel: 2 ** 31, heads: 1 }), RangeError, /^multiHeadAttention: dModel 2147483648, .*: dModel 2147483648 is too large$/);
+      throwsWith(() => attn.multiHeadAttention({ dModel: 4, heads: 1, dK: 2 ** 28 }), RangeError, /^multiHeadAttention: .* need wq \[4,268435456\] .*: heads·dK 268435456 or heads·dV 268435456 is too large$/);
+      // Each fits, not all four together: 4 × 0.75 GB.
+      throwsWith(() => attn.multiHeadAttention({ dModel: 14000, heads: 1 }), RangeError, /^multiHeadAttention: .* need wv \[14000,14000\] \(0\.7 GB; 2\.2 GB/);
+      const ms = performance.now() - start;
+      assert.ok(ms < 200, `took ${ms.toFixed(0)} ms`);
+      stillWorks(attn, layer);
+    });
     run('weights.wq of the wrong shape', () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(1)), wq: t2(8, 4) } }), RangeError,
       /^multiHeadAttention: weights\.wq is \[8,4\] but dModel 8, heads 2, dK 4, dV 4 need \[8,8\]$/);
     run('weights.wv for another dV', () => attn.multiHeadAttention({ dModel: 8, heads: 2, dV: 3, weights: good(rng(2)) }), RangeError,
@@ -251,7 +272,7 @@ describe('errors', () => {
     run('unknown option casual', () => layer.forward(t2(5, 8), { casual: true }), TypeError,
       new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace\\)$`));
     run('trace not a boolean', () => layer.forward(t2(5, 8), { trace: 'all' }), TypeError,
-      new RegExp(`^${W}: trace must be true or false, got a string$`));
+      new RegExp(`^${W}: trace must be true or false, got a string \\("all"\\)$`));
   });
 
   describe('too large for wasm memory', () => {
@@ -333,14 +354,20 @@ describe('disposed instances and layers', () => {
 });
 
 describe('createAttention options', () => {
+  test('threads past 64 are refused at once, starting nothing', async () => {
+    const start = performance.now();
+    await rejectsWith(createAttention({ threads: 65 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 65$/);
+    await rejectsWith(createAttention({ threads: 2 ** 31 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 2147483648$/);
+    assert.ok(performance.now() - start < 100, 'refused before any module loads');
+  });
   test('bad options', async () => {
-    await rejectsWith(createAttention({ threads: 0 }), RangeError, /^createAttention: threads must be a positive integer or 'auto', got 0$/);
-    await rejectsWith(createAttention({ threads: 1.5 }), RangeError, /^createAttention: threads must be a positive integer or 'auto', got 1\.5$/);
-    await rejectsWith(createAttention({ threads: '2' }), TypeError, /^createAttention: threads must be a positive integer or 'auto', got string$/);
-    await rejectsWith(createAttention({ thread: 2 }), TypeError, /^createAttention: unknown option "thread" \(known: threads, locateFile, wasmBinary\)$/);
+    await rejectsWith(createAttention({ threads: 0 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 0$/);
+    await rejectsWith(createAttention({ threads: 1.5 }), RangeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got 1\.5$/);
+    await rejectsWith(createAttention({ threads: '2' }), TypeError, /^createAttention: threads must be an integer from 1 to 64 or 'auto', got string$/);
+    await rejectsWith(createAttention({ thread: 2 }), TypeError, /^createAttention: unknown option "thread" \(known: threads, locateFile, wasmBinary, worker, isa\)$/);
     await rejectsWith(createAttention({ locateFile: 'wasm/' }), TypeError, /^createAttention: locateFile must be a function/);
     await rejectsWith(createAttention({ wasmBinary: [0, 97, 115, 109] }), TypeError, /^createAttention: wasmBinary must be an ArrayBuffer or Uint8Array$/);
-    await rejectsWith(createAttention('auto'), TypeError, /^createAttention: options must be an object, got a string$/);
+    await rejectsWith(createAttention('auto'), TypeError, /^createAttention: options must be an object, got a string \("auto"\)$/);
   });
 });
 
@@ -482,4 +509,53 @@ describe('no leaks in wasm memory', () => {
       }
     });
   }
+});
+
+describe('values that overflow', () => {
+  let attn;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
+  after(() => attn.dispose());
+
+  test('a step whose result is not finite is refused and leaves every weight as it was', () => {
+    const layer = attn.multiHeadAttention({ dModel: 4, heads: 2, bias: true, seed: 9 });
+    const x = randomTensor(rng(4), [3, 4]);
+    layer.forward(x);
+    const grads = layer.backward(randomTensor(rng(5), [3, 4]));
+    grads.dwq.data.fill(10);
+    const before = layer.weights;
+    // Before, this wrote ±Infinity into wq and the layer could never run again.
+    throwsWith(() => layer.step(grads, 1e38), RangeError,
+      /^multiHeadAttention\.step: wq\[0\] would become -Infinity \(learningRate 1e\+38 times grads\.dwq\[0\] = 10\): the step overflows 32-bit floats; no weight was changed$/);
+    assert.deepEqual(layer.weights, before);
+    // An overflow only in a later weight (wo) still changes nothing, wq included.
+    const late = { dwq: tensor(new Float32Array(16).fill(1), [4, 4]), dwo: tensor(new Float32Array(16).fill(3e38), [4, 4]) };
+    throwsWith(() => layer.step(late, -2), RangeError, /^multiHeadAttention\.step: wo\[0\] would become Infinity/);
+    assert.deepEqual(layer.weights, before);
+    // The layer still runs, and a sane step still applies.
+    const out = layer.forward(x).output.data;
+    assert.ok(out.every(Number.isFinite));
+    layer.step(layer.backward(randomTensor(rng(5), [3, 4])), 0.1);
+    assert.notDeepEqual(layer.weights.wq.data, before.wq.data);
+    layer.dispose();
+  });
+
+  // Every output is a weighted average of v's rows; the no-trace path sums nK weighted rows
+  // before it divides, so an output near float32's range could overflow on one path and not
+  // the other. Both refuse it up front, alike.
+  test('v so large that nK·|v| nears float32 range: the same RangeError with and without trace', () => {
+    const q = tensor(new Float32Array(2 * 4).fill(0), [2, 4]);  // equal scores: weights 1/nK
+    const k = tensor(new Float32Array(300 * 4).fill(0), [300, 4]);
+    const v = tensor(new Float32Array(300 * 2).fill(1e38), [300, 2]);
+    const re = /^attention: v has values up to 1\.00e\+38 and there are 300 keys: sums of nK·\|v\| must stay below 1\.7e38 \(half of 32-bit floats' range\) for the output to be computed; scale v down$/;
+    throwsWith(() => attn.attention(q, k, v), RangeError, re);
+    throwsWith(() => attn.attention(q, k, v, { trace: true }), RangeError, re);
+    // Just under the bound: both give the average, 1e35.
+    const fine = tensor(new Float32Array(300 * 2).fill(1e35), [300, 2]);
+    for (const trace of [false, true]) {
+      const out = attn.attention(q, k, fine, { trace }).output.data;
+      assert.ok(out.every((x) => Math.abs(x - 1e35) / 1e35 < 1e-5), `trace ${trace}: ${out}`);
+    }
+  });
 });

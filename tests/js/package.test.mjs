@@ -27,8 +27,12 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 test('the tarball holds the library and its types, not the sources', () => {
   const files = packed.files.map((f) => f.path).sort();
   for (const f of ['package.json', 'web/lib/index.js', 'web/lib/index.cjs', 'web/lib/index.d.ts', 'web/lib/index.d.cts',
+    'web/lib/worker_client.js', 'web/lib/worker_host.js',
     'web/lib/wasm/wasm_attention_mt.wasm', 'web/lib/wasm/wasm_attention_mt.worker.js', 'web/lib/wasm/wasm_attention_mt.mjs',
-    'web/lib/wasm/wasm_attention_st.wasm', 'web/lib/wasm/wasm_attention_st.mjs', 'web/lib/wasm/package.json']) {
+    'web/lib/wasm/wasm_attention_st.wasm', 'web/lib/wasm/wasm_attention_st.mjs', 'web/lib/wasm/package.json',
+    'web/lib/features.js', 'web/lib/wasm/wasm_attention_relaxed_mt.wasm', 'web/lib/wasm/wasm_attention_relaxed_mt.worker.js',
+    'web/lib/wasm/wasm_attention_relaxed_mt.mjs', 'web/lib/wasm/wasm_attention_relaxed_st.wasm',
+    'web/lib/wasm/wasm_attention_relaxed_st.mjs']) {
     assert.ok(files.includes(f), `${f} missing from the tarball: ${files.join(', ')}`);
   }
   for (const f of files) assert.ok(!/^(cpp|tests|scripts|build)\//.test(f), `${f} should not be packed`);

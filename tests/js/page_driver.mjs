@@ -1,4 +1,4 @@
-// Drives the tutorial page through its debug hook window.attentionPage (web/page/app.js):
+// Drives the tutorial page through its debug hook window.attentionPage (web/page/debug_hook.js):
 // snapshots of its state and of the matrices it draws, and actions that wait for the render
 // they cause. The matrices are large, so a driver carries only steps [from, to) in snapshots.
 export function pageDriver(from, to = null) {

@@ -1,19 +1,23 @@
 // The object createAttention() resolves to: scaled dot-product attention, and the factory
 // for multi-head attention layers, over one wasm module instance.
+import {
+  attentionBackwardTrace, attentionTrace, matrix, scoreMask,
+} from './binding.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, showShape, tensor,
+  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, checkWeightedSums, showShape, tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
-// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes.
-function checkQKV(where, q, k, v) {
-  checkTensor(where, 'q', q, [2], '[nQ,dK]');
-  checkTensor(where, 'k', k, [2], '[nK,dK]');
-  checkTensor(where, 'v', v, [2], '[nK,dV]');
+// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes and snapshots (every
+// later step reads the snapshots, never the arguments again).
+function checkQKV(where, qArg, kArg, vArg) {
+  const q = checkTensor(where, 'q', qArg, [2], '[nQ,dK]');
+  const k = checkTensor(where, 'k', kArg, [2], '[nK,dK]');
+  const v = checkTensor(where, 'v', vArg, [2], '[nK,dV]');
   const [nQ, dK] = q.shape;
   const [nK, dV] = v.shape;
   if (k.shape[1] !== dK) {
@@ -22,14 +26,15 @@ function checkQKV(where, q, k, v) {
   if (k.shape[0] !== nK) {
     throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
   }
-  return { nQ, nK, dK, dV };
+  return { nQ, nK, dK, dV, q, k, v };
 }
 
 // The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, causal, trace, scale, keep, bias }.
+// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+  checkWeightedSums(where, sizes.v.data, sizes.nK);
   return {
     ...sizes,
     causal: checkBoolean(where, 'causal', o.causal),
@@ -39,14 +44,15 @@ function checkAttention(where, q, k, v, options) {
   };
 }
 
-// The binding's AttentionArgs: q, k, v and the mask copied into the call's scope s.
-function attentionArgs(s, c, q, k, v) {
-  const { nQ, nK, dK, dV, scale, causal, keep, bias } = c;
+// The inputs attentionForward and attentionBackward share, copied into the call's scope s:
+// q, k, v (the snapshots) as matrices, and the mask.
+function attentionInputs(s, c) {
+  const { nQ, nK, dK, dV, causal, keep, bias, q, k, v } = c;
   return {
-    q: s.putFinite(q.data, 'q.data'), k: s.putFinite(k.data, 'k.data'), v: s.putFinite(v.data, 'v.data'), out: 0,
-    nQ, nK, dK, dV, scale, causal,
-    keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0,
-    scores: 0, scaled: 0, masked: 0, weights: 0,
+    q: matrix(s.putFinite(q.data, 'q.data'), nQ, dK),
+    k: matrix(s.putFinite(k.data, 'k.data'), nK, dK),
+    v: matrix(s.putFinite(v.data, 'v.data'), nK, dV),
+    mask: scoreMask({ causal, keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0 }),
   };
 }
 
@@ -54,14 +60,17 @@ export class Attention {
   #rt;
 
   constructor(module, variant) {
-    this.#rt = new Runtime(module, variant);
+    this.#rt = new Runtime(module, variant, this);
   }
 
-  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }.
+  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }; simd says whether
+  // the module's vectors compiled to wasm SIMD (isa 'simd128', or 'relaxed-simd' with fused
+  // multiply-adds), as every build does.
   get backend() {
     const { module, variant } = this.#rt;
     this.#rt.checkAlive('backend');
-    return { simd: true, threads: module.threads(), variant, isa: module.simdIsa() };
+    const isa = module.simdIsa();
+    return { simd: isa === 'simd128' || isa === 'relaxed-simd', threads: module.threads(), variant, isa };
   }
 
   // Bytes of wasm memory in all, and bytes currently allocated in it (for leak checks).
@@ -78,18 +87,20 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
-    const { nQ, nK, dV, trace } = c;
+    const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
-      args.out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
+      const inputs = attentionInputs(s, c);
+      const out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
+      const traced = {};
       if (trace) {
-        for (const name of TRACE_NAMES) args[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+        for (const name of TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
-      rt.call(where, 'attentionForward', args);
-      const result = { output: tensor(heap.readFinite(args.out, nQ * dV, where, 'output'), [nQ, dV]) };
+      rt.call(where, 'attentionForward', inputs.q, inputs.k, inputs.v, matrix(out, nQ, dV), scale, inputs.mask,
+        attentionTrace(traced));
+      const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
       if (trace) {
-        for (const name of TRACE_NAMES) result[name] = tensor(heap.read(args[name], nQ * nK), [nQ, nK]);
+        for (const name of TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
       return result;
     });
@@ -104,63 +115,68 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const c = checkAttention(where, q, k, v, options);
-    const { nQ, nK, dK, dV, trace } = c;
-    checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
-    if (dOutput.shape[0] !== nQ || dOutput.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the output of attention(q ${showShape(q.shape)}, v ${showShape(v.shape)}) is [${nQ},${dV}]`);
+    const { nQ, nK, dK, dV, scale, trace } = c;
+    const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
+    if (dOut.shape[0] !== nQ || dOut.shape[1] !== dV) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output of `
+        + `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = attentionArgs(s, c, q, k, v);
-      const grads = {
-        dOut: s.putFinite(dOutput.data, 'dOutput.data'),
-        dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv'),
-        weights: 0, dWeights: 0, dScores: 0,
-      };
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) grads[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
-      rt.call(where, 'attentionBackward', args, grads);
+      const inputs = attentionInputs(s, c);
+      const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
+      const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
+      const traced = {};
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+      rt.call(where, 'attentionBackward', inputs.q, inputs.k, inputs.v, dOutM,
+        matrix(grads.dq, nQ, dK), matrix(grads.dk, nK, dK), matrix(grads.dv, nK, dV), scale, inputs.mask,
+        attentionBackwardTrace(traced));
       const read = (name, size) => heap.readFinite(grads[name], size, where, name);
       const result = {
         dq: tensor(read('dq', nQ * dK), [nQ, dK]),
         dk: tensor(read('dk', nK * dK), [nK, dK]),
         dv: tensor(read('dv', nK * dV), [nK, dV]),
       };
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(grads[name], nQ * nK), [nQ, nK]);
+      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       return result;
     });
   }
 
   // a [m,k], b [k,n] -> a·b [m,n]. transposeA: a is given as [k,m]; transposeB: b as [n,k].
-  matmul(a, b, options) {
+  matmul(aArg, bArg, options) {
     const where = 'matmul';
     const rt = this.#rt;
     rt.checkAlive(where);
-    checkTensor(where, 'a', a, [2], '[m,k]');
-    checkTensor(where, 'b', b, [2], '[k,n]');
+    const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
+    const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
     const o = checkOptions(where, options, ['transposeA', 'transposeB']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
     const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
     const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
     if (kb !== k) {
-      throw new RangeError(`${where}: a is ${showShape(a.shape)}${transposeA ? ' (transposed)' : ''} and b is ${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}: the inner sizes ${k} and ${kb} must match`);
+      const aIs = `${showShape(a.shape)}${transposeA ? ' (transposed)' : ''}`;
+      const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
+      throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const args = { a: s.putFinite(a.data, 'a.data'), b: s.putFinite(b.data, 'b.data'), c: s.alloc(m * n * 4, `the product [${m},${n}]`), m, n, k, transposeA, transposeB };
-      rt.call(where, 'matmul', args);
-      return tensor(heap.readFinite(args.c, m * n, where, 'the product'), [m, n]);
+      const pa = s.putFinite(a.data, 'a.data'), pb = s.putFinite(b.data, 'b.data');
+      const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
+      // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
+      rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
+      return tensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n]);
     });
   }
 
   // A multi-head attention layer; see MultiHeadAttention.
   multiHeadAttention(config) {
     this.#rt.checkAlive('multiHeadAttention');
-    return new MultiHeadAttention(this.#rt, config);
+    return this.#rt.keepsOwnerAlive(new MultiHeadAttention(this.#rt, config));
   }
 
   // Stops the threads and lets the module go; every later call throws. Layers made by this
-  // instance go with it.
+  // instance go with it. An instance dropped without dispose() gets the same once collected.
   dispose() {
     this.#rt.dispose();
   }

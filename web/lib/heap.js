@@ -8,6 +8,24 @@
 // wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
 const MAX_BYTES = 2 ** 31;
 
+// The engine's own typed-array accessors (see tensor.js), taken once.
+const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
+const accessor = (key) => Object.getOwnPropertyDescriptor(TypedArrayPrototype, key).get;
+const typedArrayBuffer = accessor('buffer');
+const typedArrayByteOffset = accessor('byteOffset');
+const typedArrayByteLength = accessor('byteLength');
+const typedArrayLength = accessor('length');
+const apply = Reflect.apply;
+
+// A typed array -> a Uint8Array over exactly its bytes, as the engine sees them. Inputs are
+// never empty (every size is at least 1), so no bytes means the buffer was detached, or
+// shrunk under this fixed-length view, after it was checked: a TypeError naming `what`.
+function bytesOf(data, what) {
+  const byteLength = apply(typedArrayByteLength, data, []);
+  if (byteLength === 0) throw new TypeError(`${what}: its buffer was detached or shrunk after it was checked`);
+  return new Uint8Array(apply(typedArrayBuffer, data, []), apply(typedArrayByteOffset, data, []), byteLength);
+}
+
 export class Heap {
   #module;
 
@@ -46,10 +64,13 @@ export class Heap {
     return new Float32Array(this.buffer(), ptr, length);
   }
 
-  // Copies a typed array into a new block; returns its offset.
+  // Copies a typed array into a new block; returns its offset. Sizes and bytes come from the
+  // engine's own accessors (bytesOf), never from the object's properties, which a subclass or
+  // a Proxy could make lie about how much to allocate or copy.
   put(data, what) {
-    const ptr = this.alloc(data.byteLength, what);
-    new data.constructor(this.buffer(), ptr, data.length).set(data);
+    const bytes = bytesOf(data, what);
+    const ptr = this.alloc(bytes.length, what);
+    new Uint8Array(this.buffer(), ptr, bytes.length).set(bytes);
     return ptr;
   }
 
@@ -59,14 +80,17 @@ export class Heap {
     return this.f32(ptr, length).slice();
   }
 
-  // put() for inputs that must be finite: the check runs in wasm (SIMD) on the copy; a
-  // RangeError names the first NaN or ±Infinity, and the copy is freed.
+  // put() for a Float32Array whose values must be finite: the check runs in wasm (SIMD) on
+  // the copy, so it holds for what wasm reads even if the source changes meanwhile (a
+  // SharedArrayBuffer); a RangeError names the first NaN or ±Infinity, and the copy is freed.
   putFinite(data, where, name) {
     const ptr = this.put(data, `${where}: ${name}`);
-    const i = this.#module.firstNonFinite(ptr, data.length);
+    const length = apply(typedArrayLength, data, []);
+    const i = this.#module.firstNonFinite(ptr, length);
     if (i >= 0) {
+      const value = this.f32(ptr + 4 * i, 1)[0];
       this.free(ptr);
-      throw new RangeError(`${where}: ${name}[${i}] is ${data[i]}: inputs must be finite numbers`);
+      throw new RangeError(`${where}: ${name}[${i}] is ${value}: inputs must be finite numbers`);
     }
     return ptr;
   }

@@ -7,6 +7,9 @@ exports.createAttention = async function createAttention(options) {
   return create(options);
 };
 
+// tensor() must be synchronous, and require() cannot load tensor.js (an ES module) under
+// Node 20, so this is the one copy of its single line; tests/js/api.test.mjs holds the two
+// equal. (From Node 22.12, require() of an ES module could replace it.)
 exports.tensor = function tensor(data, shape) {
   return { data, shape };
 };

@@ -15,23 +15,35 @@ export type Mask =
   | Float32Array;
 
 export interface CreateAttentionOptions {
-  /** Threads to run on: a positive integer or 'auto' (default): the cores reported, up to 16.
-   *  A browser page that is not cross-origin isolated gets 1, without error. */
+  /** Threads to run on: an integer from 1 to 64 (a RangeError past it) or 'auto' (default):
+   *  the cores reported, up to 16. A browser page that is not cross-origin isolated gets 1,
+   *  without error. */
   threads?: number | 'auto';
   /** Where the package's .wasm/.js files are, if not next to the module: a URL (browser) or path (Node). */
   locateFile?: (fileName: string) => string;
   /** The .wasm bytes, if already at hand. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /** 'auto' (default): relaxed SIMD where the engine runs it, else SIMD128 (SIMD128 when
+   *  wasmBinary is given). 'relaxed-simd' where the engine lacks it is a RangeError. */
+  isa?: 'auto' | 'relaxed-simd' | 'simd128';
+  /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention. */
+  worker?: boolean;
+}
+
+/** createAttention's options for the worker form. */
+export interface CreateWorkerAttentionOptions extends CreateAttentionOptions {
+  worker: true;
 }
 
 export interface Backend {
   simd: true;
   /** Threads actually in use. */
   threads: number;
-  /** 'simd-mt': SIMD128 + threads; 'simd': SIMD128, one thread. */
+  /** 'simd-mt': with threads; 'simd': one thread. */
   variant: 'simd-mt' | 'simd';
-  /** The vector instruction set compiled in, 'wasm-simd128'. */
-  isa: string;
+  /** The vector instruction set: 'relaxed-simd' (SIMD128 + fused multiply-add in matrix
+   *  products) or 'simd128'. */
+  isa: 'relaxed-simd' | 'simd128';
 }
 
 export interface AttentionOptions {
@@ -186,9 +198,48 @@ export interface Attention {
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
   /** Bytes of wasm memory, and bytes allocated in it. */
   memory(): { wasmBytes: number; allocatedBytes: number };
-  /** Stops the threads and frees the module; later calls throw. */
+  /** Stops the threads and frees the module; later calls throw. An instance collected
+   *  without it (and without live layers) is disposed by a finalizer. */
   dispose(): void;
 }
 
-export function createAttention(options?: CreateAttentionOptions): Promise<Attention>;
+/** The worker form's extra option, in the last options argument of every call that takes tensors. */
+export interface TransferOption {
+  /** Transfer the ArrayBuffers behind this call's typed arrays to the worker instead of copying
+   *  them: they are detached here once the call is made (default false). Results are always
+   *  transferred back. */
+  transfer?: boolean;
+}
+
+/** A MultiHeadAttention living in the worker: the same members, with Promise results. */
+export interface AsyncMultiHeadAttention {
+  readonly config: Readonly<{ dModel: number; heads: number; dK: number; dV: number; bias: boolean }>;
+  forward(x: Tensor, options?: ForwardOptions & TransferOption): Promise<ForwardResult>;
+  backward(dOutput: Tensor, options?: TransferOption): Promise<MultiHeadGradients>;
+  step(grads: Partial<MultiHeadGradients>, learningRate: number, options?: TransferOption): Promise<void>;
+  /** The current weights (copies). */
+  readonly weights: Promise<MultiHeadWeights>;
+  /** Frees the layer in the worker; later calls reject. */
+  dispose(): Promise<void>;
+}
+
+/** What createAttention({ worker: true }) gives: Attention's members, each computed in a
+ *  dedicated worker and returning a Promise. Calls run one at a time in the order made.
+ *  Errors reject with the TypeError/RangeError the synchronous form throws. */
+export interface AsyncAttention {
+  /** The worker's build. */
+  readonly backend: Backend;
+  attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions & TransferOption): Promise<AttentionResult>;
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionOptions & TransferOption): Promise<AttentionGradients>;
+  matmul(a: Tensor, b: Tensor, options?: MatmulOptions & TransferOption): Promise<Tensor>;
+  multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
+  memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;
+  /** Lets the calls already made finish, then frees the module and terminates the worker;
+   *  later calls reject. */
+  dispose(): Promise<void>;
+}
+
+export function createAttention(options: CreateWorkerAttentionOptions): Promise<AsyncAttention>;
+export function createAttention(options?: CreateAttentionOptions & { worker?: false }): Promise<Attention>;
+export function createAttention(options?: CreateAttentionOptions): Promise<Attention | AsyncAttention>;
 export function tensor(data: Float32Array, shape: number[]): Tensor;

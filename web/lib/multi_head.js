@@ -2,10 +2,13 @@
 //   Q = x·wq + bq [n,h·dK], K = context·wk + bk, V = context·wv + bv [nK,h·dV]
 //   head i: attention over columns [i·dK,(i+1)·dK) of Q and K and [i·dV,(i+1)·dV) of V
 //   output = concat(heads)·wo + bo [n,dModel]
+import {
+  mhaGrads, mhaShape, mhaTrace, mhaWeights, scoreMask,
+} from './binding.js';
 import { random, xavierUniform } from './init.js';
 import {
   checkBoolean, checkFinite, checkMask, checkOptions, checkPositiveInteger, checkScale,
-  checkTensor, showShape, tensor,
+  checkTensor, checkUint32, showShape, tensor,
 } from './tensor.js';
 
 const WEIGHT_NAMES = ['wq', 'wk', 'wv', 'wo'];
@@ -20,10 +23,26 @@ const leftBehind = new FinalizationRegistry(({ rt, ptrs, holder }) => {
 });
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
-function columns(src, rows, stride, c0, width) {
+export function columns(src, rows, stride, c0, width) {
   const out = new Float32Array(rows * width);
   for (let r = 0; r < rows; ++r) out.set(src.subarray(r * stride + c0, r * stride + c0 + width), r * width);
   return out;
+}
+
+// A RangeError naming the size at fault when the layer's weights could not fit in wasm
+// memory: checked from the sizes alone, before any array is made for them.
+function checkLayerFits(where, { dModel, heads, dK, dV, bias }, shapes) {
+  const LIMIT = 2 ** 31;  // wasm memory's maximum, in bytes
+  let total = 0;
+  for (const [name, shape] of Object.entries(shapes)) {
+    if (!bias && name.startsWith('b')) continue;
+    const bytes = 4 * shape.reduce((a, b) => a * b, 1);
+    total += bytes;
+    if (bytes > LIMIT || total > LIMIT) {
+      const big = dModel >= Math.max(heads * dK, heads * dV) ? `dModel ${dModel}` : `heads·dK ${heads * dK} or heads·dV ${heads * dV}`;
+      throw new RangeError(`${where}: dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${name} ${showShape(shape)} (${(bytes / 2 ** 30).toFixed(1)} GB; ${(total / 2 ** 30).toFixed(1)} GB for the weights so far), more than wasm memory holds (2 GB): ${big} is too large`);
+    }
+  }
 }
 
 export class MultiHeadAttention {
@@ -51,9 +70,7 @@ export class MultiHeadAttention {
     const dV = c.dV ?? dK;
     checkPositiveInteger(where, 'dV', dV);
     const bias = checkBoolean(where, 'bias', c.bias);
-    if (c.seed !== undefined && (!Number.isInteger(c.seed) || c.seed < 0 || c.seed > 0xffffffff)) {
-      throw new RangeError(`${where}: seed must be an integer from 0 to 2^32-1, got ${c.seed}`);
-    }
+    if (c.seed !== undefined) checkUint32(where, 'seed', c.seed);
     const { dModel, heads } = c;
     this.config = Object.freeze({ dModel, heads, dK, dV, bias });
 
@@ -61,16 +78,18 @@ export class MultiHeadAttention {
       wq: [dModel, heads * dK], wk: [dModel, heads * dK], wv: [dModel, heads * dV], wo: [heads * dV, dModel],
       bq: [heads * dK], bk: [heads * dK], bv: [heads * dV], bo: [dModel],
     };
+    checkLayerFits(where, this.config, shapes);  // before any array is made
     const values = {};
     if (c.weights !== undefined) {
       const w = checkOptions(`${where}: weights`, c.weights, [...WEIGHT_NAMES, ...BIAS_NAMES]);
       for (const name of [...WEIGHT_NAMES, ...(bias ? BIAS_NAMES : [])]) {
         if (w[name] === undefined && BIAS_NAMES.includes(name)) continue;  // a missing bias is zero
-        checkTensor(where, `weights.${name}`, w[name], [shapes[name].length], showShape(shapes[name]));
-        if (w[name].shape.some((d, i) => d !== shapes[name][i])) {
-          throw new RangeError(`${where}: weights.${name} is ${showShape(w[name].shape)} but dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
+        const given = checkTensor(where, `weights.${name}`, w[name], [shapes[name].length], showShape(shapes[name]));
+        if (given.shape.some((d, i) => d !== shapes[name][i])) {
+          throw new RangeError(`${where}: weights.${name} is ${showShape(given.shape)} but `
+            + `dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`);
         }
-        values[name] = w[name].data;
+        values[name] = given.data;
       }
       if (!bias && BIAS_NAMES.some((name) => w[name] !== undefined)) {
         throw new TypeError(`${where}: weights has biases but bias is not true; pass bias: true to use them`);
@@ -102,11 +121,11 @@ export class MultiHeadAttention {
   // mask ([nQ,nK], shared by the batch and the heads), scale (1/sqrt(dK)), trace:
   //   heads: [{ q [n,dK], k [nK,dK], v [nK,dV], scores, scaled, masked, weights [n,nK], output [n,dV] }]
   //   concat [n,heads·dV]   (each with the leading batch size when x has one)
-  forward(x, options) {
+  forward(xArg, options) {
     const where = 'multiHeadAttention.forward';
     this.#checkAlive(where);
     const { dModel, heads, dK, dV } = this.config;
-    checkTensor(where, 'x', x, [2, 3], '[n,dModel] or [batch,n,dModel]');
+    const x = checkTensor(where, 'x', xArg, [2, 3], '[n,dModel] or [batch,n,dModel]');
     const rank = x.shape.length;
     const batch = rank === 3 ? x.shape[0] : 1;
     const nQ = x.shape[rank - 2];
@@ -115,11 +134,13 @@ export class MultiHeadAttention {
     }
     const o = checkOptions(where, options, ['context', 'causal', 'mask', 'scale', 'trace']);
     let nK = nQ;
-    if (o.context !== undefined) {
-      checkTensor(where, 'context', o.context, [rank], rank === 3 ? '[batch,nK,dModel]' : '[nK,dModel]');
-      const cs = o.context.shape;
+    const context = o.context === undefined ? undefined
+      : checkTensor(where, 'context', o.context, [rank], rank === 3 ? '[batch,nK,dModel]' : '[nK,dModel]');
+    if (context !== undefined) {
+      const cs = context.shape;
       if (cs[rank - 1] !== dModel || (rank === 3 && cs[0] !== batch)) {
-        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`);
+        const needs = `${rank === 3 ? `batch ${batch} and ` : ''}last size dModel ${dModel}`;
+        throw new RangeError(`${where}: context is ${showShape(cs)} but x is ${showShape(x.shape)}: context needs ${needs}`);
       }
       nK = cs[rank - 2];
     }
@@ -136,7 +157,7 @@ export class MultiHeadAttention {
     const saved = {};
     try {
       saved.x = heap.putFinite(x.data, where, 'x.data');
-      saved.context = o.context ? heap.putFinite(o.context.data, where, 'context.data') : 0;
+      saved.context = context ? heap.putFinite(context.data, where, 'context.data') : 0;
       saved.keep = keep ? heap.put(keep, `${where}: mask`) : 0;
       saved.bias = additive ? heap.put(additive, `${where}: mask`) : 0;
       for (const [name, size] of Object.entries(savedSizes)) saved[name] = heap.alloc(4 * size, `${where}: ${name}`);
@@ -144,7 +165,7 @@ export class MultiHeadAttention {
       for (const p of Object.values(saved)) heap.free(p);
       throw e;
     }
-    this.#saved = { ptrs: saved, batch, nQ, nK, rank, causal, scale, xShape: [...x.shape], contextShape: o.context ? [...o.context.shape] : null };
+    this.#saved = { ptrs: saved, batch, nQ, nK, rank, causal, scale, xShape: [...x.shape], contextShape: context ? [...context.shape] : null };
     this.#holder.saved = saved;
     try {
       return this.#forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes });
@@ -156,31 +177,24 @@ export class MultiHeadAttention {
 
   // The forward's wasm call over the saved buffers, and its results read back.
   #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
-    const { dModel, heads, dK, dV, bias } = this.config;
+    const { dModel, heads, dK, dV } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
     const hk = heads * dK, hv = heads * dV, nn = nQ * nK;
     return heap.scoped(where, (s) => {
-      const p = this.#ptrs;
-      const args = {
-        batch, nQ, nK, dModel, heads, dK, dV,
-        x: saved.x, context: saved.context,
-        out: s.alloc(batch * nQ * dModel * 4, 'the output'),
-        wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
-        bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
-        scale, causal, keep: saved.keep, bias: saved.bias,
-        q: saved.q, k: saved.k, v: saved.v, concat: saved.concat,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
+      const out = s.alloc(batch * nQ * dModel * 4, 'the output');
+      // q, k, v, concat into the saved buffers (the backward reads them); scores..weights only with trace
+      const traced = { q: saved.q, k: saved.k, v: saved.v, concat: saved.concat };
       const scoreSizes = { scores: batch * heads * nn, scaled: batch * heads * nn, masked: batch * heads * nn, weights: batch * heads * nn };
-      if (trace) for (const [name, size] of Object.entries(scoreSizes)) args[name] = s.alloc(size * 4, `the trace's ${name}`);
+      if (trace) for (const [name, size] of Object.entries(scoreSizes)) traced[name] = s.alloc(size * 4, `the trace's ${name}`);
       const traceSizes = { ...savedSizes, ...scoreSizes };
-      rt.call(where, 'mhaForward', args);
+      rt.call(where, 'mhaForward', mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }), mhaWeights(this.#ptrs),
+        saved.x, saved.context, out, scale, scoreMask({ causal, keep: saved.keep, bias: saved.bias }), mhaTrace(traced));
 
       const lead = rank === 3 ? [batch] : [];
-      const result = { output: tensor(heap.readFinite(args.out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]) };
+      const result = { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]) };
       if (!trace) return result;
-      const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(args[name], traceSizes[name])]));
+      const all = Object.fromEntries(Object.keys(traceSizes).map((name) => [name, heap.read(traced[name], traceSizes[name])]));
       // (batch, heads, nQ, nK) -> head h's (batch, nQ, nK)
       const perHead = (data, h) => {
         const out = new Float32Array(batch * nn);
@@ -215,13 +229,12 @@ export class MultiHeadAttention {
     const { dModel, heads, dK, dV, bias } = this.config;
     const { batch, nQ, nK, rank } = saved;
     const outShape = [...saved.xShape];
-    checkTensor(where, 'dOutput', dOutput, [rank], showShape(outShape));
-    if (dOutput.shape.some((d, i) => d !== outShape[i])) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOutput.shape)} but the last forward's output is ${showShape(outShape)}`);
+    const dOut = checkTensor(where, 'dOutput', dOutput, [rank], showShape(outShape));
+    if (dOut.shape.some((d, i) => d !== outShape[i])) {
+      throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the last forward's output is ${showShape(outShape)}`);
     }
     const rt = this.#rt;
     const { heap } = rt;
-    const p = this.#ptrs;
     const sizes = {
       dx: saved.xShape, dContext: saved.contextShape,
       dwq: this.#shapes.wq, dwk: this.#shapes.wk, dwv: this.#shapes.wv, dwo: this.#shapes.wo,
@@ -229,20 +242,15 @@ export class MultiHeadAttention {
       dbv: bias ? this.#shapes.bv : null, dbo: bias ? this.#shapes.bo : null,
     };
     return heap.scoped(where, (s) => {
-      const grads = { dOut: s.putFinite(dOutput.data, 'dOutput.data') };
+      const dOutPtr = s.putFinite(dOut.data, 'dOutput.data');
+      const grads = {};
       for (const [name, shape] of Object.entries(sizes)) {
-        grads[name] = shape ? s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`) : 0;
+        if (shape) grads[name] = s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`);
       }
-      const args = {
-        batch, nQ, nK, dModel, heads, dK, dV,
-        x: saved.ptrs.x, context: saved.ptrs.context, out: 0,
-        wq: p.wq, wk: p.wk, wv: p.wv, wo: p.wo,
-        bq: bias ? p.bq : 0, bk: bias ? p.bk : 0, bv: bias ? p.bv : 0, bo: bias ? p.bo : 0,
-        scale: saved.scale, causal: saved.causal, keep: saved.ptrs.keep, bias: saved.ptrs.bias,
-        q: saved.ptrs.q, k: saved.ptrs.k, v: saved.ptrs.v, concat: saved.ptrs.concat,
-        scores: 0, scaled: 0, masked: 0, weights: 0,
-      };
-      rt.call(where, 'mhaBackward', args, grads);
+      const { x, context, keep, bias: additive, q, k, v, concat } = saved.ptrs;
+      rt.call(where, 'mhaBackward', mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }), mhaWeights(this.#ptrs),
+        x, context, mhaTrace({ q, k, v, concat }), dOutPtr, saved.scale,
+        scoreMask({ causal: saved.causal, keep, bias: additive }), mhaGrads(grads));
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
         if (shape) result[name] = tensor(heap.readFinite(grads[name], shape.reduce((a, b) => a * b, 1), where, name), [...shape]);
@@ -262,19 +270,25 @@ export class MultiHeadAttention {
     const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#ptrs).map((n) => `d${n}`)]);
     const updates = [];
     for (const name of Object.keys(this.#ptrs)) {
-      const grad = g[`d${name}`];
-      if (grad === undefined) continue;
-      checkTensor(where, `grads.d${name}`, grad, [this.#shapes[name].length], showShape(this.#shapes[name]));
+      if (g[`d${name}`] === undefined) continue;
+      const grad = checkTensor(where, `grads.d${name}`, g[`d${name}`], [this.#shapes[name].length], showShape(this.#shapes[name]));
       if (grad.shape.some((d, i) => d !== this.#shapes[name][i])) {
         throw new RangeError(`${where}: grads.d${name} is ${showShape(grad.shape)} but ${name} is ${showShape(this.#shapes[name])}`);
       }
-      checkFinite(where, `grads.d${name}.data`, grad.data);  // small: checked here, in JS
-      updates.push([name, grad.data]);
+      const data = grad.data.slice();  // small: copied and checked here, in JS
+      checkFinite(where, `grads.d${name}.data`, data);
+      // The new weights, all computed (in float32, as stored) before any is written: a step
+      // that would overflow leaves every weight as it was.
+      const next = this.#rt.heap.read(this.#ptrs[name], data.length);
+      for (let i = 0; i < data.length; ++i) {
+        next[i] -= learningRate * data[i];
+        if (!Number.isFinite(next[i])) {
+          throw new RangeError(`${where}: ${name}[${i}] would become ${next[i]} (learningRate ${learningRate} times grads.d${name}[${i}] = ${data[i]}): the step overflows 32-bit floats; no weight was changed`);
+        }
+      }
+      updates.push([name, next]);
     }
-    for (const [name, data] of updates) {
-      const w = this.#rt.heap.f32(this.#ptrs[name], data.length);
-      for (let i = 0; i < data.length; ++i) w[i] -= learningRate * data[i];
-    }
+    for (const [name, next] of updates) this.#rt.heap.f32(this.#ptrs[name], next.length).set(next);
     this.#releaseSaved();
   }
 

@@ -1,13 +1,31 @@
 // One loaded wasm module and what every object built on it shares: its heap, its build,
 // and whether it was disposed.
+//
+// Ownership: the object createAttention() returns owns the runtime. dispose() stops its
+// threads and lets the module go; an owner collected without dispose() gets the same from
+// a finalizer, once no layer made from it is left either (layers keep their owner alive).
+import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 
+const dropped = new FinalizationRegistry((rt) => rt.dispose());
+const ownerOf = new WeakMap();  // layer -> the owner it keeps alive
+
 export class Runtime {
-  constructor(module, variant) {
+  #owner;  // a WeakRef: the runtime must not keep its owner alive
+
+  constructor(module, variant, owner) {
     this.module = module;
     this.variant = variant;
     this.heap = new Heap(module);
     this.disposed = false;
+    this.#owner = new WeakRef(owner);
+    dropped.register(owner, this, this);
+  }
+
+  // A layer (or any object using this runtime) keeps the owner, and so the runtime, alive.
+  keepsOwnerAlive(dependent) {
+    ownerOf.set(dependent, this.#owner.deref());
+    return dependent;
   }
 
   checkAlive(where) {
@@ -16,16 +34,17 @@ export class Runtime {
     }
   }
 
-  // Calls a binding that returns "" or an error message, and throws the message as an Error
-  // (a RangeError when memory ran out), prefixed with the public entry's name.
+  // Calls a binding, which returns a Status, and throws a failed one (see throwIfFailed),
+  // prefixed with the public entry's name.
   call(where, binding, ...args) {
-    const error = this.module[binding](...args);
-    if (error) throw new (error.startsWith('out of memory') ? RangeError : Error)(`${where}: ${error}`);
+    throwIfFailed(where, this.module[binding](...args));
   }
 
+  // Joins the pool's threads and terminates the module's workers; safe to call twice.
   dispose() {
     if (this.disposed) return;
     this.disposed = true;
+    dropped.unregister(this);
     this.module.setThreads(1);  // joins the pool's threads
     this.module.PThread?.terminateAllThreads();
   }

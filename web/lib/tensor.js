@@ -8,42 +8,129 @@ export function tensor(data, shape) {
 
 export const showShape = (shape) => `[${shape.join(',')}]`;
 
+// The engine's own typed-array accessors, taken once when this module loads. A caller's
+// object cannot change what they return: a Float32Array subclass overriding length or
+// byteLength, a Proxy, or an object that merely inherits from Float32Array.prototype gets
+// the truth (or undefined for the tag) instead of what its own properties claim.
+const TypedArrayPrototype = Object.getPrototypeOf(Float32Array.prototype);
+const getter = (object, key) => Object.getOwnPropertyDescriptor(object, key).get;
+const apply = Reflect.apply;
+const F32 = Float32Array;
+const U8 = Uint8Array;
+const intrinsic = {
+  tag: getter(TypedArrayPrototype, Symbol.toStringTag),  // 'Float32Array', or undefined
+  buffer: getter(TypedArrayPrototype, 'buffer'),
+  byteOffset: getter(TypedArrayPrototype, 'byteOffset'),
+  length: getter(TypedArrayPrototype, 'length'),
+};
+// The intrinsic name of a real typed array ('Float32Array', 'Uint8Array', ...), else undefined.
+export const typedArrayName = (value) => apply(intrinsic.tag, value, []);
+
 function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
-  if (Array.isArray(value)) return 'an Array';
-  if (typeof value === 'object') {
-    const name = value.constructor?.name ?? 'object';
+  if (typeof value === 'object' || typeof value === 'function') {
+    let name;
+    try {
+      if (Array.isArray(value)) return 'an Array';
+      name = typedArrayName(value) ?? value.constructor?.name ?? 'object';
+    } catch {
+      name = 'object';  // a revoked Proxy, or a getter that throws
+    }
+    if (typeof value === 'function') name = 'function';
     return `${/^[aeiou]/i.test(name) ? 'an' : 'a'} ${name}`;
   }
+  if (typeof value === 'string') return `a string (${JSON.stringify(value.slice(0, 20))})`;
+  if (typeof value === 'bigint') return `a bigint (${value}n)`;
   return typeof value === 'number' ? `the number ${value}` : `a ${typeof value}`;
 }
 
+// value: a typed array named `type` ('Float32Array' or 'Uint8Array'), checked by the engine's
+// own tag -> a fresh view of the same memory, made here, of the length the engine reports.
+// Everything after reads this view only. null when value is not such a typed array.
+function ownView(value, type) {
+  if (typedArrayName(value) !== type) return null;
+  const buffer = apply(intrinsic.buffer, value, []);
+  const length = apply(intrinsic.length, value, []);  // 0 once the buffer is detached
+  if (length === 0 && isDetached(buffer)) return 'detached';
+  const byteOffset = apply(intrinsic.byteOffset, value, []);
+  return type === 'Float32Array' ? new F32(buffer, byteOffset, length) : new U8(buffer, byteOffset, length);
+}
+
+function isDetached(buffer) {
+  try {
+    new U8(buffer, 0, 0);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+// name: the argument's name in messages (e.g. "q.data") -> its own Float32Array view.
+export function float32View(where, name, value) {
+  const view = ownView(value, 'Float32Array');
+  if (view === 'detached') {
+    throw new TypeError(`${where}: ${name}'s buffer is detached (transferred or released); pass a Float32Array whose memory is still there`);
+  }
+  if (view === null) {
+    let looksLikeOne = false;
+    try {
+      looksLikeOne = typeof value === 'object' && value !== null && typedArrayName(value) === undefined &&
+        value instanceof F32;
+    } catch { /* a revoked Proxy */ }
+    throw new TypeError(`${where}: ${name} must be a Float32Array, got ${looksLikeOne
+      ? 'an object that only looks like one (a Proxy, or an object inheriting from Float32Array.prototype); pass the Float32Array itself'
+      : describe(value)}`);
+  }
+  return view;
+}
+
+// shape (an Array of sizes), read once -> a frozen Array of plain integers.
+function shapeSnapshot(where, name, shape) {
+  if (!Array.isArray(shape)) {
+    throw new TypeError(`${where}: ${name}.shape must be an array of sizes, got ${describe(shape)}`);
+  }
+  const length = shape.length;
+  if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 8) {
+    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have 1 to 3`);
+  }
+  const sizes = [];
+  for (let i = 0; i < length; ++i) {
+    const d = shape[i];
+    if (typeof d !== 'number') {
+      throw new TypeError(`${where}: ${name}.shape[${i}] is ${describe(d)}: sizes must be numbers`);
+    }
+    sizes.push(d);
+  }
+  return Object.freeze(sizes);
+}
+
+// A tensor argument, read once: { data: its own Float32Array view, shape: frozen integers },
+// validated. Callers use what this returns, never the argument again.
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
-  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || Array.isArray(t)) {
+  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || typedArrayName(t) !== undefined || Array.isArray(t)) {
     throw new TypeError(`${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`);
   }
-  if (!(t.data instanceof Float32Array)) {
-    throw new TypeError(`${where}: ${name}.data must be a Float32Array, got ${describe(t.data)}`);
+  const rawData = t.data;
+  const rawShape = t.shape;
+  const data = float32View(where, `${name}.data`, rawData);
+  const shape = shapeSnapshot(where, name, rawShape);
+  if (!ranks.includes(shape.length)) {
+    throw new RangeError(`${where}: ${name} must have ${ranks.join(' or ')} dimensions${expected}, got shape ${showShape(shape)}`);
   }
-  if (!Array.isArray(t.shape)) {
-    throw new TypeError(`${where}: ${name}.shape must be an array of sizes, got ${describe(t.shape)}`);
-  }
-  if (!ranks.includes(t.shape.length)) {
-    throw new RangeError(`${where}: ${name} must have ${ranks.join(' or ')} dimensions${expected}, got shape ${showShape(t.shape)}`);
-  }
-  for (const d of t.shape) {
+  for (const d of shape) {
     if (!Number.isInteger(d) || d < 1) {
-      throw new RangeError(`${where}: ${name} has shape ${showShape(t.shape)}: every size must be a positive integer`);
+      throw new RangeError(`${where}: ${name} has shape ${showShape(shape)}: every size must be a positive integer`);
     }
   }
-  const count = t.shape.reduce((a, b) => a * b, 1);
-  if (t.data.length !== count) {
-    throw new RangeError(`${where}: ${name}.data has ${t.data.length} values but shape ${showShape(t.shape)} needs ${count}`);
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (data.length !== count) {
+    throw new RangeError(`${where}: ${name}.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
   }
   // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite).
+  return Object.freeze({ data, shape });
 }
 
 export function checkFinite(where, name, data) {
@@ -59,17 +146,29 @@ export function checkPositiveInteger(where, name, value) {
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${where}: ${name} must be a positive integer, got ${value}`);
 }
 
+// An integer from 0 to 2^32-1 (a seed).
+export function checkUint32(where, name, value) {
+  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
+  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) {
+    throw new RangeError(`${where}: ${name} must be an integer from 0 to 2^32-1, got ${value}`);
+  }
+}
+
+// options, read once -> a plain object holding the allowed keys' values (getters run once).
 export function checkOptions(where, options, allowed) {
   if (options === undefined) return {};
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options) || typedArrayName(options) !== undefined) {
     throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
   }
-  for (const key of Object.keys(options)) {
+  const keys = Object.keys(options);
+  for (const key of keys) {
     if (!allowed.includes(key)) {
       throw new TypeError(`${where}: unknown option "${key}" (known: ${allowed.join(', ')})`);
     }
   }
-  return options;
+  const snapshot = {};
+  for (const key of keys) snapshot[key] = options[key];
+  return snapshot;
 }
 
 export function checkBoolean(where, name, value) {
@@ -91,30 +190,62 @@ export function checkScale(where, scale, dK) {
 
 // mask, for nQ queries and nK keys: a keep mask (Uint8Array, 1 = keep) or an additive one
 // (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
-// of nQ·nK values. -> { keep, bias } with at most one set.
+// of nQ·nK values, read once. -> { keep, bias } with at most one set, each this module's own
+// view of the mask's memory.
 export function checkMask(where, mask, nQ, nK) {
   if (mask === undefined || mask === null) return { keep: null, bias: null };
-  const data = ArrayBuffer.isView(mask) ? mask : mask?.data;
-  const shape = ArrayBuffer.isView(mask) ? null : mask?.shape;
-  if (!(data instanceof Uint8Array) && !(data instanceof Float32Array)) {
-    const isTensor = typeof mask === 'object' && !ArrayBuffer.isView(mask) && !Array.isArray(mask);
-    const got = isTensor ? `mask.data is ${describe(mask.data)}` : `got ${describe(mask)}`;
+  const bare = typedArrayName(mask) !== undefined;
+  const isTensor = !bare && typeof mask === 'object' && !Array.isArray(mask);
+  const rawData = bare ? mask : isTensor ? mask.data : undefined;
+  const rawShape = isTensor ? mask.shape : undefined;
+  const type = typedArrayName(rawData);
+  const data = type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null;
+  if (data === 'detached') {
+    throw new TypeError(`${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`);
+  }
+  if (data === null) {
+    const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
     throw new TypeError(`${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`);
   }
-  if (shape !== null && shape !== undefined && !Array.isArray(shape)) {
-    throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(shape)}`);
-  }
-  if (shape && (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK)) {
-    throw new RangeError(`${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`);
+  if (rawShape !== undefined && rawShape !== null) {
+    if (!Array.isArray(rawShape)) {
+      throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(rawShape)}`);
+    }
+    const shape = shapeSnapshot(where, 'mask', rawShape);
+    if (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK) {
+      throw new RangeError(`${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`);
+    }
   }
   if (data.length !== nQ * nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
-  if (data instanceof Uint8Array) return { keep: data, bias: null };
+  if (type === 'Uint8Array') return { keep: data, bias: null };
   for (let i = 0; i < data.length; ++i) {
     if (Number.isNaN(data[i]) || data[i] === Infinity) {
       throw new RangeError(`${where}: mask[${i}] is ${data[i]}: an additive mask takes finite values, or -Infinity to mask`);
     }
   }
   return { keep: null, bias: data };
+}
+
+// v (nK rows), about to be averaged with softmax weights: every output is a weighted sum of nK
+// rows, which the fused path accumulates before it divides by the weights' sum. Refused
+// (the same with and without trace) when nK·max|v| reaches float32's range, where that sum
+// could overflow although the average would not. v: this module's own view (a snapshot).
+const FLOAT32_MAX = 3.4028234663852886e38;
+const INFINITY_BITS = 0x7f800000;
+export function checkWeightedSums(where, v, nK) {
+  // max |v| from the bits: for floats of one sign the bit patterns order like the values,
+  // and integer compares run several times faster here than Math.abs over floats.
+  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
+  let maxBits = 0;
+  for (let i = 0; i < bits.length; ++i) {
+    const b = bits[i] & 0x7fffffff;
+    if (b > maxBits) maxBits = b;
+  }
+  if (maxBits >= INFINITY_BITS) return;  // a NaN or ±Infinity: named later (putFinite)
+  const max = new Float32Array(new Uint32Array([maxBits]).buffer)[0];
+  if (max * nK >= FLOAT32_MAX / 2) {
+    throw new RangeError(`${where}: v has values up to ${max.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`);
+  }
 }

@@ -1,22 +1,21 @@
 // Every call into wasm-attention the page makes, each timed with performance.now().
 //
 //   loadLibrary() -> { attn, ms }
-//   run(attn, input) -> { weights, single, multi, projectionSource, timings }
+//   run(attn, input) -> { weights, single, multi, scale, timings }
 //
 // input: x (n,d_model) tensor; heads h; dK = d_v per head; weights { wq, wk, wv, wo } or null
 // (then the layer's seeded Xavier-uniform init, from seed); causal; scaling (false: scale 1);
 // head: which head steps 2-7 follow.
 //
 // Steps 2-7 show one head h0 on its own:
-//   Q (n,d_k) = X · W_Q[:, h0·d_k : (h0+1)·d_k], same for K and V    attn.matmul, when the package
-//                                                                   has it; else the forward trace
+//   Q (n,d_k) = X · W_Q[:, h0·d_k : (h0+1)·d_k], same for K and V    attn.matmul
 //   scores, scaled, masked, weights (n,n), output (n,d_v)             attn.attention(Q, K, V, trace)
 // Steps 8-11 show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
 //   runBackward(attn, forward, { x, heads, dK, causal, head, query, target })
 //     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
-//   sgdSteps(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
+//   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
 //     -> { before, after, weights, timings }
 //
 // Steps 12-18 go backward from the loss L = ½‖y_i − x_j‖² (y_i row `query` of the layer's output
@@ -29,6 +28,7 @@
 //                                                                       mha.backward(dY) after
 //                                                                       mha.forward(X) with the same weights
 import { createAttention, tensor } from '../lib/index.js';
+import { columns } from '../lib/multi_head.js';
 
 // A list of { call, detail, ms } and a helper that runs fn() and records how long it took.
 function stopwatch() {
@@ -48,12 +48,10 @@ export async function loadLibrary() {
   return { attn, ms: performance.now() - t0 };
 }
 
-// Columns [c0, c0+width) of a (rows, stride) row-major matrix -> (rows, width).
-export function columnSlice(m, c0, width) {
+// Columns [c0, c0+width) of a (rows, stride) tensor -> (rows, width).
+function columnSlice(m, c0, width) {
   const [rows, stride] = m.shape;
-  const out = new Float32Array(rows * width);
-  for (let r = 0; r < rows; ++r) out.set(m.data.subarray(r * stride + c0, r * stride + c0 + width), r * width);
-  return tensor(out, [rows, width]);
+  return tensor(columns(m.data, rows, stride, c0, width), [rows, width]);
 }
 
 // (n, n) identity.
@@ -83,19 +81,12 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
     const wq = columnSlice(w.wq, head * dK, dK);
     const wk = columnSlice(w.wk, head * dK, dK);
     const wv = columnSlice(w.wv, head * dV, dV);
-    let q, k, v, projectionSource;
-    if (typeof attn.matmul === 'function') {
-      q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wq));
-      k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wk));
-      v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () => attn.matmul(x, wv));
-      projectionSource = 'attn.matmul';
-    } else {
-      ({ q, k, v } = multi.heads[head]);
-      projectionSource = 'mha.forward';
-    }
+    const q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wq));
+    const k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wk));
+    const v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () => attn.matmul(x, wv));
     const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () => attn.attention(q, k, v, options));
     Object.assign(single, { q, k, v, wq, wk, wv });
-    return { weights: w, single, multi, projectionSource, scale, timings };
+    return { weights: w, single, multi, scale, timings };
   } finally {
     time('mha.dispose', 'free the layer', () => mha.dispose());
   }

@@ -1,11 +1,15 @@
 // The page's forms and keys: reads the controls into settings, keeps them consistent with the
 // state (which ones apply in which mode), and turns ←/→ into previous/next step.
 //
-//   bindControls(onChange)      onChange(patch) with patch a part of the state
-//   syncControls(state)         controls <- state (disabled fields, d_k, head choices)
-//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects and radios
+//   bindControls(onChange)      onChange(patch) with patch a part of the settings (state.js)
+//   syncControls(settings, { dK, dModel })   controls <- settings (disabled fields, d_k and its
+//                               range, head choices); dK: the d_k that runs, dModel: the word
+//                               vectors' size
+//   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects, radios and
+//                               boxes that scroll sideways
 
-// The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, the divisors of d_model = 100.
+// The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, divisors of d_model (100) so that
+// identity projections can give each head d_model / heads dimensions.
 const $ = (id) => document.getElementById(id);
 
 function debounce(fn, ms) {
@@ -51,9 +55,9 @@ export function bindControls(onChange) {
   $('heads').addEventListener('change', (e) => onChange({ heads: Number(e.target.value) }));
   const dk = $('dk');
   const dkChanged = () => {
-    const v = readInt(dk, 1, 100);
+    const v = readInt(dk, 1, Number(dk.max));
     dk.setAttribute('aria-invalid', String(v === null));
-    if (v !== null) onChange({ dK: v, dkTouched: true });
+    if (v !== null) onChange({ dK: v });
   };
   dk.addEventListener('input', debounce(dkChanged, 200));
   dk.addEventListener('change', dkChanged);
@@ -65,47 +69,48 @@ export function bindControls(onChange) {
   $('options').addEventListener('submit', (e) => e.preventDefault());
 }
 
-export function syncControls(state) {
-  const worked = state.mode === 'worked';
-  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === state.mode;
+export function syncControls(settings, { dK, dModel }) {
+  const worked = settings.mode === 'worked';
+  for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === settings.mode;
   $('sentence-area').hidden = worked;
   $('worked-area').hidden = !worked;
   $('unknown-legend').hidden = worked;
 
   for (const radio of document.querySelectorAll('input[name="projection"]')) {
-    radio.checked = radio.value === state.projection;
+    radio.checked = radio.value === settings.projection;
     radio.disabled = worked;
   }
-  const random = state.projection === 'random' && !worked;
+  const random = settings.projection === 'random' && !worked;
   $('seed').disabled = worked;
   $('new-seed').disabled = worked;
-  if (Number($('seed').value) !== state.seed && document.activeElement !== $('seed')) $('seed').value = String(state.seed);
+  if (Number($('seed').value) !== settings.seed && document.activeElement !== $('seed')) $('seed').value = String(settings.seed);
 
   const heads = $('heads');
   heads.disabled = worked;
-  heads.value = String(worked ? 1 : state.heads);
+  heads.value = String(worked ? 1 : settings.heads);
   const dk = $('dk');
+  dk.max = String(dModel);
   dk.readOnly = !random;
   dk.disabled = worked;
-  if (document.activeElement !== dk || !random) dk.value = String(state.effectiveDK);
+  if (document.activeElement !== dk || !random) dk.value = String(dK);
   $('dk-note').innerHTML = worked
     ? 'The worked example has one head with d<sub>k</sub> = 2.'
     : random
-      ? 'd<sub>k</sub>: the projection size of each head (1 to 100).'
-      : 'd<sub>k</sub> = 100 / heads with identity projections.';
+      ? `d<sub>k</sub>: the projection size of each head (1 to ${dModel}).`
+      : `d<sub>k</sub> = ${dModel} / heads with identity projections.`;
 
   const follow = $('follow-head');
-  const count = worked ? 1 : state.heads;
+  const count = worked ? 1 : settings.heads;
   if (follow.options.length !== count) {
     follow.innerHTML = Array.from({ length: count }, (_, k) => `<option value="${k}">${k + 1}</option>`).join('');
   }
-  follow.value = String(state.head);
+  follow.value = String(settings.head);
   follow.disabled = count === 1;
 
-  $('causal').checked = state.causal;
-  $('scaling').checked = state.scaling;
+  $('causal').checked = settings.causal;
+  $('scaling').checked = settings.scaling;
   const positions = $('positions');
-  positions.checked = state.positions && !worked;
+  positions.checked = settings.positions && !worked;
   positions.disabled = worked;
 }
 
@@ -114,6 +119,8 @@ function keyBelongsToTarget(t) {
   if (!(t instanceof Element)) return false;
   if (t.isContentEditable || t.closest('textarea, select')) return true;
   if (t.tagName === 'INPUT') return !['checkbox', 'button', 'submit', 'reset'].includes(t.type);
+  // A box that scrolls sideways (a wide heatmap on a phone) scrolls with them.
+  if (t.scrollWidth > t.clientWidth && /auto|scroll/.test(getComputedStyle(t).overflowX)) return true;
   return false;
 }
 

@@ -21,6 +21,9 @@ export function fmtShort(v) {
   return fmt(v, digits);
 }
 
+// [0.5, -1] -> "[0.5000, −1.0000]"
+export const fmtList = (xs) => `[${xs.map((x) => fmt(x)).join(', ')}]`;
+
 // [13, 100] -> "13 × 100"
 export const fmtShape = (shape) => shape.join(' \u00d7 ');
 

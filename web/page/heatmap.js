@@ -193,6 +193,11 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   caption.innerHTML = `<span class="hm-label">${spec.labelHtml ?? esc(spec.label)}</span> <span class="hm-shape">${fmtShape(spec.shape)}</span>`;
   const scroller = document.createElement('div');
   scroller.className = 'hm-scroll';
+  // A wide matrix scrolls sideways in this box (on phones): focusable, so that the arrow keys
+  // scroll it too, and named for its matrix.
+  scroller.tabIndex = 0;
+  scroller.setAttribute('role', 'group');
+  scroller.setAttribute('aria-label', `${spec.label} ${fmtShape(spec.shape)}`);
   const canvas = document.createElement('canvas');
   const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
   canvas.width = width * dpr;

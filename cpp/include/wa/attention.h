@@ -1,5 +1,13 @@
 // Scaled dot-product attention and multi-head attention, forward and backward.
-// Letters as in softmax.h. Every matrix is row-major float32.
+//
+// Letters (here and in every header and comment of this library):
+//   n        tokens in a sequence; n_q queries (rows of a score matrix) and
+//            n_k keys = values (its columns) when they differ
+//   d_model  width of a token vector
+//   h        heads
+//   d_k      width of one query/key (per head)       d_v  width of one value (per head)
+//   batch    sequences processed together
+// Shapes are written (rows,cols); every matrix is row-major float32.
 #pragma once
 
 #include <cstddef>
@@ -23,16 +31,18 @@ struct Matrix {
 
 // Every intermediate of one attention, each (n_q,n_k), row-major, ld = n_k. Caller-owned.
 struct AttentionTrace {
-  float* scores;   // q·kᵀ
-  float* scaled;   // q·kᵀ·scale
-  float* masked;   // scaled + bias, -inf where masked: the softmax input
-  float* weights;  // row softmax of masked
+  float* scores;            // q·kᵀ
+  float* scaled;            // q·kᵀ·scale
+  float* masked;            // scaled + bias, -inf where masked: the softmax input
+  float* weights;           // row softmax of masked
+  float* capped = nullptr;  // cap(scaled) (wa/softmax.h's softcap), or null: not wanted
 };
 
-// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v.
+// q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v,
+// scale usually 1/sqrt(d_k); mask and the softmax as in wa/softmax.h.
 // trace, when not null, receives every intermediate. Throws std::invalid_argument on shapes
 // that do not fit together.
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace = nullptr,
                        ThreadPool* pool = nullptr);
 
@@ -48,8 +58,8 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
 // accumulated) and must not overlap the inputs. Works in 2·n_q·n_k floats of its own memory.
 // Throws std::invalid_argument on shapes that do not fit together.
 // trace, when not null, receives the backward's own intermediates (see below).
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask,
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const struct AttentionBackwardTrace* trace = nullptr,
                         ThreadPool* pool = nullptr);
 
@@ -58,7 +68,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
 struct AttentionBackwardTrace {
   float* weights;    // P, the forward's weights
   float* d_weights;  // dP = ∂L/∂P = d_out·vᵀ
-  float* d_scores;   // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
+  float* d_scores;  // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
 };
 
 // Multi-head attention over a batch of sequences.
@@ -68,15 +78,16 @@ struct AttentionBackwardTrace {
 //   head i uses columns [i·d_k,(i+1)·d_k) of Q and K and [i·d_v,(i+1)·d_v) of V:
 //   head_i = attention(Q_i, K_i, V_i) (n_q,d_v); concat = [head_0 .. head_h-1] (n_q,h·d_v)
 //   out = concat·W_O + b_O (n_q,d_model)
-// The mask (keep, bias: (n_q,n_k)) is shared by every sequence of the batch and every head.
+// The scale and the mask (keep, bias: (n_q,n_k)) are shared by every sequence of the batch and
+// every head.
 struct MhaShape {
   size_t batch = 1, n_q = 0, n_k = 0, d_model = 0, heads = 1, d_k = 0, d_v = 0;
 };
 struct MhaWeights {
-  const float* wq;  // (d_model, h·d_k)
-  const float* wk;  // (d_model, h·d_k)
-  const float* wv;  // (d_model, h·d_v)
-  const float* wo;  // (h·d_v, d_model)
+  const float* wq;            // (d_model, h·d_k)
+  const float* wk;            // (d_model, h·d_k)
+  const float* wv;            // (d_model, h·d_v)
+  const float* wo;            // (h·d_v, d_model)
   const float* bq = nullptr;  // (h·d_k), null = no bias
   const float* bk = nullptr;  // (h·d_k)
   const float* bv = nullptr;  // (h·d_v)
@@ -96,24 +107,24 @@ struct MhaTrace {
   float* concat;   // (batch, n_q, h·d_v): head i in columns [i·d_v,(i+1)·d_v)
 };
 
-void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                 const float* context, float* out, const ScoreMask& mask,
-                 const MhaTrace* trace = nullptr, ThreadPool* pool = nullptr);
+void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
+                 ThreadPool* pool = nullptr);
 
 // Gradients of mha_forward, each the shape of what it differentiates. Caller-owned; written,
 // not accumulated; weight and bias gradients are summed over the batch.
 struct MhaGrads {
-  float* dx;                        // (batch, n_q, d_model)
-  float* d_context = nullptr;       // (batch, n_k, d_model); null for self-attention, whose
-                                    // context is x: dx then carries the K and V terms too
-  float* dwq;                       // (d_model, h·d_k)
-  float* dwk;                       // (d_model, h·d_k)
-  float* dwv;                       // (d_model, h·d_v)
-  float* dwo;                       // (h·d_v, d_model)
-  float* dbq = nullptr;             // (h·d_k); set exactly when w.bq is
-  float* dbk = nullptr;             // (h·d_k); set exactly when w.bk is
-  float* dbv = nullptr;             // (h·d_v); set exactly when w.bv is
-  float* dbo = nullptr;             // (d_model); set exactly when w.bo is
+  float* dx;                   // (batch, n_q, d_model)
+  float* d_context = nullptr;  // (batch, n_k, d_model); null for self-attention, whose
+                               // context is x: dx then carries the K and V terms too
+  float* dwq;                  // (d_model, h·d_k)
+  float* dwk;                  // (d_model, h·d_k)
+  float* dwv;                  // (d_model, h·d_v)
+  float* dwo;                  // (h·d_v, d_model)
+  float* dbq = nullptr;        // (h·d_k); set exactly when w.bq is
+  float* dbk = nullptr;        // (h·d_k); set exactly when w.bk is
+  float* dbv = nullptr;        // (h·d_v); set exactly when w.bv is
+  float* dbo = nullptr;        // (d_model); set exactly when w.bo is
 };
 
 // The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
@@ -126,8 +137,8 @@ struct MhaGrads {
 //   K = context·W_K + b_K           -> dW_K = contextᵀ·dK, db_K = Σ_rows dK, d_context = dK·W_Kᵀ
 //   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
 // Throws std::invalid_argument on impossible shapes or missing buffers.
-void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                  const float* context, const MhaTrace& saved, const float* d_out,
-                  const ScoreMask& mask, const MhaGrads& grads, ThreadPool* pool = nullptr);
+void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                  const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
+                  const MhaGrads& grads, ThreadPool* pool = nullptr);
 
 }  // namespace wa

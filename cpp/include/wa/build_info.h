@@ -3,7 +3,8 @@
 
 namespace wa {
 
-// "wasm-simd128", "sse2" or "scalar": what f32x4 compiles to in this build.
+// "relaxed-simd" (wasm SIMD128 + the relaxed GEMM kernel), "simd128", "sse2" or "scalar":
+// what the vector code compiles to in this build.
 const char* simd_isa();
 
 // Whether this build can start threads at all (false in the single-thread wasm build).

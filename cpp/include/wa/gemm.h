@@ -18,24 +18,10 @@ class ThreadPool;
 enum class Transpose : bool { no = false, yes = true };
 
 // c (m,n) [+]= op(a)·op(b), op(a) (m,k), op(b) (k,n); op = transpose when asked.
-void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k,
-          const float* a, size_t lda, const float* b, size_t ldb,
-          float* c, size_t ldc, bool accumulate, ThreadPool* pool = nullptr);
-
-// Packing op(b) once for many products with it (attention multiplies every block of queries by
-// the same k and v): pack_b lays op(b) (k,n) out as the micro-kernel reads it, in
-// packed_b_floats(k, n) floats: panels of 8 columns, each holding all k rows of them.
-// gemm_packed_b then computes c (m,n) [+]= op(a)·op(b) from it, where packed_k is the k the
-// panels were packed with (their stride); a product may use a sub-block of a packed operand:
-//   rows [p0, p0+k) of it:        packed + p0·8, with the same packed_k
-//   columns [j0, j0+n), j0 % 8 = 0: packed + j0·packed_k
-// gemm() is exactly pack_b + gemm_packed_b.
-size_t packed_b_floats(size_t k, size_t n);
-void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
-            ThreadPool* pool = nullptr);
-void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
-                   const float* packed_b, size_t packed_k, float* c, size_t ldc, bool accumulate,
-                   ThreadPool* pool = nullptr);
+// pool: used when the product is large enough to pay for threads, else the caller runs it.
+void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
+          const float* b, size_t ldb, float* c, size_t ldc, bool accumulate,
+          ThreadPool* pool = nullptr);
 
 inline void gemm_nn(size_t m, size_t n, size_t k, const float* a, size_t lda, const float* b,
                     size_t ldb, float* c, size_t ldc, bool accumulate = false,

@@ -1,6 +1,7 @@
-// Plain scalar references: the spec the fast paths are held to, and their fallback.
+// Plain scalar references: the spec the fast paths are held to by the test suites.
 // Same arguments and meaning as the fast functions; every sum accumulates in double and
-// is rounded to float once, at the end.
+// is rounded to float once, at the end. Nothing in the library falls back to them: they are
+// compiled into the test binaries only (cpp/src/reference.cpp), not into the shipped module.
 #pragma once
 
 #include <cstddef>
@@ -16,23 +17,22 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
           const float* b, size_t ldb, float* c, size_t ldc, bool accumulate);
 
 // scores (n_q,n_k) -> weights (n_q,n_k), the whole matrix.
-void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, const ScoreMask& mask);
+void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale,
+             const ScoreMask& mask);
 
-void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out,
+void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace = nullptr);
 
-void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                 const float* context, float* out, const ScoreMask& mask,
-                 const MhaTrace* trace = nullptr);
+void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr);
 
-void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out,
-                        Matrix dq, Matrix dk, Matrix dv, const ScoreMask& mask);
+void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask);
 
 // As wa::mha_backward, but without the saved trace: the reference recomputes every
 // intermediate of the forward in double instead of reading the forward's float copies.
-void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
-                  const float* context, const float* d_out, const ScoreMask& mask,
-                  const MhaGrads& grads);
+void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
+                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads);
 
 // ---- The forwards in double throughout: inputs and outputs too ----
 // What finite differences of the backwards need: a step of 1e-5 is below a float's resolution
@@ -41,8 +41,8 @@ void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x,
 using Doubles = std::vector<double>;
 
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v)
-Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v,
-                                 size_t n_q, size_t n_k, size_t d_k, size_t d_v,
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
+                                 size_t n_k, size_t d_k, size_t d_v, float scale,
                                  const ScoreMask& mask);
 
 // Shapes as in MhaWeights; an empty bias is no bias.
@@ -52,6 +52,6 @@ struct MhaWeightsDouble {
 // x (batch,n_q,d_model), context (batch,n_k,d_model) or empty for self-attention
 //   -> out (batch,n_q,d_model)
 Doubles mha_forward_double(const MhaShape& shape, const MhaWeightsDouble& w, const Doubles& x,
-                           const Doubles& context, const ScoreMask& mask);
+                           const Doubles& context, float scale, const ScoreMask& mask);
 
 }  // namespace wa::ref

@@ -1,15 +1,21 @@
-// Row softmax over attention scores, with the scale, masks and bias of attention.
-//
-// Letters (here and in every header of this library):
-//   n_q  queries (rows of a score matrix)       n_k  keys = values (columns of a score matrix)
-//   d_k  width of one query/key                 d_v  width of one value
-//   h    heads                                  d_model  width of a token vector
+// ScoreMask: the masks and bias attention applies to its scaled scores before the row
+// softmax, and what that softmax gives. Letters as in wa/attention.h. The scale (usually
+// 1/sqrt(d_k)) is an argument of its own, beside the mask, in every call that takes one.
 //
 // For an (n_q,n_k) matrix of raw scores s = q·kᵀ, entry (i,j) becomes the softmax input
-//   x_ij = s_ij·scale + bias_ij            if key j is kept for query i
+//   x_ij = cap(s_ij·scale) + bias_ij       if key j is kept for query i
 //   x_ij = -inf                            if it is masked
-// Key j is masked for query i when causal and j > i (rows and columns are aligned at 0, so
-// query i sees keys 0..i, also when n_q != n_k), when keep_ij == 0, or when bias_ij == -inf.
+// cap(y) = softcap·tanh(y/softcap) when softcap > 0 (scores bounded to ±softcap), else y.
+// Query i stands at key position p_i = i + offset: offset 0 aligns rows and columns at 0 (query
+// i sees keys 0..i when causal, also when n_q != n_k); offset n_k − n_q aligns them at the
+// bottom right, as when the keys are a cache of n_k − n_q earlier tokens followed by the n_q new
+// ones. Key j is masked for query i when
+//   causal and j > p_i;   left >= 0 and p_i − j > left;   right >= 0 and j − p_i > right
+//   (a sliding window of left keys before p_i and right after; -1 leaves a side unbounded);
+//   j >= key_limit (padding: only the first key_limit keys are real);
+//   keep or bias is set and j >= mask_cols (a mask narrower than the keys masks the rest);
+//   keep_ij == 0; or bias_ij == -inf.
+// keep and bias are read at row i·mask_ld: mask_ld 0 broadcasts one row to every query.
 // weights_ij = exp(x_ij - max_j x_ij) / sum_j exp(x_ij - max_j x_ij).
 // A row whose keys are all masked has no distribution to take: its weights are all zero,
 // so its attention output is a zero row, not NaN. A NaN or +inf input (q·kᵀ overflowing
@@ -22,38 +28,18 @@
 
 namespace wa {
 
+constexpr size_t kAllKeys = static_cast<size_t>(-1);  // no limit, for key_limit and mask_cols
+
 struct ScoreMask {
-  float scale = 1.0f;              // usually 1/sqrt(d_k)
-  bool causal = false;             // query i sees keys j <= i
-  const uint8_t* keep = nullptr;   // (n_q,n_k), 1 = keep, 0 = masked; null keeps all
-  const float* bias = nullptr;     // (n_q,n_k), added after scaling; -inf masks; null adds 0
+  bool causal = false;            // query i sees keys j <= i + offset
+  const uint8_t* keep = nullptr;  // (n_q,mask_cols), 1 = keep, 0 = masked; null keeps all
+  const float* bias = nullptr;    // (n_q,mask_cols), added after cap(); -inf masks; null adds 0
+  long offset = 0;                // key position of query 0 (causal and window alignment)
+  long left = -1, right = -1;     // sliding window around i + offset; -1: unbounded side
+  size_t key_limit = kAllKeys;    // keys j >= key_limit are masked
+  size_t mask_ld = kAllKeys;      // row stride of keep and bias: kAllKeys = n_k; 0 = one row
+  size_t mask_cols = kAllKeys;    // keys j >= mask_cols are masked where keep or bias is set
+  float softcap = 0;              // > 0: scaled scores become softcap·tanh(y/softcap)
 };
-
-// The softmax input x_ij above for one entry; shared by the fast path, trace and reference.
-// i and j are positions in the full (n_q,n_k) matrix.
-inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
-  return (m.causal && j > i) || (m.keep && m.keep[i * n_k + j] == 0);
-}
-
-// Rows [row0, row0+rows) of an (n_q,n_k) score matrix, only the first `cols` keys present:
-// scores (rows,cols) raw q·kᵀ -> weights (rows,cols); scores == weights is allowed.
-// Keys cols..n_k-1 must be masked for every row given (the causal skip uses this).
-void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
-                  size_t row0, size_t rows, size_t cols, size_t n_k, const ScoreMask& mask);
-
-// The online form, for attention that never holds a whole score row: one block of keys
-// [j0, j0+cols) for rows [row0, row0+rows). scores (rows,cols) raw q·kᵀ -> p (rows,cols) =
-// exp(x - m), where m is the row's running max over the keys seen so far; per row r, row_max[r]
-// and row_sum[r] (start at -inf and 0) carry the running max and Σ exp(x - max), and
-// rescale[r] = exp(old max - new max) is the factor by which whatever was accumulated from
-// earlier blocks must be multiplied. After the last block, weights = p / row_sum (a row_sum of
-// 0 means every key was masked: a zero row). scores == p is allowed.
-void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p,
-                          size_t row0, size_t rows, size_t j0, size_t cols, size_t n_k,
-                          const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
-
-// For a trace: scores (rows,n_k) -> scaled = s·scale, masked = x (with -inf where masked).
-void score_trace_rows(const float* scores, size_t ld, float* scaled, float* masked,
-                      size_t row0, size_t rows, size_t n_k, const ScoreMask& mask);
 
 }  // namespace wa

@@ -1,0 +1,49 @@
+// A key/value cache for decoding one token (or a few) at a time: the keys and values of every
+// token so far, kept in the library's memory so each step appends only its new rows.
+//   k (batch, hkv, capacity, d_k), v (batch, hkv, capacity, d_v): rows [0, length) of each head
+//   are filled.
+// Attend over it with attention_heads_forward(keys(), values()), n_k = length(), and
+// mask.offset = length() − n_q (the new queries are the last n_q tokens: bottom-right causal).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "wa/attention_heads.h"
+
+namespace wa {
+
+class KvCache {
+ public:
+  // Throws std::invalid_argument on a zero size and std::bad_alloc when it does not fit.
+  KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity);
+
+  size_t batch() const { return batch_; }
+  size_t kv_heads() const { return kv_heads_; }
+  size_t d_k() const { return d_k_; }
+  size_t d_v() const { return d_v_; }
+  size_t capacity() const { return capacity_; }
+  size_t length() const { return length_; }
+
+  // k_new (batch, hkv, n_new, d_k), v_new (batch, hkv, n_new, d_v) -> rows [length, length +
+  // n_new) of each head; length grows by n_new. Writes only those rows. Throws
+  // std::invalid_argument (cache untouched) when length + n_new would pass the capacity.
+  void append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new);
+
+  // The first n rows become the cache (n <= length): undoes appends, e.g. for a rejected draft.
+  void truncate(size_t n);
+  void reset() { truncate(0); }
+
+  HeadTensor<const float> keys() const {
+    return heads_4d<const float>(k_.data(), kv_heads_, capacity_, d_k_);
+  }
+  HeadTensor<const float> values() const {
+    return heads_4d<const float>(v_.data(), kv_heads_, capacity_, d_v_);
+  }
+
+ private:
+  size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
+  std::vector<float> k_, v_;
+};
+
+}  // namespace wa

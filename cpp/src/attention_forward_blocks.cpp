@@ -1,0 +1,115 @@
+// The forward units of attention work (attention_blocks.h): blocks of query rows over k and v
+// packed once per attention (so every block runs the GEMM kernel on ready-made panels).
+//   attention_rows        every score of the block at once, into a trace
+//   attention_rows_fused  one key block at a time with an online softmax: (rows, kKeyBlock)
+//                         scores at most, never (n_q,n_k), so long sequences fit in memory
+#include <algorithm>
+#include <limits>
+
+#include "attention_blocks.h"
+#include "gemm_packed.h"
+#include "scratch.h"
+#include "sizes.h"
+#include "softmax_rows.h"
+#include "wa/gemm.h"
+#include "wa/thread_pool.h"
+
+namespace wa {
+namespace {
+
+constexpr size_t kKeyBlock =
+    256;  // keys per step of the fused form: a (32,256) score block is 32 KB
+
+}  // namespace
+
+size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v) {
+  return checked_sum({packed_b_floats(d_k, n_k), packed_b_floats(n_k, d_v)});
+}
+
+PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) {
+  const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
+  float* kt = buffer;
+  float* vp = buffer + packed_b_floats(d_k, n_k);
+  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
+  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
+  return {kt, vp, n_k, d_k, d_v};
+}
+
+void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                    const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace) {
+  // A trace shows every score, causal or not: all n_k keys are scored.
+  const size_t rows = r1 - r0, n_k = kv.n_k, ld = n_k;
+  float* scores = trace.scores + r0 * ld;
+  float* weights = trace.weights + r0 * ld;
+
+  // q_block (rows,d_k), kᵀ (d_k,n_k) -> scores (rows,n_k)
+  gemm_packed_b(Transpose::no, rows, n_k, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k, scores,
+                ld, false);
+  score_trace_rows(scores, ld, trace.scaled + r0 * ld,
+                   trace.capped ? trace.capped + r0 * ld : nullptr, trace.masked + r0 * ld, r0,
+                   rows, n_k, scale, mask);
+  // scores (rows,n_k) -> weights (rows,n_k)
+  softmax_rows(scores, ld, weights, ld, r0, rows, n_k, n_k, scale, mask);
+  // weights (rows,n_k), v (n_k,d_v) -> out_block (rows,d_v)
+  gemm_packed_b(Transpose::no, rows, kv.d_v, n_k, weights, ld, kv.v, n_k, out.data + r0 * out.ld,
+                out.ld, false);
+}
+
+void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
+                          const ScoreMask& mask, size_t r0, size_t r1) {
+  const size_t rows = r1 - r0, n_k = kv.n_k;
+  // Keys before `first` and from `last` on are masked for every row of the block: not computed.
+  // first is rounded down to a panel of the packed operands.
+  const size_t last = visible_keys(mask, n_k, r1 - 1).hi;
+  const size_t first = std::min(visible_keys(mask, n_k, r0).lo, last) / kernels::kNR * kernels::kNR;
+  float* p = thread_scratch(ScratchSlot::attention_scores, rows * kKeyBlock + 3 * rows);
+  float* row_max = p + rows * kKeyBlock;
+  float* row_sum = row_max + rows;
+  float* rescale = row_sum + rows;
+  std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+  std::fill(row_sum, row_sum + rows, 0.0f);
+  float* o = out.data + r0 * out.ld;
+
+  for (size_t j0 = first; j0 < last; j0 += kKeyBlock) {
+    const size_t cols = std::min(kKeyBlock, last - j0);
+    // q_block (rows,d_k), kᵀ columns [j0,j0+cols) -> s (rows,cols)
+    gemm_packed_b(Transpose::no, rows, cols, kv.d_k, q.data + r0 * q.ld, q.ld,
+                  packed_b_block(kv.kt, kv.d_k, 0, j0), kv.d_k, p, kKeyBlock, false);
+    // s -> p = exp(x - running max); what out holds so far is rescaled to the new max
+    softmax_online_block(p, kKeyBlock, p, kKeyBlock, r0, rows, j0, cols, n_k, scale, mask, row_max,
+                         row_sum, rescale);
+    if (j0 > first)
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < kv.d_v; ++c) o[r * out.ld + c] *= rescale[r];
+    // p (rows,cols), v rows [j0,j0+cols) (cols,d_v) -> out_block (rows,d_v), summed over blocks
+    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock, packed_b_block(kv.v, n_k, j0, 0),
+                  n_k, o, out.ld, j0 > first);
+  }
+  if (first >= last)  // no key visible to any row: zero rows
+    for (size_t r = 0; r < rows; ++r) std::fill(o + r * out.ld, o + r * out.ld + kv.d_v, 0.0f);
+  // out /= Σ exp(x - max); a row with every key masked has the sum 0 and stays a zero row
+  for (size_t r = 0; r < rows; ++r) {
+    const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
+    for (size_t c = 0; c < kv.d_v; ++c) o[r * out.ld + c] *= inv;
+  }
+}
+
+void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,
+                       ThreadPool* pool) {
+  const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
+  const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
+  parallel_for(pool, blocks, [&](size_t b) {
+    const size_t r0 = b * kAttentionRowBlock, r1 = std::min(n_q, r0 + kAttentionRowBlock);
+    const size_t rows = r1 - r0;
+    // keys from the last row's limit on are masked for the whole block: zero weights, not computed
+    const size_t cols = visible_keys(mask, n_k, r1 - 1).hi;
+    float* p_block = p.data + r0 * p.ld;
+    gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, p_block, p.ld);
+    softmax_rows(p_block, p.ld, p_block, p.ld, r0, rows, cols, n_k, scale, mask);
+    for (size_t r = 0; r < rows; ++r)
+      std::fill(p_block + r * p.ld + cols, p_block + r * p.ld + n_k, 0.0f);
+  });
+}
+
+}  // namespace wa

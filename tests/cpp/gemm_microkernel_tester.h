@@ -1,0 +1,102 @@
+// A builder that runs one GEMM micro-kernel (gemm_kernels.h) on one tile, modeled on
+// XNNPACK's GemmMicrokernelTester: set the tile's m, n, k, the row stride of c and whether
+// the kernel accumulates, then Test(kernel) packs random a and b the way gemm.cpp does and
+// checks c against a double reference.
+//
+// What a kernel must do, and what Test checks:
+//   c (m,n) [+]= a (m,k) · b (k,n), within 2·k·eps·Σ|a||b| (+ |c|) of the double sum
+//   only c's m x n tile is written: every other float of c's rows and stride keeps its value
+//   the packed panels' padding (rows m..kMR-1 of a, columns n..kNR-1 of b) never reaches c:
+//     Test fills it with NaN, which would show in any element that read it
+#pragma once
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gemm_kernels.h"
+#include "testing.h"
+
+namespace wa::test {
+
+using GemmMicrokernel = void (*)(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
+                                 float* c, size_t ldc, bool accumulate);
+
+class GemmMicrokernelTester {
+ public:
+  GemmMicrokernelTester& m(size_t m) { return m_ = m, *this; }
+  GemmMicrokernelTester& n(size_t n) { return n_ = n, *this; }
+  GemmMicrokernelTester& k(size_t k) { return k_ = k, *this; }
+  // c's row stride in floats; 0 (the default) means n
+  GemmMicrokernelTester& cm_stride(size_t stride) { return cm_stride_ = stride, *this; }
+  GemmMicrokernelTester& accumulate(bool on) { return accumulate_ = on, *this; }
+  GemmMicrokernelTester& seed(uint32_t seed) { return seed_ = seed, *this; }
+
+  void Test(GemmMicrokernel kernel) const {
+    using kernels::kMR;
+    using kernels::kNR;
+    const size_t ldc = cm_stride_ ? cm_stride_ : n_;
+    REQUIRE(m_ >= 1);
+    REQUIRE(m_ <= kMR);
+    REQUIRE(n_ >= 1);
+    REQUIRE(n_ <= kNR);
+    REQUIRE(ldc >= n_);
+    INFO("m=" << m_ << " n=" << n_ << " k=" << k_ << " cm_stride=" << ldc
+              << " accumulate=" << accumulate_);
+
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const std::vector<float> a = random_floats(m_ * k_, seed_);      // (m,k)
+    const std::vector<float> b = random_floats(k_ * n_, seed_ + 1);  // (k,n)
+    // packed a (k,kMR): step p holds a(0..kMR-1, p); packed b (k,kNR): step p holds b(p, 0..kNR-1)
+    std::vector<float> packed_a(k_ * kMR, nan), packed_b(k_ * kNR, nan);
+    for (size_t p = 0; p < k_; ++p) {
+      for (size_t i = 0; i < m_; ++i) packed_a[p * kMR + i] = a[i * k_ + p];
+      for (size_t j = 0; j < n_; ++j) packed_b[p * kNR + j] = b[p * n_ + j];
+    }
+    // c: m rows of stride ldc plus a row after them; sentinels wherever the tile is not
+    const float sentinel = -12345.0f;
+    std::vector<float> c((m_ + 1) * ldc, sentinel);
+    const std::vector<float> c_init = random_floats(m_ * n_, seed_ + 2);
+    for (size_t i = 0; i < m_; ++i)
+      for (size_t j = 0; j < n_; ++j) c[i * ldc + j] = c_init[i * n_ + j];
+
+    kernel(m_, n_, k_, packed_a.data(), packed_b.data(), c.data(), ldc, accumulate_);
+
+    double worst = 0;  // the largest |c - reference| seen, over its bound
+    for (size_t i = 0; i < m_; ++i) {
+      for (size_t j = 0; j < n_; ++j) {
+        double sum = accumulate_ ? c_init[i * n_ + j] : 0.0;
+        double magnitude = accumulate_ ? std::fabs(c_init[i * n_ + j]) : 0.0;
+        for (size_t p = 0; p < k_; ++p) {
+          sum += static_cast<double>(a[i * k_ + p]) * b[p * n_ + j];
+          magnitude += std::fabs(static_cast<double>(a[i * k_ + p]) * b[p * n_ + j]);
+        }
+        const double bound = 2.0 * (k_ + 1) * FLT_EPSILON * magnitude + 1e-30;
+        const double error = std::fabs(c[i * ldc + j] - sum);
+        INFO("c(" << i << "," << j << ") = " << c[i * ldc + j] << ", reference " << sum
+                  << ", bound " << bound);
+        CHECK(error <= bound);  // also fails for NaN
+        worst = std::max(worst, error / bound);
+      }
+      for (size_t j = n_; j < ldc; ++j) {
+        INFO("c(" << i << "," << j << ") is outside the tile");
+        CHECK(c[i * ldc + j] == sentinel);
+      }
+    }
+    for (size_t j = 0; j < ldc; ++j) {
+      INFO("c(" << m_ << "," << j << ") is in the row after the tile");
+      CHECK(c[m_ * ldc + j] == sentinel);
+    }
+    INFO("largest error / bound " << worst);
+  }
+
+ private:
+  size_t m_ = kernels::kMR, n_ = kernels::kNR, k_ = 1, cm_stride_ = 0;
+  bool accumulate_ = false;
+  uint32_t seed_ = 1;
+};
+
+}  // namespace wa::test

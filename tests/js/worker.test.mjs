@@ -1,0 +1,328 @@
+// createAttention({ worker: true }) in Node: the same numbers as the synchronous form, bit for
+// bit; the same error classes and messages; concurrent calls each get their own answer;
+// inputs detached only when a call asks for transfer; dispose() ends the worker, and a process
+// using the worker form exits on its own.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+
+import { createAttention, tensor } from '../../web/lib/index.js';
+import { randomTensor, rng } from './reference.mjs';
+
+const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
+const WASM = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
+
+// Two results of the same call hold the same keys, shapes and float32 bits (NaN included).
+function assertSameBits(remote, local, path = 'result') {
+  if (ArrayBuffer.isView(local)) {
+    assert.ok(remote instanceof local.constructor, `${path} is ${remote?.constructor?.name}, expected ${local.constructor.name}`);
+    const a = new Uint32Array(remote.buffer, remote.byteOffset, remote.length);
+    const b = new Uint32Array(local.buffer, local.byteOffset, local.length);
+    assert.equal(a.length, b.length, `${path}: lengths differ`);
+    const i = a.findIndex((x, j) => x !== b[j]);
+    assert.equal(i, -1, `${path}[${i}]: worker ${remote[i]}, synchronous ${local[i]}`);
+  } else if (local !== null && typeof local === 'object') {
+    assert.deepEqual(Object.keys(remote).sort(), Object.keys(local).sort(), `${path}: keys differ`);
+    for (const key of Object.keys(local)) assertSameBits(remote[key], local[key], `${path}.${key}`);
+  } else {
+    assert.equal(remote, local, path);
+  }
+}
+
+// The error fn throws (or its Promise rejects with); fails if there is none.
+async function errorOf(fn) {
+  try {
+    await fn();
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected an error, none came');
+}
+
+// Runs a Node script that imports the package as `createAttention`, with a time limit.
+function runChild(body, timeout = 30000) {
+  const script = `import { createAttention } from ${JSON.stringify(INDEX)};\n${body}`;
+  const started = Date.now();
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout });
+  return { ...r, seconds: (Date.now() - started) / 1000 };
+}
+
+describe('the worker form', () => {
+  let local, remote;
+  before(async () => {
+    [local, remote] = await Promise.all([createAttention({ threads: 2 }), createAttention({ threads: 2, worker: true })]);
+  });
+  after(async () => {
+    local?.dispose();
+    await remote?.dispose();
+  });
+
+  test('runs the threaded build in the worker, with the threads asked for', () => {
+    assert.deepEqual(remote.backend, local.backend);
+    assert.equal(remote.backend.variant, 'simd-mt');
+    assert.equal(remote.backend.threads, 2);
+  });
+
+  test('the calling thread keeps running while the worker computes', async () => {
+    const next = rng(10);
+    const a = randomTensor(next, [600, 600]), b = randomTensor(next, [600, 600]);
+    let ticks = 0, done = false;
+    const tick = () => { if (!done) { ++ticks; setTimeout(tick, 0); } };
+    tick();
+    const pending = Array.from({ length: 8 }, () => remote.matmul(a, b));
+    assert.ok(pending[0] instanceof Promise);
+    await Promise.all(pending);
+    done = true;
+    assert.ok(ticks >= 3, `only ${ticks} timer turns while 8 products [600,600]·[600,600] ran`);
+  });
+
+  test('attention, with causal, a mask and trace, equals the synchronous form bitwise', async () => {
+    const next = rng(11);
+    for (const [nQ, nK, dK, dV] of [[1, 1, 1, 1], [7, 13, 5, 3], [33, 65, 17, 9]]) {
+      const q = randomTensor(next, [nQ, dK]), k = randomTensor(next, [nK, dK]), v = randomTensor(next, [nK, dV]);
+      const keep = tensor(Uint8Array.from({ length: nQ * nK }, (_, i) => (i % 3 ? 1 : 0)), [nQ, nK]);
+      const additive = Float32Array.from({ length: nQ * nK }, (_, i) => (i % 5 ? 0.5 : -Infinity));
+      for (const options of [undefined, { causal: true, trace: true }, { mask: keep, scale: 0.3, trace: true }, { mask: additive, causal: true }]) {
+        assertSameBits(await remote.attention(q, k, v, options), local.attention(q, k, v, options), `attention [${nQ},${nK},${dK},${dV}]`);
+      }
+    }
+  });
+
+  test('attentionBackward and matmul equal the synchronous form bitwise', async () => {
+    const next = rng(12);
+    const q = randomTensor(next, [19, 6]), k = randomTensor(next, [23, 6]), v = randomTensor(next, [23, 5]);
+    const dOutput = randomTensor(next, [19, 5]);
+    for (const options of [undefined, { causal: true, trace: true }]) {
+      assertSameBits(await remote.attentionBackward(q, k, v, dOutput, options), local.attentionBackward(q, k, v, dOutput, options), 'attentionBackward');
+    }
+    const a = randomTensor(next, [37, 29]), b = randomTensor(next, [29, 41]), bT = randomTensor(next, [41, 29]);
+    assertSameBits(await remote.matmul(a, b), local.matmul(a, b), 'matmul');
+    assertSameBits(await remote.matmul(a, bT, { transposeB: true }), local.matmul(a, bT, { transposeB: true }), 'matmul transposeB');
+    assertSameBits(await remote.matmul(b, a, { transposeA: true, transposeB: true }), local.matmul(b, a, { transposeA: true, transposeB: true }), 'matmul transposed both');
+  });
+
+  test('a layer trained by forward, backward, step stays bitwise equal to the synchronous one', async () => {
+    const config = { dModel: 12, heads: 3, bias: true, seed: 4 };
+    const mine = local.multiHeadAttention(config);
+    const theirs = await remote.multiHeadAttention(config);
+    assert.deepEqual(theirs.config, mine.config);
+    const next = rng(13);
+    const x = randomTensor(next, [2, 9, 12]), context = randomTensor(next, [2, 11, 12]);
+    for (let i = 0; i < 3; ++i) {
+      const options = i === 1 ? { context, trace: true } : { causal: true };
+      const forward = mine.forward(x, options);
+      assertSameBits(await theirs.forward(x, options), forward, `forward ${i}`);
+      const dOutput = tensor(forward.output.data.map((y) => 2 * y), forward.output.shape);
+      const grads = mine.backward(dOutput);
+      assertSameBits(await theirs.backward(dOutput), grads, `backward ${i}`);
+      mine.step(grads, 0.05);
+      assert.equal(await theirs.step(grads, 0.05), undefined);
+      assertSameBits(await theirs.weights, mine.weights, `weights after step ${i}`);
+    }
+    mine.dispose();
+    await theirs.dispose();
+  });
+
+  test('layers are released in the worker by dispose(), and when their proxy is collected', async () => {
+    // One thread: which thread grows which scratch buffer is then always the same.
+    const own = await createAttention({ threads: 1, worker: true });
+    try {
+      const x = randomTensor(rng(14), [32, 64]);
+      const config = { dModel: 64, heads: 4, seed: 1 };
+      const warm = await own.multiHeadAttention(config);
+      await warm.forward(x);  // grows the scratch buffers once
+      await warm.dispose();
+      const baseline = (await own.memory()).allocatedBytes;
+
+      const layer = await own.multiHeadAttention(config);
+      await layer.forward(x);
+      assert.ok((await own.memory()).allocatedBytes >= baseline + 4 * 64 * 64 * 4, 'the layer holds its weights');
+      await layer.dispose();
+      await layer.dispose();  // twice is safe, as in the synchronous form
+      assert.equal((await own.memory()).allocatedBytes, baseline);
+
+      await (async () => { await (await own.multiHeadAttention(config)).forward(x); })();  // never disposed
+      assert.ok((await own.memory()).allocatedBytes > baseline);
+      v8.setFlagsFromString('--expose-gc');
+      const gc = vm.runInNewContext('gc');
+      for (let i = 0; i < 20 && (await own.memory()).allocatedBytes !== baseline; ++i) {
+        gc();
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      assert.equal((await own.memory()).allocatedBytes, baseline);
+    } finally {
+      await own.dispose();
+    }
+  });
+
+  // Calls that must fail, each made on both forms.
+  const q = tensor(new Float32Array(12).fill(0.5), [4, 3]);
+  const bad = {
+    'q of the wrong kind': (a) => a.attention([1, 2], q, q),
+    'k with the wrong width': (a) => a.attention(q, tensor(new Float32Array(10), [5, 2]), q),
+    'NaN in v': (a) => a.attention(q, q, tensor(new Float32Array(12).fill(NaN), [4, 3])),
+    'an unknown option': (a) => a.attention(q, q, q, { causl: true }),
+    'a function as causal': (a) => a.attention(q, q, q, { causal: () => true }),
+    'a symbol as scale': (a) => a.attention(q, q, q, { scale: Symbol('s') }),
+    'null options': (a) => a.matmul(q, q, null),
+    'matmul inner sizes': (a) => a.matmul(q, q),
+    'dOutput of the wrong shape': (a) => a.attentionBackward(q, q, q, tensor(new Float32Array(4), [2, 2])),
+    'a layer without dModel': (a) => a.multiHeadAttention({ heads: 2 }),
+    'no layer config at all': (a) => a.multiHeadAttention(),
+    'heads that do not divide dModel': (a) => a.multiHeadAttention({ dModel: 10, heads: 3 }),
+    'a string as transposeA': (a) => a.matmul(tensor(new Float32Array(1), [1, 1]), tensor(new Float32Array(1), [1, 1]), { transposeA: 'yes' }),
+  };
+  for (const [title, call] of Object.entries(bad)) {
+    test(`errors: ${title} rejects with the synchronous form's class and message`, async () => {
+      const expected = await errorOf(() => call(local));
+      const got = await errorOf(() => call(remote));
+      assert.equal(got.constructor, expected.constructor, `${got.constructor.name}: ${got.message}`);
+      assert.equal(got.message, expected.message);
+      assert.ok(expected.constructor === TypeError || expected.constructor === RangeError);
+    });
+  }
+
+  test('errors of a layer: backward before forward, a wrong step, a disposed layer', async () => {
+    const config = { dModel: 4, heads: 2, seed: 2 };
+    const layers = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const calls = [
+      (l) => l.backward(tensor(new Float32Array(8), [2, 4])),
+      (l) => l.forward(tensor(new Float32Array(6), [2, 3])),
+      (l) => l.step({ dwq: tensor(new Float32Array(4), [2, 2]) }, 0.1),
+      (l) => l.step({ dbq: tensor(new Float32Array(4), [4]) }, 0.1),
+      (l) => l.step({}, Infinity),
+      (l) => { l.dispose(); return l.forward(tensor(new Float32Array(8), [2, 4])); },
+    ];
+    for (const call of calls) {
+      const [expected, got] = [await errorOf(() => call(layers[0])), await errorOf(() => call(layers[1]))];
+      assert.equal(got.constructor, expected.constructor, `${got.constructor.name}: ${got.message}`);
+      assert.equal(got.message, expected.message);
+    }
+  });
+
+  test('the worker option itself is checked', async () => {
+    const e = await errorOf(() => createAttention({ worker: 'yes' }));
+    assert.equal(e.constructor, TypeError);
+    assert.equal(e.message, 'createAttention: worker must be true or false, got a string ("yes")');
+  });
+
+  test('concurrent calls each resolve to their own result, an error rejecting only its own', async () => {
+    const next = rng(15);
+    const cases = Array.from({ length: 24 }, (_, i) => {
+      const n = 3 + i, d = 1 + (i % 7);
+      const [a, b, c] = [randomTensor(next, [n, d]), randomTensor(next, [n + 2, d]), randomTensor(next, [n + 2, 4])];
+      if (i % 3 === 0) return { call: (x) => x.matmul(a, b, { transposeB: true }) };
+      if (i === 10) return { call: (x) => x.attention(a, b, a), fails: true };  // v has n rows, not n + 2
+      return { call: (x) => x.attention(a, b, c, { causal: i % 2 === 0 }) };
+    });
+    const settled = await Promise.allSettled(cases.map(({ call }) => call(remote)));
+    settled.forEach((s, i) => {
+      if (cases[i].fails) {
+        assert.equal(s.status, 'rejected');
+        assert.equal(s.reason.constructor, RangeError);
+      } else {
+        assert.equal(s.status, 'fulfilled', `call ${i}: ${s.reason?.message}`);
+        assertSameBits(s.value, cases[i].call(local), `call ${i}`);
+      }
+    });
+  });
+
+  test('inputs are copied by default and detached only with transfer: true', async () => {
+    const next = rng(16);
+    const q = randomTensor(next, [8, 4]), k = randomTensor(next, [10, 4]), v = randomTensor(next, [10, 3]);
+    const expected = local.attention(q, k, v);
+    const copied = remote.attention(q, k, v);
+    assert.equal(q.data.byteLength, 32 * 4, 'q was detached without transfer');
+    assertSameBits(await copied, expected, 'attention');
+    const copies = [q, k, v].map((t) => tensor(t.data.slice(), t.shape));
+    const moved = remote.attention(...copies, { transfer: true });
+    for (const t of copies) assert.equal(t.data.byteLength, 0, 'an input was not detached by transfer: true');
+    assertSameBits(await moved, expected, 'attention with transfer');
+
+    // One buffer behind all three inputs (and a view on part of it) is transferred once.
+    const x = randomTensor(next, [6, 4]);
+    const shared = new Float32Array(48);
+    shared.set(x.data, 24);
+    const xs = tensor(shared.subarray(24), [6, 4]);
+    const self = remote.attention(xs, xs, xs, { transfer: true, causal: true });
+    assert.equal(shared.byteLength, 0);
+    assertSameBits(await self, local.attention(x, x, x, { causal: true }), 'self-attention with transfer');
+
+    const layer = await remote.multiHeadAttention({ dModel: 4, heads: 1, weights: {
+      wq: tensor(new Float32Array(16).fill(0.1), [4, 4]), wk: tensor(new Float32Array(16).fill(0.2), [4, 4]),
+      wv: tensor(new Float32Array(16).fill(0.3), [4, 4]), wo: tensor(new Float32Array(16).fill(0.4), [4, 4]),
+    } });
+    const input = randomTensor(next, [6, 4]);
+    const { output } = await layer.forward(input);
+    assert.equal(input.data.byteLength, 6 * 4 * 4);
+    assert.ok(output.data instanceof Float32Array && !(output.data.buffer instanceof SharedArrayBuffer));
+    const grads = await layer.backward(output, { transfer: true });
+    assert.equal(output.data.byteLength, 0, 'backward did not transfer dOutput');
+    await layer.step(grads, 0.1, { transfer: true });
+    assert.equal(grads.dwq.data.byteLength, 0, 'step did not transfer the gradients');
+    await layer.dispose();
+
+    const e = await errorOf(() => remote.matmul(q, q, { transfer: 1 }));
+    assert.equal(e.constructor, TypeError);
+    assert.equal(e.message, 'matmul: transfer must be true or false, got the number 1');
+  });
+
+  test('locateFile is asked up front and its answers are what the worker loads', async () => {
+    const asked = [];
+    const located = await createAttention({ threads: 1, worker: true, locateFile: (f) => { asked.push(f); return WASM + f; } });
+    assert.ok(asked.includes('wasm_attention_st.wasm'), asked.join(', '));
+    assert.equal(located.backend.variant, 'simd');
+    const q = randomTensor(rng(17), [5, 3]);
+    assertSameBits(await located.attention(q, q, q), local.attention(q, q, q), 'attention');
+    await located.dispose();
+
+    const e = await errorOf(() => createAttention({ threads: 1, worker: true, locateFile: (f) => `/nowhere/${f}` }));
+    assert.match(e.message, /nowhere/);
+  });
+});
+
+describe('dispose', () => {
+  test('calls made before dispose() finish; later ones reject as the synchronous form throws', async () => {
+    const remote = await createAttention({ threads: 2, worker: true });
+    const layer = await remote.multiHeadAttention({ dModel: 4, heads: 2 });
+    const q = randomTensor(rng(18), [3, 4]);
+    const pending = remote.attention(q, q, q);
+    const disposed = remote.dispose();
+    assert.equal(remote.dispose(), disposed, 'a second dispose() gives the first one\'s Promise');
+    assert.equal((await pending).output.shape[1], 4);
+    await disposed;
+
+    const memory = await errorOf(() => remote.memory());
+    assert.equal(memory.constructor, TypeError);
+    assert.equal(memory.message, 'memory: this attention instance was disposed; create a new one with createAttention()');
+    const forward = await errorOf(() => layer.forward(q));
+    assert.equal(forward.message, 'multiHeadAttention.forward: this attention instance was disposed; create a new one with createAttention()');
+    assert.throws(() => remote.backend, TypeError);
+    await layer.dispose();  // a no-op once the instance is gone
+  });
+
+  test('a process that creates, uses and disposes the worker form exits promptly with code 0', () => {
+    const r = runChild(`
+      const attn = await createAttention({ worker: true, threads: 2 });
+      const t = { data: new Float32Array([1, 0, 0, 1, 1, 1]), shape: [3, 2] };
+      const { output } = await attn.attention(t, t, t);
+      console.log(output.data.length);
+      await attn.dispose();`);
+    assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
+    assert.equal(r.stdout.trim(), '6');
+    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
+  });
+
+  test('an idle worker that was never disposed does not keep Node running', () => {
+    const r = runChild(`
+      const attn = await createAttention({ worker: true, threads: 2 });
+      const layer = await attn.multiHeadAttention({ dModel: 4, heads: 2 });
+      console.log((await layer.weights).wq.shape.join('x'));`);
+    assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
+    assert.equal(r.stdout.trim(), '4x4');
+    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
+  });
+});

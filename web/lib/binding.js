@@ -1,0 +1,49 @@
+// The wasm module's side of every call, in one place: the core's argument structs as the
+// module binds them (cpp/bindings/embind.cpp, value objects of the structs in
+// cpp/include/wa/attention.h), one builder per struct, and the Status every call returns.
+//
+// Pointer fields are byte offsets into wasm memory; a field left out is 0, a null pointer.
+// A new field of a core struct is added here once, in its list, and once in embind.cpp.
+
+// Status.kind, as embind.cpp's ErrorKind.
+export const ErrorKind = Object.freeze({ ok: 0, invalidArgument: 1, outOfMemory: 2, other: 3 });
+
+// Throws a call's failed Status as an Error prefixed with the public entry's name: a
+// RangeError when wasm memory ran out (the caller can shrink the inputs), else an Error
+// (the core refused arguments this package should never have passed).
+export function throwIfFailed(where, status) {
+  if (status.kind === ErrorKind.ok) return;
+  const ErrorClass = status.kind === ErrorKind.outOfMemory ? RangeError : Error;
+  throw new ErrorClass(`${where}: ${status.message}`);
+}
+
+// A builder for the struct `name` with these fields: given an object with some of them,
+// returns one with all of them, 0 (or false) for those left out. A key that is not a field
+// is a bug in this package, so it throws.
+function struct(name, fields, defaults = {}) {
+  return (given = {}) => {
+    for (const key of Object.keys(given)) {
+      if (!fields.includes(key)) throw new Error(`wasm-attention: ${name} has no field "${key}"`);
+    }
+    return Object.fromEntries(fields.map((f) => [f, given[f] ?? defaults[f] ?? 0]));
+  };
+}
+
+// wa::ScoreMask: causal, and keep (Uint8Array (nQ,nK)) or bias (Float32Array (nQ,nK)) offsets.
+export const scoreMask = struct('ScoreMask', ['causal', 'keep', 'bias'], { causal: false });
+// wa::AttentionTrace: the forward's (nQ,nK) intermediates; all 0 = no trace.
+export const attentionTrace = struct('AttentionTrace', ['scores', 'scaled', 'masked', 'weights']);
+// wa::AttentionBackwardTrace: P, dP, dS (nQ,nK); all 0 = no trace.
+export const attentionBackwardTrace = struct('AttentionBackwardTrace', ['weights', 'dWeights', 'dScores']);
+// wa::MhaShape.
+export const mhaShape = struct('MhaShape', ['batch', 'nQ', 'nK', 'dModel', 'heads', 'dK', 'dV']);
+// wa::MhaWeights: wq, wk, wv, wo, and the biases (0 = none).
+export const mhaWeights = struct('MhaWeights', ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo']);
+// wa::MhaTrace: the forward's outputs q, k, v, concat (what the backward reads back) and the
+// per-head (batch,h,nQ,nK) intermediates; all 0 = no trace.
+export const mhaTrace = struct('MhaTrace', ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'weights', 'concat']);
+// wa::MhaGrads: where mha_backward writes each gradient (0 for those a layer does not have).
+export const mhaGrads = struct('MhaGrads', ['dx', 'dContext', 'dwq', 'dwk', 'dwv', 'dwo', 'dbq', 'dbk', 'dbv', 'dbo']);
+
+// wa::ConstMatrix and wa::Matrix: a dense (rows,cols) row-major matrix at offset data.
+export const matrix = (data, rows, cols) => ({ data, rows, cols, ld: cols });

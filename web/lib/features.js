@@ -1,0 +1,24 @@
+// What the WebAssembly engine can run, asked with tiny modules that WebAssembly.validate
+// checks without compiling or running anything (the technique of wasm-feature-detect).
+
+// (func (result v128) (f32x4.relaxed_madd (i32x4.splat 1) (i32x4.splat 1) (i32x4.splat 1)))
+const RELAXED_MADD_MODULE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // "\0asm", version 1
+  0x01, 0x05, 0x01, 0x60, 0x00, 0x01, 0x7b, // type section: one type, () -> v128
+  0x03, 0x02, 0x01, 0x00, // function section: one function, of type 0
+  0x0a, 0x13, 0x01, 0x11, 0x00, // code section: one body of 17 bytes, no locals
+  0x41, 0x01, 0xfd, 0x11, // i32.const 1, i32x4.splat
+  0x41, 0x01, 0xfd, 0x11,
+  0x41, 0x01, 0xfd, 0x11,
+  0xfd, 0x85, 0x02, // f32x4.relaxed_madd: prefix 0xfd, opcode 0x105 as LEB128
+  0x0b, // end
+]);
+
+let relaxed;
+
+// Whether relaxed SIMD runs here: Chromium 114+, Firefox 145+, Node 20 with
+// --experimental-wasm-relaxed-simd. Asked once.
+export function relaxedSimdAvailable() {
+  relaxed ??= typeof WebAssembly === 'object' && WebAssembly.validate(RELAXED_MADD_MODULE);
+  return relaxed;
+}

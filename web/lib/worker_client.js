@@ -1,0 +1,301 @@
+// createAttention({ worker: true }): the same API with every call returning a Promise,
+// computed by a real instance in a dedicated Worker (browser) or worker_thread (Node) that
+// runs worker_host.js. This file is the main side: proxy objects, request ids, errors rebuilt.
+//
+//   main thread                                   worker (worker_host.js)
+//   attn.attention(q, k, v, o) -> { id, op, args } -> real.attention(q, k, v, o)
+//   Promise resolves / rejects  <- { id, value } or { id, error: { name, message } }
+//
+// The worker handles requests one at a time, in the order they were sent, so concurrent
+// calls resolve as if made one after the other. Layers live in the worker, named by id.
+//
+// Transfer rule. Results always come back transferred (each result array is fresh, owned by
+// nobody in the worker). Inputs are copied unless the call's options say { transfer: true }:
+// then the ArrayBuffer behind every typed array among the call's arguments is transferred,
+// and detached here (the whole buffer, also when the array is a view on part of it).
+// SharedArrayBuffers are shared, never transferred.
+
+import { checkBoolean } from './tensor.js';
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
+  typeof window === 'undefined';
+
+// The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
+const instanceDisposed = (where) => new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
+const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
+
+// The files the loader may ask locateFile() about (loader.js). A function cannot cross
+// postMessage, so the answers are asked here, up front, and sent over as a table.
+const WASM_FILES = ['wasm_attention_mt', 'wasm_attention_st', 'wasm_attention_relaxed_mt', 'wasm_attention_relaxed_st']
+  .flatMap((base) => ['.wasm', '.js', '.worker.js'].map((ext) => base + ext));
+
+// Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
+const ERROR_CLASSES = {
+  Error, TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError,
+  RuntimeError: globalThis.WebAssembly?.RuntimeError,
+};
+
+// { name, message } from the worker -> an error of the same class and message, raised here.
+function rebuildError({ name, message }) {
+  const Class = ERROR_CLASSES[name] ?? Error;
+  const error = new Class(message);
+  if (!ERROR_CLASSES[name] && name) error.name = name;
+  return error;
+}
+
+// A value for postMessage: objects and arrays copied, functions and symbols replaced by
+// stand-ins (worker_host.js turns them back into a function or a symbol, so that its checks
+// throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to
+// `buffers` for transfer. Maps, Dates and the like go as structured cloning copies them.
+export const STAND_IN = '__wasmAttentionStandIn';
+function encode(value, buffers, depth = 0) {
+  if (typeof value === 'function') return { [STAND_IN]: 'function' };
+  if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
+  if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
+    return value;
+  }
+  if (Array.isArray(value)) return value.map((v) => encode(v, buffers, depth + 1));
+  if (Object.prototype.toString.call(value) !== '[object Object]') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, depth + 1)]));
+}
+
+// options -> { options without its transfer key (undefined when nothing else is left),
+// transfer }. Anything but an object is passed on untouched, for the worker's checks to report.
+function takeTransfer(where, options) {
+  if (options === null || typeof options !== 'object' || Array.isArray(options) || !('transfer' in options)) {
+    return { options, transfer: false };
+  }
+  const { transfer, ...rest } = options;
+  return { options: Object.keys(rest).length ? rest : undefined, transfer: checkBoolean(where, 'transfer', transfer) };
+}
+
+// Node's built-in modules, fetched so that bundlers for the browser never see an import.
+async function nodeBuiltin(name) {
+  if (process.getBuiltinModule) return process.getBuiltinModule(name);
+  const specifier = `node:${name}`;
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+}
+
+// The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
+// closed: dispose() was called; every later call rejects as the synchronous form throws.
+class Channel {
+  #worker;
+  #pending = new Map();  // request id -> { resolve, reject }
+  #nextId = 1;
+  #broken = null;        // the Error every call gets once the worker died
+  closed = false;
+
+  constructor(worker) {
+    this.#worker = worker;
+    const onMessage = (message) => this.#answer(message);
+    const onFailure = (why) => this.#fail(new Error(`wasm-attention: the worker stopped: ${why}`));
+    if (isNode) {
+      worker.on('message', onMessage);
+      worker.on('error', (e) => onFailure(e?.message ?? e));
+      worker.on('messageerror', () => onFailure('a message could not be read'));
+      worker.on('exit', (code) => onFailure(`it exited with code ${code}`));
+      worker.unref();  // an idle worker never keeps Node running; a pending call refs it
+    } else {
+      worker.addEventListener('message', (e) => onMessage(e.data));
+      worker.addEventListener('error', (e) => { e.preventDefault(); onFailure(e.message || 'its script failed to load'); });
+      worker.addEventListener('messageerror', () => onFailure('a message could not be read'));
+    }
+  }
+
+  // where: the public entry, for errors; op: the worker's operation; layer: the layer's id;
+  // transfer: send the arguments' ArrayBuffers instead of copies.
+  send(where, op, args, { layer, transfer = false } = {}) {
+    if (this.#broken) return Promise.reject(this.#broken);
+    const id = this.#nextId++;
+    const buffers = new Set();
+    const message = { id, op, layer, args: encode(args, buffers) };
+    try {
+      this.#worker.postMessage(message, transfer ? [...buffers] : []);
+    } catch (e) {
+      return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
+    }
+    if (isNode && this.#pending.size === 0) this.#worker.ref();
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+  }
+
+  #settle(id) {
+    const request = this.#pending.get(id);
+    this.#pending.delete(id);
+    if (isNode && request && this.#pending.size === 0) this.#worker.unref();
+    return request;
+  }
+
+  #answer({ id, value, error }) {
+    const request = this.#settle(id);
+    if (!request) return;
+    if (error) request.reject(rebuildError(error));
+    else request.resolve(value);
+  }
+
+  #fail(error) {
+    if (this.#broken) return;
+    this.#broken = error;
+    for (const id of [...this.#pending.keys()]) this.#settle(id).reject(error);
+  }
+
+  async terminate() {
+    this.#broken ??= new Error('wasm-attention: the worker was terminated');
+    await this.#worker.terminate();
+  }
+}
+
+// Runs fn, turning what it throws into a rejected Promise: every call of this form rejects,
+// never throws.
+function promised(fn) {
+  try {
+    return fn();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+// Releases the worker's layer when its proxy is garbage-collected without dispose().
+const leftBehind = new FinalizationRegistry(({ channel, layer }) => {
+  if (!channel.closed) channel.send('dispose', 'disposeLayer', [], { layer }).catch(() => {});
+});
+
+// A layer in the worker, named by its id there.
+class AsyncMultiHeadAttention {
+  #channel;
+  #id;
+  #token = {};
+  #disposed = false;
+
+  constructor(channel, id, config) {
+    this.#channel = channel;
+    this.#id = id;
+    this.config = Object.freeze(config);
+    leftBehind.register(this, { channel, layer: id }, this.#token);
+  }
+
+  // The checks the synchronous layer makes first, then the request.
+  #call(where, op, args, transfer) {
+    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
+    if (this.#disposed) return Promise.reject(layerDisposed(where));
+    return this.#channel.send(where, op, args, { layer: this.#id, transfer });
+  }
+
+  forward(x, options) {
+    const where = 'multiHeadAttention.forward';
+    return promised(() => {
+      const t = takeTransfer(where, options);
+      return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
+    });
+  }
+
+  // backward(dOutput, { transfer }) and step(grads, learningRate, { transfer }): this form
+  // alone has the options argument, for the transfer rule.
+  backward(dOutput, options) {
+    const where = 'multiHeadAttention.backward';
+    return promised(() => this.#call(where, 'backward', [dOutput], takeTransfer(where, options ?? {}).transfer));
+  }
+
+  step(grads, learningRate, options) {
+    const where = 'multiHeadAttention.step';
+    return promised(() => this.#call(where, 'step', [grads, learningRate], takeTransfer(where, options ?? {}).transfer));
+  }
+
+  // A Promise of the current weights (copies).
+  get weights() {
+    return this.#call('multiHeadAttention.weights', 'weights', [], false);
+  }
+
+  async dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    leftBehind.unregister(this.#token);
+    if (!this.#channel.closed) await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { layer: this.#id });
+  }
+}
+
+// What createAttention({ worker: true }) resolves to.
+class AsyncAttention {
+  #channel;
+  #backend;
+  #finished = null;
+
+  constructor(channel, backend) {
+    this.#channel = channel;
+    this.#backend = Object.freeze(backend);
+  }
+
+  // The worker's build, as the synchronous form's backend (known once the worker started).
+  get backend() {
+    if (this.#channel.closed) throw instanceDisposed('backend');
+    return this.#backend;
+  }
+
+  // Sends where(...args, options) with options' transfer key taken out.
+  #call(where, args, options) {
+    return promised(() => {
+      if (this.#channel.closed) throw instanceDisposed(where);
+      const t = takeTransfer(where, options);
+      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], { transfer: t.transfer });
+    });
+  }
+
+  attention(q, k, v, options) {
+    return this.#call('attention', [q, k, v], options);
+  }
+
+  attentionBackward(q, k, v, dOutput, options) {
+    return this.#call('attentionBackward', [q, k, v, dOutput], options);
+  }
+
+  matmul(a, b, options) {
+    return this.#call('matmul', [a, b], options);
+  }
+
+  memory() {
+    return this.#call('memory', []);
+  }
+
+  // config may also say { transfer: true }, for its weights.
+  async multiHeadAttention(config) {
+    const { id, config: layerConfig } = await this.#call('multiHeadAttention', [], config);
+    return new AsyncMultiHeadAttention(this.#channel, id, layerConfig);
+  }
+
+  // Lets the calls already made finish, disposes the worker's instance (and its layers) and
+  // terminates the worker. Later calls reject; safe to call twice.
+  dispose() {
+    if (!this.#finished) {
+      const channel = this.#channel;
+      const done = channel.send('dispose', 'dispose', []);
+      channel.closed = true;
+      this.#finished = done.catch(() => {}).then(() => channel.terminate());
+    }
+    return this.#finished;
+  }
+}
+
+async function startWorker() {
+  if (isNode) {
+    const { Worker } = await nodeBuiltin('worker_threads');
+    // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
+    const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
+    return new Worker(new URL('./worker_host.js', import.meta.url), { execArgv });
+  }
+  // A literal URL and { type: 'module' }: the pattern bundlers recognize and follow.
+  return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });
+}
+
+// options: createAttention's, checked already, with threads resolved to a number.
+export async function createWorkerAttention({ threads, isa, locateFile, wasmBinary }) {
+  const located = locateFile ? Object.fromEntries(WASM_FILES.map((f) => [f, String(locateFile(f))])) : undefined;
+  const channel = new Channel(await startWorker());
+  try {
+    const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
+    return new AsyncAttention(channel, backend);
+  } catch (e) {
+    await channel.terminate();
+    throw e;
+  }
+}

@@ -1,0 +1,108 @@
+// The worker side of createAttention({ worker: true }): a message loop over one real instance
+// (see worker_client.js for the protocol and the transfer rule). Started by worker_client.js
+// as a module Worker (browser) or a worker_thread (Node); not meant to be imported.
+//
+//   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
+//                            or { id, error: { name, message } }
+import { createAttention } from './index.js';
+import { STAND_IN } from './worker_client.js';
+
+let attn = null;
+const layers = new Map();  // id -> a MultiHeadAttention of attn
+let nextLayer = 1;
+
+// The client's stand-ins back into a function or a symbol, in place (args is our own copy).
+function decode(value, depth = 0) {
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
+  if (STAND_IN in value) return value[STAND_IN] === 'function' ? function standIn() {} : Symbol('stand-in');
+  for (const key of Object.keys(value)) value[key] = decode(value[key], depth + 1);
+  return value;
+}
+
+// The ArrayBuffers behind a result's typed arrays, for transfer: each is a fresh copy out of
+// wasm memory that nobody here keeps.
+function buffersOf(value, into = new Set(), depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8) return into;
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer) into.add(value.buffer);
+  } else {
+    for (const v of Object.values(value)) buffersOf(v, into, depth + 1);
+  }
+  return into;
+}
+
+function layerOf(id) {
+  const layer = layers.get(id);
+  if (!layer) throw new Error(`wasm-attention worker: no layer ${id}`);
+  return layer;
+}
+
+const ops = {
+  // located: file name -> URL or path, the main side's locateFile() answers.
+  async create({ threads, isa, located, wasmBinary }) {
+    const locateFile = located && ((file) => {
+      if (!(file in located)) throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
+      return located[file];
+    });
+    attn = await createAttention({ threads, isa, locateFile, wasmBinary });
+    return attn.backend;
+  },
+  attention: (...args) => attn.attention(...args),
+  attentionBackward: (...args) => attn.attentionBackward(...args),
+  matmul: (...args) => attn.matmul(...args),
+  memory: () => attn.memory(),
+  multiHeadAttention(...args) {
+    const layer = attn.multiHeadAttention(...args);
+    const id = nextLayer++;
+    layers.set(id, layer);
+    return { id, config: layer.config };
+  },
+  forward: (id, ...args) => layerOf(id).forward(...args),
+  backward: (id, ...args) => layerOf(id).backward(...args),
+  step: (id, ...args) => layerOf(id).step(...args),
+  weights: (id) => layerOf(id).weights,
+  disposeLayer(id) {
+    layers.get(id)?.dispose();
+    layers.delete(id);
+  },
+  dispose() {
+    attn?.dispose();  // its layers go with it
+    layers.clear();
+  },
+};
+const LAYER_OPS = new Set(['forward', 'backward', 'step', 'weights', 'disposeLayer']);
+
+async function handle({ id, op, layer, args }, reply) {
+  try {
+    const call = decode(args);
+    const value = await (LAYER_OPS.has(op) ? ops[op](layer, ...call) : ops[op](...call));
+    reply({ id, value }, [...buffersOf(value)]);
+  } catch (e) {
+    const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };
+    reply({ id, error });
+  }
+}
+
+// One request at a time, in the order sent.
+let queue = Promise.resolve();
+const receive = (reply) => (message) => { queue = queue.then(() => handle(message, reply)); };
+
+const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
+  typeof window === 'undefined';
+// Node's built-in module fetched so that bundlers for the browser never see an import.
+async function workerThreads() {
+  if (process.getBuiltinModule) return process.getBuiltinModule('worker_threads');
+  const specifier = 'node:worker_threads';
+  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
+}
+
+// No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
+// In Node, messages sent before the listener is attached wait in the port's queue.
+if (isNode) {
+  workerThreads().then(({ parentPort }) => {
+    parentPort.on('message', receive((message, transfer) => parentPort.postMessage(message, transfer)));
+  });
+} else {
+  const onMessage = receive((message, transfer) => self.postMessage(message, transfer));
+  self.addEventListener('message', (e) => onMessage(e.data));
+}

@@ -1,0 +1,50 @@
+// window.attentionPage, a debug hook for tests and the curious (read-only):
+//   ready      Promise resolved after the first render (rejected when loading failed)
+//   version    a counter, increased after every render (new input, setting, step or followed row)
+//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, norm, known }],
+//              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random',
+//              seed, heads, dK, head (followed head, 0-based), causal, scaling, positions,
+//              step (0-based), stepId, focus (followed row, 0-based; also the loss's i), target
+//              (the loss's j, 0-based), loss, lr (the SGD learning rate), sgdLosses (the loss
+//              before and after each SGD step taken, [] before the first), backend, isolated,
+//              renderMs }
+//   steps      [{ id, title, matrices: [{ name, shape: [rows, cols], data: number[] }] }] for all
+//              eighteen steps: the exact float32 values each heatmap draws, row-major
+//   timings    [{ call, detail, ms }]: the library calls behind the current input (forward,
+//              backward, and the latest SGD step)
+//   cellPoint(name, i, j) -> { x, y, w, h }: the viewport point of cell (i, j) of the current
+//              step's heatmap `name`, scrolled into view (to hover it), and the cell's size
+//
+//   installDebugHook(state, stepView) -> { resolve(), reject(error) }   settles `ready`
+import { allTimings, effectiveDK, effectiveHeads } from './state.js';
+
+export function installDebugHook(state, stepView) {
+  let settle;
+  const ready = new Promise((resolve, reject) => { settle = { resolve, reject }; });
+  ready.catch(() => {});  // reported on the page and in the console already
+  window.attentionPage = {
+    ready,
+    get version() { return state.version; },
+    get state() {
+      const { settings: s, ctx, input, sgd, attn } = state;
+      return {
+        mode: s.mode, text: s.text, n: ctx?.n ?? 0, tokens: input?.tokens ?? [],
+        truncatedFrom: input?.truncatedFrom ?? null, projection: s.projection, seed: s.seed,
+        heads: effectiveHeads(state), dK: state.emb ? effectiveDK(state) : null, head: s.head, causal: s.causal,
+        scaling: s.scaling, positions: ctx?.positions ?? false, step: s.step,
+        stepId: state.steps[s.step]?.id ?? null, focus: s.focus,
+        target: ctx?.back?.target ?? null, loss: ctx?.back?.loss ?? null, lr: s.lr, sgdLosses: sgd ? [...sgd.losses] : [],
+        backend: attn?.backend ?? null, isolated: globalThis.crossOriginIsolated === true, renderMs: stepView.renderMs,
+      };
+    },
+    get steps() {
+      return state.steps.map((s) => ({
+        id: s.id, title: s.title,
+        matrices: s.matrices.map((m) => ({ name: m.name, shape: [...m.shape], data: Array.from(m.data) })),
+      }));
+    },
+    get timings() { return allTimings(state).map((t) => ({ ...t })); },
+    cellPoint: (name, i, j) => stepView.cellPoint(name, i, j),
+  };
+  return settle;
+}

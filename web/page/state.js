@@ -1,0 +1,127 @@
+// The page's state: the settings the controls chose, what the page computed from them, and the
+// rules each action follows. No DOM here: app.js renders after each action.
+//
+//   createState(text)                  settings with their defaults; nothing loaded or computed
+//   effectiveHeads(state), effectiveDK(state)    what runs (the worked example has its own)
+//   change(state, patch) -> boolean    apply a settings patch; false when it changes nothing
+//   recompute(state) -> boolean        input -> X -> forward -> backward -> steps; false: no tokens
+//   recomputeBackward(state)           the backward for the followed token and the target
+//   goTo(state, i) -> boolean          move to step i (clamped); false when it stays
+//   isRow(state, i)                    i is a token row of the current input
+//   allTimings(state)                  the library calls behind what is shown
+//
+// The backward steps (12-18) are for the loss L = ½‖y_i − x_j‖², with i the followed token
+// (settings.focus) and j the target: a new followed token or target reruns only the backward.
+import { identity, run, runBackward } from './compute.js';
+import { prepareInput } from './input.js';
+import { buildSteps } from './steps/index.js';
+import { WORKED } from './worked_example.js';
+
+export function createState(text) {
+  return {
+    settings: {
+      mode: 'sentence',  // or 'worked'
+      text,
+      projection: 'identity',  // or 'random'
+      seed: 42,
+      heads: 4,
+      dK: null,          // the d_k field, used with random projections; null: d_model / heads
+      causal: false,
+      scaling: true,
+      positions: false,
+      head: 0,           // the head steps 2-7 and 13-17 follow
+      step: 0,
+      focus: null,       // the followed row (the loss's i); null: "it", or the first token
+      target: null,      // the loss's j; null: a default picked from the tokens (see defaultTarget)
+      lr: 0.01,          // the SGD learning rate
+    },
+    attn: null,          // the library, once loaded
+    emb: null,           // the word vectors, once loaded (emb.dim is d_model)
+    loadMs: null,        // { library, embeddings }: how long each took to load
+    input: null,         // prepareInput's (input.js)
+    ctx: null,           // the current input and results (steps/index.js)
+    steps: [],           // buildSteps(ctx)
+    sgd: null,           // { weights, losses, rates, timings } after SGD steps on the current loss
+    version: 0,          // increased after every render (window.attentionPage.version)
+  };
+}
+
+export const effectiveHeads = ({ settings: s }) => (s.mode === 'worked' ? WORKED.heads : s.heads);
+export function effectiveDK({ settings: s, emb }) {
+  if (s.mode === 'worked') return WORKED.dK;
+  return s.projection === 'identity' || s.dK === null ? emb.dim / s.heads : s.dK;
+}
+
+export function change(state, patch) {
+  const s = state.settings;
+  // A field's `change` on blur repeats what its `input` already applied: nothing to redo (and
+  // redrawing the step list under a pointer that is clicking a step would swallow the click).
+  if (Object.entries(patch).every(([k, val]) => s[k] === val)) return false;
+  // A new mode starts on its first token (the worked example) or on "it" (a sentence).
+  if ('mode' in patch && patch.mode !== s.mode) s.focus = patch.mode === 'worked' ? 0 : null;
+  // New tokens: the target's index would point at another word.
+  if ('mode' in patch || 'text' in patch) s.target = null;
+  Object.assign(s, patch);
+  return true;
+}
+
+export function recompute(state) {
+  const s = state.settings;
+  state.input = prepareInput(s, state.emb);
+  const input = state.input;
+  if (!input) return false;
+  const heads = effectiveHeads(state), dK = effectiveDK(state);
+  const worked = s.mode === 'worked';
+  s.head = Math.min(s.head, heads - 1);
+  const result = run(state.attn, {
+    x: input.x, heads, dK,
+    weights: worked ? WORKED.weights : s.projection === 'identity' ? identityWeights(input.x.shape[1]) : null,
+    seed: s.seed, causal: s.causal, scaling: s.scaling, head: s.head,
+  });
+  const n = input.labels.length;
+  if (s.focus === null) s.focus = Math.max(0, input.tokens.findIndex((t) => t.norm === 'it'));
+  s.focus = Math.min(s.focus, n - 1);
+  state.ctx = {
+    worked, labels: input.labels, unknown: input.unknown, n, dModel: input.x.shape[1], heads, dK, dV: dK,
+    head: s.head, causal: s.causal, scaling: s.scaling, positions: s.positions && !worked,
+    projection: s.projection, seed: s.seed, e: input.e, p: input.p, x: input.x, result, back: null,
+  };
+  recomputeBackward(state);
+  return true;
+}
+
+function identityWeights(dModel) {
+  const eye = identity(dModel);
+  return { wq: eye, wk: eye, wv: eye, wo: eye };
+}
+
+// The default target j for query i: the first other token that is a known word of 4 letters or
+// more ("animal" for "it" in the example sentence), else the first other token.
+function defaultTarget(state, i) {
+  const word = state.input.tokens.findIndex((t, k) => k !== i && t.known && /^\p{L}{4,}$/u.test(t.text));
+  if (word >= 0) return word;
+  return state.ctx.n > 1 && i === 0 ? 1 : 0;
+}
+
+// Rebuilds the steps. Any SGD steps taken were for the previous loss and are dropped.
+export function recomputeBackward(state) {
+  const { ctx, settings: s } = state;
+  const i = s.focus;
+  const j = s.target !== null && s.target < ctx.n ? s.target : defaultTarget(state, i);
+  ctx.back = runBackward(state.attn, ctx.result, {
+    x: ctx.x, heads: ctx.heads, dK: ctx.dK, causal: ctx.causal, head: ctx.head, query: i, target: j,
+  });
+  state.sgd = null;
+  state.steps = buildSteps(ctx);
+}
+
+export function goTo(state, i) {
+  const next = Math.max(0, Math.min(state.steps.length - 1, i));
+  if (next === state.settings.step || !state.steps.length) return false;
+  state.settings.step = next;
+  return true;
+}
+
+export const isRow = (state, i) => state.ctx !== null && Number.isInteger(i) && i >= 0 && i < state.ctx.n;
+
+export const allTimings = ({ ctx, sgd }) => (ctx ? [...ctx.result.timings, ...(ctx.back?.timings ?? []), ...(sgd?.timings ?? [])] : []);

@@ -1,0 +1,27 @@
+// The eighteen steps, in order: forward.js (1-11) then backward.js (12-18). Each step is one
+// descriptor, so adding a step means adding one descriptor to one of those lists:
+//
+//   id        stable name (window.attentionPage's stepId, the tests)
+//   part      'one' (one head), 'all' (all heads) or 'back' (backward): its group of pills
+//   scope     backward steps only: 'head' or 'layer', for the kicker
+//   label     the short name on its pill ('QKᵀ')
+//   source    the library call its numbers come from, as code; null: the page computed them
+//   timing    the call, as named in compute.js's timings, whose time the source line gives
+//   view(ctx) -> { title, titleHtml?, formulaHtml, shapes, explainHtml, sourceHtml?,
+//                  detailsHtml?, matrices }
+//             what the step shows; sourceHtml replaces the source line, detailsHtml the summary
+//             of the matrices placed behind a disclosure; matrices: heatmap specs (steps/markup.js)
+//   inspect(ctx, i) -> HTML     the side panel for the followed row i
+//   hand(ctx) -> HTML | null    optional: the worked example's values by hand (worked_example.js)
+//   sgd       optional, true: the gradient-descent panel (sgd_panel.js) shows under the step
+//
+// ctx: { worked, labels (n tokens), unknown, n, dModel, heads, dK, dV, head, causal, scaling,
+//        positions, projection, seed, e (n,d_model) | null, p (n,d_model) | null, x (n,d_model),
+//        result (compute.run's), back (compute.runBackward's) }
+import { BACKWARD_STEPS } from './backward.js';
+import { FORWARD_STEPS } from './forward.js';
+
+export const STEPS = [...FORWARD_STEPS, ...BACKWARD_STEPS];
+
+// The steps for one input: each descriptor with its view's fields.
+export const buildSteps = (ctx) => STEPS.map((step) => ({ ...step, ...step.view(ctx) }));
