@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Builds everything: the native core and tests (build/native), and with Emscripten the wasm
-# tests (build/wasm) and the package's two modules (web/lib/wasm). Incremental: a second
+# tests (build/wasm) and the package's four modules (web/lib/wasm). Incremental: a second
 # run rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Emscripten's link step runs its JS optimizer under Node, which needs Debian's acorn.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+# Debian's Emscripten runs binaryen's tools (wasm-opt, ...) by name, from PATH. Under npm
+# (npm test, npm start) PATH starts with node_modules/.bin, which holds npm's newer binaryen
+# (the relaxed builds call it by its path): its wasm-opt would stand in for Debian's and link
+# modules whose JS glue does not match their .wasm. So that folder leaves PATH here.
+PATH=$(printf '%s' "$PATH" | tr ':' '\n' | grep -v '/node_modules/\.bin$' | paste -sd: -)
+export PATH
 jobs=$(nproc)
 
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null

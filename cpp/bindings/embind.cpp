@@ -1,5 +1,6 @@
 // The wasm module's surface: bindings only. The core's own argument structs (ConstMatrix,
-// Matrix, ScoreMask, the traces, MhaShape, MhaWeights, MhaGrads) are Embind value objects,
+// Matrix, ScoreMask, the traces, MhaShape, MhaWeights, MhaGrads, HeadsShape, HeadTensor,
+// HeadsMask, Rotary) are Embind value objects,
 // so JS passes them as plain objects (built by web/lib/binding.js, one helper per struct);
 // their pointer fields are byte offsets into wasm memory, 0 for null. Each call converts,
 // calls the core, and returns a Status instead of throwing, because a C++ exception reaching
@@ -17,9 +18,12 @@
 
 #include "../src/scratch.h"  // release_large_scratch: internal, called when each call ends
 #include "wa/attention.h"
+#include "wa/attention_heads.h"
 #include "wa/build_info.h"
 #include "wa/finite.h"
 #include "wa/gemm.h"
+#include "wa/kv_cache.h"
+#include "wa/rotary.h"
 #include "wa/thread_pool.h"
 
 namespace {
@@ -142,6 +146,75 @@ Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_
   });
 }
 
+// Heads in 3-D or 4-D tensors (wa/attention_heads.h). A trace whose first buffer is null is
+// no trace.
+Status attention_heads_forward(const wa::HeadsShape& shape, const wa::HeadTensor<const float>& q,
+                               const wa::HeadTensor<const float>& k,
+                               const wa::HeadTensor<const float>& v,
+                               const wa::HeadTensor<float>& out, float scale,
+                               const wa::HeadsMask& mask, const wa::HeadsTrace& trace) {
+  return guarded([&] {
+    wa::attention_heads_forward(shape, q, k, v, out, scale, mask, trace.scores ? &trace : nullptr,
+                                pool.get());
+  });
+}
+
+Status attention_heads_backward(const wa::HeadsShape& shape, const wa::HeadTensor<const float>& q,
+                                const wa::HeadTensor<const float>& k,
+                                const wa::HeadTensor<const float>& v,
+                                const wa::HeadTensor<const float>& d_out,
+                                const wa::HeadTensor<float>& dq, const wa::HeadTensor<float>& dk,
+                                const wa::HeadTensor<float>& dv, float scale,
+                                const wa::HeadsMask& mask) {
+  return guarded([&] {
+    wa::attention_heads_backward(shape, q, k, v, d_out, dq, dk, dv, scale, mask, pool.get());
+  });
+}
+
+// wa/rotary.h, in place on x (batch, heads, rows, d).
+Status rotary_forward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d,
+                      const wa::HeadTensor<float>& x, const wa::Rotary& r) {
+  return guarded([&] { wa::rotary_forward(batch, heads, rows, d, x, r); });
+}
+
+Status rotary_backward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d,
+                       const wa::HeadTensor<float>& dx, const wa::Rotary& r) {
+  return guarded([&] { wa::rotary_backward(batch, heads, rows, d, dx, r); });
+}
+
+// wa::KvCache behind an opaque handle (its address): JS owns it from kv_cache_create to
+// kv_cache_destroy. kv_cache_create writes the handle as a uint32 at handle_out.
+wa::KvCache* cache_at(uintptr_t handle) { return ptr<wa::KvCache>(handle); }
+
+Status kv_cache_create(uint32_t batch, uint32_t kv_heads, uint32_t d_k, uint32_t d_v,
+                       uint32_t capacity, uintptr_t handle_out) {
+  return guarded([&] {
+    *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(
+        reinterpret_cast<uintptr_t>(new wa::KvCache(batch, kv_heads, d_k, d_v, capacity)));
+  });
+}
+
+void kv_cache_destroy(uintptr_t handle) { delete cache_at(handle); }
+
+uint32_t kv_cache_length(uintptr_t handle) {
+  return static_cast<uint32_t>(cache_at(handle)->length());
+}
+
+Status kv_cache_append(uintptr_t handle, uint32_t n_new, const wa::HeadTensor<const float>& k_new,
+                       const wa::HeadTensor<const float>& v_new) {
+  return guarded([&] { cache_at(handle)->append(n_new, k_new, v_new); });
+}
+
+Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
+  return guarded([&] {
+    if (n > cache_at(handle)->length()) throw std::invalid_argument("truncate past the length");
+    cache_at(handle)->truncate(n);
+  });
+}
+
+wa::HeadTensor<const float> kv_cache_keys(uintptr_t handle) { return cache_at(handle)->keys(); }
+wa::HeadTensor<const float> kv_cache_values(uintptr_t handle) { return cache_at(handle)->values(); }
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(wasm_attention) {
@@ -161,16 +234,53 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   value_object<wa::ScoreMask>("ScoreMask")
       .field("causal", &wa::ScoreMask::causal)
       .field("keep", WA_OFFSET(wa::ScoreMask::keep))
-      .field("bias", WA_OFFSET(wa::ScoreMask::bias));
+      .field("bias", WA_OFFSET(wa::ScoreMask::bias))
+      .field("offset", &wa::ScoreMask::offset)
+      .field("left", &wa::ScoreMask::left)
+      .field("right", &wa::ScoreMask::right)
+      .field("keyLimit", &wa::ScoreMask::key_limit)
+      .field("maskLd", &wa::ScoreMask::mask_ld)
+      .field("maskCols", &wa::ScoreMask::mask_cols)
+      .field("softcap", &wa::ScoreMask::softcap);
   value_object<wa::AttentionTrace>("AttentionTrace")
       .field("scores", WA_OFFSET(wa::AttentionTrace::scores))
       .field("scaled", WA_OFFSET(wa::AttentionTrace::scaled))
       .field("masked", WA_OFFSET(wa::AttentionTrace::masked))
-      .field("weights", WA_OFFSET(wa::AttentionTrace::weights));
+      .field("weights", WA_OFFSET(wa::AttentionTrace::weights))
+      .field("capped", WA_OFFSET(wa::AttentionTrace::capped));
   value_object<wa::AttentionBackwardTrace>("AttentionBackwardTrace")
       .field("weights", WA_OFFSET(wa::AttentionBackwardTrace::weights))
       .field("dWeights", WA_OFFSET(wa::AttentionBackwardTrace::d_weights))
       .field("dScores", WA_OFFSET(wa::AttentionBackwardTrace::d_scores));
+
+  value_object<wa::HeadsShape>("HeadsShape")
+      .field("batch", &wa::HeadsShape::batch)
+      .field("qHeads", &wa::HeadsShape::q_heads)
+      .field("kvHeads", &wa::HeadsShape::kv_heads)
+      .field("nQ", &wa::HeadsShape::n_q)
+      .field("nK", &wa::HeadsShape::n_k)
+      .field("dK", &wa::HeadsShape::d_k)
+      .field("dV", &wa::HeadsShape::d_v);
+  value_object<wa::HeadTensor<const float>>("ConstHeadTensor")
+      .field("data", WA_OFFSET(wa::HeadTensor<const float>::data))
+      .field("batchStride", &wa::HeadTensor<const float>::batch_stride)
+      .field("headStride", &wa::HeadTensor<const float>::head_stride)
+      .field("rowStride", &wa::HeadTensor<const float>::row_stride);
+  value_object<wa::HeadTensor<float>>("HeadTensor")
+      .field("data", WA_OFFSET(wa::HeadTensor<float>::data))
+      .field("batchStride", &wa::HeadTensor<float>::batch_stride)
+      .field("headStride", &wa::HeadTensor<float>::head_stride)
+      .field("rowStride", &wa::HeadTensor<float>::row_stride);
+  value_object<wa::HeadsMask>("HeadsMask")
+      .field("mask", &wa::HeadsMask::mask)
+      .field("batchStride", &wa::HeadsMask::batch_stride)
+      .field("headStride", &wa::HeadsMask::head_stride)
+      .field("kvLength", WA_OFFSET(wa::HeadsMask::kv_length));
+  value_object<wa::Rotary>("Rotary")
+      .field("offset", &wa::Rotary::offset)
+      .field("base", &wa::Rotary::base)
+      .field("dims", &wa::Rotary::dims)
+      .field("interleaved", &wa::Rotary::interleaved);
 
   value_object<wa::MhaShape>("MhaShape")
       .field("batch", &wa::MhaShape::batch)
@@ -220,4 +330,15 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("attentionBackward", &attention_backward);
   function("mhaForward", &mha_forward);
   function("mhaBackward", &mha_backward);
+  function("attentionHeadsForward", &attention_heads_forward);
+  function("attentionHeadsBackward", &attention_heads_backward);
+  function("rotaryForward", &rotary_forward);
+  function("rotaryBackward", &rotary_backward);
+  function("kvCacheCreate", &kv_cache_create);
+  function("kvCacheDestroy", &kv_cache_destroy);
+  function("kvCacheLength", &kv_cache_length);
+  function("kvCacheAppend", &kv_cache_append);
+  function("kvCacheTruncate", &kv_cache_truncate);
+  function("kvCacheKeys", &kv_cache_keys);
+  function("kvCacheValues", &kv_cache_values);
 }

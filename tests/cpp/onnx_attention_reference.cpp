@@ -25,27 +25,24 @@ size_t at(bool three_d, size_t heads, size_t rows, size_t d, size_t b, size_t he
                  : ((b * heads + head) * rows + row) * d + t;
 }
 
-// x in either layout -> (b,heads,rows,d)
-Doubles to_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t rows, size_t d) {
+// x in layout `from` -> the same tensor in layout `to` (each 3-D when true, else 4-D)
+Doubles relayout(const Doubles& x, bool from, bool to, size_t batch, size_t heads, size_t rows,
+                 size_t d) {
   require(x.size() == batch * heads * rows * d, "a tensor's size does not match its shape");
   Doubles out(x.size());
   for (size_t b = 0; b < batch; ++b)
     for (size_t h = 0; h < heads; ++h)
       for (size_t r = 0; r < rows; ++r)
         for (size_t t = 0; t < d; ++t)
-          out[at(false, heads, rows, d, b, h, r, t)] = x[at(three_d, heads, rows, d, b, h, r, t)];
+          out[at(to, heads, rows, d, b, h, r, t)] = x[at(from, heads, rows, d, b, h, r, t)];
   return out;
 }
-
-// (b,heads,rows,d) -> either layout
+// x in either layout -> (b,heads,rows,d), and back
+Doubles to_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t rows, size_t d) {
+  return relayout(x, three_d, false, batch, heads, rows, d);
+}
 Doubles from_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t rows, size_t d) {
-  Doubles out(x.size());
-  for (size_t b = 0; b < batch; ++b)
-    for (size_t h = 0; h < heads; ++h)
-      for (size_t r = 0; r < rows; ++r)
-        for (size_t t = 0; t < d; ++t)
-          out[at(three_d, heads, rows, d, b, h, r, t)] = x[at(false, heads, rows, d, b, h, r, t)];
-  return out;
+  return relayout(x, false, three_d, batch, heads, rows, d);
 }
 
 // Positions of q rows and new key rows: rotary_offset + n_past + row.

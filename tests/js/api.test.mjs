@@ -540,8 +540,11 @@ test('the CommonJS tensor() builds the same { data, shape } as the ES module one
 
 describe('binding contract (web/lib/binding.js)', () => {
   const { ErrorKind, mhaTrace, scoreMask, throwIfFailed } = binding;
-  test('a struct builder sets every field, 0 or false for those left out', () => {
-    assert.deepEqual(scoreMask({ keep: 64 }), { causal: false, keep: 64, bias: 0 });
+  test('a struct builder sets every field, its default (0 unless said) for those left out', () => {
+    assert.deepEqual(scoreMask({ keep: 64 }), {
+      causal: false, keep: 64, bias: 0, offset: 0, left: -1, right: -1,
+      keyLimit: 2 ** 32 - 1, maskLd: 2 ** 32 - 1, maskCols: 2 ** 32 - 1, softcap: 0,
+    });
     assert.deepEqual(mhaTrace({ q: 8, concat: 16 }),
       { q: 8, k: 0, v: 0, scores: 0, scaled: 0, masked: 0, weights: 0, concat: 16 });
   });

@@ -7,37 +7,13 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { rejectsWith, throwsWith } from './assertions.mjs';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
 
 const TOL = 1e-5;
 
 const f32 = (n, value = 0.25) => new Float32Array(n).fill(value);
 const t2 = (rows, cols, value) => tensor(f32(rows * cols, value), [rows, cols]);
-
-// fn() must throw exactly Class (not a subclass or another error) with a message matching re.
-function throwsWith(fn, Class, re) {
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
-  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
-  assert.match(error.message, re);
-}
-
-async function rejectsWith(promise, Class, re) {
-  let error;
-  try {
-    (await promise).dispose();
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
-  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
-  assert.match(error.message, re);
-}
 
 // A correct call right after an error gives the right numbers.
 const probe = (() => {
@@ -81,9 +57,9 @@ describe('errors', () => {
   describe('attention: wrong types', () => {
     const k = t2(5, 2), v = t2(5, 3);
     run('q as a plain array', () => attn.attention([[1, 2], [3, 4]], k, v), TypeError,
-      /^attention: q must be a tensor \{ data: Float32Array, shape: number\[\] \} \[nQ,dK\], got an Array$/);
+      /^attention: q must be a tensor \{ data: Float32Array, shape: number\[\] \} \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got an Array$/);
     run('q as a bare Float32Array', () => attn.attention(f32(4), k, v), TypeError,
-      /^attention: q must be a tensor .* \[nQ,dK\], got a Float32Array$/);
+      /^attention: q must be a tensor .* \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got a Float32Array$/);
     run('k missing', () => attn.attention(t2(4, 2), undefined, v), TypeError,
       /^attention: k must be a tensor .* \[nK,dK\], got undefined$/);
     run('v null', () => attn.attention(t2(4, 2), k, null), TypeError,
@@ -99,7 +75,7 @@ describe('errors', () => {
     run('options not an object', () => attn.attention(t2(4, 2), k, v, true), TypeError,
       /^attention: options must be an object, got a boolean$/);
     run('unknown option casual', () => attn.attention(t2(4, 2), k, v, { casual: true }), TypeError,
-      /^attention: unknown option "casual" \(known: causal, mask, scale, trace\)$/);
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache\)$/);
     run('causal not a boolean', () => attn.attention(t2(4, 2), k, v, { causal: 'yes' }), TypeError,
       /^attention: causal must be true or false, got a string \("yes"\)$/);
     run('trace not a boolean', () => attn.attention(t2(4, 2), k, v, { trace: 1 }), TypeError,
@@ -119,8 +95,10 @@ describe('errors', () => {
       /^attention: k is \[5,3\] but q is \[4,2\]: k needs 2 columns, as many as q \(dK\)$/);
     run('v rows != k rows', () => attn.attention(t2(4, 2), t2(5, 2), t2(4, 3)), RangeError,
       /^attention: v is \[4,3\] but k is \[5,2\]: v needs 5 rows, one per key \(nK\)$/);
-    run('q of rank 3', () => attn.attention(tensor(f32(8), [2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
-      /^attention: q must have 2 dimensions \[nQ,dK\], got shape \[2,2,2\]$/);
+    run('q of rank 3 with 2-D k', () => attn.attention(tensor(f32(8), [2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q is \[2,2,2\] \(3-D\) but k is \[5,2\] \(2-D\): q, k and v must share one layout$/);
+    run('q of rank 5', () => attn.attention(tensor(f32(32), [2, 2, 2, 2, 2]), t2(5, 2), t2(5, 3)), RangeError,
+      /^attention: q must have 2 or 3 or 4 dimensions \[nQ,dK\], \[B,nQ,Hq·dK\] or \[B,Hq,nQ,dK\], got shape \[2,2,2,2,2\]$/);
     run('k of rank 1', () => attn.attention(t2(4, 2), tensor(f32(10), [10]), t2(5, 3)), RangeError,
       /^attention: k must have 2 dimensions \[nK,dK\], got shape \[10\]$/);
     run('keep mask tensor of the wrong shape', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: tensor(new Uint8Array(20), [5, 4]) }), RangeError,
@@ -178,6 +156,103 @@ describe('errors', () => {
     run('a mask shape that is no array', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: new Uint8Array(20), shape: '4,5' } }), TypeError,
       /^attention: mask\.shape must be an array \[nQ,nK\], got a string \("4,5"\)$/);
   });
+
+  describe('attention on heads (3-D and 4-D)', () => {
+    // q [1,4,3,2], k [1,2,5,2], v [1,2,5,3]: 4 query heads on 2 kv heads
+    const q4 = tensor(f32(24), [1, 4, 3, 2]), k4 = tensor(f32(20), [1, 2, 5, 2]), v4 = tensor(f32(30), [1, 2, 5, 3]);
+    const q3 = tensor(f32(24), [1, 3, 8]), k3 = tensor(f32(20), [1, 5, 4]), v3 = tensor(f32(30), [1, 5, 6]);
+    const heads = { q: 4, kv: 2 };
+    run('3-D without heads', () => attn.attention(q3, k3, v3), TypeError,
+      /^attention: 3-D q \[1,3,8\] needs heads: \{ q, kv \} \(q's last size is Hq·dK\)$/);
+    run('heads not dividing q', () => attn.attention(q3, k3, v3, { heads: { q: 3, kv: 1 } }), RangeError,
+      /^attention: q is \[1,3,8\]: its last size 8 is not a multiple of heads\.q = 3$/);
+    run('query heads not a multiple of kv heads', () => attn.attention(tensor(f32(18), [1, 3, 3, 2]), k4, v4), RangeError,
+      /^attention: 3 query heads do not divide into 2 kv heads \(Hq must be a multiple of Hkv\)$/);
+    run('mismatched layouts', () => attn.attention(q4, k3, v4), RangeError,
+      /^attention: q is \[1,4,3,2\] \(4-D\) but k is \[1,5,4\] \(3-D\): q, k and v must share one layout$/);
+    run('4-D heads option that disagrees', () => attn.attention(q4, k4, v4, { heads: { q: 2, kv: 2 } }), RangeError,
+      /^attention: heads is \{ q: 2, kv: 2 \} but the 4-D q \[1,4,3,2\] and k \[1,2,5,2\] hold 4 and 2$/);
+    run('window left < -1', () => attn.attention(q4, k4, v4, { window: { left: -2 } }), RangeError,
+      /^attention: window\.left must be an integer from -1 up, got -2$/);
+    run('window with an unknown side', () => attn.attention(q4, k4, v4, { window: { before: 2 } }), TypeError,
+      /^attention: window: unknown option "before" \(known: left, right\)$/);
+    run('kvLength past the keys', () => attn.attention(q4, k4, v4, { kvLength: [6] }), RangeError,
+      /^attention: kvLength\[0\] is 6: each must be an integer from 0 to the 5 keys$/);
+    run('kvLength of the wrong length', () => attn.attention(q4, k4, v4, { kvLength: Int32Array.of(1, 2) }), RangeError,
+      /^attention: kvLength has 2 values but there are 1 sequences \(B\)$/);
+    run('kvLength negative in an Int32Array', () => attn.attention(q4, k4, v4, { kvLength: Int32Array.of(-1) }), RangeError,
+      /^attention: kvLength\[0\] is -1: each must be an integer from 0 to the 5 keys$/);
+    run('mask size neither 1 nor full', () => attn.attention(q4, k4, v4, { mask: { data: new Uint8Array(10), shape: [2, 5] } }), RangeError,
+      /^attention: mask has shape \[2,5\] but the scores are \[1,4,3,5\] \[B,Hq,nQ,nTotal\]: each size must be 1 or the full size$/);
+    run('mask wider than the keys', () => attn.attention(q4, k4, v4, { mask: { data: f32(6), shape: [6] } }), RangeError,
+      /^attention: mask has shape \[6\] but the scores are \[1,4,3,5\] \[B,Hq,nQ,nTotal\]: its last size must be 1 to nTotal = 5$/);
+    run('mask of rank 5', () => attn.attention(q4, k4, v4, { mask: { data: new Uint8Array(5), shape: [1, 1, 1, 1, 5] } }), RangeError,
+      /^attention: mask has shape \[1,1,1,1,5\]: it needs 1 to 4 dimensions$/);
+    run('mask as a bare typed array', () => attn.attention(q4, k4, v4, { mask: new Uint8Array(60) }), TypeError,
+      /^attention: mask must be a tensor \{ data: Uint8Array, boolean\[\] or Float32Array, shape \} for 3-D or 4-D inputs, got a Uint8Array$/);
+    run('boolean[] mask holding numbers', () => attn.attention(q4, k4, v4, { mask: { data: [true, 1, true, true, true], shape: [5] } }), TypeError,
+      /^attention: mask\.data\[1\] is the number 1: a boolean\[\] mask holds true \(keep\) or false$/);
+    run('qkOutput unknown', () => attn.attention(q4, k4, v4, { qkOutput: 'raw' }), RangeError,
+      /^attention: qkOutput "raw" is not one of 'scaled', 'softcapped', 'masked', 'weights'$/);
+    run('softcap negative', () => attn.attention(q4, k4, v4, { softcap: -1 }), RangeError,
+      /^attention: softcap must be 0 \(none\) or a positive finite number, got -1$/);
+    run('rotary dims odd', () => attn.attention(tensor(f32(48), [1, 4, 3, 4]), tensor(f32(40), [1, 2, 5, 4]), v4, { rotary: { dims: 3 } }), RangeError,
+      /^attention: rotary\.dims is 3: it must be even and at most dK = 4$/);
+    run('pastKey without pastValue', () => attn.attention(q4, k4, v4, { pastKey: tensor(f32(8), [1, 2, 2, 2]) }), TypeError,
+      /^attention: pastKey and pastValue go together; got only pastKey$/);
+    run('pastKey of the wrong heads', () => attn.attention(q4, k4, v4, { pastKey: tensor(f32(8), [1, 1, 4, 2]), pastValue: tensor(f32(12), [1, 1, 4, 3]) }), RangeError,
+      /^attention: pastKey is \[1,1,4,2\] but must be \[B,Hkv,nPast,dK\] = \[1,2,4,2\]$/);
+    run('kvLength with pastKey', () => attn.attention(q4, k4, v4, { pastKey: tensor(f32(8), [1, 2, 2, 2]), pastValue: tensor(f32(12), [1, 2, 2, 3]), kvLength: [3] }), TypeError,
+      /^attention: kvLength \(padded sequences\) cannot be combined with pastKey$/);
+    run('a new option on 2-D inputs', () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { window: { left: 1 } }), TypeError,
+      /^attention: option "window" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace$/);
+    run('backward with a cache option', () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { cache: {} }), TypeError,
+      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary\)$/);
+    run('backward with dOutput of the wrong shape', () => attn.attentionBackward(q3, k3, v3, tensor(f32(36), [1, 4, 3, 3]), { heads }), RangeError,
+      /^attentionBackward: dOutput must have 3 dimensions \[1,3,12\], got shape \[1,4,3,3\]$/);
+    run('a cache that is not one', () => attn.attention(q4, k4, v4, { cache: { length: 0 } }), TypeError,
+      /^attention: cache must be a cache from attn\.kvCache\(\{ batch, kvHeads, dK, dV, capacity \}\)$/);
+    run('a cache of other sizes', () => {
+      const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: 2, dV: 3, capacity: 8 });
+      try {
+        attn.attention(q4, k4, v4, { cache });
+      } finally {
+        cache.dispose();
+      }
+    }, RangeError, /^attention: the cache holds \[batch,kvHeads,dK,dV\] = \[1,1,2,3\] but k and v are \[1,2,2,3\]$/);
+    run('a disposed cache', () => {
+      const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8 });
+      cache.dispose();
+      attn.attention(q4, k4, v4, { cache });
+    }, TypeError, /^attention: the cache was disposed$/);
+    run('kvCache with a zero capacity', () => attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 0 }), RangeError,
+      /^kvCache: capacity must be a positive integer, got 0$/);
+    run('kvCache too large for wasm memory', () => attn.kvCache({ batch: 64, kvHeads: 32, dK: 128, dV: 128, capacity: 8192 }), RangeError,
+      /^kvCache: keys \[64,32,8192,128\] and values \[64,32,8192,128\] needs 16\.0 GB, more than wasm memory can hold \(2 GB\)$/);
+    run('kvCache.truncate past the length', () => {
+      const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8 });
+      try {
+        cache.truncate(1);
+      } finally {
+        cache.dispose();
+      }
+    }, RangeError, /^kvCache\.truncate: n must be an integer from 0 to the cache's length 0, got 1$/);
+    test('a call that fails after its keys went into the cache leaves the cache as it was', () => {
+      const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8 });
+      try {
+        attn.attention(q4, k4, v4, { cache });
+        assert.equal(cache.length, 5);
+        const huge = tensor(f32(24, 1e30), [1, 4, 3, 2]);  // q·kᵀ overflows float32: NaN weights
+        throwsWith(() => attn.attention(huge, tensor(f32(4, 1e30), [1, 2, 1, 2]), tensor(f32(6), [1, 2, 1, 3]), { cache }),
+          RangeError, /^attention: output\[0\] came out NaN/);
+        assert.equal(cache.length, 5);
+      } finally {
+        cache.dispose();
+      }
+      stillWorks(attn, layer);
+    });
+  });
+
 
   describe('multiHeadAttention: configuration', () => {
     const mk = (config) => () => attn.multiHeadAttention(config);

@@ -7,21 +7,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { throwsWith } from './assertions.mjs';
 import { attentionRef, maxAbsDiff, randomTensor, rng } from './reference.mjs';
 
 const TOL = 1e-5;
-
-function throwsWith(fn, Class, re) {
-  let error;
-  try {
-    fn();
-  } catch (e) {
-    error = e;
-  }
-  assert.ok(error !== undefined, `expected a ${Class.name} matching ${re}, nothing was thrown`);
-  assert.equal(error.constructor, Class, `expected a ${Class.name}, got ${error.constructor?.name}: ${error.message}`);
-  assert.match(error.message, re);
-}
 
 for (const threads of [1, 2]) {
   describe(`hostile inputs (threads: ${threads})`, () => {

@@ -1,8 +1,12 @@
-// The object createAttention() resolves to: scaled dot-product attention, and the factory
-// for multi-head attention layers, over one wasm module instance.
+// The object createAttention() resolves to: scaled dot-product attention on matrices (here)
+// and on heads (attention_options.js checks, heads_attention.js runs), KV caches
+// (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import {
   attentionBackwardTrace, attentionTrace, matrix, scoreMask,
 } from './binding.js';
+import { checkHeadsAttention, HEADS_ONLY } from './attention_options.js';
+import { headsBackward, headsForward } from './heads_attention.js';
+import { KvCache } from './kv_cache.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
@@ -12,10 +16,11 @@ import {
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
-// q [nQ,dK], k [nK,dK], v [nK,dV] that fit together -> their sizes and snapshots (every
-// later step reads the snapshots, never the arguments again).
-function checkQKV(where, qArg, kArg, vArg) {
-  const q = checkTensor(where, 'q', qArg, [2], '[nQ,dK]');
+const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
+
+// q [nQ,dK] (a snapshot), k [nK,dK], v [nK,dV] that fit together -> their sizes and
+// snapshots (every later step reads the snapshots, never the arguments again).
+function checkQKV(where, q, kArg, vArg) {
   const k = checkTensor(where, 'k', kArg, [2], '[nK,dK]');
   const v = checkTensor(where, 'v', vArg, [2], '[nK,dV]');
   const [nQ, dK] = q.shape;
@@ -33,7 +38,11 @@ function checkQKV(where, qArg, kArg, vArg) {
 // { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
-  const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace']);
+  const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY]);
+  const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
+  if (headsOnly) {
+    throw new TypeError(`${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace`);
+  }
   checkWeightedSums(where, sizes.v.data, sizes.nK);
   return {
     ...sizes,
@@ -82,10 +91,16 @@ export class Attention {
   // q [nQ,dK], k [nK,dK], v [nK,dV] -> { output [nQ,dV] }
   //   and with trace: scores = q·kᵀ, scaled = scores·scale, masked (the softmax input, -Infinity
   //   where masked) and weights = softmax(masked), each [nQ,nK].
-  attention(q, k, v, options) {
+  //
+  // 3-D q [B,nQ,Hq·dK] or 4-D [B,Hq,nQ,dK] (and k, v likewise with Hkv heads): the ONNX
+  // Attention operator's options (index.d.ts, AttentionOptions) -> { output (q's layout),
+  // presentKey?, presentValue?, qk?, trace intermediates [B,Hq,nQ,nTotal]? }.
+  attention(qArg, k, v, options) {
     const where = 'attention';
     const rt = this.#rt;
     rt.checkAlive(where);
+    const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
+    if (q.shape.length > 2) return headsForward(rt, where, checkHeadsAttention(rt, where, q, k, v, options));
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
@@ -110,10 +125,23 @@ export class Attention {
   // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }. Masked positions get exactly zero gradient.
   // With trace: also weights (P), dWeights (dP = dOutput·vᵀ) and dScores (dS = ∂L/∂(q·kᵀ)),
   // each [nQ,nK].
-  attentionBackward(q, k, v, dOutput, options) {
+  // 3-D and 4-D inputs take attention()'s options except pastKey, pastValue, cache, trace
+  // and qkOutput, and give { dq, dk, dv } in q's, k's and v's shapes (kv heads' gradients
+  // summed over the query heads that read them).
+  attentionBackward(qArg, k, v, dOutput, options) {
     const where = 'attentionBackward';
     const rt = this.#rt;
     rt.checkAlive(where);
+    const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
+    if (q.shape.length > 2) {
+      const c = checkHeadsAttention(rt, where, q, k, v, options, true);
+      const want = c.threeD ? [c.batch, c.nQ, c.qHeads * c.dV] : [c.batch, c.qHeads, c.nQ, c.dV];
+      const dOut = checkTensor(where, 'dOutput', dOutput, [q.shape.length], showShape(want));
+      if (showShape(dOut.shape) !== showShape(want)) {
+        throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output is ${showShape(want)}`);
+      }
+      return headsBackward(rt, where, c, dOut);
+    }
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dK, dV, scale, trace } = c;
     const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
@@ -167,6 +195,12 @@ export class Attention {
       rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
       return tensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n]);
     });
+  }
+
+  // A key/value cache in wasm memory for attention(q, k, v, { cache }); see KvCache.
+  kvCache(config) {
+    this.#rt.checkAlive('kvCache');
+    return this.#rt.keepsOwnerAlive(new KvCache(this.#rt, config));
   }
 
   // A multi-head attention layer; see MultiHeadAttention.

@@ -1,5 +1,7 @@
 // Types for wasm-attention. Letters: nQ queries, nK keys (= values), dK query/key width,
-// dV value width, dModel token width, heads the number of heads.
+// dV value width, dModel token width, heads the number of heads. On heads (3-D and 4-D
+// inputs): B sequences, Hq query heads, Hkv key/value heads, nPast earlier keys (pastKey or
+// a cache), nNew new keys, nTotal = nPast + nNew.
 
 /** A row-major float32 tensor. */
 export interface Tensor {
@@ -13,6 +15,56 @@ export type Mask =
   | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
   | Uint8Array
   | Float32Array;
+
+/** On heads: a keep mask (Uint8Array or boolean[], true/1 = keep) or an additive one
+ *  (Float32Array, -Infinity masks) of rank 1 to 4, right-aligned against the scores
+ *  [B,Hq,nQ,nTotal]: each leading size 1 (broadcast) or full; a last size below nTotal masks
+ *  the keys past it. */
+export interface HeadsMask {
+  data: Uint8Array | boolean[] | Float32Array;
+  shape: number[];
+}
+
+/** A key/value cache in wasm memory: keys [batch,kvHeads,capacity,dK], values
+ *  [batch,kvHeads,capacity,dV], rows [0, length) filled. */
+export interface KvCacheConfig {
+  batch: number;
+  kvHeads: number;
+  dK: number;
+  dV: number;
+  capacity: number;
+}
+
+export interface KvCache {
+  /** Rows filled in each head (0 once disposed). */
+  readonly length: number;
+  readonly capacity: number;
+  readonly batch: number;
+  readonly kvHeads: number;
+  readonly dK: number;
+  readonly dV: number;
+  /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
+  truncate(n: number): void;
+  /** Empties the cache; its memory stays for the next sequence. */
+  reset(): void;
+  /** Frees its wasm memory; later use throws. A cache collected without it is freed by a finalizer. */
+  dispose(): void;
+}
+
+/** qkOutput: which [B,Hq,nQ,nTotal] matrix to return as qk (ONNX qk_matmul_output_mode 0..3):
+ *  'scaled' q·kᵀ·scale, 'softcapped' after softcap, 'masked' the softmax input, 'weights'. */
+export type QkOutput = 'scaled' | 'softcapped' | 'masked' | 'weights';
+
+export interface RotaryOptions {
+  /** Position of row 0 of q and of the new keys, before nPast is added (default 0). */
+  offset?: number;
+  /** The wavelength base (default 10000). */
+  base?: number;
+  /** Pairs (2t, 2t+1) instead of (t, t + dims/2) (default false). */
+  interleaved?: boolean;
+  /** Entries rotated per row, even, at most dK (default dK). */
+  dims?: number;
+}
 
 export interface CreateAttentionOptions {
   /** Threads to run on: an integer from 1 to 64 (a RangeError past it) or 'auto' (default):
@@ -47,19 +99,49 @@ export interface Backend {
 }
 
 export interface AttentionOptions {
-  /** Query i sees keys j <= i only. */
+  /** Query i sees keys j <= i + offset only (offset nPast with a past, cache.length − nQ with
+   *  a cache, kvLength[b] − nQ with kvLength, else 0). */
   causal?: boolean;
-  /** [nQ,nK]: a keep mask or an additive mask. */
-  mask?: Mask;
+  /** 2-D: [nQ,nK], a keep mask or an additive mask. 3-D/4-D: a HeadsMask. */
+  mask?: Mask | HeadsMask;
   /** Multiplies q·kᵀ; default 1/sqrt(dK). */
   scale?: number;
   /** Also return every intermediate. */
   trace?: boolean;
+  /** 3-D/4-D only from here on. Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  softcap?: number;
+  /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
+  window?: { left?: number; right?: number };
+  /** The heads of 3-D inputs [B,S,H·D] (required there; checked against 4-D inputs). */
+  heads?: { q: number; kv: number };
+  /** [B,Hkv,nPast,dK]: keys before k; the result holds presentKey [B,Hkv,nTotal,dK]. */
+  pastKey?: Tensor;
+  /** [B,Hkv,nPast,dV]: values before v; the result holds presentValue [B,Hkv,nTotal,dV]. */
+  pastValue?: Tensor;
+  /** Real keys per sequence (the rest is padding), each 0 to nTotal (ONNX nonpad_kv_seqlen). */
+  kvLength?: number[] | Int32Array;
+  /** Return this [B,Hq,nQ,nTotal] matrix as qk. */
+  qkOutput?: QkOutput;
+  /** Rotary positions (RoPE) on q and the new keys, rows at offset + nPast + row. */
+  rotary?: boolean | RotaryOptions;
+  /** Append k and v (rotated) to this cache and attend over all of it. */
+  cache?: KvCache;
 }
 
+/** attentionBackward's options: attention()'s, without a past, cache or qk output. */
+export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput'>;
+
 export interface AttentionResult {
-  /** [nQ,dV] */
+  /** q's layout with dV: [nQ,dV], [B,nQ,Hq·dV] or [B,Hq,nQ,dV] */
   output: Tensor;
+  /** With pastKey: [B,Hkv,nTotal,dK], the past then the new (rotated) keys */
+  presentKey?: Tensor;
+  /** With pastValue: [B,Hkv,nTotal,dV] */
+  presentValue?: Tensor;
+  /** With qkOutput: [B,Hq,nQ,nTotal] */
+  qk?: Tensor;
+  /** With trace and softcap on heads: the capped scores [B,Hq,nQ,nTotal] */
+  capped?: Tensor;
   /** With trace: q·kᵀ [nQ,nK] */
   scores?: Tensor;
   /** With trace: scores·scale [nQ,nK] */
@@ -152,11 +234,11 @@ export interface MultiHeadGradients {
 }
 
 export interface AttentionGradients {
-  /** [nQ,dK] */
+  /** q's shape: [nQ,dK] */
   dq: Tensor;
-  /** [nK,dK] */
+  /** k's shape: [nK,dK] */
   dk: Tensor;
-  /** [nK,dV] */
+  /** v's shape: [nK,dV] */
   dv: Tensor;
   /** With trace: the forward's weights P [nQ,nK] */
   weights?: Tensor;
@@ -189,10 +271,16 @@ export interface MultiHeadAttention {
 
 export interface Attention {
   readonly backend: Backend;
-  /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v */
+  /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v; or on
+   *  heads, q [B,nQ,Hq·dK] | [B,Hq,nQ,dK], k and v likewise with Hkv heads (the ONNX
+   *  Attention operator, opsets 23-25) -> output in q's layout. */
   attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): AttentionResult;
-  /** Gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output. */
-  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionOptions): AttentionGradients;
+  /** Gradients of attention(q, k, v, options) for dOutput = ∂L/∂output (the output's shape),
+   *  each the shape of what it differentiates; on heads, kv heads' gradients sum over their
+   *  query heads, and dq, dk are of q and k before rotation. */
+  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionBackwardOptions): AttentionGradients;
+  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
+  kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n]. */
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor;
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;

@@ -1,0 +1,151 @@
+// attention() and attentionBackward() on heads in 3-D or 4-D tensors: one call of the core's
+// attention_heads_forward/backward (wa/attention_heads.h), with rotary (wa/rotary.h) on
+// copies of q and k, and earlier keys from pastKey/pastValue or a cache (wa/kv_cache.h).
+// The call's description comes from attention_options.js; letters as there.
+import {
+  attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask,
+} from './binding.js';
+import { QK_OUTPUTS } from './attention_options.js';
+import { tensor } from './tensor.js';
+
+const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
+
+// The shape of a tensor of `heads` heads of `rows` rows of d, in the call's layout.
+const shapeOf = (c, heads, rows, d) => (c.threeD ? [c.batch, rows, heads * d] : [c.batch, heads, rows, d]);
+const layout = (c) => (c.threeD ? heads3d : heads4d);
+
+// q, k, v copied into scope s, q and k rotated to their positions: row r of q and of k
+// stands at rotary.offset + nPast + r.
+function putRotated(rt, where, s, c) {
+  const lay = layout(c);
+  const q = lay(s.putFinite(c.q.data, 'q.data'), c.qHeads, c.nQ, c.dK);
+  const k = lay(s.putFinite(c.k.data, 'k.data'), c.kvHeads, c.nNew, c.dK);
+  const v = lay(s.putFinite(c.v.data, 'v.data'), c.kvHeads, c.nNew, c.dV);
+  const turn = c.rotary && rotary({ ...c.rotary, offset: c.rotary.offset + c.nPast });
+  if (turn) {
+    rt.call(where, 'rotaryForward', c.batch, c.qHeads, c.nQ, c.dK, q, turn);
+    rt.call(where, 'rotaryForward', c.batch, c.kvHeads, c.nNew, c.dK, k, turn);
+  }
+  return { q, k, v, turn };
+}
+
+// The mask, kvLength and window, in scope s, as wa::HeadsMask; offset: key position of query 0.
+function putMask(s, c, offset) {
+  const m = c.mask;
+  const mask = scoreMask({
+    causal: c.causal, offset, left: c.left, right: c.right, softcap: c.softcap,
+    ...(m && {
+      keep: m.keep ? s.put(m.keep, 'mask') : 0,
+      bias: m.bias ? s.put(m.bias, 'mask') : 0,
+      maskLd: m.maskLd,
+      maskCols: m.maskCols,
+    }),
+  });
+  return headsMask({
+    mask,
+    batchStride: m ? m.batchStride : 0,
+    headStride: m ? m.headStride : 0,
+    kvLength: c.kvLength ? s.put(c.kvLength, 'kvLength') : 0,
+  });
+}
+
+// A wa::KvCache made for this call only: past rows then the new ones, 4-D; its rows are
+// exactly presentKey and presentValue. Destroyed by the caller (module.kvCacheDestroy).
+function concatenatePast(rt, where, s, c, k, v) {
+  const { heap, module } = rt;
+  const n = c.nTotal;
+  const out = s.alloc(4, 'the handle');
+  rt.call(where, 'kvCacheCreate', c.batch, c.kvHeads, c.dK, c.dV, n, out);
+  const handle = new Uint32Array(heap.buffer(), out, 1)[0];
+  try {
+    const pastK = heads4d(s.putFinite(c.past.key.data, 'pastKey.data'), c.kvHeads, c.nPast, c.dK);
+    const pastV = heads4d(s.putFinite(c.past.value.data, 'pastValue.data'), c.kvHeads, c.nPast, c.dV);
+    rt.call(where, 'kvCacheAppend', handle, c.nPast, pastK, pastV);
+    rt.call(where, 'kvCacheAppend', handle, c.nNew, k, v);
+  } catch (e) {
+    module.kvCacheDestroy(handle);
+    throw e;
+  }
+  return handle;
+}
+
+// -> { output (q's layout, dV), presentKey?, presentValue?, qk?, trace intermediates? }
+export function headsForward(rt, where, c) {
+  const { heap, module } = rt;
+  return heap.scoped(where, (s) => {
+    const { q, k, v } = putRotated(rt, where, s, c);
+    let keys = k, values = v, offset = 0, handle = 0;
+    const n = c.nTotal;
+    if (c.past) {
+      handle = concatenatePast(rt, where, s, c, k, v);
+      offset = c.nPast;
+    } else if (c.cache) {
+      rt.call(where, 'kvCacheAppend', c.cache.handle, c.nNew, k, v);
+      handle = c.cache.handle;
+      offset = n - c.nQ;  // the new queries are the cache's last tokens: bottom-right
+    }
+    try {
+      if (handle) {
+        keys = module.kvCacheKeys(handle);
+        values = module.kvCacheValues(handle);
+      }
+      const outShape = shapeOf(c, c.qHeads, c.nQ, c.dV);
+      const out = s.alloc(4 * c.batch * c.qHeads * c.nQ * c.dV, `the output ${JSON.stringify(outShape)}`);
+      const traceCount = c.batch * c.qHeads * c.nQ * n;
+      const traced = {};
+      if (c.trace || c.qkOutput) {
+        const names = c.softcap > 0 ? [...TRACE_NAMES, 'capped'] : TRACE_NAMES;
+        for (const name of names) traced[name] = s.alloc(4 * traceCount, `the trace's ${name} [${c.batch},${c.qHeads},${c.nQ},${n}]`);
+      }
+      const shape = headsShape({ batch: c.batch, qHeads: c.qHeads, kvHeads: c.kvHeads, nQ: c.nQ, nK: n, dK: c.dK, dV: c.dV });
+      rt.call(where, 'attentionHeadsForward', shape, q, keys, values, layout(c)(out, c.qHeads, c.nQ, c.dV),
+        c.scale, putMask(s, c, offset), attentionTrace(traced));
+      const result = { output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape) };
+      const qkShape = [c.batch, c.qHeads, c.nQ, n];
+      // without softcap, cap() is the identity: 'capped' reads the scaled scores
+      const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
+      if (c.trace) {
+        for (const name of TRACE_NAMES) result[name] = readTrace(name);
+        if (c.softcap > 0) result.capped = readTrace('capped');
+      }
+      if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
+      if (c.past) {
+        result.presentKey = tensor(heap.read(keys.data, c.batch * c.kvHeads * n * c.dK), [c.batch, c.kvHeads, n, c.dK]);
+        result.presentValue = tensor(heap.read(values.data, c.batch * c.kvHeads * n * c.dV), [c.batch, c.kvHeads, n, c.dV]);
+      }
+      return result;
+    } catch (e) {
+      if (c.cache) module.kvCacheTruncate(c.cache.handle, c.nPast);  // the call failed: as it was
+      throw e;
+    } finally {
+      if (c.past) module.kvCacheDestroy(handle);
+    }
+  });
+}
+
+// dOutput (a snapshot, the output's shape) -> { dq, dk, dv } in q's, k's and v's shapes: the
+// gradients of the inputs before rotation (rotary_backward turns dq and dk back).
+export function headsBackward(rt, where, c, dOut) {
+  const { heap } = rt;
+  return heap.scoped(where, (s) => {
+    const lay = layout(c);
+    const { q, k, v, turn } = putRotated(rt, where, s, c);
+    const dOutput = lay(s.putFinite(dOut.data, 'dOutput.data'), c.qHeads, c.nQ, c.dV);
+    const sizes = { dq: c.q.data.length, dk: c.k.data.length, dv: c.v.data.length };
+    const at = Object.fromEntries(Object.entries(sizes).map(([name, count]) => [name, s.alloc(4 * count, name)]));
+    const dq = lay(at.dq, c.qHeads, c.nQ, c.dK), dk = lay(at.dk, c.kvHeads, c.nNew, c.dK);
+    const dv = lay(at.dv, c.kvHeads, c.nNew, c.dV);
+    const shape = headsShape({ batch: c.batch, qHeads: c.qHeads, kvHeads: c.kvHeads, nQ: c.nQ, nK: c.nNew, dK: c.dK, dV: c.dV });
+    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0));
+    if (turn) {
+      rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);
+      rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
+    }
+    const read = (name) => heap.readFinite(at[name], sizes[name], where, name);
+    return {
+      dq: tensor(read('dq'), c.q.shape.slice()),
+      dk: tensor(read('dk'), c.k.shape.slice()),
+      dv: tensor(read('dv'), c.v.shape.slice()),
+    };
+  });
+}

@@ -1,0 +1,93 @@
+// A key/value cache in wasm memory (wa::KvCache, cpp/include/wa/kv_cache.h), for decoding a
+// few tokens at a time: keys [B,Hkv,capacity,dK] and values [B,Hkv,capacity,dV], of which
+// rows [0, length) of each head are filled. attention(q, k, v, { cache }) appends k and v
+// (only the new rows are written) and attends over all of it.
+//
+// Ownership: the cache owns its wasm memory until dispose(); a cache collected without
+// dispose() gets the same from a finalizer. It keeps the instance that made it alive.
+import { checkOptions, checkPositiveInteger } from './tensor.js';
+
+const dropped = new FinalizationRegistry(({ module, handle }) => module.kvCacheDestroy(handle));
+const internals = new WeakMap();  // KvCache -> its state, for attention() (cacheInternals)
+
+export class KvCache {
+  #state;
+
+  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer.
+  constructor(rt, config) {
+    const where = 'kvCache';
+    if (config === undefined) throw new TypeError(`${where}: needs { batch, kvHeads, dK, dV, capacity }`);
+    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity']);
+    for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
+    const { batch, kvHeads, dK, dV, capacity } = o;
+    rt.heap.checkFits(4 * batch * kvHeads * capacity * (dK + dV),
+      `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`);
+    const handle = rt.heap.scoped(where, (s) => {
+      const out = s.alloc(4, 'the handle');
+      rt.call(where, 'kvCacheCreate', batch, kvHeads, dK, dV, capacity, out);
+      return new Uint32Array(rt.heap.buffer(), out, 1)[0];
+    });
+    const module = rt.module;
+    this.#state = {
+      rt, handle, batch, kvHeads, dK, dV, capacity, disposed: false,
+      length: () => module.kvCacheLength(handle),
+    };
+    internals.set(this, this.#state);
+    dropped.register(this, { module, handle }, this);
+  }
+
+  // Rows filled in each head (0 once disposed).
+  get length() {
+    const s = this.#state;
+    return s.disposed ? 0 : s.length();
+  }
+
+  get capacity() { return this.#state.capacity; }
+  get batch() { return this.#state.batch; }
+  get kvHeads() { return this.#state.kvHeads; }
+  get dK() { return this.#state.dK; }
+  get dV() { return this.#state.dV; }
+
+  // Keeps the first n rows (n <= length): undoes appends, e.g. of a rejected draft.
+  truncate(n) {
+    const s = this.#check('truncate');
+    if (typeof n !== 'number') throw new TypeError(`kvCache.truncate: n must be a number, got ${typeof n}`);
+    const length = s.length();
+    if (!Number.isInteger(n) || n < 0 || n > length) {
+      throw new RangeError(`kvCache.truncate: n must be an integer from 0 to the cache's length ${length}, got ${n}`);
+    }
+    s.rt.call('kvCache.truncate', 'kvCacheTruncate', s.handle, n);
+  }
+
+  // Empties the cache (its memory stays, for the next sequence).
+  reset() {
+    const s = this.#check('reset');
+    s.rt.call('kvCache.reset', 'kvCacheTruncate', s.handle, 0);
+  }
+
+  // Frees the cache's wasm memory; safe to call twice. Any later use throws.
+  dispose() {
+    const s = this.#state;
+    if (s.disposed) return;
+    s.disposed = true;
+    dropped.unregister(this);
+    s.rt.module.kvCacheDestroy(s.handle);
+  }
+
+  #check(what) {
+    const s = this.#state;
+    if (s.disposed) throw new TypeError(`kvCache.${what}: this cache was disposed`);
+    s.rt.checkAlive(`kvCache.${what}`);
+    return s;
+  }
+}
+
+// A cache passed to attention() -> its state, or a TypeError (not a cache, disposed, or
+// made by another instance).
+export function cacheFor(where, value, rt) {
+  const s = typeof value === 'object' && value !== null ? internals.get(value) : undefined;
+  if (s === undefined) throw new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
+  if (s.disposed) throw new TypeError(`${where}: the cache was disposed`);
+  if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
+  return s;
+}
