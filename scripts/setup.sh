@@ -14,6 +14,7 @@ command -v clang++-19 >/dev/null 2>&1 || missing+=(clang-19)
 [ -f /usr/include/doctest/doctest.h ] || missing+=(doctest-dev)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v clang-format-14 >/dev/null 2>&1 || missing+=(clang-format-14)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v make >/dev/null 2>&1 || missing+=(make)
 if [ ${#missing[@]} -gt 0 ]; then

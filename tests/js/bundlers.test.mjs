@@ -63,7 +63,7 @@ async function sh(cmd, args, cwd) {
   try {
     return (await run(cmd, args, { cwd, encoding: 'utf8', maxBuffer: 16 << 20 })).stdout;
   } catch (e) {
-    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${e.stdout}\n${e.stderr}`);
+    throw new Error(`${cmd} ${args.join(' ')} failed in ${cwd}:\n${e.stdout}\n${e.stderr}`, { cause: e });
   }
 }
 
@@ -151,6 +151,7 @@ test('vite: the dev server runs simd-mt', async () => {
       let out = '';
       vite.stdout.on('data', (d) => {
         out += d;
+        // eslint-disable-next-line no-control-regex -- ESC starts the terminal colour codes Vite prints
         const m = /Local:\s+(http:\/\/\S+)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''));
         if (m) resolve(m[1]);
       });

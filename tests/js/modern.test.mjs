@@ -318,7 +318,7 @@ describe('threads and memory', () => {
         mask: { dims: [3, 7], boolean: true, values: Array(21).fill(true) } });
       const [q, k, v, o] = packageArgs(c);
       const dy = tensor(uniform(rng(96), 2 * 4 * 3 * 4), [2, 4, 3, 4]);
-      const { pastKey, pastValue, mask, ...noPast } = o;  // the mask covers past + new keys
+      const { pastKey: _pastKey, pastValue: _pastValue, mask: _mask, ...noPast } = o;  // the mask covers past + new keys
       const round = () => {
         attn.attention(q, k, v, { ...o, trace: true, qkOutput: 'masked' });
         attn.attentionBackward(q, k, v, dy, noPast);

@@ -221,7 +221,7 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
   assert.ok(Math.abs(parseShown(tip.value) - w.data[4 * exp.n + 2]) <= 5e-5);
 
   // Following a token: a chip, a cell, a row label; the inspector lists its softmax.
-  ({ state } = await act(page, () => page.click('#chips li:nth-child(4) .chip'), (s) => s.focus === 3));
+  await act(page, () => page.click('#chips li:nth-child(4) .chip'), (s) => s.focus === 3);
   assert.equal(await page.getAttribute('#chips li:nth-child(4) .chip', 'aria-pressed'), 'true');
   let inspector = await page.textContent('#inspector');
   assert.match(inspector, /Following \u201ccat\u201d/);
@@ -231,10 +231,10 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
   assert.deepEqual(rowText.map(parseShown).map((v) => v.toFixed(4)), Array.from(w.data.slice(3 * exp.n, 4 * exp.n), (v) => v.toFixed(4)),
     'the inspector lists the followed row of weights');
   const cell = await page.evaluate(() => window.attentionPage.cellPoint('weights', 6, 1));
-  ({ state } = await act(page, () => page.mouse.click(cell.x, cell.y), (s) => s.focus === 6));
+  await act(page, () => page.mouse.click(cell.x, cell.y), (s) => s.focus === 6);
   const box = await page.locator('figure[data-name="weights"] canvas').boundingBox();
   const row8 = await page.evaluate(() => window.attentionPage.cellPoint('weights', 8, 0));
-  ({ state } = await act(page, () => page.mouse.click(box.x + 4, row8.y), (s) => s.focus === 8));
+  await act(page, () => page.mouse.click(box.x + 4, row8.y), (s) => s.focus === 8);
   inspector = await page.textContent('#inspector');
   assert.match(inspector, new RegExp(`token 9 of ${exp.n}`));
 
@@ -268,7 +268,7 @@ test('causal mask, heads, scaling, positions and random weights change what the 
   await goToStep(page, 7);
   assert.equal(await page.$$eval('#matrices .multiples figure.heatmap', (f) => f.length), 10);
   await page.screenshot({ path: new URL('desktop-heads-10.png', ARTIFACTS).pathname, fullPage: true });
-  snap = await act(page, () => page.selectOption('#heads', '2'), (s) => s.heads === 2);
+  await act(page, () => page.selectOption('#heads', '2'), (s) => s.heads === 2);
   assert.equal(await page.$$eval('#matrices figure.heatmap', (f) => f.length), 2);
 
   // Following head 2 in steps 2-7.

@@ -255,7 +255,7 @@ test('backward steps: keys and buttons, shapes, numbers equal to the package, ch
   expectedSgd(exp, { i, j: j2, lr: 0.01, count: 2 }).forEach((v, k) => assert.ok(Math.abs(L[k] - v) <= 1e-4 * v, `SGD loss ${k}: ${L[k]} vs ${v}`));
   assert.match(await page.textContent('#sgd-result'), /2 steps \(lr 0\.01\): down/);
   await shot(page, 'desktop-18-dw-sgd');
-  snap = await act(page, () => page.click('#sgd-reset'), (s) => s.sgdLosses.length === 0);
+  await act(page, () => page.click('#sgd-reset'), (s) => s.sgdLosses.length === 0);
   // A large learning rate overshoots: the page says so when the loss went up.
   await act(page, () => page.selectOption('#lr', '0.1'), (s) => s.lr === 0.1);
   snap = await act(page, () => page.click('#sgd-step'), (s) => s.sgdLosses.length === 2);

@@ -63,11 +63,13 @@ const FOLD = new Map([['ß', 'ss'], ['æ', 'ae'], ['œ', 'oe'], ['ø', 'o'], ['�
 
 function normWord(s) {
   let n = s.toLowerCase().replace(/\u2019/g, "'");
+  // eslint-disable-next-line no-control-regex -- the ASCII range, NUL included, on purpose
   if (/[^\x00-\x7f]/.test(n)) {
     const folded = n
       .normalize('NFKD')
       .replace(/\p{M}/gu, '')
       .replace(/[ßæœøđłþ]/g, (c) => FOLD.get(c));
+    // eslint-disable-next-line no-control-regex -- as above
     if (!/[^\x00-\x7f]/.test(folded)) n = folded;
   }
   return n;

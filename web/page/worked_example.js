@@ -36,7 +36,6 @@ export const HAND = {
 };
 
 // The backward pass by hand, for i = x₁ and j = x₂ (scaling on, no mask).
-const a1 = HAND.weightsRow1[0], a2 = HAND.weightsRow1[1];
 const g = [HAND.outputRow1[0] - 0, HAND.outputRow1[1] - 1];      // y₁ − x₂
 const dA = [g[0], g[1], g[0] + g[1]];                             // g · vⱼ, v = [1 0], [0 1], [1 1]
 const meanDA = HAND.weightsRow1.reduce((s, w, j) => s + w * dA[j], 0);
