@@ -38,7 +38,7 @@ export function makeBatch(windows, n, d, vec, positionScale) {
   return { x: { data: x, shape: [B, n, d] }, targets };
 }
 
-export function createModel(attn, { d, heads, layers, V, seed, logPrior }) {
+export function createModel(attn, { d, heads, layers, seed, logPrior }) {
   const p = {
     wout: new Float32Array(d * d),
     bout: Float32Array.from(logPrior),  // start from the unigram distribution

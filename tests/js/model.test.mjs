@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { buildVocab, loadCorpus, toIds, UNK } from '../../scripts/train/corpus.mjs';
+import { loadCorpus, toIds, UNK } from '../../scripts/train/corpus.mjs';
 import { evaluate, windowsOf } from '../../scripts/train/model.mjs';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
