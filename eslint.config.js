@@ -4,7 +4,16 @@ import js from '@eslint/js';
 import globals from 'globals';
 
 export default [
-  { ignores: ['build/', 'node_modules/', 'web/lib/wasm/', 'tests/artifacts/', 'web/examples/*/dist/', 'web/examples/*/node_modules/'] },
+  {
+    ignores: [
+      'build/',
+      'node_modules/',
+      'web/lib/wasm/',
+      'tests/artifacts/',
+      'web/examples/*/dist/',
+      'web/examples/*/node_modules/',
+    ],
+  },
   js.configs.recommended,
   {
     languageOptions: {

@@ -36,7 +36,8 @@ import { peerNotes } from './bench/notes.mjs';
 
 const options = parseArgs(process.argv.slice(2));
 const t0 = performance.now();
-const log = (text) => process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);
+const log = (text) =>
+  process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);
 const want = (section) => options.sections.includes(section);
 
 const results = {
@@ -55,11 +56,14 @@ const results = {
 };
 const { machine } = results;
 if (machine.loadAverage[0] > 0.25 * machine.cores) {
-  results.notes.push(`the machine was busy when the run started (1-minute load average ${machine.loadAverage[0]} on ${machine.cores} cores): the figures are noisy`);
+  results.notes.push(
+    `the machine was busy when the run started (1-minute load average ${machine.loadAverage[0]} on ${machine.cores} cores): the figures are noisy`,
+  );
 }
 
 let peersOk = false;
-if (options.sections.some((s) => !['sizes', 'firstcall'].includes(s))) {  // the sections with peers' rows
+if (options.sections.some((s) => !['sizes', 'firstcall'].includes(s))) {
+  // the sections with peers' rows
   const r = ensurePeers(log);
   peersOk = r.ok;
   if (!r.ok) results.notes.push(`the peers could not be installed (${r.error}): their rows are n/a`);
@@ -68,7 +72,9 @@ for (const name of Object.keys(PEER_VERSIONS)) results.peers[name] = installedVe
 
 log('measuring the wasm SIMD peak');
 results.peak = await measurePeak();
-log(`peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`);
+log(
+  `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`,
+);
 
 const caseIds = CASES.filter((c) => want(c.section) && (!options.quick || QUICK_CASES.includes(c.id))).map((c) => c.id);
 if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));
@@ -84,10 +90,15 @@ const outDir = join(ROOT, 'build', 'bench');
 mkdirSync(outDir, { recursive: true });
 // the output samples were only for the cross-check: leave them out of the file; add the
 // % of peak the table shows
-const strip = (rows) => rows.map(({ sample: _sample, ...rest }) => (rest.gflops
-  ? { ...rest, pctPeak: (100 * rest.gflops) / results.peak.forThreads(rest.threads) }
-  : rest));
-const saved = { ...results, rows: strip(results.rows), long: results.long && { ...results.long, rows: strip(results.long.rows) } };
+const strip = (rows) =>
+  rows.map(({ sample: _sample, ...rest }) =>
+    rest.gflops ? { ...rest, pctPeak: (100 * rest.gflops) / results.peak.forThreads(rest.threads) } : rest,
+  );
+const saved = {
+  ...results,
+  rows: strip(results.rows),
+  long: results.long && { ...results.long, rows: strip(results.long.rows) },
+};
 writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(saved, null, 2)}\n`);
 writeFileSync(join(outDir, 'results.svg'), renderChart(results));
 

@@ -119,8 +119,16 @@ function installToTemp() {
   const r = spawnSync(
     npm,
     [
-      'install', '--no-save', '--no-package-lock', '--ignore-scripts', '--legacy-peer-deps',
-      '--no-audit', '--no-fund', '--prefix', tmp, `${PKG}@${VERSION}`,
+      'install',
+      '--no-save',
+      '--no-package-lock',
+      '--ignore-scripts',
+      '--legacy-peer-deps',
+      '--no-audit',
+      '--no-fund',
+      '--prefix',
+      tmp,
+      `${PKG}@${VERSION}`,
     ],
     { cwd: tmp, stdio: ['ignore', 'inherit', 'inherit'], shell: process.platform === 'win32' },
   );
@@ -145,7 +153,9 @@ function extract(jsonPath) {
   if (sha !== JSON_SHA256) fail(`${jsonPath}: SHA-256 ${sha}, expected ${JSON_SHA256} (different package data?)`);
   const data = JSON.parse(raw.toString('utf8'));
   if (data.dimensions !== DIM || data.l2NormIndex !== DIM || data.wordIndex !== DIM + 1) {
-    fail(`unexpected package layout: dimensions=${data.dimensions} l2NormIndex=${data.l2NormIndex} wordIndex=${data.wordIndex}`);
+    fail(
+      `unexpected package layout: dimensions=${data.dimensions} l2NormIndex=${data.l2NormIndex} wordIndex=${data.wordIndex}`,
+    );
   }
 
   const words = [];
@@ -159,7 +169,8 @@ function extract(jsonPath) {
       continue;
     }
     const v = data.vectors[w];
-    if (!Array.isArray(v) || v.length !== DIM + 2 || v[DIM + 1] !== rank) fail(`bad vector entry for ${JSON.stringify(w)}`);
+    if (!Array.isArray(v) || v.length !== DIM + 2 || v[DIM + 1] !== rank)
+      fail(`bad vector entry for ${JSON.stringify(w)}`);
     words.push(w);
     rows.push(v);
     lastRank = rank;
@@ -194,7 +205,10 @@ function extract(jsonPath) {
 
 function licenseText(pkgDir) {
   const mit = fs.readFileSync(path.join(pkgDir, 'LICENSE'), 'utf8').replace(/\r\n/g, '\n').trim();
-  const copyright = mit.split('\n').find((l) => /^\s*Copyright/i.test(l))?.trim();
+  const copyright = mit
+    .split('\n')
+    .find((l) => /^\s*Copyright/i.test(l))
+    ?.trim();
   if (!copyright) fail('no copyright line in the package LICENSE');
   return `Word embeddings used by the tutorial page (embeddings-100d.bin, embeddings-vocab.txt)
 ===============================================================================

@@ -49,7 +49,8 @@ export function startServer({ port = 8080, isolation = true, quiet = false, root
       res.writeHead(200, headers).end(req.method === 'HEAD' ? undefined : body);
     } catch (e) {
       const missing = e.code === 'ENOENT' || e.code === 'EISDIR' || e.code === 'ENOTDIR';
-      res.writeHead(missing ? 404 : 500, { ...headers, 'Content-Type': 'text/plain' })
+      res
+        .writeHead(missing ? 404 : 500, { ...headers, 'Content-Type': 'text/plain' })
         .end(missing ? 'not found' : 'server error');
     }
   });
@@ -62,8 +63,10 @@ export function startServer({ port = 8080, isolation = true, quiet = false, root
       server.listen(p, '127.0.0.1', () => {
         const url = `http://localhost:${server.address().port}/`;
         if (!quiet) {
-          console.log(`Serving ${root} at ${url}` +
-            (isolation ? ' (cross-origin isolated: threads on)' : ' (not isolated: single-thread build)'));
+          console.log(
+            `Serving ${root} at ${url}` +
+              (isolation ? ' (cross-origin isolated: threads on)' : ' (not isolated: single-thread build)'),
+          );
         }
         resolvePromise({ server, url, close: () => new Promise((r) => server.close(r)) });
       });
@@ -75,12 +78,17 @@ export function startServer({ port = 8080, isolation = true, quiet = false, root
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const portArg = args.indexOf('--port');
-  const port = Number(portArg >= 0 ? args[portArg + 1] : process.env.PORT ?? 8080);
+  const port = Number(portArg >= 0 ? args[portArg + 1] : (process.env.PORT ?? 8080));
   const rootArg = args.indexOf('--root');
   startServer({
-    port, isolation: !args.includes('--no-isolation'), quiet: args.includes('--quiet'),
+    port,
+    isolation: !args.includes('--no-isolation'),
+    quiet: args.includes('--quiet'),
     root: rootArg >= 0 ? args[rootArg + 1] : webRoot,
   })
     .then(({ url }) => console.log(`Open ${url} in a browser. Ctrl+C stops the server.`))
-    .catch((e) => { console.error(`serve: ${e.message}`); process.exit(1); });
+    .catch((e) => {
+      console.error(`serve: ${e.message}`);
+      process.exit(1);
+    });
 }

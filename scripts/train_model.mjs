@@ -20,28 +20,55 @@ import { createModel, evaluate, makeBatch, trainStep, vectorCache, windowsOf } f
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'web/page/data/model');
 export const CONFIG = {
-  seed: 1, vocab: 2000, n: 24, batch: 16, heads: 4, layers: 2,
-  steps: Number(process.env.TRAIN_STEPS ?? 1500), lr: 3e-3, positionScale: 1, warmup: 50, heldOutWindows: 400,
+  seed: 1,
+  vocab: 2000,
+  n: 24,
+  batch: 16,
+  heads: 4,
+  layers: 2,
+  steps: Number(process.env.TRAIN_STEPS ?? 1500),
+  lr: 3e-3,
+  positionScale: 1,
+  warmup: 50,
+  heldOutWindows: 400,
 };
 
 const t0 = performance.now();
 const log = (msg) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}`);
 
 const dataDir = path.join(ROOT, 'web/page/data');
-const emb = parseEmbeddings(fs.readFileSync(path.join(dataDir, 'embeddings-100d.bin')), fs.readFileSync(path.join(dataDir, 'embeddings-vocab.txt'), 'utf8'));
+const emb = parseEmbeddings(
+  fs.readFileSync(path.join(dataDir, 'embeddings-100d.bin')),
+  fs.readFileSync(path.join(dataDir, 'embeddings-vocab.txt'), 'utf8'),
+);
 const { train, heldOut, files } = loadCorpus(emb);
 const vocab = buildVocab(train, emb, CONFIG.vocab);
-const V = vocab.length, d = emb.dim, { n } = CONFIG;
+const V = vocab.length,
+  d = emb.dim,
+  { n } = CONFIG;
 const trainIds = train.map((doc) => toIds(doc, vocab));
 const heldIds = heldOut.map((doc) => toIds(doc, vocab));
 const counts = new Float64Array(V);
 let total = 0;
-for (const ids of trainIds) for (const c of ids) { ++counts[c]; ++total; }
+for (const ids of trainIds)
+  for (const c of ids) {
+    ++counts[c];
+    ++total;
+  }
 const baseline = [...counts.keys()].sort((a, b) => counts[b] - counts[a]).slice(0, 10);
-log(`${files.length} addresses: ${total} training tokens in ${train.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldOut.length}; ${V} classes`);
+log(
+  `${files.length} addresses: ${total} training tokens in ${train.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldOut.length}; ${V} classes`,
+);
 
 const attn = await createAttention();
-const model = createModel(attn, { d, heads: CONFIG.heads, layers: CONFIG.layers, V, seed: CONFIG.seed, logPrior: Array.from(counts, (c) => Math.log((c + 1) / (total + V))) });
+const model = createModel(attn, {
+  d,
+  heads: CONFIG.heads,
+  layers: CONFIG.layers,
+  V,
+  seed: CONFIG.seed,
+  logPrior: Array.from(counts, (c) => Math.log((c + 1) / (total + V))),
+});
 const adam = createAdam();
 const next = random(CONFIG.seed);
 const vec = vectorCache(emb);
@@ -50,7 +77,7 @@ const held = windowsOf(heldOut, heldIds, n, CONFIG.heldOutWindows);
 // Training windows: a document chosen in proportion to its length, then a start in it.
 const starts = [];
 let acc = 0;
-for (const ids of trainIds) starts.push(acc += Math.max(0, ids.length - n - 1));
+for (const ids of trainIds) starts.push((acc += Math.max(0, ids.length - n - 1)));
 function sample() {
   const r = Math.floor(next() * acc);
   let k = 0;
@@ -62,35 +89,74 @@ function sample() {
 let smooth = null;
 for (let step = 1; step <= CONFIG.steps; ++step) {
   // linear warm-up, then linear decay to 10 %
-  const lr = CONFIG.lr * Math.min(step / CONFIG.warmup, 1 - 0.9 * (step - 1) / CONFIG.steps);
+  const lr = CONFIG.lr * Math.min(step / CONFIG.warmup, 1 - (0.9 * (step - 1)) / CONFIG.steps);
   const batch = makeBatch(Array.from({ length: CONFIG.batch }, sample), n, d, vec, CONFIG.positionScale);
   const loss = trainStep(model, emb, vocab, batch, adam, lr);
   smooth = smooth === null ? loss : 0.95 * smooth + 0.05 * loss;
-  if (step % 50 === 0 || step === 1) log(`step ${step}/${CONFIG.steps}  loss ${loss.toFixed(3)}  (smoothed ${smooth.toFixed(3)})  lr ${lr.toExponential(1)}`);
+  if (step % 50 === 0 || step === 1)
+    log(
+      `step ${step}/${CONFIG.steps}  loss ${loss.toFixed(3)}  (smoothed ${smooth.toFixed(3)})  lr ${lr.toExponential(1)}`,
+    );
   if (step % 400 === 0 && step < CONFIG.steps) {
     const e = evaluate(model, emb, vocab, held.slice(0, 100), { n, baseline, positionScale: CONFIG.positionScale });
-    log(`  held-out (100 windows): loss ${e.loss.toFixed(3)}, top-10 ${(100 * e.top10).toFixed(1)} % vs ${(100 * e.baselineTop10).toFixed(1)} %, max prev-token share ${Math.max(...e.heads.map((h) => h.prev)).toFixed(2)}`);
+    log(
+      `  held-out (100 windows): loss ${e.loss.toFixed(3)}, top-10 ${(100 * e.top10).toFixed(1)} % vs ${(100 * e.baselineTop10).toFixed(1)} %, max prev-token share ${Math.max(...e.heads.map((h) => h.prev)).toFixed(2)}`,
+    );
   }
 }
 
 const ev = evaluate(model, emb, vocab, held, { n, baseline, positionScale: CONFIG.positionScale });
-log(`held-out: loss ${ev.loss.toFixed(3)}, top-1 ${(100 * ev.top1).toFixed(1)} % (baseline ${(100 * ev.baselineTop1).toFixed(1)} %), top-10 ${(100 * ev.top10).toFixed(1)} % (baseline ${(100 * ev.baselineTop10).toFixed(1)} %)`);
+log(
+  `held-out: loss ${ev.loss.toFixed(3)}, top-1 ${(100 * ev.top1).toFixed(1)} % (baseline ${(100 * ev.baselineTop1).toFixed(1)} %), top-10 ${(100 * ev.top10).toFixed(1)} % (baseline ${(100 * ev.baselineTop10).toFixed(1)} %)`,
+);
 for (const h of ev.heads) log(`  layer ${h.layer + 1} head ${h.head + 1}: ${describeHead(h)}`);
 
 const entries = [];
 model.layers.forEach((layer, L) => {
   for (const [name, t] of Object.entries(layer.weights)) entries.push([`layers.${L}.${name}`, t]);
 });
-entries.push(['wout', { data: model.p.wout, shape: [d, d] }], ['bout', { data: model.p.bout, shape: [V] }], ['unk', { data: model.p.unk, shape: [d] }]);
+entries.push(
+  ['wout', { data: model.p.wout, shape: [d, d] }],
+  ['bout', { data: model.p.bout, shape: [V] }],
+  ['unk', { data: model.p.unk, shape: [d] }],
+);
 const { bin, tensors } = packTensors(entries);
 const manifest = {
   format: 'wasm-attention page model 1: see web/page/model/weights.js',
-  corpus: { ...CORPUS, version: corpusVersion(), addresses: files.length, heldOut: 'every 10th address by year (index % 10 === 9)', trainingTokens: total },
-  model: { dModel: d, heads: CONFIG.heads, layers: CONFIG.layers, n, classes: V, positions: 'sinusoidal × positionScale, added to the word vectors', positionScale: CONFIG.positionScale, causal: true },
-  training: { seed: CONFIG.seed, steps: CONFIG.steps, batch: CONFIG.batch, optimizer: 'Adam directions through multiHeadAttention.step()', lr: CONFIG.lr, seconds: Math.round((performance.now() - t0) / 1000) },
+  corpus: {
+    ...CORPUS,
+    version: corpusVersion(),
+    addresses: files.length,
+    heldOut: 'every 10th address by year (index % 10 === 9)',
+    trainingTokens: total,
+  },
+  model: {
+    dModel: d,
+    heads: CONFIG.heads,
+    layers: CONFIG.layers,
+    n,
+    classes: V,
+    positions: 'sinusoidal × positionScale, added to the word vectors',
+    positionScale: CONFIG.positionScale,
+    causal: true,
+  },
+  training: {
+    seed: CONFIG.seed,
+    steps: CONFIG.steps,
+    batch: CONFIG.batch,
+    optimizer: 'Adam directions through multiHeadAttention.step()',
+    lr: CONFIG.lr,
+    seconds: Math.round((performance.now() - t0) / 1000),
+  },
   heldOut: {
-    windows: held.length, tokens: ev.tokens, loss: ev.loss, top1: ev.top1, top10: ev.top10,
-    baselineTop1: ev.baselineTop1, baselineTop10: ev.baselineTop10, baselineGuesses: baseline.map((c) => vocab[c]),
+    windows: held.length,
+    tokens: ev.tokens,
+    loss: ev.loss,
+    top1: ev.top1,
+    top10: ev.top10,
+    baselineTop1: ev.baselineTop1,
+    baselineTop10: ev.baselineTop10,
+    baselineGuesses: baseline.map((c) => vocab[c]),
   },
   heads: ev.heads,
   tensors,

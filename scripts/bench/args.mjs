@@ -17,7 +17,9 @@ const USAGE = `usage: node scripts/bench.mjs [--quick] [--only ${Object.keys(SEC
   --quick   few runs and a small subset of every section: a smoke test of under a minute
   --only    run only these sections (the SIMD peak probe always runs: the % columns need it)
 sections:
-${Object.entries(SECTIONS).map(([k, v]) => `  ${k.padEnd(10)} ${v}`).join('\n')}`;
+${Object.entries(SECTIONS)
+  .map(([k, v]) => `  ${k.padEnd(10)} ${v}`)
+  .join('\n')}`;
 
 export function parseArgs(argv) {
   const options = { quick: false, sections: Object.keys(SECTIONS) };
@@ -27,7 +29,10 @@ export function parseArgs(argv) {
     else if (arg === '--only' || arg.startsWith('--only=')) {
       const list = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
       if (!list) fail('--only needs a list of sections');
-      const picked = list.split(',').map((s) => s.trim()).filter(Boolean);
+      const picked = list
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       const unknown = picked.filter((s) => !(s in SECTIONS));
       if (unknown.length) fail(`unknown section${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`);
       options.sections = Object.keys(SECTIONS).filter((s) => picked.includes(s));

@@ -3,12 +3,20 @@
 //   inputsKey: the name the inputs are seeded from, shared by a case's causal and backward
 //   twins so that all of them see the same numbers.
 
-const N = 512, D = 64, D_MODEL = 512, HEADS = 8;
+const N = 512,
+  D = 64,
+  D_MODEL = 512,
+  HEADS = 8;
 
 function attention(n, d, causal, backward, section) {
   return {
     id: `attention${causal ? '-causal' : ''}${backward ? '-bwd' : ''}${section === 'long' ? `-${n}` : ''}`,
-    section, op: 'attention', n, d, causal, backward,
+    section,
+    op: 'attention',
+    n,
+    d,
+    causal,
+    backward,
     label: `${backward ? 'backward ' : ''}${causal ? 'causal ' : ''}attention n=${n} d=${d}`,
     inputsKey: `attention n=${n} d=${d}`,
   };
@@ -20,15 +28,32 @@ function attention(n, d, causal, backward, section) {
 function mha(causal, backward, backwardOnly = false) {
   return {
     id: `mha${causal ? '-causal' : ''}${backward ? '-bwd' : ''}${backwardOnly ? '-only' : ''}`,
-    section: backward ? 'backward' : 'mha', op: 'mha', n: N, dModel: D_MODEL, heads: HEADS, causal, backward, backwardOnly,
+    section: backward ? 'backward' : 'mha',
+    op: 'mha',
+    n: N,
+    dModel: D_MODEL,
+    heads: HEADS,
+    causal,
+    backward,
+    backwardOnly,
     label: `${backward ? (backwardOnly ? 'backward alone ' : 'forward+backward ') : ''}${causal ? 'causal ' : ''}MHA n=${N} dModel=${D_MODEL} h=${HEADS}`,
     inputsKey: `mha n=${N} dModel=${D_MODEL}`,
   };
 }
 
 export const CASES = [
-  { id: 'matmul', section: 'matmul', op: 'matmul', m: N, k: N, n: N, backward: false, causal: false,
-    label: `matmul ${N}×${N}×${N}`, inputsKey: `matmul ${N}` },
+  {
+    id: 'matmul',
+    section: 'matmul',
+    op: 'matmul',
+    m: N,
+    k: N,
+    n: N,
+    backward: false,
+    causal: false,
+    label: `matmul ${N}×${N}×${N}`,
+    inputsKey: `matmul ${N}`,
+  },
   attention(N, D, false, false, 'attention'),
   attention(N, D, true, false, 'attention'),
   mha(false, false),
@@ -46,8 +71,15 @@ export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd'
 
 // The first-call section's input: the tutorial page's, 19 tokens, d_model 100, one head.
 export const FIRST_CALL = {
-  id: 'first-call', section: 'firstcall', op: 'attention', n: 19, d: 100, causal: false, backward: false,
-  label: 'attention n=19 d=100', inputsKey: 'attention n=19 d=100',
+  id: 'first-call',
+  section: 'firstcall',
+  op: 'attention',
+  n: 19,
+  d: 100,
+  causal: false,
+  backward: false,
+  label: 'attention n=19 d=100',
+  inputsKey: 'attention n=19 d=100',
 };
 
 export const LONG_SIZES = [512, 1024, 2048, 4096, 8192, 16384];

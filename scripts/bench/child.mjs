@@ -26,7 +26,9 @@ function peakRss() {
   try {
     const kb = /VmHWM:\s*(\d+)\s*kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
     if (kb) return Number(kb) * 1024;
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   return process.resourceUsage().maxRSS * 1024;
 }
 

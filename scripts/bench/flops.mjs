@@ -20,13 +20,16 @@
 
 export function forwardFlops(spec) {
   switch (spec.op) {
-    case 'matmul': return 2 * spec.m * spec.n * spec.k;
-    case 'attention': return 4 * spec.n * spec.n * spec.d;
+    case 'matmul':
+      return 2 * spec.m * spec.n * spec.k;
+    case 'attention':
+      return 4 * spec.n * spec.n * spec.d;
     case 'mha': {
       const dK = spec.dModel / spec.heads;
       return 4 * 2 * spec.n * spec.dModel * spec.dModel + spec.heads * 4 * spec.n * spec.n * dK;
     }
-    default: throw new Error(`forwardFlops: unknown op ${spec.op}`);
+    default:
+      throw new Error(`forwardFlops: unknown op ${spec.op}`);
   }
 }
 

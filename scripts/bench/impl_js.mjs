@@ -41,7 +41,7 @@ function probabilities(q, k, i, lim, d, scale, p) {
     if (p[j] > max) max = p[j];
   }
   let sum = 0;
-  for (let j = 0; j < lim; ++j) sum += (p[j] = Math.exp(p[j] - max));
+  for (let j = 0; j < lim; ++j) sum += p[j] = Math.exp(p[j] - max);
   for (let j = 0; j < lim; ++j) p[j] /= sum;
 }
 
@@ -64,8 +64,11 @@ export function attention(q, k, v, n, d, causal) {
 // dS = P ∘ (dP - rowsum(P ∘ dP)), dP = dO·vᵀ; dq = scale·dS·k, dk = scale·dSᵀ·q, dv = Pᵀ·dO
 export function attentionBackward(q, k, v, dOut, n, d, causal) {
   const scale = 1 / Math.sqrt(d);
-  const dq = new Float32Array(n * d), dk = new Float32Array(n * d), dv = new Float32Array(n * d);
-  const p = new Float32Array(n), dp = new Float32Array(n);
+  const dq = new Float32Array(n * d),
+    dk = new Float32Array(n * d),
+    dv = new Float32Array(n * d);
+  const p = new Float32Array(n),
+    dp = new Float32Array(n);
   for (let i = 0; i < n; ++i) {
     const lim = causal ? i + 1 : n;
     probabilities(q, k, i, lim, d, scale, p);
@@ -97,7 +100,9 @@ function putHead(dst, src, n, dm, h, dk) {
 
 function mhaForward(x, w, n, dm, heads, causal) {
   const dk = dm / heads;
-  const Q = matmul(x, w.wq, n, dm, dm), K = matmul(x, w.wk, n, dm, dm), V = matmul(x, w.wv, n, dm, dm);
+  const Q = matmul(x, w.wq, n, dm, dm),
+    K = matmul(x, w.wk, n, dm, dm),
+    V = matmul(x, w.wv, n, dm, dm);
   const C = new Float32Array(n * dm);
   for (let h = 0; h < heads; ++h) {
     const o = attention(head(Q, n, dm, h, dk), head(K, n, dm, h, dk), head(V, n, dm, h, dk), n, dk, causal);
@@ -111,8 +116,10 @@ function mhaBackward(x, w, dOut, n, dm, heads, causal) {
   const dk = dm / heads;
   const { Q, K, V, C } = mhaForward(x, w, n, dm, heads, causal);
   const dC = matmul(dOut, transpose(w.wo, dm, dm), n, dm, dm);
-  matmul(transpose(C, n, dm), dOut, dm, n, dm);  // dWo
-  const dQ = new Float32Array(n * dm), dK = new Float32Array(n * dm), dV = new Float32Array(n * dm);
+  matmul(transpose(C, n, dm), dOut, dm, n, dm); // dWo
+  const dQ = new Float32Array(n * dm),
+    dK = new Float32Array(n * dm),
+    dV = new Float32Array(n * dm);
   for (let h = 0; h < heads; ++h) {
     const cols = (M) => head(M, n, dm, h, dk);
     const [gq, gk, gv] = attentionBackward(cols(Q), cols(K), cols(V), cols(dC), n, dk, causal);
@@ -121,9 +128,12 @@ function mhaBackward(x, w, dOut, n, dm, heads, causal) {
     putHead(dV, gv, n, dm, h, dk);
   }
   const xT = transpose(x, n, dm);
-  for (const g of [dQ, dK, dV]) matmul(xT, g, dm, n, dm);  // dWq, dWk, dWv
+  for (const g of [dQ, dK, dV]) matmul(xT, g, dm, n, dm); // dWq, dWk, dWv
   const dx = matmul(dQ, transpose(w.wq, dm, dm), n, dm, dm);
-  for (const [g, wt] of [[dK, w.wk], [dV, w.wv]]) {
+  for (const [g, wt] of [
+    [dK, w.wk],
+    [dV, w.wv],
+  ]) {
     const part = matmul(g, transpose(wt, dm, dm), n, dm, dm);
     for (let i = 0; i < dx.length; ++i) dx[i] += part[i];
   }
@@ -132,7 +142,9 @@ function mhaBackward(x, w, dOut, n, dm, heads, causal) {
 
 // GFLOP/s of a 192³ GEMM, best of a few: the basis of the skip estimate.
 function calibrate() {
-  const s = 192, a = new Float32Array(s * s).fill(0.5), b = new Float32Array(s * s).fill(0.25);
+  const s = 192,
+    a = new Float32Array(s * s).fill(0.5),
+    b = new Float32Array(s * s).fill(0.25);
   let best = Infinity;
   for (let i = 0; i < 6; ++i) {
     const t0 = performance.now();
@@ -156,10 +168,14 @@ export async function create() {
       // A backward here redoes the forward and then does twice its work: 3× the forward.
       const estimateMs = (forwardFlops(spec) * (spec.backward ? 3 : 1)) / gflops / 1e6;
       if (estimateMs > LIMIT_MS) {
-        throw new NotAvailable('skipped', `about ${(estimateMs / 1000).toFixed(1)} s per run at ${gflops.toFixed(2)} GFLOP/s (limit ${LIMIT_MS / 1000} s)`);
+        throw new NotAvailable(
+          'skipped',
+          `about ${(estimateMs / 1000).toFixed(1)} s per run at ${gflops.toFixed(2)} GFLOP/s (limit ${LIMIT_MS / 1000} s)`,
+        );
       }
       const { n } = spec;
-      if (spec.op === 'matmul') return { variants: [{ name: 'i-k-j loop', run: () => [matmul(x.a, x.b, spec.m, spec.k, spec.n)] }] };
+      if (spec.op === 'matmul')
+        return { variants: [{ name: 'i-k-j loop', run: () => [matmul(x.a, x.b, spec.m, spec.k, spec.n)] }] };
       if (spec.op === 'attention') {
         const run = spec.backward
           ? () => attentionBackward(x.q, x.k, x.v, x.dOut, n, spec.d, spec.causal)

@@ -36,7 +36,7 @@ export async function create({ threads }) {
     name: 'onnxruntime-web 1.30',
     threads: ort.env.wasm.numThreads,
     detail: 'wasm EP, SIMD' + (threads > 1 ? ' + threads' : ''),
-    wasmBytes: () => null,  // ORT does not expose its wasm memory
+    wasmBytes: () => null, // ORT does not expose its wasm memory
     dispose: () => {},
     prepare: (spec, x, options) => prepare(ort, spec, x, options),
   };
@@ -48,16 +48,23 @@ async function prepare(ort, spec, x, { firstOnly = false } = {}) {
   if (spec.backwardOnly) throw new NotAvailable('n/a', 'ours only: our backward() alone');
   if (spec.backward) throw new NotAvailable('n/a', 'onnxruntime-web runs inference only (no gradients)');
   const f32 = (data, dims) => new ort.Tensor('float32', data, dims);
-  let models, feeds;  // models: name -> () => bytes, built only when used
+  let models, feeds; // models: name -> () => bytes, built only when used
   if (spec.op === 'matmul') {
     models = { 'MatMul(a, b)': () => matmulModel(spec) };
     feeds = { a: f32(x.a, [spec.m, spec.k]), b: f32(x.b, [spec.k, spec.n]) };
   } else if (spec.op === 'attention') {
-    models = Object.fromEntries(Object.entries(SCALE_PLACES).map(([at, name]) => [name, () => attentionModel(spec, at)]));
+    models = Object.fromEntries(
+      Object.entries(SCALE_PLACES).map(([at, name]) => [name, () => attentionModel(spec, at)]),
+    );
     const shape = [spec.n, spec.d];
     feeds = { q: f32(x.q, shape), k: f32(x.k, shape), v: f32(x.v, shape) };
   } else if (spec.op === 'mha') {
-    models = Object.fromEntries(Object.entries(SCALE_PLACES).map(([at, name]) => [`heads by Reshape/Transpose, ${name}`, () => mhaModel(spec, x, at)]));
+    models = Object.fromEntries(
+      Object.entries(SCALE_PLACES).map(([at, name]) => [
+        `heads by Reshape/Transpose, ${name}`,
+        () => mhaModel(spec, x, at),
+      ]),
+    );
     feeds = { x: f32(x.x, [spec.n, spec.dModel]) };
   } else {
     throw new NotAvailable('n/a', `ort: unknown op ${spec.op}`);

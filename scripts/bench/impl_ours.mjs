@@ -29,12 +29,15 @@ export async function create({ threads }) {
 
 function prepare(attn, tensor, spec, x) {
   if (spec.op === 'matmul') {
-    const a = tensor(x.a, [spec.m, spec.k]), b = tensor(x.b, [spec.k, spec.n]);
+    const a = tensor(x.a, [spec.m, spec.k]),
+      b = tensor(x.b, [spec.k, spec.n]);
     return { variants: [{ name: 'attn.matmul(a, b)', run: () => [attn.matmul(a, b).data] }] };
   }
   if (spec.op === 'attention') {
     const shape = [spec.n, spec.d];
-    const q = tensor(x.q, shape), k = tensor(x.k, shape), v = tensor(x.v, shape);
+    const q = tensor(x.q, shape),
+      k = tensor(x.k, shape),
+      v = tensor(x.v, shape);
     const options = { causal: spec.causal };
     if (!spec.backward) {
       return { variants: [{ name: 'attn.attention()', run: () => [attn.attention(q, k, v, options).output.data] }] };
@@ -50,22 +53,30 @@ function prepare(attn, tensor, spec, x) {
     const dm = spec.dModel;
     const w = (name) => tensor(x[name], [dm, dm]);
     const layer = attn.multiHeadAttention({
-      dModel: dm, heads: spec.heads, weights: { wq: w('wq'), wk: w('wk'), wv: w('wv'), wo: w('wo') },
+      dModel: dm,
+      heads: spec.heads,
+      weights: { wq: w('wq'), wk: w('wk'), wv: w('wv'), wo: w('wo') },
     });
     const input = tensor(x.x, [spec.n, dm]);
     const options = { causal: spec.causal };
     const release = () => layer.dispose();
     if (!spec.backward) {
-      return { release, variants: [{ name: 'layer.forward()', run: () => [layer.forward(input, options).output.data] }] };
+      return {
+        release,
+        variants: [{ name: 'layer.forward()', run: () => [layer.forward(input, options).output.data] }],
+      };
     }
     const dOut = tensor(x.dOut, [spec.n, dm]);
     if (spec.backwardOnly) {
-      layer.forward(input, options);  // once: backward() differentiates it on every run
-      return { release, variants: [{ name: 'layer.backward() (forward once, untimed)', run: () => [layer.backward(dOut).dx.data] }] };
+      layer.forward(input, options); // once: backward() differentiates it on every run
+      return {
+        release,
+        variants: [{ name: 'layer.backward() (forward once, untimed)', run: () => [layer.backward(dOut).dx.data] }],
+      };
     }
     const run = () => {
       layer.forward(input, options);
-      return [layer.backward(dOut).dx.data];  // dwq..dwo are computed too; dx is compared
+      return [layer.backward(dOut).dx.data]; // dwq..dwo are computed too; dx is compared
     };
     return { release, variants: [{ name: 'layer.forward() + layer.backward()', run }] };
   }

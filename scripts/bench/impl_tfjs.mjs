@@ -25,7 +25,10 @@ import { enableThreadedTfjs } from './tfjs_node_threads.mjs';
 // thread count. The rows and the startup probe both come through here.
 export async function load(threads) {
   if (threads > 1) {
-    enableThreadedTfjs({ threads, bundlePath: peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tf-backend-wasm.node.js') });
+    enableThreadedTfjs({
+      threads,
+      bundlePath: peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tf-backend-wasm.node.js'),
+    });
   }
   const tf = peerRequire('@tensorflow/tfjs-core');
   const backend = peerRequire('@tensorflow/tfjs-backend-wasm');
@@ -96,7 +99,7 @@ function formulations(tf) {
 
   function perHead(mm, attend, n, dm, heads) {
     return (x, wq, wk, wv, wo) => {
-      const [qs, ks, vs] = [wq, wk, wv].map((w) => tf.split(mm(x, w), heads, 1));  // h × [n,dk]
+      const [qs, ks, vs] = [wq, wk, wv].map((w) => tf.split(mm(x, w), heads, 1)); // h × [n,dk]
       const outs = qs.map((q, h) => attend(q, ks[h], vs[h]));
       return mm(tf.concat(outs, 1), wo);
     };
@@ -104,9 +107,9 @@ function formulations(tf) {
 
   function batched(mm, attend, n, dm, heads) {
     const dk = dm / heads;
-    const split = (t) => tf.transpose(tf.reshape(t, [n, heads, dk]), [1, 0, 2]);  // [h,n,dk]
+    const split = (t) => tf.transpose(tf.reshape(t, [n, heads, dk]), [1, 0, 2]); // [h,n,dk]
     return (x, wq, wk, wv, wo) => {
-      const o = attend(split(mm(x, wq)), split(mm(x, wk)), split(mm(x, wv)));  // [h,n,dk]
+      const o = attend(split(mm(x, wq)), split(mm(x, wk)), split(mm(x, wv))); // [h,n,dk]
       return mm(tf.reshape(tf.transpose(o, [1, 0, 2]), [n, dm]), wo);
     };
   }
@@ -148,7 +151,15 @@ async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
 
   if (spec.op === 'matmul') {
     const { m, k, n } = spec;
-    return { release, variants: [{ name: 'tf.matMul(a, b)', run: () => readOut(tf, () => tf.matMul(tf.tensor2d(x.a, [m, k]), tf.tensor2d(x.b, [k, n]))) }] };
+    return {
+      release,
+      variants: [
+        {
+          name: 'tf.matMul(a, b)',
+          run: () => readOut(tf, () => tf.matMul(tf.tensor2d(x.a, [m, k]), tf.tensor2d(x.b, [k, n]))),
+        },
+      ],
+    };
   }
   const mask = spec.causal ? keep(tf.tensor2d(causalMask(spec.n), [spec.n, spec.n])) : null;
   const list = combos(ops, spec).slice(0, firstOnly ? 1 : undefined);
@@ -172,8 +183,9 @@ async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
       const mm = ops.mm[c.mm];
       const f = ops.heads[c.heads](mm, attentionFn(tf, mm, ops.scores[c.scores], mask), n, dm, heads);
       const run = spec.backward
-        // gradients for x and the four weights, as a layer's backward computes; dx is kept
-        ? () => readOut(tf, () => tf.grads(f)([tf.tensor2d(x.x, [n, dm]), ...w], tf.tensor2d(x.dOut, [n, dm]))).slice(0, 1)
+        ? // gradients for x and the four weights, as a layer's backward computes; dx is kept
+          () =>
+            readOut(tf, () => tf.grads(f)([tf.tensor2d(x.x, [n, dm]), ...w], tf.tensor2d(x.dOut, [n, dm]))).slice(0, 1)
         : () => readOut(tf, () => f(tf.tensor2d(x.x, [n, dm]), ...w));
       return { name: grads + c.name, run };
     });

@@ -32,15 +32,22 @@ export function makeInputs(spec) {
   }
   if (spec.op === 'attention') {
     const size = spec.n * spec.d;
-    return { q: uniform(next, size, 1), k: uniform(next, size, 1), v: uniform(next, size, 1), dOut: uniform(next, size, 1) };
+    return {
+      q: uniform(next, size, 1),
+      k: uniform(next, size, 1),
+      v: uniform(next, size, 1),
+      dOut: uniform(next, size, 1),
+    };
   }
   if (spec.op === 'mha') {
     const dm = spec.dModel;
     const xavier = Math.sqrt(6 / (dm + dm));
     return {
       x: uniform(next, spec.n * dm, 1),
-      wq: uniform(next, dm * dm, xavier), wk: uniform(next, dm * dm, xavier),
-      wv: uniform(next, dm * dm, xavier), wo: uniform(next, dm * dm, xavier),
+      wq: uniform(next, dm * dm, xavier),
+      wk: uniform(next, dm * dm, xavier),
+      wv: uniform(next, dm * dm, xavier),
+      wo: uniform(next, dm * dm, xavier),
       dOut: uniform(next, spec.n * dm, 1),
     };
   }
@@ -75,7 +82,8 @@ export function sample(outputs, count = 256) {
 // one tolerance fits outputs of any scale.
 export function relativeDiff(a, b) {
   if (!a || !b || a.length !== b.length || a.length === 0) return null;
-  let diff = 0, scale = 0;
+  let diff = 0,
+    scale = 0;
   for (let i = 0; i < a.length; ++i) {
     diff = Math.max(diff, Math.abs(a[i] - b[i]));
     scale = Math.max(scale, Math.abs(b[i]));

@@ -12,16 +12,31 @@ import { runChild } from './spawn.mjs';
 import { FULL, QUICK } from './timing.mjs';
 
 const IN_PROCESS = [
-  { impl: 'ours', threads: 1 }, { impl: 'ours', threads: 2 },
-  { impl: 'tfjs', threads: 1, peer: true }, { impl: 'ort', threads: 1, peer: true },
+  { impl: 'ours', threads: 1 },
+  { impl: 'ours', threads: 2 },
+  { impl: 'tfjs', threads: 1, peer: true },
+  { impl: 'ort', threads: 1, peer: true },
   { impl: 'js', threads: 1 },
 ];
-const IN_CHILDREN = [{ impl: 'tfjs', threads: 2 }, { impl: 'ort', threads: 2 }];
+const IN_CHILDREN = [
+  { impl: 'tfjs', threads: 2 },
+  { impl: 'ort', threads: 2 },
+];
 
-const failedRows = (key, threads, caseIds, status, reason) => caseIds.map((id) => {
-  const spec = caseById(id);
-  return { case: id, label: spec.label, section: spec.section, impl: key, threads, flops: flops(spec), status, reason };
-});
+const failedRows = (key, threads, caseIds, status, reason) =>
+  caseIds.map((id) => {
+    const spec = caseById(id);
+    return {
+      case: id,
+      label: spec.label,
+      section: spec.section,
+      impl: key,
+      threads,
+      flops: flops(spec),
+      status,
+      reason,
+    };
+  });
 
 // A pause before each timed case: V8 compiles hot wasm functions on background threads, and
 // the previous implementation's compiles (onnxruntime-web's module is 14 MB) would otherwise
@@ -62,9 +77,16 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
       continue;
     }
     log(`${key}: running ${caseIds.length} case(s) in a child process`);
-    const r = await runChild({ mode: 'cases', impl: c.impl, threads: c.threads, caseIds, quick }, {
-      onStderr: (text) => text.split('\n').filter(Boolean).forEach((l) => log(`  [${key}] ${l.trim()}`)),
-    });
+    const r = await runChild(
+      { mode: 'cases', impl: c.impl, threads: c.threads, caseIds, quick },
+      {
+        onStderr: (text) =>
+          text
+            .split('\n')
+            .filter(Boolean)
+            .forEach((l) => log(`  [${key}] ${l.trim()}`)),
+      },
+    );
     if (r.error) rows.push(...failedRows(key, c.threads, caseIds, 'failed', r.error));
     else rows.push(...r.rows);
   }

@@ -11,9 +11,12 @@ import { runChild } from './spawn.mjs';
 const STOP_AFTER_MS = 20000;
 
 const LONG_CONFIGS = [
-  { impl: 'ours', threads: 1 }, { impl: 'ours', threads: 2 },
-  { impl: 'tfjs', threads: 1 }, { impl: 'tfjs', threads: 2 },
-  { impl: 'ort', threads: 1 }, { impl: 'ort', threads: 2 },
+  { impl: 'ours', threads: 1 },
+  { impl: 'ours', threads: 2 },
+  { impl: 'tfjs', threads: 1 },
+  { impl: 'tfjs', threads: 2 },
+  { impl: 'ort', threads: 1 },
+  { impl: 'ort', threads: 2 },
   { impl: 'js', threads: 1 },
 ];
 
@@ -34,14 +37,18 @@ export async function measureLong({ quick, peersOk, log }) {
         rows.push({ ...base, status: 'skipped', reason: stopped });
         continue;
       }
-      const r = await runChild({ mode: 'long', impl: c.impl, threads: c.threads, n, quick }, { timeoutMs: 5 * 60 * 1000 });
+      const r = await runChild(
+        { mode: 'long', impl: c.impl, threads: c.threads, n, quick },
+        { timeoutMs: 5 * 60 * 1000 },
+      );
       const row = r.row ?? { ...base, status: 'failed', reason: r.error };
       row.n = n;
       rows.push(row);
       log(`long ${key} n=${n}: ${describe(row)}`);
       if (row.status === 'failed') stopped = `not run after the failure at n=${n}`;
       else if (row.status === 'skipped') stopped = `not run after the skip at n=${n}`;
-      else if (row.status === 'ok' && row.ms > STOP_AFTER_MS) stopped = `not run: n=${n} took ${(row.ms / 1000).toFixed(0)} s (> ${STOP_AFTER_MS / 1000} s)`;
+      else if (row.status === 'ok' && row.ms > STOP_AFTER_MS)
+        stopped = `not run: n=${n} took ${(row.ms / 1000).toFixed(0)} s (> ${STOP_AFTER_MS / 1000} s)`;
     }
   }
   return { sizes, rows };

@@ -11,25 +11,39 @@ const fmt = (v) => (v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0
 const ms = (x) => (x?.status === 'ok' ? fmt(x.ms) : 'n/a');
 
 const out = [];
-out.push(`Run of ${r.startedAt}: ${r.machine.cpuModel}, ${r.machine.cores} cores, Node ${r.machine.node}; wasm SIMD peak ${r.peak.perCoreGflops.toFixed(1)} GFLOP/s per core (probe).`, '');
-out.push('| median ms (× = how many times slower than ours) | ours 1 thread | tfjs-wasm 1 | onnxruntime-web 1 | ours 2 threads | tfjs-wasm 2 ¹ | onnxruntime-web 2 | plain JS |');
+out.push(
+  `Run of ${r.startedAt}: ${r.machine.cpuModel}, ${r.machine.cores} cores, Node ${r.machine.node}; wasm SIMD peak ${r.peak.perCoreGflops.toFixed(1)} GFLOP/s per core (probe).`,
+  '',
+);
+out.push(
+  '| median ms (× = how many times slower than ours) | ours 1 thread | tfjs-wasm 1 | onnxruntime-web 1 | ours 2 threads | tfjs-wasm 2 ¹ | onnxruntime-web 2 | plain JS |',
+);
 out.push('|---|---|---|---|---|---|---|---|');
 const cases = [...new Set(r.rows.map((x) => x.case))];
 for (const c of cases) {
   const label = r.rows.find((x) => x.case === c).label;
   const cell = (impl, ours) => {
-    const x = row(c, impl), o = row(c, ours);
+    const x = row(c, impl),
+      o = row(c, ours);
     if (x?.status !== 'ok') return 'n/a';
     return impl.startsWith('ours') || o?.status !== 'ok' ? ms(x) : `${ms(x)} (${(x.ms / o.ms).toFixed(2)}×)`;
   };
   const gf = row(c, 'ours-1')?.gflops;
-  out.push(`| ${label} | **${ms(row(c, 'ours-1'))}**${gf ? ` (${gf.toFixed(0)} GFLOP/s)` : ''} | ${cell('tfjs-1', 'ours-1')} | ${cell('ort-1', 'ours-1')} | **${ms(row(c, 'ours-2'))}** | ${cell('tfjs-2', 'ours-2')} | ${cell('ort-2', 'ours-2')} | ${cell('js-1', 'ours-1')} |`);
+  out.push(
+    `| ${label} | **${ms(row(c, 'ours-1'))}**${gf ? ` (${gf.toFixed(0)} GFLOP/s)` : ''} | ${cell('tfjs-1', 'ours-1')} | ${cell('ort-1', 'ours-1')} | **${ms(row(c, 'ours-2'))}** | ${cell('tfjs-2', 'ours-2')} | ${cell('ort-2', 'ours-2')} | ${cell('js-1', 'ours-1')} |`,
+  );
 }
-out.push('', '¹ tfjs-wasm does not run threaded in Node as published; patched as scripts/bench/tfjs_node_threads.mjs says.', '');
+out.push(
+  '',
+  '¹ tfjs-wasm does not run threaded in Node as published; patched as scripts/bench/tfjs_node_threads.mjs says.',
+  '',
+);
 out.push('| target | this run | goal | |', '|---|---|---|---|');
 for (const t of r.targets) {
   const v = t.value == null ? 'n/a' : `${t.value.toFixed(t.unit === '%' ? 1 : 2)} ${t.unit}`;
-  out.push(`| ${t.target} | ${v} | ${t.unit.startsWith('KB') ? `< ${t.goal} KB` : `≥ ${t.goal} ${t.unit}`} | ${t.ok == null ? 'n/a' : t.ok ? 'met' : '**missed**'} |`);
+  out.push(
+    `| ${t.target} | ${v} | ${t.unit.startsWith('KB') ? `< ${t.goal} KB` : `≥ ${t.goal} ${t.unit}`} | ${t.ok == null ? 'n/a' : t.ok ? 'met' : '**missed**'} |`,
+  );
 }
 if (r.startup) {
   out.push('', '| ready module (fresh process) | ms |', '|---|---|');
@@ -38,16 +52,29 @@ if (r.startup) {
 if (r.firstCall) {
   out.push('', '| attention n=19 d=100, fresh instance | first call ms | second ms | steady ms |', '|---|---|---|---|');
   for (const f of r.firstCall) {
-    out.push(`| ${f.label} | ${f.error ? 'failed | | ' : [f.firstMs, f.secondMs, f.steadyMs].map((v) => (v < 1 ? v.toFixed(3) : fmt(v))).join(' | ')} |`);
+    out.push(
+      `| ${f.label} | ${f.error ? 'failed | | ' : [f.firstMs, f.secondMs, f.steadyMs].map((v) => (v < 1 ? v.toFixed(3) : fmt(v))).join(' | ')} |`,
+    );
   }
 }
 if (r.long) {
-  out.push('', '| causal attention, d = 64 | ' + [...new Set(r.long.rows.map((x) => x.n))].map((n) => `n = ${n}`).join(' | ') + ' |');
+  out.push(
+    '',
+    '| causal attention, d = 64 | ' +
+      [...new Set(r.long.rows.map((x) => x.n))].map((n) => `n = ${n}`).join(' | ') +
+      ' |',
+  );
   out.push('|---|' + [...new Set(r.long.rows.map((x) => x.n))].map(() => '---|').join(''));
   for (const impl of [...new Set(r.long.rows.map((x) => x.impl))]) {
-    const cells = r.long.rows.filter((x) => x.impl === impl).map((x) => (x.status === 'ok'
-      ? `${ms(x)} ms${x.wasmBytes ? `, ${(x.wasmBytes / 2 ** 20).toFixed(0)} MB` : ''}`
-      : x.status === 'failed' ? `fails: ${x.reason.slice(0, 40)}` : x.status));
+    const cells = r.long.rows
+      .filter((x) => x.impl === impl)
+      .map((x) =>
+        x.status === 'ok'
+          ? `${ms(x)} ms${x.wasmBytes ? `, ${(x.wasmBytes / 2 ** 20).toFixed(0)} MB` : ''}`
+          : x.status === 'failed'
+            ? `fails: ${x.reason.slice(0, 40)}`
+            : x.status,
+      );
     out.push(`| ${impl} | ${cells.join(' | ')} |`);
   }
 }

@@ -13,14 +13,16 @@ import { causalMask } from './inputs.mjs';
 
 const { onnx } = onnxProto;
 const { FLOAT, INT64 } = onnx.TensorProto.DataType;
-const IR_VERSION = 8;  // the IR version that goes with opset 17
+const IR_VERSION = 8; // the IR version that goes with opset 17
 const OPSET = 17;
 
 // NodeProto; attribute values are ints or int lists (all these graphs use).
 function node(opType, input, output, attributes = {}) {
-  const attribute = Object.entries(attributes).map(([name, value]) => (Array.isArray(value)
-    ? { name, type: onnx.AttributeProto.AttributeType.INTS, ints: value }
-    : { name, type: onnx.AttributeProto.AttributeType.INT, i: value }));
+  const attribute = Object.entries(attributes).map(([name, value]) =>
+    Array.isArray(value)
+      ? { name, type: onnx.AttributeProto.AttributeType.INTS, ints: value }
+      : { name, type: onnx.AttributeProto.AttributeType.INT, i: value },
+  );
   return { input, output, name: output[0], opType, attribute };
 }
 
@@ -33,12 +35,18 @@ function tensor(name, dims, data) {
 
 // ValueInfoProto of a float tensor of fixed shape.
 const valueInfo = (name, dims) => ({
-  name, type: { tensorType: { elemType: FLOAT, shape: { dim: dims.map((dimValue) => ({ dimValue })) } } },
+  name,
+  type: { tensorType: { elemType: FLOAT, shape: { dim: dims.map((dimValue) => ({ dimValue })) } } },
 });
 
 // GraphProto -> the ModelProto's bytes (the empty domain is the standard ai.onnx ops).
 function model(graph) {
-  const m = { irVersion: IR_VERSION, producerName: 'wasm-attention bench', graph, opsetImport: [{ domain: '', version: OPSET }] };
+  const m = {
+    irVersion: IR_VERSION,
+    producerName: 'wasm-attention bench',
+    graph,
+    opsetImport: [{ domain: '', version: OPSET }],
+  };
   const error = onnx.ModelProto.verify(m);
   if (error) throw new Error(`onnx: ${error}`);
   return onnx.ModelProto.encode(m).finish();
@@ -110,7 +118,11 @@ export function mhaModel({ n, dModel, heads, causal }, weights, scaleAt) {
   ];
   if (causal) initializer.push(tensor('mask', [n, n], causalMask(n)));
   const nodes = [];
-  for (const [p, perm] of [['q', [1, 0, 2]], ['k', [1, 2, 0]], ['v', [1, 0, 2]]]) {
+  for (const [p, perm] of [
+    ['q', [1, 0, 2]],
+    ['k', [1, 2, 0]],
+    ['v', [1, 0, 2]],
+  ]) {
     nodes.push(node('MatMul', ['x', `w${p}`], [`${p}_proj`]));
     nodes.push(node('Reshape', [`${p}_proj`, 'split_shape'], [`${p}_split`]));
     nodes.push(node('Transpose', [`${p}_split`], [`${p}_heads`], { perm }));

@@ -23,7 +23,9 @@ const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
 async function probeModule() {
   const x = Array.from({ length: CHAINS }, (_, c) => `$x${c}`);
   const splat = (v) => `(v128.const f32x4 ${v} ${v} ${v} ${v})`;
-  const step = x.map((xc) => `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) (local.get $m)) (local.get $a)))`);
+  const step = x.map(
+    (xc) => `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) (local.get $m)) (local.get $a)))`,
+  );
   const firstLanes = x.map((xc) => `(f32x4.extract_lane 0 (local.get ${xc}))`);
   const text = `(module
     (func (export "run") (param $iterations i32) (result f32)
@@ -68,11 +70,20 @@ async function measureAllCores(bytes, cores) {
   const source = `
     const { parentPort, workerData } = require('node:worker_threads');
     import(${JSON.stringify(import.meta.url)}).then((m) => parentPort.postMessage(m.measureOneThread(workerData, 15)));`;
-  const rates = await Promise.all(Array.from({ length: cores }, () => new Promise((resolve, reject) => {
-    const w = new Worker(source, { eval: true, workerData: bytes });
-    w.once('message', (rate) => { resolve(rate); w.terminate(); });
-    w.once('error', reject);
-  })));
+  const rates = await Promise.all(
+    Array.from(
+      { length: cores },
+      () =>
+        new Promise((resolve, reject) => {
+          const w = new Worker(source, { eval: true, workerData: bytes });
+          w.once('message', (rate) => {
+            resolve(rate);
+            w.terminate();
+          });
+          w.once('error', reject);
+        }),
+    ),
+  );
   return rates.reduce((s, r) => s + r, 0);
 }
 

@@ -41,7 +41,12 @@ export function ensurePeers(log) {
   });
   const still = missing();
   if (r.status === 0 && still.length === 0) return { ok: true };
-  return { ok: false, error: r.error ? String(r.error.message) : `npm install exited with ${r.status}; missing: ${still.map(([n]) => n).join(', ')}` };
+  return {
+    ok: false,
+    error: r.error
+      ? String(r.error.message)
+      : `npm install exited with ${r.status}; missing: ${still.map(([n]) => n).join(', ')}`,
+  };
 }
 
 // require() that resolves from build/bench-peers, for the peers' CommonJS Node builds.

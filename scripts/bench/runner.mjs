@@ -8,16 +8,26 @@ import { NotAvailable } from './not_available.mjs';
 import { fmtMs } from './table.mjs';
 import { measure, pickFastest } from './timing.mjs';
 
-export const message = (e) => String(e?.message ?? e).split('\n')[0].slice(0, 300);
+export const message = (e) =>
+  String(e?.message ?? e)
+    .split('\n')[0]
+    .slice(0, 300);
 
 // a row in a progress line
-export const describe = (r) => (r.status === 'ok' ? `${fmtMs(r.ms)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`);
+export const describe = (r) =>
+  r.status === 'ok' ? `${fmtMs(r.ms)} ms, ${r.gflops.toFixed(1)} GFLOP/s` : `${r.status}: ${r.reason}`;
 
 export async function runCase(impl, spec, settings, { firstOnly = false } = {}) {
   const row = {
-    case: spec.id, label: spec.label, section: spec.section,
-    impl: impl.key, name: impl.name, threads: impl.threads, detail: impl.detail,
-    flops: flops(spec), status: 'ok',
+    case: spec.id,
+    label: spec.label,
+    section: spec.section,
+    impl: impl.key,
+    name: impl.name,
+    threads: impl.threads,
+    detail: impl.detail,
+    flops: flops(spec),
+    status: 'ok',
   };
   let prepared;
   try {
@@ -27,7 +37,10 @@ export async function runCase(impl, spec, settings, { firstOnly = false } = {}) 
     const m = await measure(chosen.run, settings);
     Object.assign(row, {
       formulation: chosen.name,
-      ms: m.ms, minMs: m.minMs, maxMs: m.maxMs, runs: m.runs,
+      ms: m.ms,
+      minMs: m.minMs,
+      maxMs: m.maxMs,
+      runs: m.runs,
       gflops: row.flops / m.ms / 1e6,
       sample: sample(m.out),
     });
@@ -40,14 +53,18 @@ export async function runCase(impl, spec, settings, { firstOnly = false } = {}) 
     row.reason = message(e);
     if (row.status === 'failed') {
       try {
-        const bytes = impl.wasmBytes();  // how far memory got before the failure
+        const bytes = impl.wasmBytes(); // how far memory got before the failure
         if (bytes != null) row.wasmBytes = bytes;
-      } catch { /* the module may be gone */ }
+      } catch {
+        /* the module may be gone */
+      }
     }
   } finally {
     try {
       await prepared?.release?.();
-    } catch { /* a failed release must not hide the row */ }
+    } catch {
+      /* a failed release must not hide the row */
+    }
   }
   return row;
 }

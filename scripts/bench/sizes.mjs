@@ -13,14 +13,18 @@ function sizeOf(path) {
 export function wasmSizes() {
   const dir = join(ROOT, 'web', 'lib', 'wasm');
   const ours = existsSync(dir)
-    ? readdirSync(dir).filter((f) => f.endsWith('.wasm')).sort().map((f) => ({ file: `web/lib/wasm/${f}`, ...sizeOf(join(dir, f)) }))
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.wasm'))
+        .sort()
+        .map((f) => ({ file: `web/lib/wasm/${f}`, ...sizeOf(join(dir, f)) }))
     : [];
   const peerFiles = [
     ['tfjs-wasm', peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tfjs-backend-wasm-simd.wasm')],
     ['tfjs-wasm', peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tfjs-backend-wasm-threaded-simd.wasm')],
     ['onnxruntime-web', peerFile('onnxruntime-web', 'dist', 'ort-wasm-simd-threaded.wasm')],
   ];
-  const peers = peerFiles.filter(([, p]) => existsSync(p))
+  const peers = peerFiles
+    .filter(([, p]) => existsSync(p))
     .map(([name, p]) => ({ peer: name, file: p.slice(p.lastIndexOf('/') + 1), ...sizeOf(p) }));
   return { ours, peers };
 }

@@ -10,8 +10,12 @@ export const RESULT_MARKER = '@@bench-result@@';
 export function runChild(task, { timeoutMs = 10 * 60 * 1000, onStderr } = {}) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [CHILD, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '', timedOut = false;
-    child.stdout.on('data', (d) => { stdout += d; });
+    let stdout = '',
+      stderr = '',
+      timedOut = false;
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
     child.stderr.on('data', (d) => {
       stderr += d;
       onStderr?.(String(d));
@@ -27,7 +31,9 @@ export function runChild(task, { timeoutMs = 10 * 60 * 1000, onStderr } = {}) {
         try {
           resolve(JSON.parse(stdout.slice(at + RESULT_MARKER.length).split('\n')[0]));
           return;
-        } catch { /* fall through to the error below */ }
+        } catch {
+          /* fall through to the error below */
+        }
       }
       const tail = stderr.trim().split('\n').filter(Boolean).slice(-3).join(' | ').slice(0, 400);
       const why = timedOut ? `timed out after ${Math.round(timeoutMs / 1000)} s` : `exited with ${signal ?? code}`;

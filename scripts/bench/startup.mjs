@@ -38,7 +38,7 @@ const FIRST_CALL_CONFIGS = [
 
 // In a child process (child.mjs): -> { importMs, initMs, totalMs, sinceProcessStartMs }
 export async function startupOf(impl, threads) {
-  const { load } = await IMPLS[impl]();  // the bench's own module: not timed
+  const { load } = await IMPLS[impl](); // the bench's own module: not timed
   if (!load) throw new Error(`no startup probe for ${impl}`);
   const t0 = performance.now();
   const { start } = await load(threads);
@@ -86,14 +86,24 @@ async function inFreshProcesses({ configs, mode, keys, reps, quick, peersOk, log
 
 export function measureStartup({ quick, peersOk, log }) {
   return inFreshProcesses({
-    configs: STARTUP_CONFIGS, mode: 'startup', keys: ['importMs', 'initMs', 'totalMs', 'sinceProcessStartMs'],
-    reps: quick ? 1 : 5, quick, peersOk, log,
+    configs: STARTUP_CONFIGS,
+    mode: 'startup',
+    keys: ['importMs', 'initMs', 'totalMs', 'sinceProcessStartMs'],
+    reps: quick ? 1 : 5,
+    quick,
+    peersOk,
+    log,
   });
 }
 
 export function measureFirstCall({ quick, peersOk, log }) {
   return inFreshProcesses({
-    configs: FIRST_CALL_CONFIGS, mode: 'firstcall', keys: ['firstMs', 'secondMs', 'steadyMs'],
-    reps: quick ? 1 : 5, quick, peersOk, log,
+    configs: FIRST_CALL_CONFIGS,
+    mode: 'firstcall',
+    keys: ['firstMs', 'secondMs', 'steadyMs'],
+    reps: quick ? 1 : 5,
+    quick,
+    peersOk,
+    log,
   });
 }

@@ -5,15 +5,26 @@ import { configOf, configOrder } from './configs.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
-const fmtBytes = (b) => (b == null ? 'n/a' : b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(2)} GB` : b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MB` : `${(b / 2 ** 10).toFixed(1)} KB`);
+const fmtBytes = (b) =>
+  b == null
+    ? 'n/a'
+    : b >= 2 ** 30
+      ? `${(b / 2 ** 30).toFixed(2)} GB`
+      : b >= 2 ** 20
+        ? `${(b / 2 ** 20).toFixed(1)} MB`
+        : `${(b / 2 ** 10).toFixed(1)} KB`;
 
 // rows of cells -> lines, columns padded; numeric-looking columns right-aligned
 function grid(header, rows, rightAligned) {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i] ?? '').length)));
-  const line = (cells) => cells.map((c, i) => {
-    const s = String(c ?? '');
-    return rightAligned.includes(i) ? s.padStart(widths[i]) : s.padEnd(widths[i]);
-  }).join('  ').trimEnd();
+  const line = (cells) =>
+    cells
+      .map((c, i) => {
+        const s = String(c ?? '');
+        return rightAligned.includes(i) ? s.padStart(widths[i]) : s.padEnd(widths[i]);
+      })
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
@@ -22,7 +33,8 @@ function notes(r) {
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
   if (r.formulation) parts.push(r.formulation);
   if (r.note) parts.push(r.note);
-  if (r.check && !r.check.reference && !r.check.ok) parts.push(`OUTPUT DIFFERS from ${r.check.against}: ${r.check.relDiff.toExponential(1)} relative`);
+  if (r.check && !r.check.reference && !r.check.ok)
+    parts.push(`OUTPUT DIFFERS from ${r.check.against}: ${r.check.relDiff.toExponential(1)} relative`);
   return parts.join('; ');
 }
 
@@ -38,7 +50,13 @@ function caseBlock(label, flops, rows, peak) {
     r.check ? (r.check.reference ? 'ref' : r.check.ok ? 'ok' : 'DIFF') : '',
     notes(r),
   ]);
-  lines.push(...grid(['implementation', 'ms', 'GFLOP/s', '%peak', 'ours ×', 'check', 'formulation / notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`));
+  lines.push(
+    ...grid(
+      ['implementation', 'ms', 'GFLOP/s', '%peak', 'ours ×', 'check', 'formulation / notes'],
+      body,
+      [1, 2, 3, 4],
+    ).map((l) => `  ${l}`),
+  );
   return lines;
 }
 
@@ -46,14 +64,22 @@ export function renderReport(results) {
   const { machine, peak, rows, startup, firstCall, sizes, long } = results;
   const out = [];
   out.push(`wasm-attention benchmark — ${results.startedAt}${results.options.quick ? ' (--quick)' : ''}`);
-  out.push(`machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB; Node ${machine.node} (V8 ${machine.v8}); load average at start ${machine.loadAverage.join(' ')}`);
+  out.push(
+    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB; Node ${machine.node} (V8 ${machine.v8}); load average at start ${machine.loadAverage.join(' ')}`,
+  );
   for (const n of results.notes) out.push(`note: ${n}`);
-  out.push(`wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`);
+  out.push(
+    `wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`,
+  );
   out.push('');
 
   if (rows.length) {
-    out.push('ms: median wall time per call, JS arrays in and out.  GFLOP/s: nominal FLOPs (flops.mjs: causal counts as full, backward as 2× forward) ÷ time.');
-    out.push(`%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours at the same thread count (> 1: ours is faster).  check: output sample vs the reference row (ref: the plain JS loops, else ours on 1 thread), relative difference <= ${TOLERANCE}.`);
+    out.push(
+      'ms: median wall time per call, JS arrays in and out.  GFLOP/s: nominal FLOPs (flops.mjs: causal counts as full, backward as 2× forward) ÷ time.',
+    );
+    out.push(
+      `%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours at the same thread count (> 1: ours is faster).  check: output sample vs the reference row (ref: the plain JS loops, else ours on 1 thread), relative difference <= ${TOLERANCE}.`,
+    );
     out.push('');
     const seen = [];
     for (const r of rows) if (!seen.includes(r.case)) seen.push(r.case);
@@ -65,35 +91,66 @@ export function renderReport(results) {
 
   if (startup?.length) {
     out.push('time to a ready module (fresh processes, median of ' + startup[0].processes + '):');
-    const body = startup.map((s) => [s.label, s.error ? 'failed' : fmtMs(s.importMs), s.error ? '' : fmtMs(s.initMs), s.error ? '' : fmtMs(s.totalMs), s.error ? '' : fmtMs(s.sinceProcessStartMs), s.error ?? '']);
-    out.push(...grid(['configuration', 'import ms', 'init ms', 'total ms', 'since process start ms', 'notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`), '');
+    const body = startup.map((s) => [
+      s.label,
+      s.error ? 'failed' : fmtMs(s.importMs),
+      s.error ? '' : fmtMs(s.initMs),
+      s.error ? '' : fmtMs(s.totalMs),
+      s.error ? '' : fmtMs(s.sinceProcessStartMs),
+      s.error ?? '',
+    ]);
+    out.push(
+      ...grid(
+        ['configuration', 'import ms', 'init ms', 'total ms', 'since process start ms', 'notes'],
+        body,
+        [1, 2, 3, 4],
+      ).map((l) => `  ${l}`),
+      '',
+    );
   }
 
   if (firstCall?.length) {
-    out.push(`first call on a fresh instance: attention n=19 d=100 right after createAttention, then the second call, then the steady state (median after warm-up); fresh processes, median of ${firstCall[0].processes}:`);
+    out.push(
+      `first call on a fresh instance: attention n=19 d=100 right after createAttention, then the second call, then the steady state (median after warm-up); fresh processes, median of ${firstCall[0].processes}:`,
+    );
     const fine = (ms) => (ms < 1 ? ms.toFixed(3) : fmtMs(ms));
-    const body = firstCall.map((f) => (f.error ? [f.label, 'failed', '', '', '', f.error]
-      : [f.label, fine(f.firstMs), fine(f.secondMs), fine(f.steadyMs), `${(f.firstMs / f.steadyMs).toFixed(0)}×`, '']));
-    out.push(...grid(['configuration', 'first ms', 'second ms', 'steady ms', 'first ÷ steady', 'notes'], body, [1, 2, 3, 4]).map((l) => `  ${l}`), '');
+    const body = firstCall.map((f) =>
+      f.error
+        ? [f.label, 'failed', '', '', '', f.error]
+        : [f.label, fine(f.firstMs), fine(f.secondMs), fine(f.steadyMs), `${(f.firstMs / f.steadyMs).toFixed(0)}×`, ''],
+    );
+    out.push(
+      ...grid(
+        ['configuration', 'first ms', 'second ms', 'steady ms', 'first ÷ steady', 'notes'],
+        body,
+        [1, 2, 3, 4],
+      ).map((l) => `  ${l}`),
+      '',
+    );
   }
 
   if (sizes) {
     out.push('wasm files:');
-    const body = [...sizes.ours.map((s) => [s.file, s.bytes, s.gzipBytes]), ...sizes.peers.map((s) => [`(${s.peer}) ${s.file}`, s.bytes, s.gzipBytes])]
-      .map(([f, b, g]) => [f, `${b.toLocaleString('en-US')} B`, fmtBytes(b), `${fmtBytes(g)} gzip -9`]);
+    const body = [
+      ...sizes.ours.map((s) => [s.file, s.bytes, s.gzipBytes]),
+      ...sizes.peers.map((s) => [`(${s.peer}) ${s.file}`, s.bytes, s.gzipBytes]),
+    ].map(([f, b, g]) => [f, `${b.toLocaleString('en-US')} B`, fmtBytes(b), `${fmtBytes(g)} gzip -9`]);
     out.push(...grid(['file', 'bytes', '', 'compressed'], body, [1, 2, 3]).map((l) => `  ${l}`), '');
   }
 
   if (long?.rows.length) {
     out.push('long sequences: causal attention, d = 64 (one fresh process per cell; GFLOP/s nominal: 4·n²·d)');
-    out.push('  cell: ms, GFLOP/s, peak wasm memory (ours: attn.memory().wasmBytes after the call; tfjs: its wasm heap; ORT: not exposed), peak RSS of the process');
+    out.push(
+      '  cell: ms, GFLOP/s, peak wasm memory (ours: attn.memory().wasmBytes after the call; tfjs: its wasm heap; ORT: not exposed), peak RSS of the process',
+    );
     const keys = [...new Set(long.rows.map((r) => r.impl))].sort((a, b) => configOrder(a) - configOrder(b));
     for (const key of keys) {
       out.push(`  ${configOf(key).label}:`);
       for (const r of long.rows.filter((x) => x.impl === key)) {
-        const text = r.status === 'ok'
-          ? `${fmtMs(r.ms).padStart(8)} ms  ${fmtG(r.gflops).padStart(6)} GFLOP/s  wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)}${r.note ? `  (${r.note})` : ''}`
-          : `${r.status}: ${r.reason}${r.status === 'failed' && (r.wasmBytes || r.maxRssBytes) ? ` (by then: wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)})` : ''}`;
+        const text =
+          r.status === 'ok'
+            ? `${fmtMs(r.ms).padStart(8)} ms  ${fmtG(r.gflops).padStart(6)} GFLOP/s  wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)}${r.note ? `  (${r.note})` : ''}`
+            : `${r.status}: ${r.reason}${r.status === 'failed' && (r.wasmBytes || r.maxRssBytes) ? ` (by then: wasm ${fmtBytes(r.wasmBytes)}, RSS ${fmtBytes(r.maxRssBytes)})` : ''}`;
         out.push(`    n=${String(r.n).padEnd(6)} ${text}`);
       }
     }

@@ -8,19 +8,28 @@ function finder(rows) {
 
 export function checkTargets({ rows, peak, startup, sizes }) {
   const row = finder(rows);
-  const faster = (ours, other) => (ours && other ? other.ms / ours.ms : null);  // > 1: ours faster
+  const faster = (ours, other) => (ours && other ? other.ms / ours.ms : null); // > 1: ours faster
   const targets = [];
-  const add = (target, value, goal, unit = '×') => targets.push({ target, value, goal, unit, ok: value == null ? null : value >= goal });
+  const add = (target, value, goal, unit = '×') =>
+    targets.push({ target, value, goal, unit, ok: value == null ? null : value >= goal });
 
-  const m1 = row('matmul', 'ours-1'), m2 = row('matmul', 'ours-2');
-  add('matmul 512³, 1 thread: share of the measured SIMD peak', m1 && peak ? (100 * m1.gflops) / peak.perCoreGflops : null, 88, '%');
+  const m1 = row('matmul', 'ours-1'),
+    m2 = row('matmul', 'ours-2');
+  add(
+    'matmul 512³, 1 thread: share of the measured SIMD peak',
+    m1 && peak ? (100 * m1.gflops) / peak.perCoreGflops : null,
+    88,
+    '%',
+  );
   add('matmul 512³, 1 thread: faster than tfjs-wasm', faster(m1, row('matmul', 'tfjs-1')), 1.25);
   add('matmul 512³, 1 thread: faster than onnxruntime-web', faster(m1, row('matmul', 'ort-1')), 1.25);
   add('matmul 512³: 2 threads over our 1 thread', faster(m2, m1), 1.85);
   add('multi-head attention: 2 threads over our 1 thread', faster(row('mha', 'ours-2'), row('mha', 'ours-1')), 1.85);
 
   const a1 = row('attention', 'ours-1');
-  const peerBest = [row('attention', 'tfjs-1'), row('attention', 'ort-1')].filter(Boolean).sort((x, y) => x.ms - y.ms)[0];
+  const peerBest = [row('attention', 'tfjs-1'), row('attention', 'ort-1')]
+    .filter(Boolean)
+    .sort((x, y) => x.ms - y.ms)[0];
   add('attention n=512 d=64, 1 thread: faster than the faster of tfjs and onnxruntime', faster(a1, peerBest), 1.15);
   const h1 = row('mha', 'ours-1');
   add('multi-head attention, 1 thread: faster than onnxruntime-web', faster(h1, row('mha', 'ort-1')), 1.25);
@@ -29,19 +38,42 @@ export function checkTargets({ rows, peak, startup, sizes }) {
   // backward GFLOP/s (nominal 2× the forward's FLOPs) over the forward's, same shape, 1 thread
   const ratio = (bwd, fwd) => (bwd && fwd ? bwd.gflops / fwd.gflops : null);
   add('attention backward GFLOP/s over its forward', ratio(row('attention-bwd', 'ours-1'), a1), 0.7);
-  add('causal attention backward GFLOP/s over its forward', ratio(row('attention-causal-bwd', 'ours-1'), row('attention-causal', 'ours-1')), 0.7);
+  add(
+    'causal attention backward GFLOP/s over its forward',
+    ratio(row('attention-causal-bwd', 'ours-1'), row('attention-causal', 'ours-1')),
+    0.7,
+  );
   add('multi-head backward alone GFLOP/s over its forward', ratio(row('mha-bwd-only', 'ours-1'), h1), 0.7);
-  add('causal multi-head backward alone GFLOP/s over its forward', ratio(row('mha-causal-bwd-only', 'ours-1'), row('mha-causal', 'ours-1')), 0.7);
+  add(
+    'causal multi-head backward alone GFLOP/s over its forward',
+    ratio(row('mha-causal-bwd-only', 'ours-1'), row('mha-causal', 'ours-1')),
+    0.7,
+  );
 
   if (startup?.length) {
-    const ready = (impl, threads) => startup.find((s) => s.impl === impl && s.threads === threads && !s.error)?.totalMs ?? null;
+    const ready = (impl, threads) =>
+      startup.find((s) => s.impl === impl && s.threads === threads && !s.error)?.totalMs ?? null;
     const ours2 = ready('ours', 2);
-    add("ready module, 2 threads: faster than tfjs-wasm's threaded init", ours2 && ready('tfjs', 2) ? ready('tfjs', 2) / ours2 : null, 1);
-    add("ready module, 2 threads: faster than onnxruntime-web's first session", ours2 && ready('ort', 2) ? ready('ort', 2) / ours2 : null, 1);
+    add(
+      "ready module, 2 threads: faster than tfjs-wasm's threaded init",
+      ours2 && ready('tfjs', 2) ? ready('tfjs', 2) / ours2 : null,
+      1,
+    );
+    add(
+      "ready module, 2 threads: faster than onnxruntime-web's first session",
+      ours2 && ready('ort', 2) ? ready('ort', 2) / ours2 : null,
+      1,
+    );
   }
   if (sizes) {
     const largest = Math.max(...sizes.ours.map((s) => s.bytes));
-    targets.push({ target: 'each .wasm under 250 KB', value: largest / 1024, goal: 250, unit: 'KB (largest)', ok: largest < 250 * 1024 });
+    targets.push({
+      target: 'each .wasm under 250 KB',
+      value: largest / 1024,
+      goal: 250,
+      unit: 'KB (largest)',
+      ok: largest < 250 * 1024,
+    });
   }
   return targets;
 }

@@ -22,8 +22,9 @@ import { Worker as NodeWorker } from 'node:worker_threads';
 // `var require$$0 = require('fs');` lines of the bundle, plus commonjsGlobal.
 function bundlerPrelude(bundlePath) {
   const text = readFileSync(bundlePath, 'utf8');
-  const lines = [...text.matchAll(/^var (require\$\$\d+) = require\('([^']+)'\);$/gm)]
-    .map(([, name, mod]) => `var ${name} = require(${JSON.stringify(mod)});`);
+  const lines = [...text.matchAll(/^var (require\$\$\d+) = require\('([^']+)'\);$/gm)].map(
+    ([, name, mod]) => `var ${name} = require(${JSON.stringify(mod)});`,
+  );
   return `${lines.join('\n')}\nvar commonjsGlobal = globalThis;\n`;
 }
 

@@ -13,7 +13,16 @@
 // a steadier median on a shared machine. A call over slowMs gets slowRuns runs, one over
 // verySlowMs verySlowRuns.
 const LIMITS = { warmupMaxRuns: 200, slowMs: 1000, verySlowMs: 5000 };
-export const FULL = { ...LIMITS, warmup: 3, warmupMs: 1000, runs: 20, maxRuns: 100, runsMs: 1000, slowRuns: 5, verySlowRuns: 3 };
+export const FULL = {
+  ...LIMITS,
+  warmup: 3,
+  warmupMs: 1000,
+  runs: 20,
+  maxRuns: 100,
+  runsMs: 1000,
+  slowRuns: 5,
+  verySlowRuns: 3,
+};
 export const QUICK = { ...LIMITS, warmup: 1, warmupMs: 100, runs: 5, slowRuns: 2, verySlowRuns: 1 };
 // Long sequences: one warm-up and a few runs; a single run past 5 s, to bound the section.
 export const LONG = { ...LIMITS, warmup: 1, warmupMs: 300, runs: 5, slowRuns: 3, verySlowRuns: 1 };
@@ -38,11 +47,17 @@ export async function measure(run, settings) {
   let last = await once(run);
   // One warm-up run only for slow ones: its time already tells us they are slow.
   if (last.ms <= settings.slowMs) {
-    for (let i = 1; i < settings.warmupMaxRuns && (i < settings.warmup || performance.now() - start < settings.warmupMs); ++i) {
+    for (
+      let i = 1;
+      i < settings.warmupMaxRuns && (i < settings.warmup || performance.now() - start < settings.warmupMs);
+      ++i
+    ) {
       last = await once(run);
     }
   }
-  let runs = settings.maxRuns ? Math.max(settings.runs, Math.min(settings.maxRuns, Math.floor(settings.runsMs / last.ms))) : settings.runs;
+  let runs = settings.maxRuns
+    ? Math.max(settings.runs, Math.min(settings.maxRuns, Math.floor(settings.runsMs / last.ms)))
+    : settings.runs;
   let note = '';
   if (last.ms > settings.verySlowMs) {
     runs = settings.verySlowRuns;
@@ -82,6 +97,7 @@ export async function pickFastest(variants) {
   }
   let index = 0;
   for (let i = 1; i < probes.length; ++i) if (probes[i].ms < probes[index].ms) index = i;
-  if (!Number.isFinite(probes[index].ms)) throw new Error(`every formulation failed: ${probes.map((p) => `${p.name}: ${p.error}`).join('; ')}`);
+  if (!Number.isFinite(probes[index].ms))
+    throw new Error(`every formulation failed: ${probes.map((p) => `${p.name}: ${p.error}`).join('; ')}`);
   return { index, probes };
 }

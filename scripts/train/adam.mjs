@@ -5,16 +5,19 @@ export function createAdam({ beta1 = 0.9, beta2 = 0.999, eps = 1e-8 } = {}) {
   const state = new Map();
   let t = 0;
   return {
-    tick() { ++t; },
+    tick() {
+      ++t;
+    },
     direction(name, g) {
       if (!state.has(name)) state.set(name, { m: new Float32Array(g.length), v: new Float32Array(g.length) });
       const { m, v } = state.get(name);
-      const c1 = 1 - beta1 ** t, c2 = 1 - beta2 ** t;
+      const c1 = 1 - beta1 ** t,
+        c2 = 1 - beta2 ** t;
       const dir = new Float32Array(g.length);
       for (let i = 0; i < g.length; ++i) {
         m[i] = beta1 * m[i] + (1 - beta1) * g[i];
         v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
-        dir[i] = (m[i] / c1) / (Math.sqrt(v[i] / c2) + eps);
+        dir[i] = m[i] / c1 / (Math.sqrt(v[i] / c2) + eps);
       }
       return dir;
     },

@@ -28,8 +28,12 @@ export const corpusVersion = () => JSON.parse(fs.readFileSync(packageJson(), 'ut
 
 export function loadCorpus(emb, { only } = {}) {
   const dir = corpusDir();
-  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.txt')).sort();
-  const train = [], heldOut = [];
+  const files = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.txt'))
+    .sort();
+  const train = [],
+    heldOut = [];
   files.forEach((f, k) => {
     const held = k % 10 === 9;
     if (only === 'heldOut' && !held) return;

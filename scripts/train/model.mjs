@@ -6,16 +6,14 @@
 // bout (V), unk (d) } in plain JS. Batches: B windows of n+1 class ids and n input words.
 import { sinusoidalPositions } from '../../web/page/embeddings.js';
 import { headStats } from '../../web/page/model/head_stats.js';
-import {
-  backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK,
-} from '../../web/page/model/lm.js';
+import { backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK } from '../../web/page/model/lm.js';
 
 // Word vectors by norm, as the page looks them up (unknown words: the hashed stand-in).
 export function vectorCache(emb) {
   const cache = new Map();
   return (w) => {
     let v = cache.get(w);
-    if (!v) cache.set(w, v = emb.lookup(w).vector);
+    if (!v) cache.set(w, (v = emb.lookup(w).vector));
     return v;
   };
 }
@@ -41,13 +39,15 @@ export function makeBatch(windows, n, d, vec, positionScale) {
 export function createModel(attn, { d, heads, layers, seed, logPrior }) {
   const p = {
     wout: new Float32Array(d * d),
-    bout: Float32Array.from(logPrior),  // start from the unigram distribution
+    bout: Float32Array.from(logPrior), // start from the unigram distribution
     unk: new Float32Array(d),
   };
   for (let i = 0; i < d; ++i) p.wout[i * d + i] = 0.1;
   return {
     p,
-    layers: Array.from({ length: layers }, (_, L) => attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L })),
+    layers: Array.from({ length: layers }, (_, L) =>
+      attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L }),
+    ),
   };
 }
 
@@ -55,7 +55,8 @@ export function createModel(attn, { d, heads, layers, seed, logPrior }) {
 export function trainStep(model, emb, vocab, batch, adam, lr) {
   const { layers, p } = model;
   const [B, n, d] = batch.x.shape;
-  const T = B * n, V = vocab.length;
+  const T = B * n,
+    V = vocab.length;
   const words = outputWords(emb, vocab, p.unk);
   const { hs } = forwardLayers(layers, batch.x);
   const h = hs[hs.length - 1];
@@ -76,7 +77,11 @@ export function trainStep(model, emb, vocab, batch, adam, lr) {
     layers[L].step(dirs, lr);
     dh = next;
   }
-  for (const [name, grad] of [['wout', g.dwout], ['bout', g.dbout], ['unk', g.dunk]]) {
+  for (const [name, grad] of [
+    ['wout', g.dwout],
+    ['bout', g.dbout],
+    ['unk', g.dunk],
+  ]) {
     const dir = adam.direction(name, grad);
     for (let i = 0; i < dir.length; ++i) p[name][i] -= lr * dir[i];
   }
@@ -87,12 +92,18 @@ export function trainStep(model, emb, vocab, batch, adam, lr) {
 // of always guessing `baseline` (the 10 most frequent classes in training), and per-head stats.
 export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, positionScale }) {
   const { layers, p } = model;
-  const d = emb.dim, V = vocab.length;
+  const d = emb.dim,
+    V = vocab.length;
   const words = outputWords(emb, vocab, p.unk);
   const vec = vectorCache(emb);
   const guess = new Set(baseline);
   const perHead = layers.map((l) => Array.from({ length: l.config.heads }, () => []));
-  let lossSum = 0, top1 = 0, top10 = 0, base1 = 0, base10 = 0, count = 0;
+  let lossSum = 0,
+    top1 = 0,
+    top10 = 0,
+    base1 = 0,
+    base10 = 0,
+    count = 0;
   for (let s = 0; s < windows.length; s += B) {
     const batch = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
     const [b] = batch.x.shape;
@@ -109,15 +120,19 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, posi
       if (guess.has(y)) ++base10;
       ++count;
     }
-    traces.forEach((heads, L) => heads.forEach((hd, h) => {
-      for (let k = 0; k < b; ++k) perHead[L][h].push(hd.weights.data.subarray(k * n * n, (k + 1) * n * n));
-    }));
+    traces.forEach((heads, L) =>
+      heads.forEach((hd, h) => {
+        for (let k = 0; k < b; ++k) perHead[L][h].push(hd.weights.data.subarray(k * n * n, (k + 1) * n * n));
+      }),
+    );
   }
   return {
     tokens: count,
     loss: lossSum / count,
-    top1: top1 / count, top10: top10 / count,
-    baselineTop1: base1 / count, baselineTop10: base10 / count,
+    top1: top1 / count,
+    top10: top10 / count,
+    baselineTop1: base1 / count,
+    baselineTop10: base10 / count,
     heads: perHead.flatMap((hl, L) => hl.map((list, h) => ({ layer: L, head: h, ...headStats(list, n) }))),
   };
 }
@@ -129,6 +144,7 @@ export function windowsOf(docs, idDocs, n, limit = Infinity) {
   for (let k = 0; k < docs.length; ++k) {
     for (let s = 0; s + n + 1 <= docs[k].length; s += n + 1) all.push([k, s]);
   }
-  const picked = all.length <= limit ? all : Array.from({ length: limit }, (_, i) => all[Math.floor((i * all.length) / limit)]);
+  const picked =
+    all.length <= limit ? all : Array.from({ length: limit }, (_, i) => all[Math.floor((i * all.length) / limit)]);
   return picked.map(([k, s]) => ({ words: docs[k].slice(s, s + n + 1), ids: idDocs[k].subarray(s, s + n + 1) }));
 }

@@ -8,11 +8,9 @@ import assert from 'node:assert/strict';
 import * as binding from '../../web/lib/binding.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { loadModule } from '../../web/lib/loader.js';
-import {
-  attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform,
-} from './reference.mjs';
+import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from './reference.mjs';
 
-const TOL = 1e-5;  // max abs difference for unit-range values (relative past magnitude 1)
+const TOL = 1e-5; // max abs difference for unit-range values (relative past magnitude 1)
 const SIZES = [1, 2, 3, 5, 17, 63, 64, 65, 129];
 
 // actual (Float32Array) vs expected (float64), within TOL·max(1, max |expected|).
@@ -37,7 +35,8 @@ function assertBitwise(a, b, what) {
   const ba = new Uint32Array(a.buffer, a.byteOffset, a.length);
   const bb = new Uint32Array(b.buffer, b.byteOffset, b.length);
   for (let i = 0; i < ba.length; ++i) {
-    if (ba[i] !== bb[i]) assert.fail(`${what}[${i}]: ${a[i]} vs ${b[i]} (bits ${ba[i].toString(16)} vs ${bb[i].toString(16)})`);
+    if (ba[i] !== bb[i])
+      assert.fail(`${what}[${i}]: ${a[i]} vs ${b[i]} (bits ${ba[i].toString(16)} vs ${bb[i].toString(16)})`);
   }
 }
 
@@ -45,22 +44,31 @@ function assertTensor(t, shape, what) {
   assert.ok(t && typeof t === 'object', `${what}: not a tensor`);
   assert.deepEqual(t.shape, shape, `${what}: shape`);
   assert.ok(t.data instanceof Float32Array, `${what}.data: not a Float32Array`);
-  assert.equal(t.data.length, shape.reduce((a, b) => a * b, 1), `${what}.data: length`);
+  assert.equal(
+    t.data.length,
+    shape.reduce((a, b) => a * b, 1),
+    `${what}.data: length`,
+  );
 }
 
 // The -Infinity cells of a trace's `masked` must be exactly those of the reference.
 function assertSameMaskedCells(actual, expected, what) {
   for (let i = 0; i < expected.length; ++i) {
-    assert.equal(actual[i] === -Infinity, expected[i] === -Infinity,
-      `${what}[${i}]: got ${actual[i]}, reference ${expected[i]}`);
+    assert.equal(
+      actual[i] === -Infinity,
+      expected[i] === -Infinity,
+      `${what}[${i}]: got ${actual[i]}, reference ${expected[i]}`,
+    );
   }
 }
 
 // Layer weights of unit scale: U(-a, a) with a = sqrt(3 / fanIn), so that every product stays
 // around magnitude 1.
 function randomWeights(next, { dModel, heads, dK, dV, bias }) {
-  const hk = heads * dK, hv = heads * dV;
-  const mat = (rows, cols) => tensor(uniform(next, rows * cols, -Math.sqrt(3 / rows), Math.sqrt(3 / rows)), [rows, cols]);
+  const hk = heads * dK,
+    hv = heads * dV;
+  const mat = (rows, cols) =>
+    tensor(uniform(next, rows * cols, -Math.sqrt(3 / rows), Math.sqrt(3 / rows)), [rows, cols]);
   const w = { wq: mat(dModel, hk), wk: mat(dModel, hk), wv: mat(dModel, hv), wo: mat(hv, dModel) };
   if (bias) {
     w.bq = randomTensor(next, [hk], -0.5, 0.5);
@@ -80,7 +88,9 @@ function randomKeep(next, nQ, nK, pKeep = 0.6) {
 for (const threads of [1, 2]) {
   describe(`attention (threads: ${threads})`, () => {
     let attn;
-    before(async () => { attn = await createAttention({ threads }); });
+    before(async () => {
+      attn = await createAttention({ threads });
+    });
     after(() => attn.dispose());
 
     test('backend reports the build', () => {
@@ -88,7 +98,7 @@ for (const threads of [1, 2]) {
       assert.equal(b.threads, threads);
       assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
       assert.equal(b.simd, true);
-      assert.equal(b.isa, 'simd128');  // what simd is derived from (Node without the relaxed-SIMD flag)
+      assert.equal(b.isa, 'simd128'); // what simd is derived from (Node without the relaxed-SIMD flag)
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {
@@ -112,10 +122,24 @@ for (const threads of [1, 2]) {
 
     test('causal, top-left aligned also for nQ != nK', () => {
       const next = rng(21 + threads);
-      const shapes = [[1, 1], [1, 5], [5, 1], [3, 17], [17, 3], [63, 64], [64, 65], [65, 63],
-        [129, 64], [64, 129], [129, 129], [33, 32], [2, 129]];
+      const shapes = [
+        [1, 1],
+        [1, 5],
+        [5, 1],
+        [3, 17],
+        [17, 3],
+        [63, 64],
+        [64, 65],
+        [65, 63],
+        [129, 64],
+        [64, 129],
+        [129, 129],
+        [33, 32],
+        [2, 129],
+      ];
       for (const [nQ, nK] of shapes) {
-        const dK = 1 + (nQ % 7), dV = 2 + (nK % 5);
+        const dK = 1 + (nQ % 7),
+          dV = 2 + (nK % 5);
         const q = randomTensor(next, [nQ, dK]);
         const k = randomTensor(next, [nK, dK]);
         const v = randomTensor(next, [nK, dV]);
@@ -133,13 +157,18 @@ for (const threads of [1, 2]) {
 
     test('keep mask: Uint8Array tensor and bare array, fully masked rows give zeros', () => {
       const next = rng(31 + threads);
-      for (const [nQ, nK, dK, dV] of [[5, 17, 3, 7], [65, 63, 16, 8], [129, 2, 5, 1], [2, 129, 1, 33]]) {
+      for (const [nQ, nK, dK, dV] of [
+        [5, 17, 3, 7],
+        [65, 63, 16, 8],
+        [129, 2, 5, 1],
+        [2, 129, 1, 33],
+      ]) {
         const q = randomTensor(next, [nQ, dK]);
         const k = randomTensor(next, [nK, dK]);
         const v = randomTensor(next, [nK, dV]);
         const keep = randomKeep(next, nQ, nK);
-        keep.fill(0, 0, nK);  // row 0: every key masked
-        if (nQ > 1) keep.fill(1, nK, 2 * nK);  // row 1: every key kept
+        keep.fill(0, 0, nK); // row 0: every key masked
+        if (nQ > 1) keep.fill(1, nK, 2 * nK); // row 1: every key kept
         for (const causal of [false, true]) {
           const ref = attentionRef(q, k, v, { keep, causal });
           const asTensor = attn.attention(q, k, v, { mask: { data: keep, shape: [nQ, nK] }, causal }).output;
@@ -153,13 +182,17 @@ for (const threads of [1, 2]) {
 
     test('additive Float32Array mask with -Infinity entries', () => {
       const next = rng(41 + threads);
-      for (const [nQ, nK, dK, dV] of [[3, 5, 2, 4], [64, 65, 8, 3], [17, 129, 5, 5]]) {
+      for (const [nQ, nK, dK, dV] of [
+        [3, 5, 2, 4],
+        [64, 65, 8, 3],
+        [17, 129, 5, 5],
+      ]) {
         const q = randomTensor(next, [nQ, dK]);
         const k = randomTensor(next, [nK, dK]);
         const v = randomTensor(next, [nK, dV]);
         const bias = uniform(next, nQ * nK, -2, 2);
         for (let i = 0; i < bias.length; ++i) if (next() < 0.3) bias[i] = -Infinity;
-        bias.fill(-Infinity, (nQ - 1) * nK);  // last row: every key masked
+        bias.fill(-Infinity, (nQ - 1) * nK); // last row: every key masked
         for (const causal of [false, true]) {
           const ref = attentionRef(q, k, v, { bias, causal });
           const asTensor = attn.attention(q, k, v, { mask: tensor(bias, [nQ, nK]), causal }).output;
@@ -240,7 +273,9 @@ for (const threads of [1, 2]) {
 
   describe(`multiHeadAttention (threads: ${threads})`, () => {
     let attn;
-    before(async () => { attn = await createAttention({ threads }); });
+    before(async () => {
+      attn = await createAttention({ threads });
+    });
     after(() => attn.dispose());
 
     // One forward against mhaRef; returns the result.
@@ -273,8 +308,14 @@ for (const threads of [1, 2]) {
       if (trace) {
         assert.equal(r.heads.length, heads, `${label}: one trace per head`);
         const shapes = {
-          q: [nQ, dK], k: [n2, dK], v: [n2, dV], scores: [nQ, n2], scaled: [nQ, n2],
-          masked: [nQ, n2], weights: [nQ, n2], output: [nQ, dV],
+          q: [nQ, dK],
+          k: [n2, dK],
+          v: [n2, dV],
+          scores: [nQ, n2],
+          scaled: [nQ, n2],
+          masked: [nQ, n2],
+          weights: [nQ, n2],
+          output: [nQ, dV],
         };
         for (let h = 0; h < heads; ++h) {
           for (const [name, shape] of Object.entries(shapes)) {
@@ -341,7 +382,10 @@ for (const threads of [1, 2]) {
     test('trace: per head q, k, v, scores, scaled, masked, weights, output, and concat', () => {
       check({ dModel: 12, heads: 3, bias: true }, { nQ: 5, trace: true, seed: 16 });
       check({ dModel: 16, heads: 2 }, { batch: 2, nQ: 33, nK: 7, context: true, causal: true, trace: true, seed: 17 });
-      check({ dModel: 8, heads: 2, dK: 3, dV: 5, bias: true }, { batch: 3, nQ: 4, mask: 'keep', trace: true, seed: 18 });
+      check(
+        { dModel: 8, heads: 2, dK: 3, dV: 5, bias: true },
+        { batch: 3, nQ: 4, mask: 'keep', trace: true, seed: 18 },
+      );
       check({ dModel: 16, heads: 4 }, { batch: 1, nQ: 65, causal: true, mask: 'bias', trace: true, seed: 19 });
     });
 
@@ -352,7 +396,9 @@ for (const threads of [1, 2]) {
       const c = attn.multiHeadAttention({ ...config, seed: 8 });
       const d = attn.multiHeadAttention({ ...config });
       const e = attn.multiHeadAttention({ ...config, seed: 0 });
-      const wa = a.weights, wb = b.weights, wc = c.weights;
+      const wa = a.weights,
+        wb = b.weights,
+        wc = c.weights;
       assert.deepEqual(Object.keys(wa).sort(), ['bk', 'bo', 'bq', 'bv', 'wk', 'wo', 'wq', 'wv']);
       const shapes = { wq: [24, 24], wk: [24, 24], wv: [24, 20], wo: [20, 24], bq: [24], bk: [24], bv: [20], bo: [24] };
       for (const [name, shape] of Object.entries(shapes)) {
@@ -371,7 +417,11 @@ for (const threads of [1, 2]) {
         assert.ok(Math.abs(mean) < 0.25 * bound, `${name}: mean ${mean}`);
       }
       assert.notDeepEqual(wa.wq.data, wa.wk.data.subarray(0, wa.wq.data.length));
-      for (const name of ['bq', 'bk', 'bv', 'bo']) assert.ok(wa[name].data.every((x) => x === 0), `${name} starts at zero`);
+      for (const name of ['bq', 'bk', 'bv', 'bo'])
+        assert.ok(
+          wa[name].data.every((x) => x === 0),
+          `${name} starts at zero`,
+        );
       // no seed is seed 0
       assert.deepEqual(d.weights.wq.data, e.weights.wq.data);
       // the seeded layer computes with exactly those weights
@@ -391,9 +441,9 @@ for (const threads of [1, 2]) {
       const firstOutput = layer.forward(x).output.data;
       assertClose(firstOutput, mhaRef(x, original, { batch: 2, nQ: 5, dModel: 8, heads: 2 }).output, 'output');
 
-      for (const t of Object.values(given)) t.data.fill(3);  // the caller's arrays
+      for (const t of Object.values(given)) t.data.fill(3); // the caller's arrays
       const w = layer.weights;
-      for (const t of Object.values(w)) t.data.fill(5);  // the returned copies
+      for (const t of Object.values(w)) t.data.fill(5); // the returned copies
       w.wq.data = new Float32Array(64);
       const again = layer.weights;
       for (const [name, data] of Object.entries(original)) {
@@ -485,26 +535,46 @@ describe('results own their memory', () => {
         for (const [name, t] of Object.entries(first)) {
           const { buffer } = t.data;
           assert.ok(t.data instanceof Float32Array, name);
-          assert.ok(!(typeof SharedArrayBuffer === 'function' && buffer instanceof SharedArrayBuffer), `${name}: a SharedArrayBuffer`);
+          assert.ok(
+            !(typeof SharedArrayBuffer === 'function' && buffer instanceof SharedArrayBuffer),
+            `${name}: a SharedArrayBuffer`,
+          );
           assert.equal(t.data.byteOffset, 0, `${name}: byteOffset`);
-          assert.equal(buffer.byteLength, t.data.byteLength, `${name}: its buffer is larger than the result (wasm memory has ${wasmBytes} bytes)`);
+          assert.equal(
+            buffer.byteLength,
+            t.data.byteLength,
+            `${name}: its buffer is larger than the result (wasm memory has ${wasmBytes} bytes)`,
+          );
         }
         // another call with other inputs does not touch the first result
-        attn.attention(randomTensor(next, [9, 4]), randomTensor(next, [7, 4]), randomTensor(next, [7, 3]), { trace: true });
+        attn.attention(randomTensor(next, [9, 4]), randomTensor(next, [7, 4]), randomTensor(next, [7, 3]), {
+          trace: true,
+        });
         for (const [name, data] of Object.entries(saved)) assert.deepEqual(first[name].data, data, `${name} changed`);
 
         // nor does a call that grows wasm memory (which would detach views)
-        const big = attn.attention(randomTensor(next, [1024, 8]), randomTensor(next, [2048, 8]), randomTensor(next, [2048, 8]), { trace: true });
+        const big = attn.attention(
+          randomTensor(next, [1024, 8]),
+          randomTensor(next, [2048, 8]),
+          randomTensor(next, [2048, 8]),
+          { trace: true },
+        );
         assert.ok(attn.memory().wasmBytes > wasmBytes, 'wasm memory grew');
         assert.equal(big.weights.data.buffer.byteLength, 1024 * 2048 * 4);
-        for (const [name, data] of Object.entries(saved)) assert.deepEqual(first[name].data, data, `${name} changed after growth`);
+        for (const [name, data] of Object.entries(saved))
+          assert.deepEqual(first[name].data, data, `${name} changed after growth`);
 
         // multi-head outputs, traces and weights, likewise
         const layer = attn.multiHeadAttention({ dModel: 8, heads: 2, bias: true, seed: 1 });
         const x = randomTensor(next, [2, 5, 8]);
         const r1 = layer.forward(x, { trace: true });
         const w = layer.weights;
-        const kept = { out: r1.output.data.slice(), concat: r1.concat.data.slice(), q0: r1.heads[0].q.data.slice(), wq: w.wq.data.slice() };
+        const kept = {
+          out: r1.output.data.slice(),
+          concat: r1.concat.data.slice(),
+          q0: r1.heads[0].q.data.slice(),
+          wq: w.wq.data.slice(),
+        };
         for (const t of [r1.output, r1.concat, r1.heads[0].q, r1.heads[1].weights, w.wq, w.bo]) {
           assert.equal(t.data.buffer.byteLength, t.data.byteLength, 'mha result: its own buffer');
           assert.ok(!(typeof SharedArrayBuffer === 'function' && t.data.buffer instanceof SharedArrayBuffer));
@@ -542,11 +612,27 @@ describe('binding contract (web/lib/binding.js)', () => {
   const { ErrorKind, mhaTrace, scoreMask, throwIfFailed } = binding;
   test('a struct builder sets every field, its default (0 unless said) for those left out', () => {
     assert.deepEqual(scoreMask({ keep: 64 }), {
-      causal: false, keep: 64, bias: 0, offset: 0, left: -1, right: -1,
-      keyLimit: 2 ** 32 - 1, maskLd: 2 ** 32 - 1, maskCols: 2 ** 32 - 1, softcap: 0,
+      causal: false,
+      keep: 64,
+      bias: 0,
+      offset: 0,
+      left: -1,
+      right: -1,
+      keyLimit: 2 ** 32 - 1,
+      maskLd: 2 ** 32 - 1,
+      maskCols: 2 ** 32 - 1,
+      softcap: 0,
     });
-    assert.deepEqual(mhaTrace({ q: 8, concat: 16 }),
-      { q: 8, k: 0, v: 0, scores: 0, scaled: 0, masked: 0, weights: 0, concat: 16 });
+    assert.deepEqual(mhaTrace({ q: 8, concat: 16 }), {
+      q: 8,
+      k: 0,
+      v: 0,
+      scores: 0,
+      scaled: 0,
+      masked: 0,
+      weights: 0,
+      concat: 16,
+    });
   });
 
   test('a struct builder rejects a field the struct does not have', () => {
@@ -555,27 +641,47 @@ describe('binding contract (web/lib/binding.js)', () => {
 
   test('a failed call throws by its error kind, not by its text', () => {
     assert.doesNotThrow(() => throwIfFailed('f', { kind: ErrorKind.ok, message: '' }));
-    assert.throws(() => throwIfFailed('f', { kind: ErrorKind.outOfMemory, message: 'no room' }),
-      { name: 'RangeError', message: 'f: no room' });
-    assert.throws(() => throwIfFailed('f', { kind: ErrorKind.invalidArgument, message: 'out of memory, says the text' }),
-      { name: 'Error', message: 'f: out of memory, says the text' });
+    assert.throws(() => throwIfFailed('f', { kind: ErrorKind.outOfMemory, message: 'no room' }), {
+      name: 'RangeError',
+      message: 'f: no room',
+    });
+    assert.throws(
+      () => throwIfFailed('f', { kind: ErrorKind.invalidArgument, message: 'out of memory, says the text' }),
+      { name: 'Error', message: 'f: out of memory, says the text' },
+    );
   });
 
   test('the module returns a core error as a Status: its kind and the core message', async () => {
     const { module } = await loadModule({ threads: 1 });
     try {
       const { matrix, attentionBackwardTrace } = binding;
-      const nowhere = 64;  // an offset the core never reads: each call below fails first
+      const nowhere = 64; // an offset the core never reads: each call below fails first
       // k with 3 columns for q's 2: std::invalid_argument in the core
-      const bad = module.attentionForward(matrix(nowhere, 4, 2), matrix(nowhere, 5, 3), matrix(nowhere, 5, 3),
-        matrix(nowhere, 4, 3), 1, scoreMask(), binding.attentionTrace());
+      const bad = module.attentionForward(
+        matrix(nowhere, 4, 2),
+        matrix(nowhere, 5, 3),
+        matrix(nowhere, 5, 3),
+        matrix(nowhere, 4, 3),
+        1,
+        scoreMask(),
+        binding.attentionTrace(),
+      );
       assert.equal(bad.kind, ErrorKind.invalidArgument);
       assert.match(bad.message, /^attention: k must have as many columns as q \(d_k\): q \(4,2\), k \(5,3\)/);
       // P (65536,65536) is 2^32 floats, past wasm32: std::bad_alloc before any memory is read
       const n = 65536;
-      const oom = module.attentionBackward(matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1),
-        matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1), matrix(nowhere, n, 1), 1, scoreMask(),
-        attentionBackwardTrace());
+      const oom = module.attentionBackward(
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        matrix(nowhere, n, 1),
+        1,
+        scoreMask(),
+        attentionBackwardTrace(),
+      );
       assert.equal(oom.kind, ErrorKind.outOfMemory);
       assert.match(oom.message, /^out of memory/);
     } finally {

@@ -18,7 +18,7 @@ after(() => {
   attn2?.dispose();
 });
 
-const H = 1e-6;  // finite-difference step, in float64
+const H = 1e-6; // finite-difference step, in float64
 
 // ∂L/∂p for every entry p of params[name], L = loss(), by central differences.
 function finiteDifferences(params, name, loss) {
@@ -52,20 +52,35 @@ function assertGradient(actual, expected, what, expectZero = false) {
 
 describe('attentionBackward', () => {
   for (const [nQ, nK, dK, dV, causal, masked] of [
-    [1, 1, 1, 1, false, false], [3, 5, 4, 2, false, false], [5, 5, 3, 7, true, false],
-    [17, 9, 5, 3, false, true], [6, 6, 2, 2, true, true],
+    [1, 1, 1, 1, false, false],
+    [3, 5, 4, 2, false, false],
+    [5, 5, 3, 7, true, false],
+    [17, 9, 5, 3, false, true],
+    [6, 6, 2, 2, true, true],
   ]) {
     test(`equals finite differences: nQ ${nQ}, nK ${nK}, dK ${dK}, dV ${dV}${causal ? ', causal' : ''}${masked ? ', keep mask' : ''}`, () => {
       const next = rng(nQ * 100 + nK);
-      const q = randomTensor(next, [nQ, dK]), k = randomTensor(next, [nK, dK]), v = randomTensor(next, [nK, dV]);
+      const q = randomTensor(next, [nQ, dK]),
+        k = randomTensor(next, [nK, dK]),
+        v = randomTensor(next, [nK, dV]);
       const dOut = randomTensor(next, [nQ, dV]);
-      const keep = masked ? { data: Uint8Array.from({ length: nQ * nK }, () => (next() < 0.7 ? 1 : 0)), shape: [nQ, nK] } : undefined;
+      const keep = masked
+        ? { data: Uint8Array.from({ length: nQ * nK }, () => (next() < 0.7 ? 1 : 0)), shape: [nQ, nK] }
+        : undefined;
       const options = { causal, ...(keep ? { mask: keep } : {}) };
       const got = attn.attentionBackward(q, k, v, dOut, options);
 
       const params = { q: f64(q), k: f64(k), v: f64(v) };
-      const loss = () => dot(attentionRef({ data: params.q, shape: q.shape }, { data: params.k, shape: k.shape },
-        { data: params.v, shape: v.shape }, { causal, keep }).output, dOut.data);
+      const loss = () =>
+        dot(
+          attentionRef(
+            { data: params.q, shape: q.shape },
+            { data: params.k, shape: k.shape },
+            { data: params.v, shape: v.shape },
+            { causal, keep },
+          ).output,
+          dOut.data,
+        );
       assert.deepEqual(got.dq.shape, [nQ, dK]);
       assert.deepEqual(got.dk.shape, [nK, dK]);
       assert.deepEqual(got.dv.shape, [nK, dV]);
@@ -78,9 +93,11 @@ describe('attentionBackward', () => {
   test('keys masked for every query get exactly zero dk and dv', () => {
     const next = rng(7);
     const [nQ, nK, d] = [4, 6, 3];
-    const q = randomTensor(next, [nQ, d]), k = randomTensor(next, [nK, d]), v = randomTensor(next, [nK, d]);
+    const q = randomTensor(next, [nQ, d]),
+      k = randomTensor(next, [nK, d]),
+      v = randomTensor(next, [nK, d]);
     const keep = new Uint8Array(nQ * nK).fill(1);
-    for (let i = 0; i < nQ; ++i) keep[i * nK + 2] = 0;  // key 2 is never seen
+    for (let i = 0; i < nQ; ++i) keep[i * nK + 2] = 0; // key 2 is never seen
     const g = attn.attentionBackward(q, k, v, randomTensor(next, [nQ, d]), { mask: keep });
     for (let c = 0; c < d; ++c) {
       assert.equal(g.dk.data[2 * d + c], 0);
@@ -92,7 +109,9 @@ describe('attentionBackward', () => {
   test('trace returns P, dP = dOutput·vᵀ and dS with dq = dS·k, zero where masked', () => {
     const next = rng(17);
     const [nQ, nK, dK, dV] = [5, 7, 3, 4];
-    const q = randomTensor(next, [nQ, dK]), k = randomTensor(next, [nK, dK]), v = randomTensor(next, [nK, dV]);
+    const q = randomTensor(next, [nQ, dK]),
+      k = randomTensor(next, [nK, dK]),
+      v = randomTensor(next, [nK, dV]);
     const dOut = randomTensor(next, [nQ, dV]);
     const g = attn.attentionBackward(q, k, v, dOut, { causal: true, trace: true });
     assert.deepEqual(g.weights.data, attn.attention(q, k, v, { causal: true, trace: true }).weights.data);
@@ -114,7 +133,9 @@ describe('attentionBackward', () => {
   test('1 and 2 threads give bitwise identical gradients', () => {
     const next = rng(11);
     const [n, d] = [150, 24];
-    const q = randomTensor(next, [n, d]), k = randomTensor(next, [n, d]), v = randomTensor(next, [n, d]);
+    const q = randomTensor(next, [n, d]),
+      k = randomTensor(next, [n, d]),
+      v = randomTensor(next, [n, d]);
     const dOut = randomTensor(next, [n, d]);
     const a = attn.attentionBackward(q, k, v, dOut, { causal: true });
     const b = attn2.attentionBackward(q, k, v, dOut, { causal: true });
@@ -123,20 +144,30 @@ describe('attentionBackward', () => {
 
   test('rejects a dOutput of the wrong shape, naming both', () => {
     const next = rng(3);
-    const q = randomTensor(next, [3, 2]), kv = randomTensor(next, [4, 2]);
-    assert.throws(() => attn.attentionBackward(q, kv, kv, randomTensor(next, [4, 2])),
-      { name: 'RangeError', message: /^attentionBackward: dOutput is \[4,2\] but the output of attention\(q \[3,2\], v \[4,2\]\) is \[3,2\]$/ });
+    const q = randomTensor(next, [3, 2]),
+      kv = randomTensor(next, [4, 2]);
+    assert.throws(() => attn.attentionBackward(q, kv, kv, randomTensor(next, [4, 2])), {
+      name: 'RangeError',
+      message: /^attentionBackward: dOutput is \[4,2\] but the output of attention\(q \[3,2\], v \[4,2\]\) is \[3,2\]$/,
+    });
   });
 });
 
 describe('multi-head backward', () => {
   for (const [batch, nQ, nK, cross, bias, causal] of [
-    [1, 3, 3, false, false, false], [2, 3, 4, true, true, false], [2, 4, 4, false, true, true],
+    [1, 3, 3, false, false, false],
+    [2, 3, 4, true, true, false],
+    [2, 4, 4, false, true, true],
   ]) {
     test(`equals finite differences: batch ${batch}, nQ ${nQ}, nK ${nK}${cross ? ', cross' : ''}${bias ? ', bias' : ''}${causal ? ', causal' : ''}`, () => {
       const next = rng(batch * 31 + nQ + (cross ? 5 : 0));
       const [dModel, heads, dK, dV] = [6, 2, 3, 2];
-      const shapes = { wq: [dModel, heads * dK], wk: [dModel, heads * dK], wv: [dModel, heads * dV], wo: [heads * dV, dModel] };
+      const shapes = {
+        wq: [dModel, heads * dK],
+        wk: [dModel, heads * dK],
+        wv: [dModel, heads * dV],
+        wo: [heads * dV, dModel],
+      };
       if (bias) Object.assign(shapes, { bq: [heads * dK], bk: [heads * dK], bv: [heads * dV], bo: [dModel] });
       const weights = Object.fromEntries(Object.entries(shapes).map(([n, s]) => [n, randomTensor(next, s, -0.8, 0.8)]));
       const lead = batch > 1 ? [batch] : [];
@@ -151,8 +182,21 @@ describe('multi-head backward', () => {
 
       const params = { x: f64(x), ...(context ? { context: f64(context) } : {}) };
       for (const n of Object.keys(shapes)) params[n] = f64(weights[n]);
-      const loss = () => dot(mhaRef(params.x, Object.fromEntries(Object.keys(shapes).map((n) => [n, params[n]])),
-        { batch, nQ, nK, dModel, heads, dK, dV, causal, context: params.context }).output, dOut.data);
+      const loss = () =>
+        dot(
+          mhaRef(params.x, Object.fromEntries(Object.keys(shapes).map((n) => [n, params[n]])), {
+            batch,
+            nQ,
+            nK,
+            dModel,
+            heads,
+            dK,
+            dV,
+            causal,
+            context: params.context,
+          }).output,
+          dOut.data,
+        );
 
       assert.deepEqual(got.dx.shape, x.shape);
       assertGradient(got.dx.data, finiteDifferences(params, 'x', loss), 'dx');
@@ -169,13 +213,21 @@ describe('multi-head backward', () => {
     const mha = attn.multiHeadAttention({ dModel: 4, heads: 2, seed: 1 });
     const next = rng(5);
     const x = randomTensor(next, [3, 4]);
-    assert.throws(() => mha.backward(randomTensor(next, [3, 4])), { name: 'TypeError', message: /call forward\(\) first/ });
+    assert.throws(() => mha.backward(randomTensor(next, [3, 4])), {
+      name: 'TypeError',
+      message: /call forward\(\) first/,
+    });
     mha.forward(x);
-    assert.throws(() => mha.backward(randomTensor(next, [2, 4])),
-      { name: 'RangeError', message: /^multiHeadAttention\.backward: dOutput is \[2,4\] but the last forward's output is \[3,4\]$/ });
+    assert.throws(() => mha.backward(randomTensor(next, [2, 4])), {
+      name: 'RangeError',
+      message: /^multiHeadAttention\.backward: dOutput is \[2,4\] but the last forward's output is \[3,4\]$/,
+    });
     const grads = mha.backward(randomTensor(next, [3, 4]));
     mha.step(grads, 0.1);
-    assert.throws(() => mha.backward(randomTensor(next, [3, 4])), { name: 'TypeError', message: /call forward\(\) first/ });
+    assert.throws(() => mha.backward(randomTensor(next, [3, 4])), {
+      name: 'TypeError',
+      message: /call forward\(\) first/,
+    });
     mha.dispose();
   });
 
@@ -189,12 +241,17 @@ describe('multi-head backward', () => {
     for (let i = 0; i < 16; ++i) assert.equal(after.wq.data[i], Math.fround(before.wq.data[i] - 0.5 * i));
     assert.deepEqual(after.bo.data, new Float32Array([-0.5, -1, -1.5, -2]));
     assert.deepEqual(after.wk.data, before.wk.data);
-    assert.throws(() => mha.step({ dwq: { data: new Float32Array(4), shape: [2, 2] } }, 0.1),
-      { name: 'RangeError', message: /^multiHeadAttention\.step: grads\.dwq must have|grads\.dwq is \[2,2\] but wq is \[4,4\]/ });
+    assert.throws(() => mha.step({ dwq: { data: new Float32Array(4), shape: [2, 2] } }, 0.1), {
+      name: 'RangeError',
+      message: /^multiHeadAttention\.step: grads\.dwq must have|grads\.dwq is \[2,2\] but wq is \[4,4\]/,
+    });
     assert.throws(() => mha.step({ dwz: dwq }, 0.1), { name: 'TypeError', message: /unknown option "dwz"/ });
     const noBias = attn.multiHeadAttention({ dModel: 4, heads: 2, seed: 9 });
-    assert.throws(() => noBias.step({ dbq: { data: new Float32Array(4), shape: [4] } }, 0.1),
-      { name: 'TypeError', message: /unknown option "dbq"/ }, 'a bias gradient for a layer without biases is not silently dropped');
+    assert.throws(
+      () => noBias.step({ dbq: { data: new Float32Array(4), shape: [4] } }, 0.1),
+      { name: 'TypeError', message: /unknown option "dbq"/ },
+      'a bias gradient for a layer without biases is not silently dropped',
+    );
     noBias.dispose();
     assert.throws(() => mha.step({ dwq }, NaN), { name: 'RangeError', message: /learningRate must be finite/ });
     mha.dispose();
@@ -219,7 +276,12 @@ describe('multi-head backward', () => {
 describe('matmul', () => {
   test('matches a plain loop for every transpose, over odd shapes', () => {
     const next = rng(13);
-    for (const [m, n, k] of [[1, 1, 1], [3, 5, 7], [17, 9, 33], [65, 63, 129]]) {
+    for (const [m, n, k] of [
+      [1, 1, 1],
+      [3, 5, 7],
+      [17, 9, 33],
+      [65, 63, 129],
+    ]) {
       for (const transposeA of [false, true]) {
         for (const transposeB of [false, true]) {
           const a = randomTensor(next, transposeA ? [k, m] : [m, k]);
@@ -231,13 +293,18 @@ describe('matmul', () => {
             for (let j = 0; j < n; ++j) {
               let s = 0;
               for (let p = 0; p < k; ++p) {
-                s += (transposeA ? a.data[p * m + i] : a.data[i * k + p]) * (transposeB ? b.data[j * k + p] : b.data[p * n + j]);
+                s +=
+                  (transposeA ? a.data[p * m + i] : a.data[i * k + p]) *
+                  (transposeB ? b.data[j * k + p] : b.data[p * n + j]);
               }
               expected[i * n + j] = s;
             }
           }
           const diff = maxAbsDiff(c.data, expected);
-          assert.ok(diff < 1e-5 * Math.sqrt(k), `m ${m} n ${n} k ${k} tA ${transposeA} tB ${transposeB}: largest difference ${diff}`);
+          assert.ok(
+            diff < 1e-5 * Math.sqrt(k),
+            `m ${m} n ${n} k ${k} tA ${transposeA} tB ${transposeB}: largest difference ${diff}`,
+          );
         }
       }
     }
@@ -245,8 +312,10 @@ describe('matmul', () => {
 
   test('names both shapes when the inner sizes differ', () => {
     const next = rng(2);
-    assert.throws(() => attn.matmul(randomTensor(next, [2, 3]), randomTensor(next, [4, 2])),
-      { name: 'RangeError', message: /^matmul: a is \[2,3\] and b is \[4,2\]: the inner sizes 3 and 4 must match$/ });
+    assert.throws(() => attn.matmul(randomTensor(next, [2, 3]), randomTensor(next, [4, 2])), {
+      name: 'RangeError',
+      message: /^matmul: a is \[2,3\] and b is \[4,2\]: the inner sizes 3 and 4 must match$/,
+    });
   });
 });
 
@@ -304,11 +373,15 @@ test('a layer learns to attend to the flagged token: loss falls 10x, weights poi
   // Every query's weights peak at the flagged token, in every head that learned it.
   const { x, flagged } = makeBatch();
   const { heads: traced } = mha.forward(x, { trace: true });
-  let pointing = 0, rows = 0;
+  let pointing = 0,
+    rows = 0;
   for (let b = 0; b < batch; ++b) {
     for (let i = 0; i < n; ++i) {
       // the head-averaged weight row of query i
-      const row = Array.from({ length: n }, (_, j) => traced.reduce((s, h) => s + h.weights.data[(b * n + i) * n + j], 0) / heads);
+      const row = Array.from(
+        { length: n },
+        (_, j) => traced.reduce((s, h) => s + h.weights.data[(b * n + i) * n + j], 0) / heads,
+      );
       pointing += row.indexOf(Math.max(...row)) === flagged[b] ? 1 : 0;
       rows += 1;
     }

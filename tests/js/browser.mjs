@@ -19,7 +19,9 @@ export function launchBrowser() {
 export async function openPage(browser, url) {
   const page = await browser.newPage();
   const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console.error: ${m.text()}`); });
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`uncaught: ${e.message}`));
   await page.goto(url);
   return { page, errors: () => problems };

@@ -29,11 +29,17 @@ async function runInPage(page) {
     const t = (data, shape) => ({ data: new Float32Array(data), shape });
     const eye = t([1, 0, 0, 1], [2, 2]);
     const mha = attn.multiHeadAttention({
-      dModel: 2, heads: 1, weights: { wq: eye, wk: t([1, 1, 0, 1], [2, 2]), wv: eye, wo: eye },
+      dModel: 2,
+      heads: 1,
+      weights: { wq: eye, wk: t([1, 1, 0, 1], [2, 2]), wv: eye, wo: eye },
     });
     const worked = mha.forward(t([1, 0, 0, 1, 1, 1], [3, 2]), { trace: true });
-    const n = 200, d = 32;
-    const big = t(Array.from({ length: n * d }, (_, i) => Math.sin(i * 0.37)), [n, d]);
+    const n = 200,
+      d = 32;
+    const big = t(
+      Array.from({ length: n * d }, (_, i) => Math.sin(i * 0.37)),
+      [n, d],
+    );
     const bigOut = attn.attention(big, big, big, { causal: true }).output.data;
     return {
       isolated: globalThis.crossOriginIsolated,
@@ -73,7 +79,9 @@ test('a plain static page falls back to one thread without error', async () => {
 test('both builds compute the worked example and agree bitwise', () => {
   for (const r of [results.isolated, results.plain]) {
     assert.deepEqual(r.scores, [1, 0, 1, 1, 1, 2, 2, 1, 3]);
-    r.output.forEach((x, i) => assert.ok(Math.abs(x - WORKED_OUTPUT[i]) < 1e-6, `output[${i}] = ${x}, expected ${WORKED_OUTPUT[i]}`));
+    r.output.forEach((x, i) =>
+      assert.ok(Math.abs(x - WORKED_OUTPUT[i]) < 1e-6, `output[${i}] = ${x}, expected ${WORKED_OUTPUT[i]}`),
+    );
   }
   assert.equal(results.isolated.bigSum, results.plain.bigSum);
 });

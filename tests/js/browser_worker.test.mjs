@@ -26,18 +26,24 @@ async function runInPage(page) {
   return page.evaluate(async () => {
     const { createAttention, tensor } = await import('/lib/index.js');
     const [local, remote] = await Promise.all([
-      createAttention({ threads: 2 }), createAttention({ threads: 2, worker: true }),
+      createAttention({ threads: 2 }),
+      createAttention({ threads: 2, worker: true }),
     ]);
     let seed = 1;
-    const random = (shape) => tensor(Float32Array.from({ length: shape[0] * shape[1] }, () => {
-      seed = (seed * 16807) % 2147483647;
-      return seed / 2147483647 - 0.5;
-    }), shape);
+    const random = (shape) =>
+      tensor(
+        Float32Array.from({ length: shape[0] * shape[1] }, () => {
+          seed = (seed * 16807) % 2147483647;
+          return seed / 2147483647 - 0.5;
+        }),
+        shape,
+      );
     const differ = [];
     // Keys, shapes and float32 bits of two results; a difference is recorded under its path.
     const compare = (path, a, b) => {
       if (ArrayBuffer.isView(b)) {
-        const x = new Uint32Array(a.buffer, a.byteOffset, a.length), y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+        const x = new Uint32Array(a.buffer, a.byteOffset, a.length),
+          y = new Uint32Array(b.buffer, b.byteOffset, b.length);
         if (x.length !== y.length || x.some((v, i) => v !== y[i])) differ.push(path);
       } else if (b !== null && typeof b === 'object') {
         if (Object.keys(a).sort().join() !== Object.keys(b).sort().join()) differ.push(`${path} (keys)`);
@@ -47,8 +53,15 @@ async function runInPage(page) {
       }
     };
 
-    const q = random([150, 24]), k = random([170, 24]), v = random([170, 16]), dOut = random([150, 16]);
-    compare('attention', await remote.attention(q, k, v, { causal: true, trace: true }), local.attention(q, k, v, { causal: true, trace: true }));
+    const q = random([150, 24]),
+      k = random([170, 24]),
+      v = random([170, 16]),
+      dOut = random([150, 16]);
+    compare(
+      'attention',
+      await remote.attention(q, k, v, { causal: true, trace: true }),
+      local.attention(q, k, v, { causal: true, trace: true }),
+    );
     compare('attentionBackward', await remote.attentionBackward(q, k, v, dOut), local.attentionBackward(q, k, v, dOut));
     compare('matmul', await remote.matmul(q, k, { transposeB: true }), local.matmul(q, k, { transposeB: true }));
 
@@ -64,14 +77,27 @@ async function runInPage(page) {
     }
     compare('weights', await theirs.weights, mine.weights);
 
-    const errorOf = async (fn) => { try { await fn(); return null; } catch (e) { return `${e.constructor.name}: ${e.message}`; } };
+    const errorOf = async (fn) => {
+      try {
+        await fn();
+        return null;
+      } catch (e) {
+        return `${e.constructor.name}: ${e.message}`;
+      }
+    };
     const bad = (a) => a.attention(q, v, v);
     const errors = [await errorOf(() => bad(local)), await errorOf(() => bad(remote))];
 
     // The page's thread keeps running (timers fire) while the worker computes.
     const [a, b] = [random([600, 600]), random([600, 600])];
-    let ticks = 0, done = false;
-    const tick = () => { if (!done) { ++ticks; setTimeout(tick, 0); } };
+    let ticks = 0,
+      done = false;
+    const tick = () => {
+      if (!done) {
+        ++ticks;
+        setTimeout(tick, 0);
+      }
+    };
     tick();
     await Promise.all(Array.from({ length: 8 }, () => remote.matmul(a, b)));
     done = true;
@@ -79,8 +105,13 @@ async function runInPage(page) {
     const moved = random([4, 24]);
     await remote.attention(moved, random([5, 24]), random([5, 16]), { transfer: true });
     const result = {
-      isolated: globalThis.crossOriginIsolated, backend: remote.backend, differ, errors,
-      movedBytes: moved.data.byteLength, ticks, keptBytes: q.data.byteLength,
+      isolated: globalThis.crossOriginIsolated,
+      backend: remote.backend,
+      differ,
+      errors,
+      movedBytes: moved.data.byteLength,
+      ticks,
+      keptBytes: q.data.byteLength,
     };
     mine.dispose();
     local.dispose();
@@ -89,7 +120,10 @@ async function runInPage(page) {
   });
 }
 
-for (const [name, isolated] of [['isolated', true], ['plain', false]]) {
+for (const [name, isolated] of [
+  ['isolated', true],
+  ['plain', false],
+]) {
   test(`worker form in a ${isolated ? 'cross-origin isolated' : 'plain static'} page equals the synchronous form bitwise`, async () => {
     const { page, errors } = await openPage(browser, servers[name].url);
     const r = await runInPage(page);
@@ -97,7 +131,10 @@ for (const [name, isolated] of [['isolated', true], ['plain', false]]) {
     assert.equal(r.backend.variant, isolated ? 'simd-mt' : 'simd');
     assert.equal(r.backend.threads, isolated ? 2 : 1);
     assert.deepEqual(r.differ, []);
-    assert.ok(r.ticks >= 3, `only ${r.ticks} timer turns in the page while the worker ran 8 products [600,600]·[600,600]`);
+    assert.ok(
+      r.ticks >= 3,
+      `only ${r.ticks} timer turns in the page while the worker ran 8 products [600,600]·[600,600]`,
+    );
     assert.match(r.errors[0], /^RangeError: attention: k is \[170,16\] but q is \[150,24\]/);
     assert.equal(r.errors[1], r.errors[0]);
     assert.equal(r.movedBytes, 0, 'transfer: true left the input attached');

@@ -43,7 +43,9 @@ function missingBundler(name) {
   for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
     const installed = join(repo, 'node_modules', dep, 'package.json');
     if (!existsSync(installed) || JSON.parse(readFileSync(installed, 'utf8')).version !== version) {
-      const all = Object.entries(pkg.devDependencies).map(([d, v]) => `${d}@${v}`).join(' ');
+      const all = Object.entries(pkg.devDependencies)
+        .map(([d, v]) => `${d}@${v}`)
+        .join(' ');
       return `${dep}@${version} is not installed (npm install --no-save ${all} runs this test)`;
     }
   }
@@ -75,7 +77,9 @@ before(async () => {
   await sh('npm', ['pack', '--ignore-scripts', '--pack-destination', join(repo, 'build')], repo);
   browser = await launchBrowser();
 });
-after(async () => { await browser?.close(); });
+after(async () => {
+  await browser?.close();
+});
 
 // Copies the example, installs the tarball (offline: it has no dependencies) and builds it with
 // the example's own build script. The copy's package.json leaves out the bundler, which npm run
@@ -101,7 +105,9 @@ function build(name) {
 async function load(url) {
   const { page, errors } = await openPage(browser, url);
   try {
-    await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, { timeout: 60_000 });
+    await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, {
+      timeout: 60_000,
+    });
     const shown = await page.evaluate(() => ({
       status: document.getElementById('status').textContent,
       variant: document.getElementById('variant').textContent,
@@ -128,14 +134,25 @@ function checkShown(shown, isolated) {
 }
 
 test('every example folder is tested, and pins the bundler versions the repository installs', () => {
-  assert.deepEqual(readdirSync(join(repo, 'web/examples'), { withFileTypes: true })
-    .filter((d) => d.isDirectory()).map((d) => d.name).sort(), Object.keys(EXAMPLES).sort());
+  assert.deepEqual(
+    readdirSync(join(repo, 'web/examples'), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort(),
+    Object.keys(EXAMPLES).sort(),
+  );
   for (const name of Object.keys(EXAMPLES)) {
     const pkg = JSON.parse(readFileSync(join(repo, 'web/examples', name, 'package.json'), 'utf8'));
     assert.equal(pkg.dependencies['wasm-attention'], `file:../../../${tarball}`, `${name}: the tarball npm pack makes`);
     for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
-      if (EXAMPLES[name].optional) assert.equal(rootPackage.devDependencies[dep], undefined, `${name} is optional but the root installs ${dep}`);
-      else assert.equal(rootPackage.devDependencies[dep], version, `${name} pins ${dep}@${version}; the root package.json must pin the same`);
+      if (EXAMPLES[name].optional)
+        assert.equal(rootPackage.devDependencies[dep], undefined, `${name} is optional but the root installs ${dep}`);
+      else
+        assert.equal(
+          rootPackage.devDependencies[dep],
+          version,
+          `${name} pins ${dep}@${version}; the root package.json must pin the same`,
+        );
     }
   }
 });
@@ -144,8 +161,10 @@ test('every example folder is tested, and pins the bundler versions the reposito
 // build does not take; the example's vite.config.js sends the isolation headers.
 test('vite: the dev server runs simd-mt', async () => {
   const dir = await build('vite');
-  const vite = spawn(process.execPath, [join(repo, 'node_modules/vite/bin/vite.js'), '--port', '0', '--strictPort'],
-    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const vite = spawn(process.execPath, [join(repo, 'node_modules/vite/bin/vite.js'), '--port', '0', '--strictPort'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   try {
     const url = await new Promise((resolve, reject) => {
       let out = '';
@@ -164,19 +183,23 @@ test('vite: the dev server runs simd-mt', async () => {
 });
 
 for (const [name, { serve, bundled, optional }] of Object.entries(EXAMPLES)) {
-  const skip = optional ? missingBundler(name) ?? false : false;
+  const skip = optional ? (missingBundler(name) ?? false) : false;
   for (const isolated of [true, false]) {
-    test(`${name}: built app on a ${isolated ? 'cross-origin isolated page runs simd-mt' : 'plain page runs simd'}`, { skip }, async () => {
-      const dir = await build(name);
-      if (bundled) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
-      assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
-      const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
-      try {
-        checkShown(await load(server.url), isolated);
-      } finally {
-        await server.close();
-      }
-    });
+    test(
+      `${name}: built app on a ${isolated ? 'cross-origin isolated page runs simd-mt' : 'plain page runs simd'}`,
+      { skip },
+      async () => {
+        const dir = await build(name);
+        if (bundled) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+        assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
+        const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
+        try {
+          checkShown(await load(server.url), isolated);
+        } finally {
+          await server.close();
+        }
+      },
+    );
   }
 }
 
@@ -206,7 +229,9 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
     });
     assert.deepEqual(shown.asked, ['wasm_attention_mt.js', 'wasm_attention_mt.wasm', 'wasm_attention_mt.worker.js']);
     assert.equal(shown.variant, 'simd-mt');
-    shown.output.forEach((v, i) => assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`));
+    shown.output.forEach((v, i) =>
+      assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`),
+    );
     assert.deepEqual(errors(), []);
   } finally {
     await page.close();
@@ -227,9 +252,18 @@ test('plain: a worker script that does not load rejects createAttention', async 
       const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
       const locateFile = (name) => new URL(name.endsWith('.worker.js') ? 'missing.worker.js' : name, folder).href;
       const timeout = new Promise((resolve) => setTimeout(resolve, 20_000, 'still pending after 20 s'));
-      return Promise.race([createAttention({ threads: 2, locateFile }).then(() => 'resolved', (e) => e.message), timeout]);
+      return Promise.race([
+        createAttention({ threads: 2, locateFile }).then(
+          () => 'resolved',
+          (e) => e.message,
+        ),
+        timeout,
+      ]);
     });
-    assert.match(message, /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/);
+    assert.match(
+      message,
+      /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/,
+    );
   } finally {
     await page.close();
     await server.close();

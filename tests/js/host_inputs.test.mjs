@@ -21,7 +21,11 @@ for (const threads of [1, 2]) {
     const v = randomTensor(next, [6, 3]);
     const ref = attentionRef(q, k, v).output;
     // A second, unrelated call whose numbers must never show up in the first's output.
-    const other = { q: randomTensor(next, [4, 8], 50, 60), k: randomTensor(next, [6, 8]), v: randomTensor(next, [6, 3], 1000, 2000) };
+    const other = {
+      q: randomTensor(next, [4, 8], 50, 60),
+      k: randomTensor(next, [6, 8]),
+      v: randomTensor(next, [6, 3], 1000, 2000),
+    };
 
     before(async () => {
       attn = await createAttention({ threads });
@@ -47,69 +51,118 @@ for (const threads of [1, 2]) {
 
     test('a Float32Array subclass that lies about byteLength and length: its real contents are used', () => {
       class Liar extends Float32Array {
-        get byteLength() { return 4; }
-        get length() { return 1e6; }
+        get byteLength() {
+          return 4;
+        }
+        get length() {
+          return 1e6;
+        }
       }
       // Before, byteLength sized the block (4 bytes) while 32 floats were copied into it.
       right(attn.attention(tensor(Liar.from(q.data), q.shape), k, v));
       intact();
       // A real length shorter than the shape, behind a length that claims otherwise.
-      class Short extends Float32Array { get length() { return 32; } }
-      throwsWith(() => attn.attention(tensor(Short.from(q.data.subarray(0, 2)), q.shape), k, v), RangeError,
-        /^attention: q\.data has 2 values but shape \[4,8\] needs 32$/);
+      class Short extends Float32Array {
+        get length() {
+          return 32;
+        }
+      }
+      throwsWith(
+        () => attn.attention(tensor(Short.from(q.data.subarray(0, 2)), q.shape), k, v),
+        RangeError,
+        /^attention: q\.data has 2 values but shape \[4,8\] needs 32$/,
+      );
       intact();
     });
 
     test('a shape that changes between reads is read once', () => {
       let reads = 0;
-      const shifty = { data: v.data, get shape() { return ++reads === 1 ? [6, 3] : [6000, 3]; } };
+      const shifty = {
+        data: v.data,
+        get shape() {
+          return ++reads === 1 ? [6, 3] : [6000, 3];
+        },
+      };
       right(attn.attention(q, k, shifty));
       assert.equal(reads, 1);
       // A Proxy whose elements change on every read.
       let elementReads = 0;
-      const shape = new Proxy([6, 8], { get: (t, key) => (key === '0' ? (++elementReads === 1 ? 6 : 600000) : t[key]) });
+      const shape = new Proxy([6, 8], {
+        get: (t, key) => (key === '0' ? (++elementReads === 1 ? 6 : 600000) : t[key]),
+      });
       right(attn.attention(q, tensor(k.data, shape), v));
       assert.equal(elementReads, 1);
       intact();
     });
 
     test('a Proxy around a Float32Array: a TypeError naming the argument', () => {
-      throwsWith(() => attn.attention(q, tensor(new Proxy(k.data, {}), k.shape), v), TypeError,
-        /^attention: k\.data must be a Float32Array, got an object that only looks like one \(a Proxy, or an object inheriting from Float32Array\.prototype\); pass the Float32Array itself$/);
-      throwsWith(() => attn.attention(q, k, tensor(Object.create(Float32Array.prototype), v.shape)), TypeError,
-        /^attention: v\.data must be a Float32Array, got an object that only looks like one/);
+      throwsWith(
+        () => attn.attention(q, tensor(new Proxy(k.data, {}), k.shape), v),
+        TypeError,
+        /^attention: k\.data must be a Float32Array, got an object that only looks like one \(a Proxy, or an object inheriting from Float32Array\.prototype\); pass the Float32Array itself$/,
+      );
+      throwsWith(
+        () => attn.attention(q, k, tensor(Object.create(Float32Array.prototype), v.shape)),
+        TypeError,
+        /^attention: v\.data must be a Float32Array, got an object that only looks like one/,
+      );
       const { proxy, revoke } = Proxy.revocable(q.data, {});
       revoke();
-      throwsWith(() => attn.attention(tensor(proxy, q.shape), k, v), TypeError, /^attention: q\.data must be a Float32Array, got an object$/);
+      throwsWith(
+        () => attn.attention(tensor(proxy, q.shape), k, v),
+        TypeError,
+        /^attention: q\.data must be a Float32Array, got an object$/,
+      );
       intact();
     });
 
     test('a detached buffer: a TypeError naming the argument', () => {
       const data = q.data.slice();
       structuredClone(data.buffer, { transfer: [data.buffer] });
-      throwsWith(() => attn.attention(tensor(data, q.shape), k, v), TypeError,
-        /^attention: q\.data's buffer is detached \(transferred or released\); pass a Float32Array whose memory is still there$/);
+      throwsWith(
+        () => attn.attention(tensor(data, q.shape), k, v),
+        TypeError,
+        /^attention: q\.data's buffer is detached \(transferred or released\); pass a Float32Array whose memory is still there$/,
+      );
       const mask = new Uint8Array(24).fill(1);
       structuredClone(mask.buffer, { transfer: [mask.buffer] });
       throwsWith(() => attn.attention(q, k, v, { mask }), TypeError, /^attention: mask's buffer is detached/);
       intact();
     });
 
-    test('a buffer detached by a later argument\'s getter, after it was checked: a TypeError', () => {
+    test("a buffer detached by a later argument's getter, after it was checked: a TypeError", () => {
       const data = q.data.slice();
-      const sneaky = { data: k.data, get shape() { structuredClone(data.buffer, { transfer: [data.buffer] }); return k.shape; } };
-      throwsWith(() => attn.attention(tensor(data, q.shape), sneaky, v), TypeError,
-        /^attention: q\.data: its buffer was detached or shrunk after it was checked$/);
+      const sneaky = {
+        data: k.data,
+        get shape() {
+          structuredClone(data.buffer, { transfer: [data.buffer] });
+          return k.shape;
+        },
+      };
+      throwsWith(
+        () => attn.attention(tensor(data, q.shape), sneaky, v),
+        TypeError,
+        /^attention: q\.data: its buffer was detached or shrunk after it was checked$/,
+      );
       intact();
     });
 
-    test('a resizable buffer shrunk by a later argument\'s getter: a TypeError, no read past it', () => {
+    test("a resizable buffer shrunk by a later argument's getter: a TypeError, no read past it", () => {
       const buffer = new ArrayBuffer(q.data.byteLength, { maxByteLength: q.data.byteLength });
       const data = new Float32Array(buffer);
       data.set(q.data);
-      const sneaky = { data: k.data, get shape() { buffer.resize(8); return k.shape; } };
-      throwsWith(() => attn.attention(tensor(data, q.shape), sneaky, v), TypeError,
-        /^attention: q\.data: its buffer was detached or shrunk after it was checked$/);
+      const sneaky = {
+        data: k.data,
+        get shape() {
+          buffer.resize(8);
+          return k.shape;
+        },
+      };
+      throwsWith(
+        () => attn.attention(tensor(data, q.shape), sneaky, v),
+        TypeError,
+        /^attention: q\.data: its buffer was detached or shrunk after it was checked$/,
+      );
       intact();
     });
 
@@ -130,7 +183,11 @@ for (const threads of [1, 2]) {
 
     test('options getters run once', () => {
       let reads = 0;
-      const options = { get causal() { return ++reads > 1; } };
+      const options = {
+        get causal() {
+          return ++reads > 1;
+        },
+      };
       right(attn.attention(q, k, v, options));
       assert.equal(reads, 1);
       intact();
@@ -142,9 +199,13 @@ for (const threads of [1, 2]) {
       const expected = warm.forward(x).output.data;
       warm.dispose();
       attn.attention(q, k, v);
-      const warmBytes = attn.memory().allocatedBytes;  // with the layer's scratch kept
+      const warmBytes = attn.memory().allocatedBytes; // with the layer's scratch kept
       const layer = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 3 });
-      class Liar extends Float32Array { get byteLength() { return 4; } }
+      class Liar extends Float32Array {
+        get byteLength() {
+          return 4;
+        }
+      }
       const got = layer.forward(tensor(Liar.from(x.data), x.shape)).output.data;
       assert.deepEqual(got, expected);
       layer.dispose();

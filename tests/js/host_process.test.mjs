@@ -15,10 +15,17 @@ const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
 function child(source, flags = []) {
   const program = `import { createAttention, tensor } from ${JSON.stringify(INDEX)};\n${source}`;
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [...flags, '--input-type=module', '--eval', program], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '', stderr = '';
-    p.stdout.on('data', (d) => { stdout += d; });
-    p.stderr.on('data', (d) => { stderr += d; });
+    const p = spawn(process.execPath, [...flags, '--input-type=module', '--eval', program], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '',
+      stderr = '';
+    p.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    p.stderr.on('data', (d) => {
+      stderr += d;
+    });
     p.on('error', reject);
     p.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -49,7 +56,8 @@ const rand = (n, seed) => { const a = new Float32Array(n); for (let i = 0; i < n
 `;
 
 test('createAttention() leaves the process-wide listeners as they were', async () => {
-  const r = report(await child(`
+  const r = report(
+    await child(`
     const names = ['uncaughtException', 'unhandledRejection', 'exit'];
     const before = names.map((n) => process.listeners(n).length);
     const one = await createAttention({ threads: 1 });
@@ -58,7 +66,8 @@ test('createAttention() leaves the process-wide listeners as they were', async (
     const after = names.map((n) => process.listeners(n).length);
     one.dispose(); two.dispose();
     console.log(JSON.stringify({ before, after }));
-  `));
+  `),
+  );
   assert.deepEqual(r.after, r.before);
 });
 
@@ -69,15 +78,21 @@ test("an app's own uncaught error exits with code 1 and its own message", async 
   `);
   assert.equal(r.code, 1, `exit code ${r.code}; stderr:\n${r.stderr.slice(0, 1000)}`);
   assert.match(r.stderr, /the app failed on its own/);
-  assert.ok(r.stderr.length < 5000, `stderr is ${r.stderr.length} characters: the module's glue was printed as the error's source`);
+  assert.ok(
+    r.stderr.length < 5000,
+    `stderr is ${r.stderr.length} characters: the module's glue was printed as the error's source`,
+  );
 });
 
 test("an app's unhandled rejection follows Node's own mode (--unhandled-rejections=warn keeps it alive)", async () => {
-  const r = await child(`
+  const r = await child(
+    `
     const attn = await createAttention({ threads: 1 });
     Promise.reject(new Error('nobody handles this'));
     setTimeout(() => { attn.dispose(); console.log(JSON.stringify({ alive: true })); }, 100);
-  `, ['--unhandled-rejections=warn']);
+  `,
+    ['--unhandled-rejections=warn'],
+  );
   assert.equal(r.code, 0, `exit code ${r.code}; stderr:\n${r.stderr.slice(0, 1000)}`);
   assert.deepEqual(report(r), { alive: true });
 });
@@ -94,7 +109,9 @@ test('twelve instances give no MaxListenersExceededWarning', async () => {
 });
 
 test('instances created, used and disposed in a loop give back their threads and memory', async () => {
-  const r = report(await child(`${PROBES}
+  const r = report(
+    await child(
+      `${PROBES}
     const q = tensor(rand(64 * 64, 1), [64, 64]);
     const kv = tensor(rand(100000 * 64, 2), [100000, 64]);  // 25 MB, twice in wasm memory
     const cycle = async () => {
@@ -108,13 +125,18 @@ test('instances created, used and disposed in a loop give back their threads and
     for (let i = 0; i < 8; ++i) await cycle();
     await collect();
     console.log(JSON.stringify({ threads0, threads: threadCount(), rss0, rss: rssMB() }));
-  `, ['--expose-gc']));
+  `,
+      ['--expose-gc'],
+    ),
+  );
   assert.ok(r.threads <= r.threads0 + 1, `threads ${r.threads0} -> ${r.threads} after 8 more cycles`);
   assert.ok(r.rss - r.rss0 < 150, `RSS ${r.rss0.toFixed(0)} MB -> ${r.rss.toFixed(0)} MB after 8 more cycles`);
 });
 
 test('instances dropped without dispose() give back their threads once collected', async () => {
-  const r = report(await child(`${PROBES}
+  const r = report(
+    await child(
+      `${PROBES}
     await collect();
     const threads0 = threadCount();
     let made = 0;
@@ -128,14 +150,25 @@ test('instances dropped without dispose() give back their threads once collected
     await new Promise((r) => setTimeout(r, 300));  // terminated workers' threads exit
     await collect();
     console.log(JSON.stringify({ made, threads0, threadsHeld, threads: threadCount() }));
-  `, ['--expose-gc']));
+  `,
+      ['--expose-gc'],
+    ),
+  );
   assert.equal(r.made, 3);
-  assert.ok(r.threadsHeld >= r.threads0 + 12, `12 instances of 3 threads held only ${r.threadsHeld - r.threads0} more threads`);
-  assert.ok(r.threads <= r.threads0 + 2, `threads ${r.threads0} -> ${r.threads} after 12 dropped instances were collected`);
+  assert.ok(
+    r.threadsHeld >= r.threads0 + 12,
+    `12 instances of 3 threads held only ${r.threadsHeld - r.threads0} more threads`,
+  );
+  assert.ok(
+    r.threads <= r.threads0 + 2,
+    `threads ${r.threads0} -> ${r.threads} after 12 dropped instances were collected`,
+  );
 });
 
 test('a layer keeps its dropped instance alive; both go once the layer is dropped too', async () => {
-  const r = report(await child(`${PROBES}
+  const r = report(
+    await child(
+      `${PROBES}
     let layer = (await createAttention({ threads: 2 })).multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
     await collect();
     const x = tensor(rand(5 * 8, 4), [5, 8]);
@@ -147,7 +180,10 @@ test('a layer keeps its dropped instance alive; both go once the layer is droppe
     await new Promise((r) => setTimeout(r, 300));
     await collect();
     console.log(JSON.stringify({ same: first.every((v, i) => v === again[i]), threadsHeld, threads: threadCount() }));
-  `, ['--expose-gc']));
+  `,
+      ['--expose-gc'],
+    ),
+  );
   assert.equal(r.same, true);
   assert.ok(r.threads < r.threadsHeld, `threads ${r.threadsHeld} -> ${r.threads} once the layer was dropped`);
 });

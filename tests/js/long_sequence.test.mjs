@@ -30,7 +30,9 @@ test('causal attention at n = 16384, d = 64 runs inside 64 MB and matches the re
   const [n, d] = [16384, 64];
   const attn = await createAttention({ threads: 2 });
   const next = rng(16384);
-  const q = randomTensor(next, [n, d]), k = randomTensor(next, [n, d]), v = randomTensor(next, [n, d]);
+  const q = randomTensor(next, [n, d]),
+    k = randomTensor(next, [n, d]),
+    v = randomTensor(next, [n, d]);
   const { output } = attn.attention(q, k, v, { causal: true });
   const { wasmBytes } = attn.memory();
   assert.ok(wasmBytes <= 64 * 2 ** 20, `wasm memory grew to ${(wasmBytes / 2 ** 20).toFixed(1)} MB`);

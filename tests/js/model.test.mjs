@@ -19,8 +19,14 @@ const data = path.join(root, 'web', 'page', 'data');
 const modelDir = path.join(data, 'model');
 const manifest = JSON.parse(fs.readFileSync(path.join(modelDir, 'manifest.json'), 'utf8'));
 const bin = fs.readFileSync(path.join(modelDir, 'model.bin'));
-const vocab = fs.readFileSync(path.join(modelDir, 'vocab.txt'), 'utf8').split('\n').filter((w) => w !== '');
-const emb = parseEmbeddings(fs.readFileSync(path.join(data, 'embeddings-100d.bin')), fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'));
+const vocab = fs
+  .readFileSync(path.join(modelDir, 'vocab.txt'), 'utf8')
+  .split('\n')
+  .filter((w) => w !== '');
+const emb = parseEmbeddings(
+  fs.readFileSync(path.join(data, 'embeddings-100d.bin')),
+  fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
+);
 
 describe('trained page model', () => {
   let attn, layers, measured;
@@ -28,22 +34,33 @@ describe('trained page model', () => {
     attn = await createAttention();
     const tensors = unpackTensors(bin, manifest);
     const { dModel, heads } = manifest.model;
-    layers = Array.from({ length: manifest.model.layers }, (_, L) => attn.multiHeadAttention({ dModel, heads, weights: layerWeights(tensors, L) }));
+    layers = Array.from({ length: manifest.model.layers }, (_, L) =>
+      attn.multiHeadAttention({ dModel, heads, weights: layerWeights(tensors, L) }),
+    );
     const p = { wout: tensors.wout.data, bout: tensors.bout.data, unk: tensors.unk.data };
     const { heldOut } = loadCorpus(emb, { only: 'heldOut' });
     const ids = heldOut.map((doc) => toIds(doc, vocab));
     const windows = windowsOf(heldOut, ids, manifest.model.n, manifest.heldOut.windows);
     const baseline = manifest.heldOut.baselineGuesses.map((w) => vocab.indexOf(w));
-    measured = evaluate({ layers, p }, emb, vocab, windows, { n: manifest.model.n, baseline, positionScale: manifest.model.positionScale });
+    measured = evaluate({ layers, p }, emb, vocab, windows, {
+      n: manifest.model.n,
+      baseline,
+      positionScale: manifest.model.positionScale,
+    });
   });
-  after(() => { for (const l of layers ?? []) l.dispose(); });
+  after(() => {
+    for (const l of layers ?? []) l.dispose();
+  });
 
   test('files fit the page: <= 2 MB, one class per vocab line, <unk> last', () => {
     assert.ok(bin.length <= 2 * 1024 * 1024, `model.bin is ${bin.length} bytes`);
     assert.equal(vocab.length, manifest.model.classes);
     assert.equal(vocab.at(-1), UNK);
     assert.equal(new Set(vocab).size, vocab.length);
-    assert.ok(vocab.slice(0, -1).every((w) => emb.has(w)), 'every class but <unk> has a word vector');
+    assert.ok(
+      vocab.slice(0, -1).every((w) => emb.has(w)),
+      'every class but <unk> has a word vector',
+    );
   });
 
   test('the baseline guesses are the 10 most frequent classes of the vocabulary order', () => {

@@ -9,7 +9,7 @@ import { createAttention, tensor } from '../../web/lib/index.js';
 import { onnxAttentionBackwardRef, onnxAttentionRef } from './onnx_reference.mjs';
 import { maxAbs, maxAbsDiff, rng, uniform } from './reference.mjs';
 
-const TOL = 2e-5;  // float32 against float64, relative to max(1, |reference|)
+const TOL = 2e-5; // float32 against float64, relative to max(1, |reference|)
 const QK_MODES = ['scaled', 'softcapped', 'masked', 'weights'];
 
 // A reference case: { batch, qHeads, kvHeads, nQ, nNew, dK, dV, q, k, v, ... } as
@@ -41,7 +41,11 @@ function packageArgs(c, extra = {}) {
   }
   if (c.mask) {
     const { dims, values, boolean, asArray } = c.mask;
-    const data = !boolean ? Float32Array.from(values) : asArray ? Array.from(values, Boolean) : Uint8Array.from(values, (x) => (x ? 1 : 0));
+    const data = !boolean
+      ? Float32Array.from(values)
+      : asArray
+        ? Array.from(values, Boolean)
+        : Uint8Array.from(values, (x) => (x ? 1 : 0));
     o.mask = { data, shape: dims };
   }
   return [
@@ -85,13 +89,34 @@ function checkQk(attn, c, title) {
 
 describe('attention on heads against the ONNX reference', () => {
   let attn;
-  before(async () => { attn = await createAttention({ threads: 2 }); });
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
   after(() => attn.dispose());
 
   test('odd sizes, both layouts, GQA, MQA and one head per kv head', () => {
-    const sizes = [[1, 1], [3, 5], [5, 17], [17, 63], [63, 65], [65, 129], [1, 257], [3, 300]];
-    const heads = [[4, 2], [3, 1], [2, 2], [6, 3]];
-    const dims = [[5, 3], [8, 7], [17, 16], [1, 1]];
+    const sizes = [
+      [1, 1],
+      [3, 5],
+      [5, 17],
+      [17, 63],
+      [63, 65],
+      [65, 129],
+      [1, 257],
+      [3, 300],
+    ];
+    const heads = [
+      [4, 2],
+      [3, 1],
+      [2, 2],
+      [6, 3],
+    ];
+    const dims = [
+      [5, 3],
+      [8, 7],
+      [17, 16],
+      [1, 1],
+    ];
     sizes.forEach(([nQ, nNew], i) => {
       const [qHeads, kvHeads] = heads[i % heads.length];
       const [dK, dV] = dims[i % dims.length];
@@ -110,33 +135,97 @@ describe('attention on heads against the ONNX reference', () => {
         const next = rng(++seed);
         const count = dims.reduce((x, y) => x * y, 1);
         const boolean = type !== 'float32';
-        const values = Array.from({ length: count }, () => (boolean ? next() < 0.7 : next() < 0.2 ? -Infinity : 2 * next() - 1));
-        const c = makeCase(seed, { ...base, threeD: seed % 2 === 0, mask: { dims, boolean, values, asArray: type === 'boolean[]' } });
+        const values = Array.from({ length: count }, () =>
+          boolean ? next() < 0.7 : next() < 0.2 ? -Infinity : 2 * next() - 1,
+        );
+        const c = makeCase(seed, {
+          ...base,
+          threeD: seed % 2 === 0,
+          mask: { dims, boolean, values, asArray: type === 'boolean[]' },
+        });
         check(attn, c, `mask ${JSON.stringify(dims)} ${type}`);
       }
     }
   });
 
   test('causal after a past (bottom-right), with presentKey/presentValue; kvLength per sequence', () => {
-    for (const [nQ, nNew, nPast] of [[1, 1, 5], [3, 3, 17], [2, 4, 65], [5, 5, 260]]) {
-      const c = makeCase(nPast, { batch: 2, qHeads: 4, kvHeads: 1, nQ, nNew, nPast, dK: 8, dV: 5, causal: true, threeD: nQ % 2 === 1 });
+    for (const [nQ, nNew, nPast] of [
+      [1, 1, 5],
+      [3, 3, 17],
+      [2, 4, 65],
+      [5, 5, 260],
+    ]) {
+      const c = makeCase(nPast, {
+        batch: 2,
+        qHeads: 4,
+        kvHeads: 1,
+        nQ,
+        nNew,
+        nPast,
+        dK: 8,
+        dV: 5,
+        causal: true,
+        threeD: nQ % 2 === 1,
+      });
       checkQk(attn, c, `past ${nPast} new ${nNew}`);
     }
-    const padded = makeCase(7, { batch: 3, qHeads: 2, kvHeads: 2, nQ: 3, nNew: 9, dK: 4, dV: 4, causal: true, kvLength: [9, 4, 0] });
+    const padded = makeCase(7, {
+      batch: 3,
+      qHeads: 2,
+      kvHeads: 2,
+      nQ: 3,
+      nNew: 9,
+      dK: 4,
+      dV: 4,
+      causal: true,
+      kvLength: [9, 4, 0],
+    });
     checkQk(attn, padded, 'kvLength [9,4,0]');
-    checkQk(attn, { ...padded, causal: false, kvLength: Int32Array.from([2, 9, 5]) }, 'kvLength Int32Array, not causal');
+    checkQk(
+      attn,
+      { ...padded, causal: false, kvLength: Int32Array.from([2, 9, 5]) },
+      'kvLength Int32Array, not causal',
+    );
   });
 
   test('windows: left, right, both, with and without causal, after a past', () => {
-    for (const [left, right, causal, nPast] of [[2, -1, true, 0], [0, 0, false, 0], [-1, 3, false, 0], [4, 1, false, 6], [1, -1, true, 9], [0, -1, true, 0]]) {
-      const c = makeCase(left + 3 * right + nPast, { batch: 1, qHeads: 2, kvHeads: 1, nQ: 6, nNew: 6, nPast, dK: 4, dV: 3, causal, left, right });
+    for (const [left, right, causal, nPast] of [
+      [2, -1, true, 0],
+      [0, 0, false, 0],
+      [-1, 3, false, 0],
+      [4, 1, false, 6],
+      [1, -1, true, 9],
+      [0, -1, true, 0],
+    ]) {
+      const c = makeCase(left + 3 * right + nPast, {
+        batch: 1,
+        qHeads: 2,
+        kvHeads: 1,
+        nQ: 6,
+        nNew: 6,
+        nPast,
+        dK: 4,
+        dV: 3,
+        causal,
+        left,
+        right,
+      });
       checkQk(attn, c, `window left ${left} right ${right} causal ${causal} past ${nPast}`);
     }
   });
 
   test('softcap bounds the scaled scores before the mask; every qkOutput', () => {
     const c = makeCase(31, {
-      batch: 2, qHeads: 3, kvHeads: 1, nQ: 5, nNew: 17, dK: 9, dV: 4, softcap: 0.7, scale: 1.9, causal: true,
+      batch: 2,
+      qHeads: 3,
+      kvHeads: 1,
+      nQ: 5,
+      nNew: 17,
+      dK: 9,
+      dV: 4,
+      softcap: 0.7,
+      scale: 1.9,
+      causal: true,
       mask: { dims: [5, 17], boolean: false, values: uniform(rng(32), 85) },
     });
     const { ref } = check(attn, c, 'softcap');
@@ -152,18 +241,47 @@ describe('attention on heads against the ONNX reference', () => {
       { rotary: { dims: 6, interleaved: true }, nPast: 2 },
     ];
     cases.forEach(({ rotary, nPast }, i) => {
-      const c = makeCase(40 + i, { batch: 2, qHeads: 4, kvHeads: 2, nQ: 3, nNew: 3, nPast, dK: 8, dV: 5, causal: true, rotary, threeD: i % 2 === 0 });
+      const c = makeCase(40 + i, {
+        batch: 2,
+        qHeads: 4,
+        kvHeads: 2,
+        nQ: 3,
+        nNew: 3,
+        nPast,
+        dK: 8,
+        dV: 5,
+        causal: true,
+        rotary,
+        threeD: i % 2 === 0,
+      });
       check(attn, c, `rotary ${JSON.stringify(rotary)} past ${nPast}`);
     });
   });
 
   test('trace on heads: scores, scaled, capped, masked and weights [B,Hq,nQ,nTotal] match the reference', () => {
-    const c = makeCase(55, { batch: 2, qHeads: 4, kvHeads: 2, nQ: 3, nNew: 6, nPast: 2, dK: 5, dV: 3, causal: true, softcap: 0.5, scale: 2 });
+    const c = makeCase(55, {
+      batch: 2,
+      qHeads: 4,
+      kvHeads: 2,
+      nQ: 3,
+      nNew: 6,
+      nPast: 2,
+      dK: 5,
+      dV: 3,
+      causal: true,
+      softcap: 0.5,
+      scale: 2,
+    });
     const ref = onnxAttentionRef(c);
     const r = attn.attention(...packageArgs(c, { trace: true }));
     const n = c.nPast + c.nNew;
-    for (const name of ['scores', 'scaled', 'capped', 'masked', 'weights']) assert.deepEqual(r[name].shape, [2, 4, 3, n], name);
-    assertClose(r.scores.data, ref.qk[0].map((x) => x / c.scale), 'scores');
+    for (const name of ['scores', 'scaled', 'capped', 'masked', 'weights'])
+      assert.deepEqual(r[name].shape, [2, 4, 3, n], name);
+    assertClose(
+      r.scores.data,
+      ref.qk[0].map((x) => x / c.scale),
+      'scores',
+    );
     assertClose(r.scaled.data, ref.qk[0], 'scaled');
     assertClose(r.capped.data, ref.qk[1], 'capped');
     assertClose(r.masked.data, ref.qk[2], 'masked');
@@ -181,15 +299,27 @@ describe('attention on heads against the ONNX reference', () => {
 
 describe('a KV cache', () => {
   let attn;
-  before(async () => { attn = await createAttention({ threads: 2 }); });
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
   after(() => attn.dispose());
 
   test('a decode loop, one token at a time after a prefill, equals causal attention over the whole sequence (rotary, GQA)', () => {
-    const B = 1, Hq = 4, Hkv = 2, d = 8, T = 21, prefill = 5;
+    const B = 1,
+      Hq = 4,
+      Hkv = 2,
+      d = 8,
+      T = 21,
+      prefill = 5;
     const next = rng(60);
-    const q = uniform(next, B * Hq * T * d), k = uniform(next, B * Hkv * T * d), v = uniform(next, B * Hkv * T * d);
+    const q = uniform(next, B * Hq * T * d),
+      k = uniform(next, B * Hkv * T * d),
+      v = uniform(next, B * Hkv * T * d);
     const rotary = { interleaved: false, offset: 0 };
-    const whole = attn.attention(tensor(q, [B, Hq, T, d]), tensor(k, [B, Hkv, T, d]), tensor(v, [B, Hkv, T, d]), { causal: true, rotary });
+    const whole = attn.attention(tensor(q, [B, Hq, T, d]), tensor(k, [B, Hkv, T, d]), tensor(v, [B, Hkv, T, d]), {
+      causal: true,
+      rotary,
+    });
     // rows [from, to) of each head of x [B,H,T,d]
     const rows = (x, H, from, to) => {
       const out = new Float32Array(B * H * (to - from) * d);
@@ -200,9 +330,12 @@ describe('a KV cache', () => {
     try {
       let t = 0;
       for (const step of [prefill, ...Array(T - prefill).fill(1)]) {
-        const r = attn.attention(tensor(rows(q, Hq, t, t + step), [B, Hq, step, d]),
-          tensor(rows(k, Hkv, t, t + step), [B, Hkv, step, d]), tensor(rows(v, Hkv, t, t + step), [B, Hkv, step, d]),
-          { cache, causal: true, rotary });
+        const r = attn.attention(
+          tensor(rows(q, Hq, t, t + step), [B, Hq, step, d]),
+          tensor(rows(k, Hkv, t, t + step), [B, Hkv, step, d]),
+          tensor(rows(v, Hkv, t, t + step), [B, Hkv, step, d]),
+          { cache, causal: true, rotary },
+        );
         t += step;
         assert.equal(cache.length, t);
         const d_ = maxAbsDiff(r.output.data, rows(whole.output.data, Hq, t - step, t));
@@ -221,7 +354,17 @@ describe('a KV cache', () => {
   });
 
   test('3-D new keys go into the 4-D cache; an overflow is a RangeError that leaves the cache as it was', () => {
-    const c = makeCase(70, { batch: 2, qHeads: 2, kvHeads: 1, nQ: 3, nNew: 3, dK: 4, dV: 2, threeD: true, causal: true });
+    const c = makeCase(70, {
+      batch: 2,
+      qHeads: 2,
+      kvHeads: 1,
+      nQ: 3,
+      nNew: 3,
+      dK: 4,
+      dV: 2,
+      threeD: true,
+      causal: true,
+    });
     const cache = attn.kvCache({ batch: 2, kvHeads: 1, dK: 4, dV: 2, capacity: 5 });
     try {
       const [q, k, v, o] = packageArgs(c);
@@ -229,11 +372,22 @@ describe('a KV cache', () => {
       assertClose(first.output.data, onnxAttentionRef(c).y, 'first append');
       assert.throws(() => attn.attention(q, k, v, { ...o, cache }), {
         name: 'RangeError',
-        message: 'attention: the cache holds 3 of 5 rows and 3 new keys would overflow it; create it with a larger capacity or reset() it',
+        message:
+          'attention: the cache holds 3 of 5 rows and 3 new keys would overflow it; create it with a larger capacity or reset() it',
       });
       assert.equal(cache.length, 3);
       // the same cache then attends over past + new, as pastKey/pastValue would
-      const one = makeCase(71, { batch: 2, qHeads: 2, kvHeads: 1, nQ: 1, nNew: 1, dK: 4, dV: 2, threeD: true, causal: true });
+      const one = makeCase(71, {
+        batch: 2,
+        qHeads: 2,
+        kvHeads: 1,
+        nQ: 1,
+        nNew: 1,
+        dK: 4,
+        dV: 2,
+        threeD: true,
+        causal: true,
+      });
       const [q1, k1, v1, o1] = packageArgs(one);
       const r = attn.attention(q1, k1, v1, { ...o1, cache });
       const withPast = attn.attention(q1, k1, v1, { ...o1, ...pastOf(c) });
@@ -251,7 +405,8 @@ function pastOf(c) {
     for (let b = 0; b < c.batch; ++b)
       for (let h = 0; h < c.kvHeads; ++h)
         for (let r = 0; r < c.nNew; ++r)
-          for (let t = 0; t < d; ++t) out[((b * c.kvHeads + h) * c.nNew + r) * d + t] = x[((b * c.nNew + r) * c.kvHeads + h) * d + t];
+          for (let t = 0; t < d; ++t)
+            out[((b * c.kvHeads + h) * c.nNew + r) * d + t] = x[((b * c.nNew + r) * c.kvHeads + h) * d + t];
     return out;
   };
   return {
@@ -262,17 +417,56 @@ function pastOf(c) {
 
 describe('attentionBackward on heads against the ONNX reference', () => {
   let attn;
-  before(async () => { attn = await createAttention({ threads: 2 }); });
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
   after(() => attn.dispose());
 
   const cases = [
     { title: 'GQA 4-D causal', batch: 2, qHeads: 4, kvHeads: 2, nQ: 5, nNew: 5, dK: 6, dV: 3, causal: true },
-    { title: 'MQA 3-D, window, softcap, rotary interleaved', batch: 1, qHeads: 3, kvHeads: 1, nQ: 17, nNew: 17, dK: 8, dV: 5, threeD: true,
-      causal: true, left: 4, softcap: 0.8, scale: 1.3, rotary: { interleaved: true, offset: 2, base: 50 } },
-    { title: 'kvLength, additive rank-3 mask, rotary half-split partial', batch: 2, qHeads: 2, kvHeads: 2, nQ: 3, nNew: 65, dK: 8, dV: 4,
-      causal: true, kvLength: [65, 30], rotary: { dims: 4 }, mask: { dims: [2, 1, 65], boolean: false, values: uniform(rng(81), 130) } },
-    { title: 'boolean rank-4 mask, right window, no causal', batch: 2, qHeads: 4, kvHeads: 2, nQ: 4, nNew: 6, dK: 5, dV: 5, right: 1, left: 2,
-      mask: { dims: [2, 4, 1, 6], boolean: true, values: Array.from({ length: 48 }, (_, i) => i % 3 !== 1) } },
+    {
+      title: 'MQA 3-D, window, softcap, rotary interleaved',
+      batch: 1,
+      qHeads: 3,
+      kvHeads: 1,
+      nQ: 17,
+      nNew: 17,
+      dK: 8,
+      dV: 5,
+      threeD: true,
+      causal: true,
+      left: 4,
+      softcap: 0.8,
+      scale: 1.3,
+      rotary: { interleaved: true, offset: 2, base: 50 },
+    },
+    {
+      title: 'kvLength, additive rank-3 mask, rotary half-split partial',
+      batch: 2,
+      qHeads: 2,
+      kvHeads: 2,
+      nQ: 3,
+      nNew: 65,
+      dK: 8,
+      dV: 4,
+      causal: true,
+      kvLength: [65, 30],
+      rotary: { dims: 4 },
+      mask: { dims: [2, 1, 65], boolean: false, values: uniform(rng(81), 130) },
+    },
+    {
+      title: 'boolean rank-4 mask, right window, no causal',
+      batch: 2,
+      qHeads: 4,
+      kvHeads: 2,
+      nQ: 4,
+      nNew: 6,
+      dK: 5,
+      dV: 5,
+      right: 1,
+      left: 2,
+      mask: { dims: [2, 4, 1, 6], boolean: true, values: Array.from({ length: 48 }, (_, i) => i % 3 !== 1) },
+    },
   ];
   for (const spec of cases) {
     test(spec.title, () => {
@@ -292,9 +486,22 @@ describe('attentionBackward on heads against the ONNX reference', () => {
 
 describe('threads and memory', () => {
   test('1 and 2 threads give bitwise the same forward, qk and backward', async () => {
-    const one = await createAttention({ threads: 1 }), two = await createAttention({ threads: 2 });
+    const one = await createAttention({ threads: 1 }),
+      two = await createAttention({ threads: 2 });
     try {
-      const c = makeCase(90, { batch: 2, qHeads: 8, kvHeads: 2, nQ: 65, nNew: 300, dK: 16, dV: 16, threeD: true, causal: true, softcap: 2, rotary: {} });
+      const c = makeCase(90, {
+        batch: 2,
+        qHeads: 8,
+        kvHeads: 2,
+        nQ: 65,
+        nNew: 300,
+        dK: 16,
+        dV: 16,
+        threeD: true,
+        causal: true,
+        softcap: 2,
+        rotary: {},
+      });
       const args = packageArgs(c);
       const dy = tensor(uniform(rng(91), 2 * 65 * 8 * 16), [2, 65, 128]);
       for (const [name, call] of [
@@ -314,11 +521,22 @@ describe('threads and memory', () => {
   test('wasm memory comes back to its baseline after calls, failed calls and a disposed cache', async () => {
     const attn = await createAttention({ threads: 2 });
     try {
-      const c = makeCase(95, { batch: 2, qHeads: 4, kvHeads: 2, nQ: 3, nNew: 3, nPast: 4, dK: 8, dV: 4, causal: true, rotary: {},
-        mask: { dims: [3, 7], boolean: true, values: Array(21).fill(true) } });
+      const c = makeCase(95, {
+        batch: 2,
+        qHeads: 4,
+        kvHeads: 2,
+        nQ: 3,
+        nNew: 3,
+        nPast: 4,
+        dK: 8,
+        dV: 4,
+        causal: true,
+        rotary: {},
+        mask: { dims: [3, 7], boolean: true, values: Array(21).fill(true) },
+      });
       const [q, k, v, o] = packageArgs(c);
       const dy = tensor(uniform(rng(96), 2 * 4 * 3 * 4), [2, 4, 3, 4]);
-      const { pastKey: _pastKey, pastValue: _pastValue, mask: _mask, ...noPast } = o;  // the mask covers past + new keys
+      const { pastKey: _pastKey, pastValue: _pastValue, mask: _mask, ...noPast } = o; // the mask covers past + new keys
       const round = () => {
         attn.attention(q, k, v, { ...o, trace: true, qkOutput: 'masked' });
         attn.attentionBackward(q, k, v, dy, noPast);

@@ -19,7 +19,8 @@ const at = (threeD, heads, rows, d) => (b, h, r, t) =>
 
 // x in either layout -> Float64Array [B,heads,rows,d]
 function to4d(x, threeD, batch, heads, rows, d) {
-  const src = at(threeD, heads, rows, d), dst = at(false, heads, rows, d);
+  const src = at(threeD, heads, rows, d),
+    dst = at(false, heads, rows, d);
   const out = new Float64Array(batch * heads * rows * d);
   for (let b = 0; b < batch; ++b)
     for (let h = 0; h < heads; ++h)
@@ -28,7 +29,8 @@ function to4d(x, threeD, batch, heads, rows, d) {
 }
 
 function from4d(x, threeD, batch, heads, rows, d) {
-  const src = at(false, heads, rows, d), dst = at(threeD, heads, rows, d);
+  const src = at(false, heads, rows, d),
+    dst = at(threeD, heads, rows, d);
   const out = new Float64Array(x.length);
   for (let b = 0; b < batch; ++b)
     for (let h = 0; h < heads; ++h)
@@ -44,9 +46,12 @@ export function rotaryRef(x, rows, d, position, { base = 10000, dims = 0, interl
     for (let r = 0; r < rows; ++r)
       for (let t = 0; t < half; ++t) {
         const angle = position(r) * Math.pow(base, (-2 * t) / D);
-        const c = Math.cos(angle), s = inverse ? -Math.sin(angle) : Math.sin(angle);
-        const ia = o + r * d + (interleaved ? 2 * t : t), ib = o + r * d + (interleaved ? 2 * t + 1 : t + half);
-        const xa = x[ia], xb = x[ib];
+        const c = Math.cos(angle),
+          s = inverse ? -Math.sin(angle) : Math.sin(angle);
+        const ia = o + r * d + (interleaved ? 2 * t : t),
+          ib = o + r * d + (interleaved ? 2 * t + 1 : t + half);
+        const xa = x[ia],
+          xb = x[ib];
         x[ia] = xa * c - xb * s;
         x[ib] = xa * s + xb * c;
       }
@@ -65,7 +70,8 @@ export function onnxAttentionRef(a) {
     for (let h = 0; h < qHeads; ++h)
       for (let i = 0; i < nQ; ++i) {
         const r = scoreRow(a, p, b, h, i);
-        const row = (b * qHeads + h) * nQ + i, g = Math.floor(h / (qHeads / kvHeads));
+        const row = (b * qHeads + h) * nQ + i,
+          g = Math.floor(h / (qHeads / kvHeads));
         [r.raw, r.capped, r.masked, r.weights].forEach((s, mode) => qk[mode].set(s, row * p.n));
         for (let j = 0; j < p.n; ++j)
           for (let t = 0; t < dV; ++t) y[row * dV + t] += r.weights[j] * p.v[((b * kvHeads + g) * p.n + j) * dV + t];
@@ -78,12 +84,15 @@ export function onnxAttentionBackwardRef(a, dyIn) {
   const p = prepare(a);
   const { batch, qHeads, kvHeads, nQ, nPast = 0, nNew, dK, dV } = a;
   const dy = to4d(dyIn, a.threeD, batch, qHeads, nQ, dV);
-  const dq = new Float64Array(p.q.length), dk = new Float64Array(p.k.length), dv = new Float64Array(p.v.length);
+  const dq = new Float64Array(p.q.length),
+    dk = new Float64Array(p.k.length),
+    dv = new Float64Array(p.v.length);
   for (let b = 0; b < batch; ++b)
     for (let h = 0; h < qHeads; ++h)
       for (let i = 0; i < nQ; ++i) {
         const r = scoreRow(a, p, b, h, i);
-        const row = (b * qHeads + h) * nQ + i, g = Math.floor(h / (qHeads / kvHeads));
+        const row = (b * qHeads + h) * nQ + i,
+          g = Math.floor(h / (qHeads / kvHeads));
         const dp = new Float64Array(p.n);
         for (let j = 0; j < p.n; ++j) {
           const kv = (b * kvHeads + g) * p.n + j;
@@ -110,7 +119,8 @@ export function onnxAttentionBackwardRef(a, dyIn) {
       out.set(x.subarray((bg * p.n + nPast) * d, (bg + 1) * p.n * d), bg * nNew * d);
     return out;
   };
-  const dkNew = newRows(dk, dK), dvNew = newRows(dv, dV);
+  const dkNew = newRows(dk, dK),
+    dvNew = newRows(dv, dV);
   if (a.rotary) {
     const position = (r) => (a.rotary.offset ?? 0) + nPast + r;
     rotaryRef(dq, nQ, dK, position, { ...a.rotary, inverse: true });
@@ -158,7 +168,7 @@ function bias(a, b, h, i, j) {
   if (a.kvLength && j >= a.kvLength[b]) return -Infinity;
   if (!a.mask) return 0;
   const { dims, values, boolean = false } = a.mask;
-  if (j >= dims[dims.length - 1]) return -Infinity;  // padded column
+  if (j >= dims[dims.length - 1]) return -Infinity; // padded column
   const full = [b, h, i, j];
   let index = 0;
   dims.forEach((size, axis) => {
@@ -172,8 +182,10 @@ function scoreRow(a, p, b, h, i) {
   const { qHeads, kvHeads, nQ, dK, softcap = 0 } = a;
   const g = Math.floor(h / (qHeads / kvHeads));
   const qo = ((b * qHeads + h) * nQ + i) * dK;
-  const raw = new Float64Array(p.n), capped = new Float64Array(p.n);
-  const masked = new Float64Array(p.n), weights = new Float64Array(p.n);
+  const raw = new Float64Array(p.n),
+    capped = new Float64Array(p.n);
+  const masked = new Float64Array(p.n),
+    weights = new Float64Array(p.n);
   let allMasked = true;
   for (let j = 0; j < p.n; ++j) {
     const ko = ((b * kvHeads + g) * p.n + j) * dK;
@@ -186,7 +198,8 @@ function scoreRow(a, p, b, h, i) {
     masked[j] = capped[j] + beta;
   }
   if (!allMasked) {
-    let max = -Infinity, sum = 0;
+    let max = -Infinity,
+      sum = 0;
     for (const s of masked) max = Math.max(max, s);
     for (let j = 0; j < p.n; ++j) sum += weights[j] = Math.exp(masked[j] - max);
     for (let j = 0; j < p.n; ++j) weights[j] /= sum;

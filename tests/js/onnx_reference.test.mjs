@@ -26,7 +26,16 @@ function pattern(a, out, b, h, i) {
 
 test('onnx reference: one row by hand (weights 1/4, 3/4; output 7)', () => {
   const out = onnxAttentionRef({
-    batch: 1, qHeads: 1, kvHeads: 1, nQ: 1, nNew: 2, dK: 1, dV: 1, q: [1], k: [0, Math.log(3)], v: [4, 8],
+    batch: 1,
+    qHeads: 1,
+    kvHeads: 1,
+    nQ: 1,
+    nNew: 2,
+    dK: 1,
+    dV: 1,
+    q: [1],
+    k: [0, Math.log(3)],
+    v: [4, 8],
   });
   close(out.qk[3][0], 0.25);
   close(out.y[0], 7);
@@ -45,10 +54,12 @@ test('onnx reference: bottom-right causal after a past; kv_length offsets per ba
 
 test('onnx reference: GQA heads read kv head floor(h / 2); a fully masked row is zero', () => {
   const a = randomCase(3);
-  a.v = a.v.map((_, e) => (e % (5 * 3 * 2) < 5 * 3 ? 1 : 2));  // kv head 0 all 1, head 1 all 2
+  a.v = a.v.map((_, e) => (e % (5 * 3 * 2) < 5 * 3 ? 1 : 2)); // kv head 0 all 1, head 1 all 2
   const o = onnxAttentionRef(a);
   for (let h = 0; h < 4; ++h) close(o.y[h * 3 * 3], h < 2 ? 1 : 2, 1e-12);
-  const m = randomCase(4, { mask: { dims: [3, 5], boolean: true, values: [...'0000011111'.split('').map(Number), 1, 0, 0, 0, 0] } });
+  const m = randomCase(4, {
+    mask: { dims: [3, 5], boolean: true, values: [...'0000011111'.split('').map(Number), 1, 0, 0, 0, 0] },
+  });
   const om = onnxAttentionRef(m);
   assert.deepEqual(Array.from(om.y.subarray(0, 3)), [0, 0, 0]);
   assert.equal(pattern(m, om, 1, 3, 2), 'x....');
@@ -56,18 +67,27 @@ test('onnx reference: GQA heads read kv head floor(h / 2); a fully masked row is
 
 test('onnx reference backward matches central differences (GQA, 3-D, causal, window, softcap, rotary, mask)', () => {
   const a = randomCase(5, {
-    threeD: true, causal: true, left: 2, softcap: 0.9, scale: 0.8,
+    threeD: true,
+    causal: true,
+    left: 2,
+    softcap: 0.9,
+    scale: 0.8,
     rotary: { offset: 2, base: 30, interleaved: true },
     mask: { dims: [4, 3, 5], values: uniform(rng(6), 60) },
   });
   const dy = uniform(rng(7), 2 * 4 * 3 * 3);
   const g = onnxAttentionBackwardRef(a, dy);
   const loss = () => onnxAttentionRef(a).y.reduce((s, y, e) => s + y * dy[e], 0);
-  for (const [name, grad] of [['q', g.dq], ['k', g.dk], ['v', g.dv]]) {
+  for (const [name, grad] of [
+    ['q', g.dq],
+    ['k', g.dk],
+    ['v', g.dv],
+  ]) {
     const theta = Float64Array.from(a[name]);
     a[name] = theta;
     for (let e = 0; e < theta.length; ++e) {
-      const at = theta[e], h = 1e-6;
+      const at = theta[e],
+        h = 1e-6;
       theta[e] = at + h;
       const up = loss();
       theta[e] = at - h;

@@ -26,13 +26,27 @@ after(() => rmSync(scratch, { recursive: true, force: true }));
 
 test('the tarball holds the library and its types, not the sources', () => {
   const files = packed.files.map((f) => f.path).sort();
-  for (const f of ['package.json', 'web/lib/index.js', 'web/lib/index.cjs', 'web/lib/index.d.ts', 'web/lib/index.d.cts',
-    'web/lib/worker_client.js', 'web/lib/worker_host.js',
-    'web/lib/wasm/wasm_attention_mt.wasm', 'web/lib/wasm/wasm_attention_mt.worker.js', 'web/lib/wasm/wasm_attention_mt.mjs',
-    'web/lib/wasm/wasm_attention_st.wasm', 'web/lib/wasm/wasm_attention_st.mjs', 'web/lib/wasm/package.json',
-    'web/lib/features.js', 'web/lib/wasm/wasm_attention_relaxed_mt.wasm', 'web/lib/wasm/wasm_attention_relaxed_mt.worker.js',
-    'web/lib/wasm/wasm_attention_relaxed_mt.mjs', 'web/lib/wasm/wasm_attention_relaxed_st.wasm',
-    'web/lib/wasm/wasm_attention_relaxed_st.mjs']) {
+  for (const f of [
+    'package.json',
+    'web/lib/index.js',
+    'web/lib/index.cjs',
+    'web/lib/index.d.ts',
+    'web/lib/index.d.cts',
+    'web/lib/worker_client.js',
+    'web/lib/worker_host.js',
+    'web/lib/wasm/wasm_attention_mt.wasm',
+    'web/lib/wasm/wasm_attention_mt.worker.js',
+    'web/lib/wasm/wasm_attention_mt.mjs',
+    'web/lib/wasm/wasm_attention_st.wasm',
+    'web/lib/wasm/wasm_attention_st.mjs',
+    'web/lib/wasm/package.json',
+    'web/lib/features.js',
+    'web/lib/wasm/wasm_attention_relaxed_mt.wasm',
+    'web/lib/wasm/wasm_attention_relaxed_mt.worker.js',
+    'web/lib/wasm/wasm_attention_relaxed_mt.mjs',
+    'web/lib/wasm/wasm_attention_relaxed_st.wasm',
+    'web/lib/wasm/wasm_attention_relaxed_st.mjs',
+  ]) {
     assert.ok(files.includes(f), `${f} missing from the tarball: ${files.join(', ')}`);
   }
   for (const f of files) assert.ok(!/^(cpp|tests|scripts|build)\//.test(f), `${f} should not be packed`);
@@ -65,24 +79,46 @@ test('import works in the scratch project', () => {
 });
 
 test('require works in the scratch project', () => {
-  writeFileSync(join(scratch, 'use.cjs'),
-    `(async () => {\n${usage("const { createAttention } = require('wasm-attention');")}\n})();`);
+  writeFileSync(
+    join(scratch, 'use.cjs'),
+    `(async () => {\n${usage("const { createAttention } = require('wasm-attention');")}\n})();`,
+  );
   checkOutput(run(process.execPath, ['use.cjs'], scratch));
 });
 
 test('a typed usage example passes tsc --noEmit, and a wrong call does not', () => {
-  writeFileSync(join(scratch, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', types: [] },
-    files: ['usage.mts'],
-  }));
+  writeFileSync(
+    join(scratch, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        noEmit: true,
+        module: 'nodenext',
+        moduleResolution: 'nodenext',
+        target: 'es2022',
+        types: [],
+      },
+      files: ['usage.mts'],
+    }),
+  );
   writeFileSync(join(scratch, 'usage.mts'), readFileSync(join(repo, 'tests/js/fixtures/usage.mts'), 'utf8'));
   run(process.execPath, [tsc, '-p', 'tsconfig.json'], scratch);
 
-  writeFileSync(join(scratch, 'usage.mts'), `import { createAttention } from 'wasm-attention';
+  writeFileSync(
+    join(scratch, 'usage.mts'),
+    `import { createAttention } from 'wasm-attention';
 const attn = await createAttention({ threads: 'many' });
 attn.attention({ data: new Float32Array(4), shape: [2, 2] });
-`);
-  const failed = (() => { try { run(process.execPath, [tsc, '-p', 'tsconfig.json'], scratch); return null; } catch (e) { return e.stdout; } })();
+`,
+  );
+  const failed = (() => {
+    try {
+      run(process.execPath, [tsc, '-p', 'tsconfig.json'], scratch);
+      return null;
+    } catch (e) {
+      return e.stdout;
+    }
+  })();
   assert.ok(failed, 'tsc accepted a call with wrong types');
   assert.match(failed, /"many"/);
   assert.match(failed, /Expected 3-4 arguments, but got 1/);

@@ -24,18 +24,28 @@ after(async () => {
 });
 
 // axe's violations -> one line each: rule, impact, what it checks, and up to 5 elements.
-const describe = (violations) => violations.map((v) =>
-  `${v.id} (${v.impact}): ${v.help}: ${v.nodes.slice(0, 5).map((n) => n.target.join(' ')).join(', ')}` +
-  `${v.nodes.length > 5 ? ` and ${v.nodes.length - 5} more` : ''}`);
+const describe = (violations) =>
+  violations.map(
+    (v) =>
+      `${v.id} (${v.impact}): ${v.help}: ${v.nodes
+        .slice(0, 5)
+        .map((n) => n.target.join(' '))
+        .join(', ')}` + `${v.nodes.length > 5 ? ` and ${v.nodes.length - 5} more` : ''}`,
+  );
 
 // Audits the whole page, or only the parts a step changes (the step and the inspector).
 async function audit(page, where, { whole = false } = {}) {
-  const { violations } = await page.evaluate(([rules, whole]) =>
-    window.axe.run(whole ? document : { include: [['#steps'], ['#inspector']] }, rules), [RULES, whole]);
+  const { violations } = await page.evaluate(
+    ([rules, whole]) => window.axe.run(whole ? document : { include: [['#steps'], ['#inspector']] }, rules),
+    [RULES, whole],
+  );
   return describe(violations).map((line) => `${where}: ${line}`);
 }
 
-for (const [name, viewport] of [['desktop', { width: 1280, height: 900 }], ['phone', { width: 390, height: 844 }]]) {
+for (const [name, viewport] of [
+  ['desktop', { width: 1280, height: 900 }],
+  ['phone', { width: 390, height: 844 }],
+]) {
   test(`${name} (${viewport.width} px): no WCAG 2.1 AA violation on any step`, async () => {
     const { page, errors } = await openPage(browser, server.url);
     await page.setViewportSize(viewport);
@@ -48,8 +58,11 @@ for (const [name, viewport] of [['desktop', { width: 1280, height: 900 }], ['pho
       // A click through the DOM: on a phone the step list scrolls, and the pill may sit under it.
       const version = await page.evaluate(() => window.attentionPage.version);
       await page.$eval(`button[data-step="${i}"]`, (b) => b.click());
-      await page.waitForFunction(([v, step]) => window.attentionPage.version > v && window.attentionPage.state.step === step, [version, i]);
-      found.push(...await audit(page, `step ${i + 1}`));
+      await page.waitForFunction(
+        ([v, step]) => window.attentionPage.version > v && window.attentionPage.state.step === step,
+        [version, i],
+      );
+      found.push(...(await audit(page, `step ${i + 1}`)));
     }
     assert.deepEqual(found, []);
     assert.deepEqual(errors(), []);
@@ -76,7 +89,11 @@ test('phone (390 px): a wide heatmap is reached by Tab and scrolled by the arrow
     before.focus();
   });
   await page.keyboard.press('Tab');
-  assert.equal(await page.evaluate(() => document.activeElement.dataset.probe), 'wide', 'Tab did not reach the heatmap');
+  assert.equal(
+    await page.evaluate(() => document.activeElement.dataset.probe),
+    'wide',
+    'Tab did not reach the heatmap',
+  );
   assert.match(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), /\d+ × \d+$/);
   const step = await page.evaluate(() => window.attentionPage.state.step);
   await page.keyboard.press('ArrowRight');

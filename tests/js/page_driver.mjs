@@ -2,10 +2,14 @@
 // snapshots of its state and of the matrices it draws, and actions that wait for the render
 // they cause. The matrices are large, so a driver carries only steps [from, to) in snapshots.
 export function pageDriver(from, to = null) {
-  const snapshot = (page) => page.evaluate(([a, b]) => ({
-    state: window.attentionPage.state,
-    steps: window.attentionPage.steps.slice(a, b ?? undefined),
-  }), [from, to]);
+  const snapshot = (page) =>
+    page.evaluate(
+      ([a, b]) => ({
+        state: window.attentionPage.state,
+        steps: window.attentionPage.steps.slice(a, b ?? undefined),
+      }),
+      [from, to],
+    );
   const version = (page) => page.evaluate(() => window.attentionPage.version);
   const matrix = (steps, id, name) => steps.find((s) => s.id === id).matrices.find((m) => m.name === name);
 
@@ -13,14 +17,18 @@ export function pageDriver(from, to = null) {
   async function act(page, action, check = () => true) {
     const v0 = await version(page);
     await action();
-    await page.waitForFunction(([v, src]) => window.attentionPage.version > v && new Function('s', `return (${src})(s)`)(window.attentionPage.state),
-      [v0, check.toString()]);
+    await page.waitForFunction(
+      ([v, src]) =>
+        window.attentionPage.version > v && new Function('s', `return (${src})(s)`)(window.attentionPage.state),
+      [v0, check.toString()],
+    );
     return snapshot(page);
   }
 
   async function goToStep(page, i) {
     const { state } = await snapshot(page);
-    if (state.step !== i) await act(page, () => page.click(`button[data-step="${i}"]`), new Function('s', `return s.step === ${i}`));
+    if (state.step !== i)
+      await act(page, () => page.click(`button[data-step="${i}"]`), new Function('s', `return s.step === ${i}`));
   }
 
   return { snapshot, version, matrix, act, goToStep };

@@ -20,7 +20,7 @@ const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
 const MODEL = new URL('model/', DATA);
 const STEP = { x: 0, heads: 7, output: 10 };
-const TOL = 1e-4;  // relative to the largest |expected| of the matrix
+const TOL = 1e-4; // relative to the largest |expected| of the matrix
 
 let browser, server, attn, emb, model;
 
@@ -29,9 +29,15 @@ before(async () => {
   browser = await launchBrowser();
   server = await startServer({ port: 9507, isolation: true, quiet: true });
   attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(fs.readFileSync(new URL('embeddings-100d.bin', DATA)), fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'));
+  emb = parseEmbeddings(
+    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
+    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
+  );
   const manifest = JSON.parse(fs.readFileSync(new URL('manifest.json', MODEL), 'utf8'));
-  const vocab = fs.readFileSync(new URL('vocab.txt', MODEL), 'utf8').split('\n').filter((w) => w !== '');
+  const vocab = fs
+    .readFileSync(new URL('vocab.txt', MODEL), 'utf8')
+    .split('\n')
+    .filter((w) => w !== '');
   model = { manifest, vocab, tensors: unpackTensors(fs.readFileSync(new URL('model.bin', MODEL)), manifest) };
 });
 after(async () => {
@@ -41,29 +47,41 @@ after(async () => {
 });
 
 const { snapshot, matrix, act, goToStep } = pageDriver(0, 11);
-const shot = (page, name) => page.screenshot({ path: new URL(`model-${name}.png`, ARTIFACTS).pathname, fullPage: true });
+const shot = (page, name) =>
+  page.screenshot({ path: new URL(`model-${name}.png`, ARTIFACTS).pathname, fullPage: true });
 
 // The model in Node: X₁ = E + P, both layers with the package, each layer's head weights, and
 // the next-word guesses of every row.
 function expectedFor(text) {
   const toks = tokenize(text, { vocab: emb });
-  const n = toks.length, d = emb.dim;
+  const n = toks.length,
+    d = emb.dim;
   const P = sinusoidalPositions(n, d).map((v) => v * model.manifest.model.positionScale);
   const x = new Float32Array(n * d);
-  toks.forEach((t, i) => { const v = emb.lookup(t).vector; for (let k = 0; k < d; ++k) x[i * d + k] = v[k] + P[i * d + k]; });
-  const hs = [tensor(x, [n, d])], heads = [];
+  toks.forEach((t, i) => {
+    const v = emb.lookup(t).vector;
+    for (let k = 0; k < d; ++k) x[i * d + k] = v[k] + P[i * d + k];
+  });
+  const hs = [tensor(x, [n, d])],
+    heads = [];
   for (let L = 0; L < model.manifest.model.layers; ++L) {
     const mha = attn.multiHeadAttention({ dModel: d, heads: 4, weights: layerWeights(model.tensors, L) });
     const f = mha.forward(hs[L], { causal: true, trace: true });
     mha.dispose();
     heads.push(f.heads.map((h) => h.weights.data));
-    hs.push(tensor(Float32Array.from(hs[L].data, (v, k) => v + f.output.data[k]), [n, d]));
+    hs.push(
+      tensor(
+        Float32Array.from(hs[L].data, (v, k) => v + f.output.data[k]),
+        [n, d],
+      ),
+    );
   }
   return { n, hs, heads, predictions: predictNext(model, emb, hs[2].data, n) };
 }
 
 function assertClose(actual, expected, what) {
-  let top = 0, worst = 0;
+  let top = 0,
+    worst = 0;
   for (const e of expected) top = Math.max(top, Math.abs(e));
   for (let i = 0; i < expected.length; ++i) worst = Math.max(worst, Math.abs(actual[i] - expected[i]));
   assert.equal(actual.length, expected.length, `${what}: size`);
@@ -74,10 +92,15 @@ test('trained preset: both layers equal the package, measured head descriptions,
   const { page, errors } = await openPage(browser, server.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
-  let snap = await act(page, () => page.check('input[name="projection"][value="trained"]'), (s) => s.projection === 'trained');
+  let snap = await act(
+    page,
+    () => page.check('input[name="projection"][value="trained"]'),
+    (s) => s.projection === 'trained',
+  );
   const { state } = snap;
   assert.deepEqual([state.causal, state.positions, state.heads, state.dK, state.layer], [true, true, 4, 25, 0]);
-  for (const id of ['#causal', '#positions', '#heads']) assert.ok(await page.isDisabled(id), `${id} is fixed by the model`);
+  for (const id of ['#causal', '#positions', '#heads'])
+    assert.ok(await page.isDisabled(id), `${id} is fixed by the model`);
   assert.ok(await page.isVisible('#layer'));
   assert.match(await page.textContent('#weights-note'), /Trained:.*layer 1/);
   const want = expectedFor(state.text);
@@ -87,17 +110,25 @@ test('trained preset: both layers equal the package, measured head descriptions,
   assertClose(matrix(snap.steps, 'x', 'X').data, want.hs[0].data, 'layer 1 X');
   await goToStep(page, STEP.heads);
   snap = await snapshot(page);
-  for (let h = 0; h < 4; ++h) assertClose(matrix(snap.steps, 'heads', `weights_head${h + 1}`).data, want.heads[0][h], `layer 1 head ${h + 1}`);
+  for (let h = 0; h < 4; ++h)
+    assertClose(matrix(snap.steps, 'heads', `weights_head${h + 1}`).data, want.heads[0][h], `layer 1 head ${h + 1}`);
   const explain = await page.textContent('#step-explain');
-  for (const s of model.manifest.heads.filter((h) => h.layer === 0)) assert.ok(explain.includes(describeHead(s)), `layer 1 head ${s.head + 1}: ${describeHead(s)}`);
+  for (const s of model.manifest.heads.filter((h) => h.layer === 0))
+    assert.ok(explain.includes(describeHead(s)), `layer 1 head ${s.head + 1}: ${describeHead(s)}`);
   await shot(page, 'layer1-heads');
 
   // Layer 2: its input is the residual X₂ = X₁ + Y₁, its own heads.
-  snap = await act(page, () => page.selectOption('#layer', '1'), (s) => s.layer === 1);
+  snap = await act(
+    page,
+    () => page.selectOption('#layer', '1'),
+    (s) => s.layer === 1,
+  );
   assertClose(matrix(snap.steps, 'x', 'X').data, want.hs[1].data, 'layer 2 X');
-  for (let h = 0; h < 4; ++h) assertClose(matrix(snap.steps, 'heads', `weights_head${h + 1}`).data, want.heads[1][h], `layer 2 head ${h + 1}`);
+  for (let h = 0; h < 4; ++h)
+    assertClose(matrix(snap.steps, 'heads', `weights_head${h + 1}`).data, want.heads[1][h], `layer 2 head ${h + 1}`);
   const explain2 = await page.textContent('#step-explain');
-  for (const s of model.manifest.heads.filter((h) => h.layer === 1)) assert.ok(explain2.includes(describeHead(s)), `layer 2 head ${s.head + 1}`);
+  for (const s of model.manifest.heads.filter((h) => h.layer === 1))
+    assert.ok(explain2.includes(describeHead(s)), `layer 2 head ${s.head + 1}`);
   await goToStep(page, STEP.x);
   assert.match(await page.textContent('#step-title'), /Layer 2 input/);
   await shot(page, 'layer2-input');
@@ -120,7 +151,11 @@ test('trained preset: both layers equal the package, measured head descriptions,
   assert.match(await page.textContent('#inspector'), /Next word after/);
   await shot(page, 'predictions');
   const other = focus === 0 ? 1 : 0;
-  snap = await act(page, () => page.click(`#chips button[data-index="${other}"]`), new Function('s', `return s.focus === ${other}`));
+  snap = await act(
+    page,
+    () => page.click(`#chips button[data-index="${other}"]`),
+    new Function('s', `return s.focus === ${other}`),
+  );
   await check(other, snap.state.predictions);
   assert.deepEqual(errors(), []);
 });

@@ -12,14 +12,35 @@ import { change, createState, effectiveDK, goTo, isRow, recompute } from '../../
 import { STEPS } from '../../web/page/steps/index.js';
 
 const DATA = new URL('../../web/page/data/', import.meta.url);
-const SENTENCE = 'The animal didn\'t cross the street because it was too tired.';
-const IDS = ['x', 'qkv', 'scores', 'scale', 'mask', 'softmax', 'weighted', 'heads', 'concat', 'wo', 'output',
-  'loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw'];
+const SENTENCE = "The animal didn't cross the street because it was too tired.";
+const IDS = [
+  'x',
+  'qkv',
+  'scores',
+  'scale',
+  'mask',
+  'softmax',
+  'weighted',
+  'heads',
+  'concat',
+  'wo',
+  'output',
+  'loss',
+  'dhead',
+  'dv',
+  'dA',
+  'dS',
+  'dqk',
+  'dw',
+];
 
 let attn, emb;
 before(async () => {
   attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(fs.readFileSync(new URL('embeddings-100d.bin', DATA)), fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'));
+  emb = parseEmbeddings(
+    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
+    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
+  );
 });
 
 // A state as the page has it after loading, with the settings patched.
@@ -33,44 +54,92 @@ function loaded(patch = {}) {
 
 describe('step descriptors', () => {
   test('eighteen steps in order, each with a part, a pill label, a view and a side panel', () => {
-    assert.deepEqual(STEPS.map((s) => s.id), IDS);
-    assert.deepEqual(STEPS.map((s) => s.part), [...Array(7).fill('one'), ...Array(4).fill('all'), ...Array(7).fill('back')]);
-    assert.deepEqual(STEPS.map((s) => s.label), ['X', 'Q K V', 'QKᵀ', '÷√d', 'mask', 'softmax', 'AV', 'heads', 'concat', 'W_O', 'out',
-      'loss', 'dZ', 'dV', 'dA', 'dS', 'dQ dK', 'dW']);
-    assert.deepEqual(STEPS.filter((s) => s.part === 'back').map((s) => s.scope), ['layer', 'head', 'head', 'head', 'head', 'head', 'layer']);
+    assert.deepEqual(
+      STEPS.map((s) => s.id),
+      IDS,
+    );
+    assert.deepEqual(
+      STEPS.map((s) => s.part),
+      [...Array(7).fill('one'), ...Array(4).fill('all'), ...Array(7).fill('back')],
+    );
+    assert.deepEqual(
+      STEPS.map((s) => s.label),
+      [
+        'X',
+        'Q K V',
+        'QKᵀ',
+        '÷√d',
+        'mask',
+        'softmax',
+        'AV',
+        'heads',
+        'concat',
+        'W_O',
+        'out',
+        'loss',
+        'dZ',
+        'dV',
+        'dA',
+        'dS',
+        'dQ dK',
+        'dW',
+      ],
+    );
+    assert.deepEqual(
+      STEPS.filter((s) => s.part === 'back').map((s) => s.scope),
+      ['layer', 'head', 'head', 'head', 'head', 'head', 'layer'],
+    );
     for (const s of STEPS) {
       assert.equal(typeof s.view, 'function', `${s.id}.view`);
       assert.equal(typeof s.inspect, 'function', `${s.id}.inspect`);
-      assert.equal(s.source === null, s.timing === undefined, `${s.id}: a library source names the call it is timed by`);
+      assert.equal(
+        s.source === null,
+        s.timing === undefined,
+        `${s.id}: a library source names the call it is timed by`,
+      );
     }
-    assert.deepEqual(STEPS.filter((s) => s.sgd).map((s) => s.id), ['dw']);
+    assert.deepEqual(
+      STEPS.filter((s) => s.sgd).map((s) => s.id),
+      ['dw'],
+    );
   });
 
-  for (const [what, patch] of [['a sentence, 4 heads, causal', { causal: true }], ['the worked example', { mode: 'worked' }]]) {
+  for (const [what, patch] of [
+    ['a sentence, 4 heads, causal', { causal: true }],
+    ['the worked example', { mode: 'worked' }],
+  ]) {
     test(`${what}: every step's view, side panel and timed call`, () => {
       const { ctx, steps } = loaded(patch);
       assert.equal(steps.length, IDS.length);
       for (const step of steps) {
         assert.ok(step.title && step.formulaHtml && step.explainHtml, `${step.id}: title, formula, prose`);
         assert.ok(step.shapes.length > 0 && step.matrices.length > 0, `${step.id}: shapes and matrices`);
-        for (const m of step.matrices) assert.equal(m.data.length, m.shape[0] * m.shape[1], `${step.id}: ${m.name} ${m.shape}`);
-        for (let i = 0; i < ctx.n; ++i) assert.match(step.inspect(ctx, i), /<(p|h3|ol)\b/, `${step.id}: panel of row ${i}`);
+        for (const m of step.matrices)
+          assert.equal(m.data.length, m.shape[0] * m.shape[1], `${step.id}: ${m.name} ${m.shape}`);
+        for (let i = 0; i < ctx.n; ++i)
+          assert.match(step.inspect(ctx, i), /<(p|h3|ol)\b/, `${step.id}: panel of row ${i}`);
         if (step.sourceHtml) continue;
         const timings = step.part === 'back' ? ctx.back.timings : ctx.result.timings;
-        assert.ok(timings.some((t) => t.call === step.timing), `${step.id}: ${step.timing} is among the calls the pass made`);
+        assert.ok(
+          timings.some((t) => t.call === step.timing),
+          `${step.id}: ${step.timing} is among the calls the pass made`,
+        );
       }
     });
   }
 
-  test('the worked example\'s hand values, and a caveat once the settings differ from them', () => {
+  test("the worked example's hand values, and a caveat once the settings differ from them", () => {
     const withHand = (state) => state.steps.filter((s) => s.hand).map((s) => [s.id, s.hand(state.ctx)]);
     const plain = withHand(loaded({ mode: 'worked', focus: 0, target: 1 }));
-    assert.deepEqual(plain.map(([id]) => id), ['qkv', 'scores', 'scale', 'softmax', 'weighted', 'output', 'loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw']);
+    assert.deepEqual(
+      plain.map(([id]) => id),
+      ['qkv', 'scores', 'scale', 'softmax', 'weighted', 'output', 'loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw'],
+    );
     for (const [id, html] of plain) assert.match(html, /^<p><strong>By hand:<\/strong> /, id);
     assert.match(Object.fromEntries(plain).softmax, /\[0\.4011, 0\.1978, 0\.4011\]/);
     const causal = Object.fromEntries(withHand(loaded({ mode: 'worked', focus: 0, target: 1, causal: true })));
     for (const id of ['softmax', 'weighted', 'loss', 'dS', 'dw']) assert.match(causal[id], /hand-caveat/, id);
-    assert.match(causal.scores, /By hand/);  // the scores do not depend on the mask
+    assert.match(causal.scores, /By hand/); // the scores do not depend on the mask
   });
 });
 
@@ -105,7 +174,7 @@ describe('page state', () => {
     change(state, { mode: 'worked' });
     assert.deepEqual([state.settings.focus, state.settings.target], [0, null]);
     change(state, { mode: 'sentence' });
-    assert.equal(state.settings.focus, null);  // "it" again, once recomputed
+    assert.equal(state.settings.focus, null); // "it" again, once recomputed
   });
 
   test('steps and rows stay in range', () => {
@@ -113,14 +182,18 @@ describe('page state', () => {
     assert.equal(goTo(state, -3), false);
     assert.equal(goTo(state, 99), true);
     assert.equal(state.settings.step, IDS.length - 1);
-    assert.deepEqual([isRow(state, 0), isRow(state, 12), isRow(state, 13), isRow(state, 1.5), isRow(state, -1)], [true, true, false, false, false]);
+    assert.deepEqual(
+      [isRow(state, 0), isRow(state, 12), isRow(state, 13), isRow(state, 1.5), isRow(state, -1)],
+      [true, true, false, false, false],
+    );
   });
 
   test(`input: at most ${MAX_TOKENS} tokens, X = E + P with positions, nothing for no tokens`, () => {
     const long = prepareInput({ mode: 'sentence', text: 'word '.repeat(MAX_TOKENS + 4), positions: true }, emb);
     assert.equal(long.truncatedFrom, MAX_TOKENS + 4);
     assert.deepEqual(long.x.shape, [MAX_TOKENS, emb.dim]);
-    for (const k of [0, 1, 4321, long.x.data.length - 1]) assert.equal(long.x.data[k], Math.fround(long.e.data[k] + long.p.data[k]));
+    for (const k of [0, 1, 4321, long.x.data.length - 1])
+      assert.equal(long.x.data[k], Math.fround(long.e.data[k] + long.p.data[k]));
     assert.equal(prepareInput({ mode: 'sentence', text: ' \n ' }, emb), null);
   });
 });

@@ -51,7 +51,24 @@ describe('tokenize', () => {
     const input = 'He said "wait"... then (quietly) left -- or did he—really?';
     const toks = tokenize(input);
     assert.deepEqual(texts(toks), [
-      'He', 'said', '"', 'wait', '"', '...', 'then', '(', 'quietly', ')', 'left', '--', 'or', 'did', 'he', '—', 'really', '?',
+      'He',
+      'said',
+      '"',
+      'wait',
+      '"',
+      '...',
+      'then',
+      '(',
+      'quietly',
+      ')',
+      'left',
+      '--',
+      'or',
+      'did',
+      'he',
+      '—',
+      'really',
+      '?',
     ]);
     assert.equal(toks[5].norm, '\u2026');
     assert.equal(toks[11].norm, '-');
@@ -60,26 +77,112 @@ describe('tokenize', () => {
   });
 
   test('contractions split GloVe-style, normalized to vocabulary words', () => {
-    const input = "I don't know, she can't and they won't; it's Ann's, we'll see, you're right, I've, I'm, he'd. Let's go!";
+    const input =
+      "I don't know, she can't and they won't; it's Ann's, we'll see, you're right, I've, I'm, he'd. Let's go!";
     const toks = tokenize(input);
     assert.deepEqual(texts(toks), [
-      'I', 'do', "n't", 'know', ',', 'she', 'ca', "n't", 'and', 'they', 'wo', "n't", ';', 'it', "'s", 'Ann', "'s", ',',
-      'we', "'ll", 'see', ',', 'you', "'re", 'right', ',', 'I', "'ve", ',', 'I', "'m", ',', 'he', "'d", '.', 'Let', "'s", 'go', '!',
+      'I',
+      'do',
+      "n't",
+      'know',
+      ',',
+      'she',
+      'ca',
+      "n't",
+      'and',
+      'they',
+      'wo',
+      "n't",
+      ';',
+      'it',
+      "'s",
+      'Ann',
+      "'s",
+      ',',
+      'we',
+      "'ll",
+      'see',
+      ',',
+      'you',
+      "'re",
+      'right',
+      ',',
+      'I',
+      "'ve",
+      ',',
+      'I',
+      "'m",
+      ',',
+      'he',
+      "'d",
+      '.',
+      'Let',
+      "'s",
+      'go',
+      '!',
     ]);
     assert.deepEqual(norms(toks), [
-      'i', 'do', 'not', 'know', ',', 'she', 'can', 'not', 'and', 'they', 'will', 'not', ';', 'it', 'is', 'ann', "'s", ',',
-      'we', 'will', 'see', ',', 'you', 'are', 'right', ',', 'i', 'have', ',', 'i', 'am', ',', 'he', 'would', '.', 'let', 'us', 'go', '!',
+      'i',
+      'do',
+      'not',
+      'know',
+      ',',
+      'she',
+      'can',
+      'not',
+      'and',
+      'they',
+      'will',
+      'not',
+      ';',
+      'it',
+      'is',
+      'ann',
+      "'s",
+      ',',
+      'we',
+      'will',
+      'see',
+      ',',
+      'you',
+      'are',
+      'right',
+      ',',
+      'i',
+      'have',
+      ',',
+      'i',
+      'am',
+      ',',
+      'he',
+      'would',
+      '.',
+      'let',
+      'us',
+      'go',
+      '!',
     ]);
     assertOffsets(input, toks);
     // Every contraction norm is a vocabulary word (GloVe's own "n't", "'s" forms are not).
-    for (const w of ['do', 'not', 'can', 'will', 'is', 'will', 'are', 'have', 'am', 'would', 'us']) assert.ok(E.has(w), w);
+    for (const w of ['do', 'not', 'can', 'will', 'is', 'will', 'are', 'have', 'am', 'would', 'us'])
+      assert.ok(E.has(w), w);
     assert.ok(!E.has("n't") && !E.has("'s"));
   });
 
   test('typographic apostrophe, upper case, stacked clitics, names', () => {
     const input = 'DON\u2019T, wouldn\u2019t\u2019ve, O\u2019Brien\u2019s';
     const toks = tokenize(input);
-    assert.deepEqual(texts(toks), ['DO', 'N\u2019T', ',', 'would', 'n\u2019t', '\u2019ve', ',', 'O\u2019Brien', '\u2019s']);
+    assert.deepEqual(texts(toks), [
+      'DO',
+      'N\u2019T',
+      ',',
+      'would',
+      'n\u2019t',
+      '\u2019ve',
+      ',',
+      'O\u2019Brien',
+      '\u2019s',
+    ]);
     assert.deepEqual(norms(toks), ['do', 'not', ',', 'would', 'not', 'have', ',', "o'brien", "'s"]);
     assertOffsets(input, toks);
   });
@@ -88,8 +191,27 @@ describe('tokenize', () => {
     const input = 'In 1999 about 3.5% of 1,000,000 people paid $42 at 10:30, the 3rd time in the 1990s.';
     const toks = tokenize(input);
     assert.deepEqual(texts(toks), [
-      'In', '1999', 'about', '3.5', '%', 'of', '1,000,000', 'people', 'paid', '$', '42', 'at', '10:30', ',', 'the', '3rd',
-      'time', 'in', 'the', '1990s', '.',
+      'In',
+      '1999',
+      'about',
+      '3.5',
+      '%',
+      'of',
+      '1,000,000',
+      'people',
+      'paid',
+      '$',
+      '42',
+      'at',
+      '10:30',
+      ',',
+      'the',
+      '3rd',
+      'time',
+      'in',
+      'the',
+      '1990s',
+      '.',
     ]);
     const types = Object.fromEntries(toks.map((t) => [t.text, t.type]));
     for (const n of ['1999', '3.5', '1,000,000', '42', '10:30', '3rd', '1990s']) assert.equal(types[n], 'number', n);
@@ -100,11 +222,43 @@ describe('tokenize', () => {
   test('hyphenated compounds split unless the vocabulary knows them; acronyms stay whole', () => {
     const input = 'A well-known state-of-the-art F-16 from the U.S. flew.';
     assert.deepEqual(texts(tokenize(input)), [
-      'A', 'well', '-', 'known', 'state', '-', 'of', '-', 'the', '-', 'art', 'F', '-', '16', 'from', 'the', 'U.S.', 'flew', '.',
+      'A',
+      'well',
+      '-',
+      'known',
+      'state',
+      '-',
+      'of',
+      '-',
+      'the',
+      '-',
+      'art',
+      'F',
+      '-',
+      '16',
+      'from',
+      'the',
+      'U.S.',
+      'flew',
+      '.',
     ]);
     const withVocab = tokenize(input, { vocab: E });
     assert.deepEqual(texts(withVocab), [
-      'A', 'well-known', 'state', '-', 'of', '-', 'the', '-', 'art', 'F-16', 'from', 'the', 'U.S.', 'flew', '.',
+      'A',
+      'well-known',
+      'state',
+      '-',
+      'of',
+      '-',
+      'the',
+      '-',
+      'art',
+      'F-16',
+      'from',
+      'the',
+      'U.S.',
+      'flew',
+      '.',
     ]);
     assert.equal(withVocab[1].norm, 'well-known');
     assertOffsets(input, withVocab);
@@ -143,7 +297,9 @@ describe('embeddings', () => {
   };
 
   const cos = (a, b) => {
-    let d = 0, na = 0, nb = 0;
+    let d = 0,
+      na = 0,
+      nb = 0;
     for (let i = 0; i < a.length; i++) {
       d += a[i] * b[i];
       na += a[i] * a[i];

@@ -24,7 +24,15 @@ export function uniform(next, n, lo = -1, hi = 1) {
 
 // A random tensor { data: Float32Array, shape } with values in [lo, hi).
 export function randomTensor(next, shape, lo = -1, hi = 1) {
-  return { data: uniform(next, shape.reduce((a, b) => a * b, 1), lo, hi), shape: [...shape] };
+  return {
+    data: uniform(
+      next,
+      shape.reduce((a, b) => a * b, 1),
+      lo,
+      hi,
+    ),
+    shape: [...shape],
+  };
 }
 
 const dataOf = (t) => (t && !ArrayBuffer.isView(t) && !Array.isArray(t) ? t.data : t);
@@ -61,7 +69,7 @@ function attentionCore(q, k, v, nQ, nK, dK, dV, { causal = false, keep, bias, sc
       masked[ij] = x;
       if (x > max) max = x;
     }
-    if (max === -Infinity) continue;  // every key masked: zero weights, zero output row
+    if (max === -Infinity) continue; // every key masked: zero weights, zero output row
     let sum = 0;
     for (let j = 0; j < nK; ++j) {
       const e = Math.exp(masked[i * nK + j] - max);
@@ -109,25 +117,32 @@ function columns(src, rows, stride, c0, width) {
 // -> { output (batch·nQ·dModel), q, k, v, concat (batch·nQ·h·dV),
 //      heads: [{ q, k, v, scores, scaled, masked, weights, output }] each with the batch
 //      sequences one after the other, laid out like the package's trace }
-export function mhaRef(x, weights, {
-  batch = 1, nQ, nK, dModel, heads, dK, dV, context, causal = false, keep, bias, scale,
-} = {}) {
+export function mhaRef(
+  x,
+  weights,
+  { batch = 1, nQ, nK, dModel, heads, dK, dV, context, causal = false, keep, bias, scale } = {},
+) {
   const xd = dataOf(x);
   const cd = context === undefined ? xd : dataOf(context);
   nK ??= context === undefined ? nQ : cd.length / (batch * dModel);
   dK ??= dModel / heads;
   dV ??= dK;
   const w = Object.fromEntries(Object.entries(weights).map(([n, t]) => [n, dataOf(t)]));
-  const hk = heads * dK, hv = heads * dV;
+  const hk = heads * dK,
+    hv = heads * dV;
   const Q = matmul(xd, w.wq, batch * nQ, dModel, hk, w.bq);
   const K = matmul(cd, w.wk, batch * nK, dModel, hk, w.bk);
   const V = matmul(cd, w.wv, batch * nK, dModel, hv, w.bv);
   const concat = new Float64Array(batch * nQ * hv);
   const perHead = Array.from({ length: heads }, () => ({
-    q: new Float64Array(batch * nQ * dK), k: new Float64Array(batch * nK * dK),
-    v: new Float64Array(batch * nK * dV), scores: new Float64Array(batch * nQ * nK),
-    scaled: new Float64Array(batch * nQ * nK), masked: new Float64Array(batch * nQ * nK),
-    weights: new Float64Array(batch * nQ * nK), output: new Float64Array(batch * nQ * dV),
+    q: new Float64Array(batch * nQ * dK),
+    k: new Float64Array(batch * nK * dK),
+    v: new Float64Array(batch * nK * dV),
+    scores: new Float64Array(batch * nQ * nK),
+    scaled: new Float64Array(batch * nQ * nK),
+    masked: new Float64Array(batch * nQ * nK),
+    weights: new Float64Array(batch * nQ * nK),
+    output: new Float64Array(batch * nQ * dV),
   }));
   for (let b = 0; b < batch; ++b) {
     const Qb = Q.subarray(b * nQ * hk, (b + 1) * nQ * hk);

@@ -16,10 +16,11 @@ import { attentionRef, maxAbs, maxAbsDiff } from './reference.mjs';
 import { FMA_PROBE, inputs } from './relaxed_child.mjs';
 
 const FLAG = '--experimental-wasm-relaxed-simd';
-const TOL = 1e-5;  // max abs difference for unit-range values, relative past magnitude 1
+const TOL = 1e-5; // max abs difference for unit-range values, relative past magnitude 1
 
 // Whether relaxed_madd fuses here: V8 emits FMA on x86 CPUs that have it (and always on arm64).
-const CPU_FUSES = process.arch === 'arm64' ||
+const CPU_FUSES =
+  process.arch === 'arm64' ||
   (existsSync('/proc/cpuinfo') && /^flags\s*:.*\bfma\b/m.test(readFileSync('/proc/cpuinfo', 'utf8')));
 
 const child = fileURLToPath(new URL('./relaxed_child.mjs', import.meta.url));
@@ -37,11 +38,11 @@ const expected = {
 
 // a (m,k) · b (k,n) in float64
 function matmulRef(a, b) {
-  const [m, k] = a.shape, n = b.shape[1];
+  const [m, k] = a.shape,
+    n = b.shape[1];
   const c = new Float64Array(m * n);
   for (let i = 0; i < m; ++i)
-    for (let p = 0; p < k; ++p)
-      for (let j = 0; j < n; ++j) c[i * n + j] += a.data[i * k + p] * b.data[p * n + j];
+    for (let p = 0; p < k; ++p) for (let j = 0; j < n; ++j) c[i * n + j] += a.data[i * k + p] * b.data[p * n + j];
   return c;
 }
 
@@ -70,8 +71,10 @@ describe('Node', () => {
     assert.deepEqual(runs.plain.auto[1].backend, { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
     assert.deepEqual(runs.plain.auto[2].backend, { simd: true, threads: 2, variant: 'simd-mt', isa: 'simd128' });
     assert.equal(runs.plain.askedRelaxed.error?.name, 'RangeError');
-    assert.match(runs.plain.askedRelaxed.error.message,
-      /^createAttention: isa 'relaxed-simd' is not supported by this WebAssembly engine \(Node 20 needs --experimental-wasm-relaxed-simd/);
+    assert.match(
+      runs.plain.askedRelaxed.error.message,
+      /^createAttention: isa 'relaxed-simd' is not supported by this WebAssembly engine \(Node 20 needs --experimental-wasm-relaxed-simd/,
+    );
   });
 
   test('isa picks the build explicitly; wasmBinary alone keeps SIMD128', () => {
@@ -90,7 +93,10 @@ describe('Node', () => {
   });
 
   test('every build computes the reference; 1 and 2 threads agree bitwise within a build', () => {
-    for (const [name, run] of [['relaxed', runs.flag.auto], ['simd128', runs.plain.auto]]) {
+    for (const [name, run] of [
+      ['relaxed', runs.flag.auto],
+      ['simd128', runs.plain.auto],
+    ]) {
       assertNearReference(run[1], `${name}, 1 thread`);
       assertNearReference(run[2], `${name}, 2 threads`);
       assert.deepEqual(run[2].attention, run[1].attention, `${name}: attention, 1 vs 2 threads`);
@@ -102,10 +108,14 @@ describe('Node', () => {
 
   test('isa option errors name the option and the choices', async () => {
     const { createAttention } = await import('../../web/lib/index.js');
-    await assert.rejects(createAttention({ isa: 'avx' }),
-      { name: 'RangeError', message: "createAttention: isa must be one of auto, relaxed-simd, simd128, got 'avx'" });
-    await assert.rejects(createAttention({ isa: 2 }),
-      { name: 'TypeError', message: 'createAttention: isa must be one of auto, relaxed-simd, simd128, got number' });
+    await assert.rejects(createAttention({ isa: 'avx' }), {
+      name: 'RangeError',
+      message: "createAttention: isa must be one of auto, relaxed-simd, simd128, got 'avx'",
+    });
+    await assert.rejects(createAttention({ isa: 2 }), {
+      name: 'TypeError',
+      message: 'createAttention: isa must be one of auto, relaxed-simd, simd128, got number',
+    });
   });
 });
 
@@ -123,7 +133,7 @@ function withoutRelaxedSimd() {
 
 describe('Chromium', () => {
   let servers, browser, browsers;
-  let isolated;  // the first test's results
+  let isolated; // the first test's results
   before(async () => {
     browser = await launchBrowser();
     const without = await browser.newContext();
@@ -145,22 +155,25 @@ describe('Chromium', () => {
     const { page, errors } = await openPage(where, server.url);
     const fetched = [];
     page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
-    const result = await page.evaluate(async ({ probe, x }) => {
-      const { createAttention } = await import('/lib/index.js');
-      const { relaxedSimdAvailable } = await import('/lib/features.js');
-      const attn = await createAttention({ threads: 2 });
-      const t = ({ data, shape }) => ({ data: new Float32Array(data), shape });
-      const bits = (f) => Array.from(new Uint32Array(f.buffer, f.byteOffset, f.length));
-      const out = {
-        available: relaxedSimdAvailable(),
-        backend: attn.backend,
-        fmaProbe: attn.matmul(t(probe.a), t(probe.b)).data[0],
-        attention: bits(attn.attention(t(x.q), t(x.k), t(x.v), { causal: true }).output.data),
-        matmul: bits(attn.matmul(t(x.a), t(x.b)).data),
-      };
-      attn.dispose();
-      return out;
-    }, { probe: plain(FMA_PROBE), x: plain(x) });
+    const result = await page.evaluate(
+      async ({ probe, x }) => {
+        const { createAttention } = await import('/lib/index.js');
+        const { relaxedSimdAvailable } = await import('/lib/features.js');
+        const attn = await createAttention({ threads: 2 });
+        const t = ({ data, shape }) => ({ data: new Float32Array(data), shape });
+        const bits = (f) => Array.from(new Uint32Array(f.buffer, f.byteOffset, f.length));
+        const out = {
+          available: relaxedSimdAvailable(),
+          backend: attn.backend,
+          fmaProbe: attn.matmul(t(probe.a), t(probe.b)).data[0],
+          attention: bits(attn.attention(t(x.q), t(x.k), t(x.v), { causal: true }).output.data),
+          matmul: bits(attn.matmul(t(x.a), t(x.b)).data),
+        };
+        attn.dispose();
+        return out;
+      },
+      { probe: plain(FMA_PROBE), x: plain(x) },
+    );
     assert.deepEqual(errors(), []);
     await page.close();
     return { ...result, fetched: fetched.filter((p) => p.startsWith('/lib/wasm/')) };
@@ -173,7 +186,10 @@ describe('Chromium', () => {
     assert.deepEqual(r.backend, { simd: true, threads: 2, variant: 'simd-mt', isa: 'relaxed-simd' });
     assert.equal(r.fmaProbe, CPU_FUSES ? 2 ** -24 : 0);
     assertNearReference(r, 'relaxed-simd, isolated page');
-    assert.ok(r.fetched.length > 0 && r.fetched.every((p) => p.includes('_relaxed_mt')), `fetched ${r.fetched.join(', ')}`);
+    assert.ok(
+      r.fetched.length > 0 && r.fetched.every((p) => p.includes('_relaxed_mt')),
+      `fetched ${r.fetched.join(', ')}`,
+    );
     isolated = r;
   });
 
@@ -191,6 +207,9 @@ describe('Chromium', () => {
     assert.deepEqual(r.backend, { simd: true, threads: 2, variant: 'simd-mt', isa: 'simd128' });
     assert.equal(r.fmaProbe, 0);
     assertNearReference(r, 'simd128, isolated page');
-    assert.ok(r.fetched.length > 0 && r.fetched.every((p) => p.includes('wasm_attention_mt')), `fetched ${r.fetched.join(', ')}`);
+    assert.ok(
+      r.fetched.length > 0 && r.fetched.every((p) => p.includes('wasm_attention_mt')),
+      `fetched ${r.fetched.join(', ')}`,
+    );
   });
 });

@@ -11,8 +11,11 @@ import { randomTensor, rng } from './reference.mjs';
 export function inputs() {
   const next = rng(11);
   return {
-    q: randomTensor(next, [67, 33]), k: randomTensor(next, [45, 33]), v: randomTensor(next, [45, 19]),
-    a: randomTensor(next, [129, 67]), b: randomTensor(next, [67, 65]),
+    q: randomTensor(next, [67, 33]),
+    k: randomTensor(next, [45, 33]),
+    v: randomTensor(next, [45, 19]),
+    a: randomTensor(next, [129, 67]),
+    b: randomTensor(next, [67, 65]),
   };
 }
 

@@ -3,7 +3,11 @@ import { tensor } from '../../web/lib/index.js';
 import { columns as copyColumns } from '../../web/lib/multi_head.js';
 
 // The n×n identity.
-export const eye = (n) => tensor(Float32Array.from({ length: n * n }, (_, k) => (k % (n + 1) === 0 ? 1 : 0)), [n, n]);
+export const eye = (n) =>
+  tensor(
+    Float32Array.from({ length: n * n }, (_, k) => (k % (n + 1) === 0 ? 1 : 0)),
+    [n, n],
+  );
 
 // Columns [c0, c0+width) of a (rows, stride) tensor, as a (rows, width) tensor (the package's copy).
 export function columns(t, c0, width) {

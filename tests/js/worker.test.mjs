@@ -18,7 +18,10 @@ const WASM = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
 // Two results of the same call hold the same keys, shapes and float32 bits (NaN included).
 function assertSameBits(remote, local, path = 'result') {
   if (ArrayBuffer.isView(local)) {
-    assert.ok(remote instanceof local.constructor, `${path} is ${remote?.constructor?.name}, expected ${local.constructor.name}`);
+    assert.ok(
+      remote instanceof local.constructor,
+      `${path} is ${remote?.constructor?.name}, expected ${local.constructor.name}`,
+    );
     const a = new Uint32Array(remote.buffer, remote.byteOffset, remote.length);
     const b = new Uint32Array(local.buffer, local.byteOffset, local.length);
     assert.equal(a.length, b.length, `${path}: lengths differ`);
@@ -53,7 +56,10 @@ function runChild(body, timeout = 30000) {
 describe('the worker form', () => {
   let local, remote;
   before(async () => {
-    [local, remote] = await Promise.all([createAttention({ threads: 2 }), createAttention({ threads: 2, worker: true })]);
+    [local, remote] = await Promise.all([
+      createAttention({ threads: 2 }),
+      createAttention({ threads: 2, worker: true }),
+    ]);
   });
   after(async () => {
     local?.dispose();
@@ -68,9 +74,16 @@ describe('the worker form', () => {
 
   test('the calling thread keeps running while the worker computes', async () => {
     const next = rng(10);
-    const a = randomTensor(next, [600, 600]), b = randomTensor(next, [600, 600]);
-    let ticks = 0, done = false;
-    const tick = () => { if (!done) { ++ticks; setTimeout(tick, 0); } };
+    const a = randomTensor(next, [600, 600]),
+      b = randomTensor(next, [600, 600]);
+    let ticks = 0,
+      done = false;
+    const tick = () => {
+      if (!done) {
+        ++ticks;
+        setTimeout(tick, 0);
+      }
+    };
     tick();
     const pending = Array.from({ length: 8 }, () => remote.matmul(a, b));
     assert.ok(pending[0] instanceof Promise);
@@ -81,27 +94,61 @@ describe('the worker form', () => {
 
   test('attention, with causal, a mask and trace, equals the synchronous form bitwise', async () => {
     const next = rng(11);
-    for (const [nQ, nK, dK, dV] of [[1, 1, 1, 1], [7, 13, 5, 3], [33, 65, 17, 9]]) {
-      const q = randomTensor(next, [nQ, dK]), k = randomTensor(next, [nK, dK]), v = randomTensor(next, [nK, dV]);
-      const keep = tensor(Uint8Array.from({ length: nQ * nK }, (_, i) => (i % 3 ? 1 : 0)), [nQ, nK]);
+    for (const [nQ, nK, dK, dV] of [
+      [1, 1, 1, 1],
+      [7, 13, 5, 3],
+      [33, 65, 17, 9],
+    ]) {
+      const q = randomTensor(next, [nQ, dK]),
+        k = randomTensor(next, [nK, dK]),
+        v = randomTensor(next, [nK, dV]);
+      const keep = tensor(
+        Uint8Array.from({ length: nQ * nK }, (_, i) => (i % 3 ? 1 : 0)),
+        [nQ, nK],
+      );
       const additive = Float32Array.from({ length: nQ * nK }, (_, i) => (i % 5 ? 0.5 : -Infinity));
-      for (const options of [undefined, { causal: true, trace: true }, { mask: keep, scale: 0.3, trace: true }, { mask: additive, causal: true }]) {
-        assertSameBits(await remote.attention(q, k, v, options), local.attention(q, k, v, options), `attention [${nQ},${nK},${dK},${dV}]`);
+      for (const options of [
+        undefined,
+        { causal: true, trace: true },
+        { mask: keep, scale: 0.3, trace: true },
+        { mask: additive, causal: true },
+      ]) {
+        assertSameBits(
+          await remote.attention(q, k, v, options),
+          local.attention(q, k, v, options),
+          `attention [${nQ},${nK},${dK},${dV}]`,
+        );
       }
     }
   });
 
   test('attentionBackward and matmul equal the synchronous form bitwise', async () => {
     const next = rng(12);
-    const q = randomTensor(next, [19, 6]), k = randomTensor(next, [23, 6]), v = randomTensor(next, [23, 5]);
+    const q = randomTensor(next, [19, 6]),
+      k = randomTensor(next, [23, 6]),
+      v = randomTensor(next, [23, 5]);
     const dOutput = randomTensor(next, [19, 5]);
     for (const options of [undefined, { causal: true, trace: true }]) {
-      assertSameBits(await remote.attentionBackward(q, k, v, dOutput, options), local.attentionBackward(q, k, v, dOutput, options), 'attentionBackward');
+      assertSameBits(
+        await remote.attentionBackward(q, k, v, dOutput, options),
+        local.attentionBackward(q, k, v, dOutput, options),
+        'attentionBackward',
+      );
     }
-    const a = randomTensor(next, [37, 29]), b = randomTensor(next, [29, 41]), bT = randomTensor(next, [41, 29]);
+    const a = randomTensor(next, [37, 29]),
+      b = randomTensor(next, [29, 41]),
+      bT = randomTensor(next, [41, 29]);
     assertSameBits(await remote.matmul(a, b), local.matmul(a, b), 'matmul');
-    assertSameBits(await remote.matmul(a, bT, { transposeB: true }), local.matmul(a, bT, { transposeB: true }), 'matmul transposeB');
-    assertSameBits(await remote.matmul(b, a, { transposeA: true, transposeB: true }), local.matmul(b, a, { transposeA: true, transposeB: true }), 'matmul transposed both');
+    assertSameBits(
+      await remote.matmul(a, bT, { transposeB: true }),
+      local.matmul(a, bT, { transposeB: true }),
+      'matmul transposeB',
+    );
+    assertSameBits(
+      await remote.matmul(b, a, { transposeA: true, transposeB: true }),
+      local.matmul(b, a, { transposeA: true, transposeB: true }),
+      'matmul transposed both',
+    );
   });
 
   test('a layer trained by forward, backward, step stays bitwise equal to the synchronous one', async () => {
@@ -110,12 +157,16 @@ describe('the worker form', () => {
     const theirs = await remote.multiHeadAttention(config);
     assert.deepEqual(theirs.config, mine.config);
     const next = rng(13);
-    const x = randomTensor(next, [2, 9, 12]), context = randomTensor(next, [2, 11, 12]);
+    const x = randomTensor(next, [2, 9, 12]),
+      context = randomTensor(next, [2, 11, 12]);
     for (let i = 0; i < 3; ++i) {
       const options = i === 1 ? { context, trace: true } : { causal: true };
       const forward = mine.forward(x, options);
       assertSameBits(await theirs.forward(x, options), forward, `forward ${i}`);
-      const dOutput = tensor(forward.output.data.map((y) => 2 * y), forward.output.shape);
+      const dOutput = tensor(
+        forward.output.data.map((y) => 2 * y),
+        forward.output.shape,
+      );
       const grads = mine.backward(dOutput);
       assertSameBits(await theirs.backward(dOutput), grads, `backward ${i}`);
       mine.step(grads, 0.05);
@@ -133,7 +184,7 @@ describe('the worker form', () => {
       const x = randomTensor(rng(14), [32, 64]);
       const config = { dModel: 64, heads: 4, seed: 1 };
       const warm = await own.multiHeadAttention(config);
-      await warm.forward(x);  // grows the scratch buffers once
+      await warm.forward(x); // grows the scratch buffers once
       await warm.dispose();
       const baseline = (await own.memory()).allocatedBytes;
 
@@ -141,10 +192,12 @@ describe('the worker form', () => {
       await layer.forward(x);
       assert.ok((await own.memory()).allocatedBytes >= baseline + 4 * 64 * 64 * 4, 'the layer holds its weights');
       await layer.dispose();
-      await layer.dispose();  // twice is safe, as in the synchronous form
+      await layer.dispose(); // twice is safe, as in the synchronous form
       assert.equal((await own.memory()).allocatedBytes, baseline);
 
-      await (async () => { await (await own.multiHeadAttention(config)).forward(x); })();  // never disposed
+      await (async () => {
+        await (await own.multiHeadAttention(config)).forward(x);
+      })(); // never disposed
       assert.ok((await own.memory()).allocatedBytes > baseline);
       v8.setFlagsFromString('--expose-gc');
       const gc = vm.runInNewContext('gc');
@@ -173,7 +226,8 @@ describe('the worker form', () => {
     'a layer without dModel': (a) => a.multiHeadAttention({ heads: 2 }),
     'no layer config at all': (a) => a.multiHeadAttention(),
     'heads that do not divide dModel': (a) => a.multiHeadAttention({ dModel: 10, heads: 3 }),
-    'a string as transposeA': (a) => a.matmul(tensor(new Float32Array(1), [1, 1]), tensor(new Float32Array(1), [1, 1]), { transposeA: 'yes' }),
+    'a string as transposeA': (a) =>
+      a.matmul(tensor(new Float32Array(1), [1, 1]), tensor(new Float32Array(1), [1, 1]), { transposeA: 'yes' }),
   };
   for (const [title, call] of Object.entries(bad)) {
     test(`errors: ${title} rejects with the synchronous form's class and message`, async () => {
@@ -194,7 +248,10 @@ describe('the worker form', () => {
       (l) => l.step({ dwq: tensor(new Float32Array(4), [2, 2]) }, 0.1),
       (l) => l.step({ dbq: tensor(new Float32Array(4), [4]) }, 0.1),
       (l) => l.step({}, Infinity),
-      (l) => { l.dispose(); return l.forward(tensor(new Float32Array(8), [2, 4])); },
+      (l) => {
+        l.dispose();
+        return l.forward(tensor(new Float32Array(8), [2, 4]));
+      },
     ];
     for (const call of calls) {
       const [expected, got] = [await errorOf(() => call(layers[0])), await errorOf(() => call(layers[1]))];
@@ -212,10 +269,11 @@ describe('the worker form', () => {
   test('concurrent calls each resolve to their own result, an error rejecting only its own', async () => {
     const next = rng(15);
     const cases = Array.from({ length: 24 }, (_, i) => {
-      const n = 3 + i, d = 1 + (i % 7);
+      const n = 3 + i,
+        d = 1 + (i % 7);
       const [a, b, c] = [randomTensor(next, [n, d]), randomTensor(next, [n + 2, d]), randomTensor(next, [n + 2, 4])];
       if (i % 3 === 0) return { call: (x) => x.matmul(a, b, { transposeB: true }) };
-      if (i === 10) return { call: (x) => x.attention(a, b, a), fails: true };  // v has n rows, not n + 2
+      if (i === 10) return { call: (x) => x.attention(a, b, a), fails: true }; // v has n rows, not n + 2
       return { call: (x) => x.attention(a, b, c, { causal: i % 2 === 0 }) };
     });
     const settled = await Promise.allSettled(cases.map(({ call }) => call(remote)));
@@ -232,7 +290,9 @@ describe('the worker form', () => {
 
   test('inputs are copied by default and detached only with transfer: true', async () => {
     const next = rng(16);
-    const q = randomTensor(next, [8, 4]), k = randomTensor(next, [10, 4]), v = randomTensor(next, [10, 3]);
+    const q = randomTensor(next, [8, 4]),
+      k = randomTensor(next, [10, 4]),
+      v = randomTensor(next, [10, 3]);
     const expected = local.attention(q, k, v);
     const copied = remote.attention(q, k, v);
     assert.equal(q.data.byteLength, 32 * 4, 'q was detached without transfer');
@@ -251,10 +311,16 @@ describe('the worker form', () => {
     assert.equal(shared.byteLength, 0);
     assertSameBits(await self, local.attention(x, x, x, { causal: true }), 'self-attention with transfer');
 
-    const layer = await remote.multiHeadAttention({ dModel: 4, heads: 1, weights: {
-      wq: tensor(new Float32Array(16).fill(0.1), [4, 4]), wk: tensor(new Float32Array(16).fill(0.2), [4, 4]),
-      wv: tensor(new Float32Array(16).fill(0.3), [4, 4]), wo: tensor(new Float32Array(16).fill(0.4), [4, 4]),
-    } });
+    const layer = await remote.multiHeadAttention({
+      dModel: 4,
+      heads: 1,
+      weights: {
+        wq: tensor(new Float32Array(16).fill(0.1), [4, 4]),
+        wk: tensor(new Float32Array(16).fill(0.2), [4, 4]),
+        wv: tensor(new Float32Array(16).fill(0.3), [4, 4]),
+        wo: tensor(new Float32Array(16).fill(0.4), [4, 4]),
+      },
+    });
     const input = randomTensor(next, [6, 4]);
     const { output } = await layer.forward(input);
     assert.equal(input.data.byteLength, 6 * 4 * 4);
@@ -272,7 +338,14 @@ describe('the worker form', () => {
 
   test('locateFile is asked up front and its answers are what the worker loads', async () => {
     const asked = [];
-    const located = await createAttention({ threads: 1, worker: true, locateFile: (f) => { asked.push(f); return WASM + f; } });
+    const located = await createAttention({
+      threads: 1,
+      worker: true,
+      locateFile: (f) => {
+        asked.push(f);
+        return WASM + f;
+      },
+    });
     assert.ok(asked.includes('wasm_attention_st.wasm'), asked.join(', '));
     assert.equal(located.backend.variant, 'simd');
     const q = randomTensor(rng(17), [5, 3]);
@@ -291,17 +364,23 @@ describe('dispose', () => {
     const q = randomTensor(rng(18), [3, 4]);
     const pending = remote.attention(q, q, q);
     const disposed = remote.dispose();
-    assert.equal(remote.dispose(), disposed, 'a second dispose() gives the first one\'s Promise');
+    assert.equal(remote.dispose(), disposed, "a second dispose() gives the first one's Promise");
     assert.equal((await pending).output.shape[1], 4);
     await disposed;
 
     const memory = await errorOf(() => remote.memory());
     assert.equal(memory.constructor, TypeError);
-    assert.equal(memory.message, 'memory: this attention instance was disposed; create a new one with createAttention()');
+    assert.equal(
+      memory.message,
+      'memory: this attention instance was disposed; create a new one with createAttention()',
+    );
     const forward = await errorOf(() => layer.forward(q));
-    assert.equal(forward.message, 'multiHeadAttention.forward: this attention instance was disposed; create a new one with createAttention()');
+    assert.equal(
+      forward.message,
+      'multiHeadAttention.forward: this attention instance was disposed; create a new one with createAttention()',
+    );
     assert.throws(() => remote.backend, TypeError);
-    await layer.dispose();  // a no-op once the instance is gone
+    await layer.dispose(); // a no-op once the instance is gone
   });
 
   test('a process that creates, uses and disposes the worker form exits promptly with code 0', () => {

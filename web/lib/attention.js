@@ -1,16 +1,21 @@
 // The object createAttention() resolves to: scaled dot-product attention on matrices (here)
 // and on heads (attention_options.js checks, heads_attention.js runs), KV caches
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
-import {
-  attentionBackwardTrace, attentionTrace, matrix, scoreMask,
-} from './binding.js';
+import { attentionBackwardTrace, attentionTrace, matrix, scoreMask } from './binding.js';
 import { checkHeadsAttention, HEADS_ONLY } from './attention_options.js';
 import { headsBackward, headsForward } from './heads_attention.js';
 import { KvCache } from './kv_cache.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
-  checkBoolean, checkMask, checkOptions, checkScale, checkTensor, checkWeightedSums, showShape, tensor,
+  checkBoolean,
+  checkMask,
+  checkOptions,
+  checkScale,
+  checkTensor,
+  checkWeightedSums,
+  showShape,
+  tensor,
 } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
@@ -26,10 +31,14 @@ function checkQKV(where, q, kArg, vArg) {
   const [nQ, dK] = q.shape;
   const [nK, dV] = v.shape;
   if (k.shape[1] !== dK) {
-    throw new RangeError(`${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`);
+    throw new RangeError(
+      `${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`,
+    );
   }
   if (k.shape[0] !== nK) {
-    throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`);
+    throw new RangeError(
+      `${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`,
+    );
   }
   return { nQ, nK, dK, dV, q, k, v };
 }
@@ -41,7 +50,9 @@ function checkAttention(where, q, k, v, options) {
   const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY]);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
   if (headsOnly) {
-    throw new TypeError(`${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace`);
+    throw new TypeError(
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace`,
+    );
   }
   checkWeightedSums(where, sizes.v.data, sizes.nK);
   return {
@@ -111,8 +122,17 @@ export class Attention {
       if (trace) {
         for (const name of TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
-      rt.call(where, 'attentionForward', inputs.q, inputs.k, inputs.v, matrix(out, nQ, dV), scale, inputs.mask,
-        attentionTrace(traced));
+      rt.call(
+        where,
+        'attentionForward',
+        inputs.q,
+        inputs.k,
+        inputs.v,
+        matrix(out, nQ, dV),
+        scale,
+        inputs.mask,
+        attentionTrace(traced),
+      );
       const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
       if (trace) {
         for (const name of TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
@@ -146,8 +166,10 @@ export class Attention {
     const { nQ, nK, dK, dV, scale, trace } = c;
     const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
     if (dOut.shape[0] !== nQ || dOut.shape[1] !== dV) {
-      throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output of `
-        + `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`);
+      throw new RangeError(
+        `${where}: dOutput is ${showShape(dOut.shape)} but the output of ` +
+          `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`,
+      );
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
@@ -155,17 +177,31 @@ export class Attention {
       const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
       const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
       const traced = {};
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
-      rt.call(where, 'attentionBackward', inputs.q, inputs.k, inputs.v, dOutM,
-        matrix(grads.dq, nQ, dK), matrix(grads.dk, nK, dK), matrix(grads.dv, nK, dV), scale, inputs.mask,
-        attentionBackwardTrace(traced));
+      if (trace)
+        for (const name of BACKWARD_TRACE_NAMES)
+          traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+      rt.call(
+        where,
+        'attentionBackward',
+        inputs.q,
+        inputs.k,
+        inputs.v,
+        dOutM,
+        matrix(grads.dq, nQ, dK),
+        matrix(grads.dk, nK, dK),
+        matrix(grads.dv, nK, dV),
+        scale,
+        inputs.mask,
+        attentionBackwardTrace(traced),
+      );
       const read = (name, size) => heap.readFinite(grads[name], size, where, name);
       const result = {
         dq: tensor(read('dq', nQ * dK), [nQ, dK]),
         dk: tensor(read('dk', nK * dK), [nK, dK]),
         dv: tensor(read('dv', nK * dV), [nK, dV]),
       };
-      if (trace) for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
+      if (trace)
+        for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       return result;
     });
   }
@@ -189,7 +225,8 @@ export class Attention {
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const pa = s.putFinite(a.data, 'a.data'), pb = s.putFinite(b.data, 'b.data');
+      const pa = s.putFinite(a.data, 'a.data'),
+        pb = s.putFinite(b.data, 'b.data');
       const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
       // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
       rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);

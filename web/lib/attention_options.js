@@ -7,14 +7,36 @@
 // Nothing here touches wasm memory; every later step reads what these functions return.
 import { cacheFor } from './kv_cache.js';
 import {
-  checkBoolean, checkOptions, checkScale, checkTensor, checkWeightedSums, float32View, showShape, typedArrayName,
+  checkBoolean,
+  checkOptions,
+  checkScale,
+  checkTensor,
+  checkWeightedSums,
+  float32View,
+  showShape,
+  typedArrayName,
 } from './tensor.js';
 
 // qkOutput -> the trace buffer it reads: ONNX qk_matmul_output_mode 0..3.
-export const QK_OUTPUTS = Object.freeze({ scaled: 'scaled', softcapped: 'capped', masked: 'masked', weights: 'weights' });
+export const QK_OUTPUTS = Object.freeze({
+  scaled: 'scaled',
+  softcapped: 'capped',
+  masked: 'masked',
+  weights: 'weights',
+});
 
 // The options only calls on heads (3-D or 4-D) take; 2-D calls refuse them by name.
-export const HEADS_ONLY = ['softcap', 'window', 'heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'rotary', 'cache'];
+export const HEADS_ONLY = [
+  'softcap',
+  'window',
+  'heads',
+  'pastKey',
+  'pastValue',
+  'kvLength',
+  'qkOutput',
+  'rotary',
+  'cache',
+];
 const FORWARD_OPTIONS = ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
@@ -49,9 +71,14 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
   const names = rank === 4 ? ['[B,Hkv,nNew,dK]', '[B,Hkv,nNew,dV]'] : ['[B,nNew,Hkv·dK]', '[B,nNew,Hkv·dV]'];
   const k = checkTensor(where, 'k', kArg, [2, 3, 4], names[0]);
   const v = checkTensor(where, 'v', vArg, [2, 3, 4], names[1]);
-  for (const [name, t] of [['k', k], ['v', v]]) {
+  for (const [name, t] of [
+    ['k', k],
+    ['v', v],
+  ]) {
     if (t.shape.length !== rank) {
-      throw new RangeError(`${where}: q is ${showShape(q.shape)} (${rank}-D) but ${name} is ${showShape(t.shape)} (${t.shape.length}-D): q, k and v must share one layout`);
+      throw new RangeError(
+        `${where}: q is ${showShape(q.shape)} (${rank}-D) but ${name} is ${showShape(t.shape)} (${t.shape.length}-D): q, k and v must share one layout`,
+      );
     }
   }
   let heads = null;
@@ -61,32 +88,62 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
   }
   let s;
   if (rank === 4) {
-    s = { batch: q.shape[0], qHeads: q.shape[1], nQ: q.shape[2], dK: q.shape[3],
-      kvHeads: k.shape[1], nNew: k.shape[2], dV: v.shape[3] };
-    if (k.shape[3] !== s.dK) throw new RangeError(`${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs dK = ${s.dK} columns`);
+    s = {
+      batch: q.shape[0],
+      qHeads: q.shape[1],
+      nQ: q.shape[2],
+      dK: q.shape[3],
+      kvHeads: k.shape[1],
+      nNew: k.shape[2],
+      dV: v.shape[3],
+    };
+    if (k.shape[3] !== s.dK)
+      throw new RangeError(
+        `${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs dK = ${s.dK} columns`,
+      );
     if (v.shape[1] !== s.kvHeads || v.shape[2] !== s.nNew) {
-      throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs the same batch, kv heads and rows [${k.shape[0]},${s.kvHeads},${s.nNew},dV]`);
+      throw new RangeError(
+        `${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs the same batch, kv heads and rows [${k.shape[0]},${s.kvHeads},${s.nNew},dV]`,
+      );
     }
     if (heads && (heads.q !== s.qHeads || heads.kv !== s.kvHeads)) {
-      throw new RangeError(`${where}: heads is { q: ${heads.q}, kv: ${heads.kv} } but the 4-D q ${showShape(q.shape)} and k ${showShape(k.shape)} hold ${s.qHeads} and ${s.kvHeads}`);
+      throw new RangeError(
+        `${where}: heads is { q: ${heads.q}, kv: ${heads.kv} } but the 4-D q ${showShape(q.shape)} and k ${showShape(k.shape)} hold ${s.qHeads} and ${s.kvHeads}`,
+      );
     }
   } else {
-    if (!heads) throw new TypeError(`${where}: 3-D q ${showShape(q.shape)} needs heads: { q, kv } (q's last size is Hq·dK)`);
+    if (!heads)
+      throw new TypeError(`${where}: 3-D q ${showShape(q.shape)} needs heads: { q, kv } (q's last size is Hq·dK)`);
     s = { batch: q.shape[0], qHeads: heads.q, nQ: q.shape[1], kvHeads: heads.kv, nNew: k.shape[1] };
-    if (q.shape[2] % heads.q !== 0) throw new RangeError(`${where}: q is ${showShape(q.shape)}: its last size ${q.shape[2]} is not a multiple of heads.q = ${heads.q}`);
+    if (q.shape[2] % heads.q !== 0)
+      throw new RangeError(
+        `${where}: q is ${showShape(q.shape)}: its last size ${q.shape[2]} is not a multiple of heads.q = ${heads.q}`,
+      );
     s.dK = q.shape[2] / heads.q;
     if (k.shape[2] !== heads.kv * s.dK) {
-      throw new RangeError(`${where}: k is ${showShape(k.shape)} but needs last size heads.kv·dK = ${heads.kv}·${s.dK} = ${heads.kv * s.dK}`);
+      throw new RangeError(
+        `${where}: k is ${showShape(k.shape)} but needs last size heads.kv·dK = ${heads.kv}·${s.dK} = ${heads.kv * s.dK}`,
+      );
     }
-    if (v.shape[1] !== s.nNew) throw new RangeError(`${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${s.nNew} rows, one per key`);
-    if (v.shape[2] % heads.kv !== 0) throw new RangeError(`${where}: v is ${showShape(v.shape)}: its last size ${v.shape[2]} is not a multiple of heads.kv = ${heads.kv}`);
+    if (v.shape[1] !== s.nNew)
+      throw new RangeError(
+        `${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${s.nNew} rows, one per key`,
+      );
+    if (v.shape[2] % heads.kv !== 0)
+      throw new RangeError(
+        `${where}: v is ${showShape(v.shape)}: its last size ${v.shape[2]} is not a multiple of heads.kv = ${heads.kv}`,
+      );
     s.dV = v.shape[2] / heads.kv;
   }
   if (k.shape[0] !== s.batch || v.shape[0] !== s.batch) {
-    throw new RangeError(`${where}: q, k and v must have the same batch size, got q ${showShape(q.shape)}, k ${showShape(k.shape)}, v ${showShape(v.shape)}`);
+    throw new RangeError(
+      `${where}: q, k and v must have the same batch size, got q ${showShape(q.shape)}, k ${showShape(k.shape)}, v ${showShape(v.shape)}`,
+    );
   }
   if (s.qHeads % s.kvHeads !== 0) {
-    throw new RangeError(`${where}: ${s.qHeads} query heads do not divide into ${s.kvHeads} kv heads (Hq must be a multiple of Hkv)`);
+    throw new RangeError(
+      `${where}: ${s.qHeads} query heads do not divide into ${s.kvHeads} kv heads (Hq must be a multiple of Hkv)`,
+    );
   }
   return { ...s, threeD: rank === 3, k, v };
 }
@@ -98,50 +155,70 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
 function checkHeadsMask(where, mask, s, nTotal) {
   if (mask === undefined || mask === null) return null;
   if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
-    throw new TypeError(`${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${kindOf(mask)}`);
+    throw new TypeError(
+      `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${kindOf(mask)}`,
+    );
   }
-  const rawData = mask.data, rawShape = mask.shape;
-  if (!Array.isArray(rawShape)) throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${kindOf(rawShape)}`);
+  const rawData = mask.data,
+    rawShape = mask.shape;
+  if (!Array.isArray(rawShape))
+    throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${kindOf(rawShape)}`);
   const shape = Array.from(rawShape);
-  if (shape.length < 1 || shape.length > 4) throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
+  if (shape.length < 1 || shape.length > 4)
+    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
   const full = [s.batch, s.qHeads, s.nQ, nTotal];
   const dims = [1, 1, 1, 1];
-  shape.forEach((d, i) => { dims[4 - shape.length + i] = d; });
+  shape.forEach((d, i) => {
+    dims[4 - shape.length + i] = d;
+  });
   for (let axis = 0; axis < 4; ++axis) {
     const d = dims[axis];
     const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
     if (!fits) {
-      const rule = axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
-      throw new RangeError(`${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`);
+      const rule =
+        axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
+      throw new RangeError(
+        `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
+      );
     }
   }
   const count = dims[0] * dims[1] * dims[2] * dims[3];
   const type = typedArrayName(rawData);
-  let keep = null, bias = null;
-  if (type === 'Uint8Array') keep = new Uint8Array(rawData);  // a copy, made from the engine's own slots
+  let keep = null,
+    bias = null;
+  if (type === 'Uint8Array')
+    keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
   else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
   else if (Array.isArray(rawData)) {
     keep = new Uint8Array(rawData.length);
     for (let i = 0; i < keep.length; ++i) {
       const b = rawData[i];
-      if (typeof b !== 'boolean') throw new TypeError(`${where}: mask.data[${i}] is ${kindOf(b)}: a boolean[] mask holds true (keep) or false`);
+      if (typeof b !== 'boolean')
+        throw new TypeError(`${where}: mask.data[${i}] is ${kindOf(b)}: a boolean[] mask holds true (keep) or false`);
       keep[i] = b ? 1 : 0;
     }
   } else {
-    throw new TypeError(`${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${kindOf(rawData)}`);
+    throw new TypeError(
+      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${kindOf(rawData)}`,
+    );
   }
   const data = keep ?? bias;
-  if (data.length !== count) throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
+  if (data.length !== count)
+    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
   if (bias) {
     for (let i = 0; i < bias.length; ++i) {
       if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
-        throw new RangeError(`${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`);
+        throw new RangeError(
+          `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
+        );
       }
     }
   }
   const cols = dims[3];
   return {
-    keep, bias, maskCols: cols,
+    keep,
+    bias,
+    maskCols: cols,
     maskLd: dims[2] === 1 ? 0 : cols,
     headStride: dims[1] === 1 ? 0 : dims[2] * cols,
     batchStride: dims[0] === 1 ? 0 : dims[1] * dims[2] * cols,
@@ -159,7 +236,8 @@ function checkWindow(where, window) {
 function checkSoftcap(where, softcap) {
   if (softcap === undefined) return 0;
   if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
-  if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap))) throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
+  if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
+    throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
   return softcap;
 }
 
@@ -173,13 +251,19 @@ function checkKvLength(where, kvLength, batch, nTotal) {
     for (let b = 0; b < lengths.length; ++b) {
       const n = kvLength[b];
       if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${kindOf(n)}`);
-      if (!Number.isInteger(n) || n < 0 || n > nTotal) throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
+      if (!Number.isInteger(n) || n < 0 || n > nTotal)
+        throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
       lengths[b] = n;
     }
-  } else throw new TypeError(`${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${kindOf(kvLength)}`);
-  if (lengths.length !== batch) throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
+  } else
+    throw new TypeError(
+      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${kindOf(kvLength)}`,
+    );
+  if (lengths.length !== batch)
+    throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
   lengths.forEach((n, b) => {
-    if (n < 0 || n > nTotal) throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
+    if (n < 0 || n > nTotal)
+      throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
   });
   return lengths;
 }
@@ -192,14 +276,18 @@ function checkRotary(where, rotary, dK) {
   const offset = r.offset === undefined ? 0 : integerAtLeast(where, 'rotary.offset', r.offset, 0);
   let base = 10000;
   if (r.base !== undefined) {
-    if (typeof r.base !== 'number') throw new TypeError(`${where}: rotary.base must be a number, got ${kindOf(r.base)}`);
-    if (!(r.base > 0) || !Number.isFinite(r.base)) throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
+    if (typeof r.base !== 'number')
+      throw new TypeError(`${where}: rotary.base must be a number, got ${kindOf(r.base)}`);
+    if (!(r.base > 0) || !Number.isFinite(r.base))
+      throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
     base = r.base;
   }
   const interleaved = checkBoolean(where, 'rotary.interleaved', r.interleaved);
   const dims = r.dims === undefined ? dK : integerAtLeast(where, 'rotary.dims', r.dims, 2);
-  if (dims % 2 !== 0 || dims > dK) throw new RangeError(`${where}: rotary.dims is ${dims}: it must be even and at most dK = ${dK}`);
-  if (dK % 2 !== 0 && r.dims === undefined) throw new RangeError(`${where}: rotary needs an even dK to turn pairs, got dK = ${dK}; pass rotary.dims`);
+  if (dims % 2 !== 0 || dims > dK)
+    throw new RangeError(`${where}: rotary.dims is ${dims}: it must be even and at most dK = ${dK}`);
+  if (dK % 2 !== 0 && r.dims === undefined)
+    throw new RangeError(`${where}: rotary needs an even dK to turn pairs, got dK = ${dK}; pass rotary.dims`);
   return { offset, base, dims, interleaved };
 }
 
@@ -207,7 +295,11 @@ function checkQkOutput(where, qkOutput) {
   if (qkOutput === undefined) return null;
   if (typeof qkOutput !== 'string') throw new TypeError(`${where}: qkOutput must be a string, got ${kindOf(qkOutput)}`);
   if (!Object.hasOwn(QK_OUTPUTS, qkOutput)) {
-    throw new RangeError(`${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS).map((m) => `'${m}'`).join(', ')}`);
+    throw new RangeError(
+      `${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS)
+        .map((m) => `'${m}'`)
+        .join(', ')}`,
+    );
   }
   return qkOutput;
 }
@@ -215,13 +307,23 @@ function checkQkOutput(where, qkOutput) {
 // pastKey [B,Hkv,nPast,dK], pastValue [B,Hkv,nPast,dV] -> { key, value, nPast } or null.
 function checkPast(where, o, s) {
   if (o.pastKey === undefined && o.pastValue === undefined) return null;
-  if (o.pastKey === undefined || o.pastValue === undefined) throw new TypeError(`${where}: pastKey and pastValue go together; got only ${o.pastKey === undefined ? 'pastValue' : 'pastKey'}`);
+  if (o.pastKey === undefined || o.pastValue === undefined)
+    throw new TypeError(
+      `${where}: pastKey and pastValue go together; got only ${o.pastKey === undefined ? 'pastValue' : 'pastKey'}`,
+    );
   const key = checkTensor(where, 'pastKey', o.pastKey, [4], '[B,Hkv,nPast,dK]');
   const value = checkTensor(where, 'pastValue', o.pastValue, [4], '[B,Hkv,nPast,dV]');
   const nPast = key.shape[2];
-  const wantK = [s.batch, s.kvHeads, nPast, s.dK], wantV = [s.batch, s.kvHeads, nPast, s.dV];
-  if (showShape(key.shape) !== showShape(wantK)) throw new RangeError(`${where}: pastKey is ${showShape(key.shape)} but must be [B,Hkv,nPast,dK] = ${showShape(wantK)}`);
-  if (showShape(value.shape) !== showShape(wantV)) throw new RangeError(`${where}: pastValue is ${showShape(value.shape)} but must be [B,Hkv,nPast,dV] = ${showShape(wantV)}`);
+  const wantK = [s.batch, s.kvHeads, nPast, s.dK],
+    wantV = [s.batch, s.kvHeads, nPast, s.dV];
+  if (showShape(key.shape) !== showShape(wantK))
+    throw new RangeError(
+      `${where}: pastKey is ${showShape(key.shape)} but must be [B,Hkv,nPast,dK] = ${showShape(wantK)}`,
+    );
+  if (showShape(value.shape) !== showShape(wantV))
+    throw new RangeError(
+      `${where}: pastValue is ${showShape(value.shape)} but must be [B,Hkv,nPast,dV] = ${showShape(wantV)}`,
+    );
   return { key, value, nPast };
 }
 
@@ -232,28 +334,43 @@ export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward 
   const o = checkOptions(where, options, backward ? BACKWARD_OPTIONS : FORWARD_OPTIONS);
   const s = checkLayout(where, q, kArg, vArg, o.heads);
   const past = backward ? null : checkPast(where, o, s);
-  let cache = null, cacheLength = 0;
+  let cache = null,
+    cacheLength = 0;
   if (!backward && o.cache !== undefined) {
     if (past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
     cache = cacheFor(where, o.cache, rt);
-    const want = [s.batch, s.kvHeads, s.dK, s.dV], got = [cache.batch, cache.kvHeads, cache.dK, cache.dV];
+    const want = [s.batch, s.kvHeads, s.dK, s.dV],
+      got = [cache.batch, cache.kvHeads, cache.dK, cache.dV];
     if (showShape(want) !== showShape(got)) {
-      throw new RangeError(`${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape(got)} but k and v are ${showShape(want)}`);
+      throw new RangeError(
+        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape(got)} but k and v are ${showShape(want)}`,
+      );
     }
     const length = cache.length();
     if (length + s.nNew > cache.capacity) {
-      throw new RangeError(`${where}: the cache holds ${length} of ${cache.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`);
+      throw new RangeError(
+        `${where}: the cache holds ${length} of ${cache.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
+      );
     }
     cacheLength = length;
   }
   const nPast = past ? past.nPast : cacheLength;
   const nTotal = nPast + s.nNew;
   const kvLength = checkKvLength(where, o.kvLength, s.batch, nTotal);
-  if (kvLength && (past || cache)) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with ${past ? 'pastKey' : 'cache'}`);
+  if (kvLength && (past || cache))
+    throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with ${past ? 'pastKey' : 'cache'}`);
   checkWeightedSums(where, s.v.data, nTotal);
   const { left, right } = checkWindow(where, o.window);
   return {
-    ...s, q, past, cache, nPast, nTotal, kvLength, left, right,
+    ...s,
+    q,
+    past,
+    cache,
+    nPast,
+    nTotal,
+    kvLength,
+    left,
+    right,
     causal: checkBoolean(where, 'causal', o.causal),
     trace: checkBoolean(where, 'trace', o.trace),
     scale: checkScale(where, o.scale, s.dK),

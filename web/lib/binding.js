@@ -34,9 +34,11 @@ export const ALL_KEYS = 2 ** 32 - 1;
 // wa::ScoreMask: causal, keep (Uint8Array) or bias (Float32Array) offsets read at row
 // i·maskLd (0: one row for all) with maskCols columns, offset (key position of query 0), the
 // window left/right (-1 unbounded), keyLimit and softcap (0: none); see wa/softmax.h.
-export const scoreMask = struct('ScoreMask',
+export const scoreMask = struct(
+  'ScoreMask',
   ['causal', 'keep', 'bias', 'offset', 'left', 'right', 'keyLimit', 'maskLd', 'maskCols', 'softcap'],
-  { causal: false, left: -1, right: -1, keyLimit: ALL_KEYS, maskLd: ALL_KEYS, maskCols: ALL_KEYS });
+  { causal: false, left: -1, right: -1, keyLimit: ALL_KEYS, maskLd: ALL_KEYS, maskCols: ALL_KEYS },
+);
 // wa::AttentionTrace: the forward's (nQ,nK) intermediates; all 0 = no trace; capped optional.
 export const attentionTrace = struct('AttentionTrace', ['scores', 'scaled', 'masked', 'weights', 'capped']);
 // wa::AttentionBackwardTrace: P, dP, dS (nQ,nK); all 0 = no trace.
@@ -55,18 +57,25 @@ export const mhaGrads = struct('MhaGrads', ['dx', 'dContext', 'dwq', 'dwk', 'dwv
 export const headsShape = struct('HeadsShape', ['batch', 'qHeads', 'kvHeads', 'nQ', 'nK', 'dK', 'dV']);
 // wa::HeadsMask: a ScoreMask moved by b·batchStride + h·headStride per sequence and query
 // head (0 broadcasts), and kvLength (Int32Array (batch) offset, 0 = every key real).
-export const headsMask = struct('HeadsMask', ['mask', 'batchStride', 'headStride', 'kvLength'],
-  { mask: scoreMask() });
+export const headsMask = struct('HeadsMask', ['mask', 'batchStride', 'headStride', 'kvLength'], { mask: scoreMask() });
 // wa::Rotary (wa/rotary.h): offset (position of row 0), base, dims (0 = all), interleaved.
 export const rotary = struct('Rotary', ['offset', 'base', 'dims', 'interleaved'], { base: 10000, interleaved: false });
 
 // wa::HeadTensor (ConstHeadTensor and HeadTensor alike): heads at offset data, element t of
 // row i of head h in sequence b at data + 4·(b·batchStride + h·headStride + i·rowStride + t).
 //   4-D [B,heads,rows,d]: heads4d;   3-D [B,rows,heads·d]: heads3d   (wa::heads_4d, heads_3d)
-export const heads4d = (data, heads, rows, d) =>
-  ({ data, batchStride: heads * rows * d, headStride: rows * d, rowStride: d });
-export const heads3d = (data, heads, rows, d) =>
-  ({ data, batchStride: rows * heads * d, headStride: d, rowStride: heads * d });
+export const heads4d = (data, heads, rows, d) => ({
+  data,
+  batchStride: heads * rows * d,
+  headStride: rows * d,
+  rowStride: d,
+});
+export const heads3d = (data, heads, rows, d) => ({
+  data,
+  batchStride: rows * heads * d,
+  headStride: d,
+  rowStride: heads * d,
+});
 
 // wa::ConstMatrix and wa::Matrix: a dense (rows,cols) row-major matrix at offset data.
 export const matrix = (data, rows, cols) => ({ data, rows, cols, ld: cols });

@@ -2,9 +2,7 @@
 // attention_heads_forward/backward (wa/attention_heads.h), with rotary (wa/rotary.h) on
 // copies of q and k, and earlier keys from pastKey/pastValue or a cache (wa/kv_cache.h).
 // The call's description comes from attention_options.js; letters as there.
-import {
-  attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask,
-} from './binding.js';
+import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
 import { tensor } from './tensor.js';
 
@@ -33,7 +31,11 @@ function putRotated(rt, where, s, c) {
 function putMask(s, c, offset) {
   const m = c.mask;
   const mask = scoreMask({
-    causal: c.causal, offset, left: c.left, right: c.right, softcap: c.softcap,
+    causal: c.causal,
+    offset,
+    left: c.left,
+    right: c.right,
+    softcap: c.softcap,
     ...(m && {
       keep: m.keep ? s.put(m.keep, 'mask') : 0,
       bias: m.bias ? s.put(m.bias, 'mask') : 0,
@@ -74,7 +76,10 @@ export function headsForward(rt, where, c) {
   const { heap, module } = rt;
   return heap.scoped(where, (s) => {
     const { q, k, v } = putRotated(rt, where, s, c);
-    let keys = k, values = v, offset = 0, handle = 0;
+    let keys = k,
+      values = v,
+      offset = 0,
+      handle = 0;
     const n = c.nTotal;
     if (c.past) {
       handle = concatenatePast(rt, where, s, c, k, v);
@@ -82,7 +87,7 @@ export function headsForward(rt, where, c) {
     } else if (c.cache) {
       rt.call(where, 'kvCacheAppend', c.cache.handle, c.nNew, k, v);
       handle = c.cache.handle;
-      offset = n - c.nQ;  // the new queries are the cache's last tokens: bottom-right
+      offset = n - c.nQ; // the new queries are the cache's last tokens: bottom-right
     }
     try {
       if (handle) {
@@ -95,12 +100,33 @@ export function headsForward(rt, where, c) {
       const traced = {};
       if (c.trace || c.qkOutput) {
         const names = c.softcap > 0 ? [...TRACE_NAMES, 'capped'] : TRACE_NAMES;
-        for (const name of names) traced[name] = s.alloc(4 * traceCount, `the trace's ${name} [${c.batch},${c.qHeads},${c.nQ},${n}]`);
+        for (const name of names)
+          traced[name] = s.alloc(4 * traceCount, `the trace's ${name} [${c.batch},${c.qHeads},${c.nQ},${n}]`);
       }
-      const shape = headsShape({ batch: c.batch, qHeads: c.qHeads, kvHeads: c.kvHeads, nQ: c.nQ, nK: n, dK: c.dK, dV: c.dV });
-      rt.call(where, 'attentionHeadsForward', shape, q, keys, values, layout(c)(out, c.qHeads, c.nQ, c.dV),
-        c.scale, putMask(s, c, offset), attentionTrace(traced));
-      const result = { output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape) };
+      const shape = headsShape({
+        batch: c.batch,
+        qHeads: c.qHeads,
+        kvHeads: c.kvHeads,
+        nQ: c.nQ,
+        nK: n,
+        dK: c.dK,
+        dV: c.dV,
+      });
+      rt.call(
+        where,
+        'attentionHeadsForward',
+        shape,
+        q,
+        keys,
+        values,
+        layout(c)(out, c.qHeads, c.nQ, c.dV),
+        c.scale,
+        putMask(s, c, offset),
+        attentionTrace(traced),
+      );
+      const result = {
+        output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape),
+      };
       const qkShape = [c.batch, c.qHeads, c.nQ, n];
       // without softcap, cap() is the identity: 'capped' reads the scaled scores
       const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
@@ -111,11 +137,16 @@ export function headsForward(rt, where, c) {
       if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
       if (c.past) {
         result.presentKey = tensor(heap.read(keys.data, c.batch * c.kvHeads * n * c.dK), [c.batch, c.kvHeads, n, c.dK]);
-        result.presentValue = tensor(heap.read(values.data, c.batch * c.kvHeads * n * c.dV), [c.batch, c.kvHeads, n, c.dV]);
+        result.presentValue = tensor(heap.read(values.data, c.batch * c.kvHeads * n * c.dV), [
+          c.batch,
+          c.kvHeads,
+          n,
+          c.dV,
+        ]);
       }
       return result;
     } catch (e) {
-      if (c.cache) module.kvCacheTruncate(c.cache.handle, c.nPast);  // the call failed: as it was
+      if (c.cache) module.kvCacheTruncate(c.cache.handle, c.nPast); // the call failed: as it was
       throw e;
     } finally {
       if (c.past) module.kvCacheDestroy(handle);
@@ -133,9 +164,18 @@ export function headsBackward(rt, where, c, dOut) {
     const dOutput = lay(s.putFinite(dOut.data, 'dOutput.data'), c.qHeads, c.nQ, c.dV);
     const sizes = { dq: c.q.data.length, dk: c.k.data.length, dv: c.v.data.length };
     const at = Object.fromEntries(Object.entries(sizes).map(([name, count]) => [name, s.alloc(4 * count, name)]));
-    const dq = lay(at.dq, c.qHeads, c.nQ, c.dK), dk = lay(at.dk, c.kvHeads, c.nNew, c.dK);
+    const dq = lay(at.dq, c.qHeads, c.nQ, c.dK),
+      dk = lay(at.dk, c.kvHeads, c.nNew, c.dK);
     const dv = lay(at.dv, c.kvHeads, c.nNew, c.dV);
-    const shape = headsShape({ batch: c.batch, qHeads: c.qHeads, kvHeads: c.kvHeads, nQ: c.nQ, nK: c.nNew, dK: c.dK, dV: c.dV });
+    const shape = headsShape({
+      batch: c.batch,
+      qHeads: c.qHeads,
+      kvHeads: c.kvHeads,
+      nQ: c.nQ,
+      nK: c.nNew,
+      dK: c.dK,
+      dV: c.dV,
+    });
     rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0));
     if (turn) {
       rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);

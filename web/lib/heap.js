@@ -101,7 +101,9 @@ export class Heap {
     const i = this.#module.firstNonFinite(ptr, length);
     if (i >= 0) {
       const value = this.f32(ptr + 4 * i, 1)[0];
-      throw new RangeError(`${where}: ${name}[${i}] came out ${value}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`);
+      throw new RangeError(
+        `${where}: ${name}[${i}] came out ${value}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`,
+      );
     }
     return this.read(ptr, length);
   }

@@ -11,10 +11,7 @@ export interface Tensor {
 
 /** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
  *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
-export type Mask =
-  | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
-  | Uint8Array
-  | Float32Array;
+export type Mask = { data: Uint8Array | Float32Array; shape: [number, number] | number[] } | Uint8Array | Float32Array;
 
 /** On heads: a keep mask (Uint8Array or boolean[], true/1 = keep) or an additive one
  *  (Float32Array, -Infinity masks) of rank 1 to 4, right-aligned against the scores
@@ -278,7 +275,13 @@ export interface Attention {
   /** Gradients of attention(q, k, v, options) for dOutput = ∂L/∂output (the output's shape),
    *  each the shape of what it differentiates; on heads, kv heads' gradients sum over their
    *  query heads, and dq, dk are of q and k before rotation. */
-  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionBackwardOptions): AttentionGradients;
+  attentionBackward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    dOutput: Tensor,
+    options?: AttentionBackwardOptions,
+  ): AttentionGradients;
   /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
   kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n]. */
@@ -318,7 +321,13 @@ export interface AsyncAttention {
   /** The worker's build. */
   readonly backend: Backend;
   attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions & TransferOption): Promise<AttentionResult>;
-  attentionBackward(q: Tensor, k: Tensor, v: Tensor, dOutput: Tensor, options?: AttentionOptions & TransferOption): Promise<AttentionGradients>;
+  attentionBackward(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    dOutput: Tensor,
+    options?: AttentionOptions & TransferOption,
+  ): Promise<AttentionGradients>;
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions & TransferOption): Promise<Tensor>;
   multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
   memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;

@@ -34,7 +34,10 @@ export async function createAttention(options) {
   const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker', 'isa']);
   let threads = o.threads ?? 'auto';
   if (threads === 'auto') threads = await defaultThreads();
-  else if (typeof threads !== 'number') throw new TypeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${typeof threads}`);
+  else if (typeof threads !== 'number')
+    throw new TypeError(
+      `${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${typeof threads}`,
+    );
   else if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
     throw new RangeError(`${where}: threads must be an integer from 1 to ${MAX_THREADS} or 'auto', got ${threads}`);
   }
@@ -51,7 +54,7 @@ export async function createAttention(options) {
   const { module, variant } = await loadModule({ threads, isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   const attention = new Attention(module, variant);
   try {
-    warmUp(attention);  // the first call's one-time costs, paid here (why: warm_up.js)
+    warmUp(attention); // the first call's one-time costs, paid here (why: warm_up.js)
   } catch (e) {
     attention.dispose();
     throw e;
@@ -63,12 +66,15 @@ const ISAS = ['auto', 'relaxed-simd', 'simd128'];
 
 // options.isa -> the instruction set to load, 'relaxed-simd' or 'simd128'
 function chooseIsa(where, isa, haveBinary) {
-  if (typeof isa !== 'string') throw new TypeError(`${where}: isa must be one of ${ISAS.join(', ')}, got ${typeof isa}`);
+  if (typeof isa !== 'string')
+    throw new TypeError(`${where}: isa must be one of ${ISAS.join(', ')}, got ${typeof isa}`);
   if (!ISAS.includes(isa)) throw new RangeError(`${where}: isa must be one of ${ISAS.join(', ')}, got '${isa}'`);
   if (isa === 'auto') return relaxedSimdAvailable() && !haveBinary ? 'relaxed-simd' : 'simd128';
   if (isa === 'relaxed-simd' && !relaxedSimdAvailable()) {
-    throw new RangeError(`${where}: isa 'relaxed-simd' is not supported by this WebAssembly engine ` +
-      '(Node 20 needs --experimental-wasm-relaxed-simd; Chromium has it since 114)');
+    throw new RangeError(
+      `${where}: isa 'relaxed-simd' is not supported by this WebAssembly engine ` +
+        '(Node 20 needs --experimental-wasm-relaxed-simd; Chromium has it since 114)',
+    );
   }
   return isa;
 }

@@ -8,7 +8,7 @@
 import { checkOptions, checkPositiveInteger } from './tensor.js';
 
 const dropped = new FinalizationRegistry(({ module, handle }) => module.kvCacheDestroy(handle));
-const internals = new WeakMap();  // KvCache -> its state, for attention() (cacheInternals)
+const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
 
 export class KvCache {
   #state;
@@ -20,8 +20,10 @@ export class KvCache {
     const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity']);
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
     const { batch, kvHeads, dK, dV, capacity } = o;
-    rt.heap.checkFits(4 * batch * kvHeads * capacity * (dK + dV),
-      `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`);
+    rt.heap.checkFits(
+      4 * batch * kvHeads * capacity * (dK + dV),
+      `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`,
+    );
     const handle = rt.heap.scoped(where, (s) => {
       const out = s.alloc(4, 'the handle');
       rt.call(where, 'kvCacheCreate', batch, kvHeads, dK, dV, capacity, out);
@@ -29,7 +31,14 @@ export class KvCache {
     });
     const module = rt.module;
     this.#state = {
-      rt, handle, batch, kvHeads, dK, dV, capacity, disposed: false,
+      rt,
+      handle,
+      batch,
+      kvHeads,
+      dK,
+      dV,
+      capacity,
+      disposed: false,
       length: () => module.kvCacheLength(handle),
     };
     internals.set(this, this.#state);
@@ -42,11 +51,21 @@ export class KvCache {
     return s.disposed ? 0 : s.length();
   }
 
-  get capacity() { return this.#state.capacity; }
-  get batch() { return this.#state.batch; }
-  get kvHeads() { return this.#state.kvHeads; }
-  get dK() { return this.#state.dK; }
-  get dV() { return this.#state.dV; }
+  get capacity() {
+    return this.#state.capacity;
+  }
+  get batch() {
+    return this.#state.batch;
+  }
+  get kvHeads() {
+    return this.#state.kvHeads;
+  }
+  get dK() {
+    return this.#state.dK;
+  }
+  get dV() {
+    return this.#state.dV;
+  }
 
   // Keeps the first n rows (n <= length): undoes appends, e.g. of a rejected draft.
   truncate(n) {
@@ -86,7 +105,8 @@ export class KvCache {
 // made by another instance).
 export function cacheFor(where, value, rt) {
   const s = typeof value === 'object' && value !== null ? internals.get(value) : undefined;
-  if (s === undefined) throw new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
+  if (s === undefined)
+    throw new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
   if (s.disposed) throw new TypeError(`${where}: the cache was disposed`);
   if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
   return s;

@@ -10,8 +10,8 @@
 // Its files are found next to this module, or wherever options.locateFile says: in a browser
 // the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
-  typeof window === 'undefined';
+const isNode =
+  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
 // file name -> URL, for every file a variant loads at run time. Each is a literal
 // new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
@@ -68,8 +68,10 @@ function packagedFiles(base) {
   try {
     return files[base]();
   } catch {
-    throw new Error(`wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
-      'bundle as an ES module (esbuild: --format=esm) or pass createAttention({ locateFile })');
+    throw new Error(
+      `wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
+        'bundle as an ES module (esbuild: --format=esm) or pass createAttention({ locateFile })',
+    );
   }
 }
 
@@ -78,10 +80,18 @@ function packagedFiles(base) {
 function workerFailure(settings, base) {
   return new Promise((_, reject) => {
     for (const worker of settings.PThread?.unusedWorkers ?? []) {
-      worker.addEventListener('error', (e) => reject(new Error(
-        `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
-        `${base}.worker.js and ${base}.js must be served from the page's origin, ` +
-        'next to the .wasm or where locateFile says')), { once: true });
+      worker.addEventListener(
+        'error',
+        (e) =>
+          reject(
+            new Error(
+              `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
+                `${base}.worker.js and ${base}.js must be served from the page's origin, ` +
+                'next to the .wasm or where locateFile says',
+            ),
+          ),
+        { once: true },
+      );
     }
   });
 }
@@ -117,27 +127,30 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   let revokeScripts = () => {};
   if (isNode) {
     const [{ createRequire }, { readFile }, { fileURLToPath }, { dirname, join }] = await Promise.all(
-      ['module', 'fs/promises', 'url', 'path'].map(nodeBuiltin));
-    const locate = locateFile ? (file) => locateFile(file)
+      ['module', 'fs/promises', 'url', 'path'].map(nodeBuiltin),
+    );
+    const locate = locateFile
+      ? (file) => locateFile(file)
       : (file) => join(dirname(fileURLToPath(urls[`${base}.wasm`])), file);
     // Node 20's fetch() cannot read a file path: hand the loader the bytes.
-    settings.wasmBinary = wasmBinary ?? await readFile(locate(`${base}.wasm`));
+    settings.wasmBinary = wasmBinary ?? (await readFile(locate(`${base}.wasm`)));
     settings.locateFile = locate;
     factory = wrapped(createRequire(import.meta.url), dirname(locate(`${base}.js`)));
   } else {
     const scripts = await sameOriginScripts(urls);
     revokeScripts = () => Object.values(scripts).forEach((url) => URL.revokeObjectURL(url));
-    const locate = locateFile ? (file) => locateFile(file)
+    const locate = locateFile
+      ? (file) => locateFile(file)
       : (file) => scripts[file] ?? (urls[file] ?? new URL(file, urls[`${base}.wasm`])).href;
     if (wasmBinary) settings.wasmBinary = wasmBinary;
     settings.locateFile = locate;
-    settings.mainScriptUrlOrBlob = locate(`${base}.js`);  // what pthread workers load
+    settings.mainScriptUrlOrBlob = locate(`${base}.js`); // what pthread workers load
     factory = wrapped(undefined, undefined);
   }
 
   let module;
   try {
-    const ready = factory(settings);  // the pool's workers exist once this returns
+    const ready = factory(settings); // the pool's workers exist once this returns
     module = await (isNode ? ready : Promise.race([ready, workerFailure(settings, base)]));
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
@@ -145,7 +158,7 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
     settings.PThread?.terminateAllThreads();
     throw e;
   } finally {
-    revokeScripts();  // the pool's workers are all started by now
+    revokeScripts(); // the pool's workers are all started by now
   }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
   if (error) {

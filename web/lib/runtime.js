@@ -8,10 +8,10 @@ import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 
 const dropped = new FinalizationRegistry((rt) => rt.dispose());
-const ownerOf = new WeakMap();  // layer -> the owner it keeps alive
+const ownerOf = new WeakMap(); // layer -> the owner it keeps alive
 
 export class Runtime {
-  #owner;  // a WeakRef: the runtime must not keep its owner alive
+  #owner; // a WeakRef: the runtime must not keep its owner alive
 
   constructor(module, variant, owner) {
     this.module = module;
@@ -45,7 +45,7 @@ export class Runtime {
     if (this.disposed) return;
     this.disposed = true;
     dropped.unregister(this);
-    this.module.setThreads(1);  // joins the pool's threads
+    this.module.setThreads(1); // joins the pool's threads
     this.module.PThread?.terminateAllThreads();
   }
 }

@@ -18,7 +18,7 @@ const apply = Reflect.apply;
 const F32 = Float32Array;
 const U8 = Uint8Array;
 const intrinsic = {
-  tag: getter(TypedArrayPrototype, Symbol.toStringTag),  // 'Float32Array', or undefined
+  tag: getter(TypedArrayPrototype, Symbol.toStringTag), // 'Float32Array', or undefined
   buffer: getter(TypedArrayPrototype, 'buffer'),
   byteOffset: getter(TypedArrayPrototype, 'byteOffset'),
   length: getter(TypedArrayPrototype, 'length'),
@@ -35,7 +35,7 @@ function describe(value) {
       if (Array.isArray(value)) return 'an Array';
       name = typedArrayName(value) ?? value.constructor?.name ?? 'object';
     } catch {
-      name = 'object';  // a revoked Proxy, or a getter that throws
+      name = 'object'; // a revoked Proxy, or a getter that throws
     }
     if (typeof value === 'function') name = 'function';
     return `${/^[aeiou]/i.test(name) ? 'an' : 'a'} ${name}`;
@@ -51,7 +51,7 @@ function describe(value) {
 function ownView(value, type) {
   if (typedArrayName(value) !== type) return null;
   const buffer = apply(intrinsic.buffer, value, []);
-  const length = apply(intrinsic.length, value, []);  // 0 once the buffer is detached
+  const length = apply(intrinsic.length, value, []); // 0 once the buffer is detached
   if (length === 0 && isDetached(buffer)) return 'detached';
   const byteOffset = apply(intrinsic.byteOffset, value, []);
   return type === 'Float32Array' ? new F32(buffer, byteOffset, length) : new U8(buffer, byteOffset, length);
@@ -70,17 +70,25 @@ function isDetached(buffer) {
 export function float32View(where, name, value) {
   const view = ownView(value, 'Float32Array');
   if (view === 'detached') {
-    throw new TypeError(`${where}: ${name}'s buffer is detached (transferred or released); pass a Float32Array whose memory is still there`);
+    throw new TypeError(
+      `${where}: ${name}'s buffer is detached (transferred or released); pass a Float32Array whose memory is still there`,
+    );
   }
   if (view === null) {
     let looksLikeOne = false;
     try {
-      looksLikeOne = typeof value === 'object' && value !== null && typedArrayName(value) === undefined &&
-        value instanceof F32;
-    } catch { /* a revoked Proxy */ }
-    throw new TypeError(`${where}: ${name} must be a Float32Array, got ${looksLikeOne
-      ? 'an object that only looks like one (a Proxy, or an object inheriting from Float32Array.prototype); pass the Float32Array itself'
-      : describe(value)}`);
+      looksLikeOne =
+        typeof value === 'object' && value !== null && typedArrayName(value) === undefined && value instanceof F32;
+    } catch {
+      /* a revoked Proxy */
+    }
+    throw new TypeError(
+      `${where}: ${name} must be a Float32Array, got ${
+        looksLikeOne
+          ? 'an object that only looks like one (a Proxy, or an object inheriting from Float32Array.prototype); pass the Float32Array itself'
+          : describe(value)
+      }`,
+    );
   }
   return view;
 }
@@ -110,15 +118,25 @@ function shapeSnapshot(where, name, shape) {
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
-  if (t === null || typeof t !== 'object' || ArrayBuffer.isView(t) || typedArrayName(t) !== undefined || Array.isArray(t)) {
-    throw new TypeError(`${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`);
+  if (
+    t === null ||
+    typeof t !== 'object' ||
+    ArrayBuffer.isView(t) ||
+    typedArrayName(t) !== undefined ||
+    Array.isArray(t)
+  ) {
+    throw new TypeError(
+      `${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`,
+    );
   }
   const rawData = t.data;
   const rawShape = t.shape;
   const data = float32View(where, `${name}.data`, rawData);
   const shape = shapeSnapshot(where, name, rawShape);
   if (!ranks.includes(shape.length)) {
-    throw new RangeError(`${where}: ${name} must have ${ranks.join(' or ')} dimensions${expected}, got shape ${showShape(shape)}`);
+    throw new RangeError(
+      `${where}: ${name} must have ${ranks.join(' or ')} dimensions${expected}, got shape ${showShape(shape)}`,
+    );
   }
   for (const d of shape) {
     if (!Number.isInteger(d) || d < 1) {
@@ -127,7 +145,9 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
   }
   const count = shape.reduce((a, b) => a * b, 1);
   if (data.length !== count) {
-    throw new RangeError(`${where}: ${name}.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
+    throw new RangeError(
+      `${where}: ${name}.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`,
+    );
   }
   // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite).
   return Object.freeze({ data, shape });
@@ -143,7 +163,8 @@ export function checkFinite(where, name, data) {
 
 export function checkPositiveInteger(where, name, value) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${where}: ${name} must be a positive integer, got ${value}`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new RangeError(`${where}: ${name} must be a positive integer, got ${value}`);
 }
 
 // An integer from 0 to 2^32-1 (a seed).
@@ -157,7 +178,12 @@ export function checkUint32(where, name, value) {
 // options, read once -> a plain object holding the allowed keys' values (getters run once).
 export function checkOptions(where, options, allowed) {
   if (options === undefined) return {};
-  if (options === null || typeof options !== 'object' || Array.isArray(options) || typedArrayName(options) !== undefined) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    Array.isArray(options) ||
+    typedArrayName(options) !== undefined
+  ) {
     throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
   }
   const keys = Object.keys(options);
@@ -173,7 +199,8 @@ export function checkOptions(where, options, allowed) {
 
 export function checkBoolean(where, name, value) {
   if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new TypeError(`${where}: ${name} must be true or false, got ${describe(value)}`);
+  if (typeof value !== 'boolean')
+    throw new TypeError(`${where}: ${name} must be true or false, got ${describe(value)}`);
   return value;
 }
 
@@ -201,11 +228,15 @@ export function checkMask(where, mask, nQ, nK) {
   const type = typedArrayName(rawData);
   const data = type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null;
   if (data === 'detached') {
-    throw new TypeError(`${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`);
+    throw new TypeError(
+      `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
+    );
   }
   if (data === null) {
     const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
-    throw new TypeError(`${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`);
+    throw new TypeError(
+      `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`,
+    );
   }
   if (rawShape !== undefined && rawShape !== null) {
     if (!Array.isArray(rawShape)) {
@@ -213,7 +244,9 @@ export function checkMask(where, mask, nQ, nK) {
     }
     const shape = shapeSnapshot(where, 'mask', rawShape);
     if (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK) {
-      throw new RangeError(`${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`);
+      throw new RangeError(
+        `${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`,
+      );
     }
   }
   if (data.length !== nQ * nK) {
@@ -222,7 +255,9 @@ export function checkMask(where, mask, nQ, nK) {
   if (type === 'Uint8Array') return { keep: data, bias: null };
   for (let i = 0; i < data.length; ++i) {
     if (Number.isNaN(data[i]) || data[i] === Infinity) {
-      throw new RangeError(`${where}: mask[${i}] is ${data[i]}: an additive mask takes finite values, or -Infinity to mask`);
+      throw new RangeError(
+        `${where}: mask[${i}] is ${data[i]}: an additive mask takes finite values, or -Infinity to mask`,
+      );
     }
   }
   return { keep: null, bias: data };
@@ -243,9 +278,11 @@ export function checkWeightedSums(where, v, nK) {
     const b = bits[i] & 0x7fffffff;
     if (b > maxBits) maxBits = b;
   }
-  if (maxBits >= INFINITY_BITS) return;  // a NaN or ±Infinity: named later (putFinite)
+  if (maxBits >= INFINITY_BITS) return; // a NaN or ±Infinity: named later (putFinite)
   const max = new Float32Array(new Uint32Array([maxBits]).buffer)[0];
   if (max * nK >= FLOAT32_MAX / 2) {
-    throw new RangeError(`${where}: v has values up to ${max.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`);
+    throw new RangeError(
+      `${where}: v has values up to ${max.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`,
+    );
   }
 }

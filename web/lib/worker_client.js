@@ -17,21 +17,32 @@
 
 import { checkBoolean } from './tensor.js';
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
-  typeof window === 'undefined';
+const isNode =
+  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
-const instanceDisposed = (where) => new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
+const instanceDisposed = (where) =>
+  new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
 const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
 
 // The files the loader may ask locateFile() about (loader.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
-const WASM_FILES = ['wasm_attention_mt', 'wasm_attention_st', 'wasm_attention_relaxed_mt', 'wasm_attention_relaxed_st']
-  .flatMap((base) => ['.wasm', '.js', '.worker.js'].map((ext) => base + ext));
+const WASM_FILES = [
+  'wasm_attention_mt',
+  'wasm_attention_st',
+  'wasm_attention_relaxed_mt',
+  'wasm_attention_relaxed_st',
+].flatMap((base) => ['.wasm', '.js', '.worker.js'].map((ext) => base + ext));
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
 const ERROR_CLASSES = {
-  Error, TypeError, RangeError, ReferenceError, SyntaxError, EvalError, URIError,
+  Error,
+  TypeError,
+  RangeError,
+  ReferenceError,
+  SyntaxError,
+  EvalError,
+  URIError,
   RuntimeError: globalThis.WebAssembly?.RuntimeError,
 };
 
@@ -82,9 +93,9 @@ async function nodeBuiltin(name) {
 // closed: dispose() was called; every later call rejects as the synchronous form throws.
 class Channel {
   #worker;
-  #pending = new Map();  // request id -> { resolve, reject }
+  #pending = new Map(); // request id -> { resolve, reject }
   #nextId = 1;
-  #broken = null;        // the Error every call gets once the worker died
+  #broken = null; // the Error every call gets once the worker died
   closed = false;
 
   constructor(worker) {
@@ -96,10 +107,13 @@ class Channel {
       worker.on('error', (e) => onFailure(e?.message ?? e));
       worker.on('messageerror', () => onFailure('a message could not be read'));
       worker.on('exit', (code) => onFailure(`it exited with code ${code}`));
-      worker.unref();  // an idle worker never keeps Node running; a pending call refs it
+      worker.unref(); // an idle worker never keeps Node running; a pending call refs it
     } else {
       worker.addEventListener('message', (e) => onMessage(e.data));
-      worker.addEventListener('error', (e) => { e.preventDefault(); onFailure(e.message || 'its script failed to load'); });
+      worker.addEventListener('error', (e) => {
+        e.preventDefault();
+        onFailure(e.message || 'its script failed to load');
+      });
       worker.addEventListener('messageerror', () => onFailure('a message could not be read'));
     }
   }
@@ -199,7 +213,9 @@ class AsyncMultiHeadAttention {
 
   step(grads, learningRate, options) {
     const where = 'multiHeadAttention.step';
-    return promised(() => this.#call(where, 'step', [grads, learningRate], takeTransfer(where, options ?? {}).transfer));
+    return promised(() =>
+      this.#call(where, 'step', [grads, learningRate], takeTransfer(where, options ?? {}).transfer),
+    );
   }
 
   // A Promise of the current weights (copies).
@@ -211,7 +227,8 @@ class AsyncMultiHeadAttention {
     if (this.#disposed) return;
     this.#disposed = true;
     leftBehind.unregister(this.#token);
-    if (!this.#channel.closed) await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { layer: this.#id });
+    if (!this.#channel.closed)
+      await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { layer: this.#id });
   }
 }
 
@@ -237,7 +254,9 @@ class AsyncAttention {
     return promised(() => {
       if (this.#channel.closed) throw instanceDisposed(where);
       const t = takeTransfer(where, options);
-      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], { transfer: t.transfer });
+      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
+        transfer: t.transfer,
+      });
     });
   }
 

@@ -8,7 +8,7 @@ import { createAttention } from './index.js';
 import { STAND_IN } from './worker_client.js';
 
 let attn = null;
-const layers = new Map();  // id -> a MultiHeadAttention of attn
+const layers = new Map(); // id -> a MultiHeadAttention of attn
 let nextLayer = 1;
 
 // The client's stand-ins back into a function or a symbol, in place (args is our own copy).
@@ -40,10 +40,13 @@ function layerOf(id) {
 const ops = {
   // located: file name -> URL or path, the main side's locateFile() answers.
   async create({ threads, isa, located, wasmBinary }) {
-    const locateFile = located && ((file) => {
-      if (!(file in located)) throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
-      return located[file];
-    });
+    const locateFile =
+      located &&
+      ((file) => {
+        if (!(file in located))
+          throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
+        return located[file];
+      });
     attn = await createAttention({ threads, isa, locateFile, wasmBinary });
     return attn.backend;
   },
@@ -66,7 +69,7 @@ const ops = {
     layers.delete(id);
   },
   dispose() {
-    attn?.dispose();  // its layers go with it
+    attn?.dispose(); // its layers go with it
     layers.clear();
   },
 };
@@ -85,10 +88,12 @@ async function handle({ id, op, layer, args }, reply) {
 
 // One request at a time, in the order sent.
 let queue = Promise.resolve();
-const receive = (reply) => (message) => { queue = queue.then(() => handle(message, reply)); };
+const receive = (reply) => (message) => {
+  queue = queue.then(() => handle(message, reply));
+};
 
-const isNode = typeof process === 'object' && typeof process.versions?.node === 'string' &&
-  typeof window === 'undefined';
+const isNode =
+  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
 // Node's built-in module fetched so that bundlers for the browser never see an import.
 async function workerThreads() {
   if (process.getBuiltinModule) return process.getBuiltinModule('worker_threads');
@@ -100,7 +105,10 @@ async function workerThreads() {
 // In Node, messages sent before the listener is attached wait in the port's queue.
 if (isNode) {
   workerThreads().then(({ parentPort }) => {
-    parentPort.on('message', receive((message, transfer) => parentPort.postMessage(message, transfer)));
+    parentPort.on(
+      'message',
+      receive((message, transfer) => parentPort.postMessage(message, transfer)),
+    );
   });
 } else {
   const onMessage = receive((message, transfer) => self.postMessage(message, transfer));

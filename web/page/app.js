@@ -22,7 +22,15 @@ import { renderBuild, renderTimings } from './hood.js';
 import { renderTokenStatus, renderWeightsNote } from './notes.js';
 import { bindSgdPanel } from './sgd_panel.js';
 import {
-  allTimings, change, createState, effectiveDK, effectiveHeads, goTo, isRow, recompute, recomputeBackward,
+  allTimings,
+  change,
+  createState,
+  effectiveDK,
+  effectiveHeads,
+  goTo,
+  isRow,
+  recompute,
+  recomputeBackward,
 } from './state.js';
 import { createStepView } from './step_view.js';
 
@@ -32,8 +40,13 @@ const state = createState($('sentence').value);
 const stepView = createStepView(state, { onSelectRow: setFocus });
 const hook = installDebugHook(state, stepView);
 
-const rendered = () => { state.version += 1; };
-const showStep = () => { stepView.show(); rendered(); };
+const rendered = () => {
+  state.version += 1;
+};
+const showStep = () => {
+  stepView.show();
+  rendered();
+};
 const showTimings = () => renderTimings($('hood-timings').tBodies[0], allTimings(state));
 
 function showError(e) {
@@ -91,10 +104,14 @@ function setTarget(j) {
   showStep();
 }
 
-const step = (i) => { if (goTo(state, i)) showStep(); };
+const step = (i) => {
+  if (goTo(state, i)) showStep();
+};
 
 async function start() {
-  bindControls((patch) => { if (change(state, patch)) attempt(refresh); });
+  bindControls((patch) => {
+    if (change(state, patch)) attempt(refresh);
+  });
   bindStepKeys((delta) => step(state.settings.step + delta));
   $('prev').addEventListener('click', () => step(state.settings.step - 1));
   $('next').addEventListener('click', () => step(state.settings.step + 1));
@@ -116,7 +133,10 @@ async function start() {
   let embeddingsMs;
   const [lib, emb, model] = await Promise.all([
     loadLibrary(),
-    loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => { embeddingsMs = performance.now() - t0; return v; }),
+    loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => {
+      embeddingsMs = performance.now() - t0;
+      return v;
+    }),
     loadModelFiles(new URL('./data/model/', import.meta.url)),
   ]);
   Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });

@@ -7,13 +7,17 @@
 import { esc } from './format.js';
 
 export function renderChips(list, labels, unknown, onSelect) {
-  list.innerHTML = labels.map((label, i) => {
-    const unk = unknown[i];
-    return `<li><button type="button" class="chip${unk ? ' unknown' : ''}" data-index="${i}" aria-pressed="false"` +
-      ` title="token ${i + 1}${unk ? ', not in the vocabulary' : ''}">` +
-      `<span class="chip-text">${esc(label)}</span>${unk ? '<span class="q" aria-hidden="true">?</span><span class="visually-hidden"> (not in the vocabulary)</span>' : ''}` +
-      '</button></li>';
-  }).join('');
+  list.innerHTML = labels
+    .map((label, i) => {
+      const unk = unknown[i];
+      return (
+        `<li><button type="button" class="chip${unk ? ' unknown' : ''}" data-index="${i}" aria-pressed="false"` +
+        ` title="token ${i + 1}${unk ? ', not in the vocabulary' : ''}">` +
+        `<span class="chip-text">${esc(label)}</span>${unk ? '<span class="q" aria-hidden="true">?</span><span class="visually-hidden"> (not in the vocabulary)</span>' : ''}` +
+        '</button></li>'
+      );
+    })
+    .join('');
   list.onclick = (e) => {
     const button = e.target.closest('button.chip');
     if (button) onSelect(Number(button.dataset.index));
@@ -34,7 +38,8 @@ export function markTarget(list, j) {
     if (on && !mark) {
       mark = document.createElement('span');
       mark.className = 'tgt';
-      mark.innerHTML = '<span aria-hidden="true">target</span><span class="visually-hidden"> (the loss\'s target j)</span>';
+      mark.innerHTML =
+        '<span aria-hidden="true">target</span><span class="visually-hidden"> (the loss\'s target j)</span>';
       button.append(mark);
     } else if (!on && mark) {
       mark.remove();

@@ -7,13 +7,30 @@
 
 // RdBu (11 classes), reversed so that negative is blue.
 export const DIVERGING_STOPS = [
-  '#053061', '#2166ac', '#4393c3', '#92c5de', '#d1e5f0', '#f7f7f7',
-  '#fddbc7', '#f4a582', '#d6604d', '#b2182b', '#67001f',
+  '#053061',
+  '#2166ac',
+  '#4393c3',
+  '#92c5de',
+  '#d1e5f0',
+  '#f7f7f7',
+  '#fddbc7',
+  '#f4a582',
+  '#d6604d',
+  '#b2182b',
+  '#67001f',
 ];
 // viridis, 10 evenly spaced samples of matplotlib's table.
 export const SEQUENTIAL_STOPS = [
-  '#440154', '#482878', '#3e4989', '#31688e', '#26828e',
-  '#1f9e89', '#35b779', '#6ece58', '#b5de2b', '#fde725',
+  '#440154',
+  '#482878',
+  '#3e4989',
+  '#31688e',
+  '#26828e',
+  '#1f9e89',
+  '#35b779',
+  '#6ece58',
+  '#b5de2b',
+  '#fde725',
 ];
 export const MASKED_FILL = '#e4e6eb';
 export const MASKED_HATCH = '#9aa0ab';

@@ -72,8 +72,11 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
   const n = x.shape[0];
 
   const config = weights ? { dModel, heads, dK, dV, weights } : { dModel, heads, dK, dV, seed };
-  const mha = time('attn.multiHeadAttention', `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}${weights ? '' : `, seed ${seed}`}`,
-    () => attn.multiHeadAttention(config));
+  const mha = time(
+    'attn.multiHeadAttention',
+    `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}${weights ? '' : `, seed ${seed}`}`,
+    () => attn.multiHeadAttention(config),
+  );
   try {
     // W_Q, W_K, W_V (d_model, h·d_k), W_O (h·d_v, d_model): copies of what the layer holds.
     const w = time('mha.weights', 'copy W_Q, W_K, W_V, W_O out', () => mha.weights);
@@ -83,10 +86,18 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
     const wq = columnSlice(w.wq, head * dK, dK);
     const wk = columnSlice(w.wk, head * dK, dK);
     const wv = columnSlice(w.wv, head * dV, dV);
-    const q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wq));
-    const k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () => attn.matmul(x, wk));
-    const v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () => attn.matmul(x, wv));
-    const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () => attn.attention(q, k, v, options));
+    const q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
+      attn.matmul(x, wq),
+    );
+    const k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
+      attn.matmul(x, wk),
+    );
+    const v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () =>
+      attn.matmul(x, wv),
+    );
+    const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () =>
+      attn.attention(q, k, v, options),
+    );
     Object.assign(single, { q, k, v, wq, wk, wv });
     return { weights: w, single, multi, scale, timings };
   } finally {
@@ -99,9 +110,13 @@ export function runModel(attn, layers, x) {
   const [n, dModel] = x.shape;
   const hs = [x];
   for (const [L, weights] of layers.entries()) {
-    const mha = time('attn.multiHeadAttention', `trained layer ${L + 1}`, () => attn.multiHeadAttention({ dModel, heads: weights.heads, weights: weights.w }));
+    const mha = time('attn.multiHeadAttention', `trained layer ${L + 1}`, () =>
+      attn.multiHeadAttention({ dModel, heads: weights.heads, weights: weights.w }),
+    );
     try {
-      const { output } = time('mha.forward', `layer ${L + 1}: X ${n}\u00d7${dModel}, causal`, () => mha.forward(hs[L], { causal: true }));
+      const { output } = time('mha.forward', `layer ${L + 1}: X ${n}\u00d7${dModel}, causal`, () =>
+        mha.forward(hs[L], { causal: true }),
+      );
       const next = new Float32Array(n * dModel);
       for (let k = 0; k < next.length; ++k) next[k] = hs[L].data[k] + output.data[k];
       hs.push(tensor(next, [n, dModel]));
@@ -145,15 +160,20 @@ export function runBackward(attn, forward, { x, heads, dK, causal, head, query, 
   const { loss, dOutput } = targetLoss(multi.output, x, query, target);
 
   // Head h0: dC = dY·W_Oᵀ, then its columns; the attention backward on its Q, K, V.
-  const dConcat = time('attn.matmul', `dY\u00b7W_O\u1d40 ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${heads * dV}`,
-    () => attn.matmul(dOutput, w.wo, { transposeB: true }));
+  const dConcat = time('attn.matmul', `dY\u00b7W_O\u1d40 ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${heads * dV}`, () =>
+    attn.matmul(dOutput, w.wo, { transposeB: true }),
+  );
   const dZ = columnSlice(dConcat, head * dV, dV);
-  const grads = time('attn.attentionBackward', `head ${head + 1}: dZ ${n}\u00d7${dV}, trace`,
-    () => attn.attentionBackward(s.q, s.k, s.v, dZ, { causal, scale, trace: true }));
+  const grads = time('attn.attentionBackward', `head ${head + 1}: dZ ${n}\u00d7${dV}, trace`, () =>
+    attn.attentionBackward(s.q, s.k, s.v, dZ, { causal, scale, trace: true }),
+  );
 
   // The whole layer: a forward with the same weights, then its backward.
-  const mha = time('attn.multiHeadAttention', `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}, the weights above`,
-    () => attn.multiHeadAttention({ dModel, heads, dK, dV, weights: w }));
+  const mha = time(
+    'attn.multiHeadAttention',
+    `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}, the weights above`,
+    () => attn.multiHeadAttention({ dModel, heads, dK, dV, weights: w }),
+  );
   let layer;
   try {
     time('mha.forward', `X ${n}\u00d7${dModel} (kept for backward)`, () => mha.forward(x, { causal, scale }));
@@ -162,8 +182,16 @@ export function runBackward(attn, forward, { x, heads, dK, causal, head, query, 
     time('mha.dispose', 'free the layer', () => mha.dispose());
   }
   return {
-    query, target, loss, lossRows: lossRows(multi.output, x, dOutput, query, target),
-    dOutput, dConcat, dZ, grads, layer, timings,
+    query,
+    target,
+    loss,
+    lossRows: lossRows(multi.output, x, dOutput, query, target),
+    dOutput,
+    dConcat,
+    dZ,
+    grads,
+    layer,
+    timings,
   };
 }
 
@@ -173,8 +201,11 @@ export function sgdStep(attn, { x, weights, heads, dK, causal, scale, query, tar
   const { timings, time } = stopwatch();
   const dModel = x.shape[1];
   const n = x.shape[0];
-  const mha = time('attn.multiHeadAttention', `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}`,
-    () => attn.multiHeadAttention({ dModel, heads, dK, dV: dK, weights }));
+  const mha = time(
+    'attn.multiHeadAttention',
+    `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}`,
+    () => attn.multiHeadAttention({ dModel, heads, dK, dV: dK, weights }),
+  );
   try {
     const f0 = time('mha.forward', `X ${n}\u00d7${dModel}`, () => mha.forward(x, { causal, scale }));
     const { loss: before, dOutput } = targetLoss(f0.output, x, query, target);

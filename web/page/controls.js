@@ -84,7 +84,8 @@ export function syncControls(settings, { dK, dModel }) {
   const random = settings.projection === 'random' && !worked;
   $('seed').disabled = worked;
   $('new-seed').disabled = worked;
-  if (Number($('seed').value) !== settings.seed && document.activeElement !== $('seed')) $('seed').value = String(settings.seed);
+  if (Number($('seed').value) !== settings.seed && document.activeElement !== $('seed'))
+    $('seed').value = String(settings.seed);
 
   // The trained model runs as it was trained: causal, with positions, 4 heads.
   const trained = settings.projection === 'trained' && !worked;

@@ -22,31 +22,55 @@ import { allTimings, effectiveDK, effectiveHeads } from './state.js';
 
 export function installDebugHook(state, stepView) {
   let settle;
-  const ready = new Promise((resolve, reject) => { settle = { resolve, reject }; });
-  ready.catch(() => {});  // reported on the page and in the console already
+  const ready = new Promise((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  ready.catch(() => {}); // reported on the page and in the console already
   window.attentionPage = {
     ready,
-    get version() { return state.version; },
+    get version() {
+      return state.version;
+    },
     get state() {
       const { settings: s, ctx, input, sgd, attn } = state;
       return {
-        mode: s.mode, text: s.text, n: ctx?.n ?? 0, tokens: input?.tokens ?? [],
-        truncatedFrom: input?.truncatedFrom ?? null, projection: s.projection, seed: s.seed,
-        layer: ctx?.layer ?? null, predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
-        heads: effectiveHeads(state), dK: state.emb ? effectiveDK(state) : null, head: s.head, causal: s.causal,
-        scaling: s.scaling, positions: ctx?.positions ?? false, step: s.step,
-        stepId: state.steps[s.step]?.id ?? null, focus: s.focus,
-        target: ctx?.back?.target ?? null, loss: ctx?.back?.loss ?? null, lr: s.lr, sgdLosses: sgd ? [...sgd.losses] : [],
-        backend: attn?.backend ?? null, isolated: globalThis.crossOriginIsolated === true, renderMs: stepView.renderMs,
+        mode: s.mode,
+        text: s.text,
+        n: ctx?.n ?? 0,
+        tokens: input?.tokens ?? [],
+        truncatedFrom: input?.truncatedFrom ?? null,
+        projection: s.projection,
+        seed: s.seed,
+        layer: ctx?.layer ?? null,
+        predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
+        heads: effectiveHeads(state),
+        dK: state.emb ? effectiveDK(state) : null,
+        head: s.head,
+        causal: s.causal,
+        scaling: s.scaling,
+        positions: ctx?.positions ?? false,
+        step: s.step,
+        stepId: state.steps[s.step]?.id ?? null,
+        focus: s.focus,
+        target: ctx?.back?.target ?? null,
+        loss: ctx?.back?.loss ?? null,
+        lr: s.lr,
+        sgdLosses: sgd ? [...sgd.losses] : [],
+        backend: attn?.backend ?? null,
+        isolated: globalThis.crossOriginIsolated === true,
+        renderMs: stepView.renderMs,
       };
     },
     get steps() {
       return state.steps.map((s) => ({
-        id: s.id, title: s.title,
+        id: s.id,
+        title: s.title,
         matrices: s.matrices.map((m) => ({ name: m.name, shape: [...m.shape], data: Array.from(m.data) })),
       }));
     },
-    get timings() { return allTimings(state).map((t) => ({ ...t })); },
+    get timings() {
+      return allTimings(state).map((t) => ({ ...t }));
+    },
     cellPoint: (name, i, j) => stepView.cellPoint(name, i, j),
   };
   return settle;

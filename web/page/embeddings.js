@@ -41,7 +41,7 @@ export function fnv1a32(str) {
  * Uses only integer ops, + - * / and Math.sqrt, so it is bit-identical in every JS engine.
  */
 export function hashedVector(word, dim, norm) {
-  const rand = random(fnv1a32(word));  // mulberry32, the package's seeded generator
+  const rand = random(fnv1a32(word)); // mulberry32, the package's seeded generator
   const v = new Float32Array(dim);
   let sq = 0;
   for (let i = 0; i < dim; i++) {
@@ -71,9 +71,8 @@ export function hashedVector(word, dim, norm) {
  * norm of all (dequantized) known vectors.
  */
 export function parseEmbeddings(bin, vocabText) {
-  const bytes = bin instanceof ArrayBuffer
-    ? new Uint8Array(bin)
-    : new Uint8Array(bin.buffer, bin.byteOffset, bin.byteLength);
+  const bytes =
+    bin instanceof ArrayBuffer ? new Uint8Array(bin) : new Uint8Array(bin.buffer, bin.byteOffset, bin.byteLength);
   if (bytes.length < HEADER_BYTES) throw new Error('embeddings: file too short');
   const magic = String.fromCharCode(...bytes.subarray(0, 6));
   if (magic !== EMBEDDINGS_MAGIC) throw new Error(`embeddings: bad magic ${JSON.stringify(magic)}`);

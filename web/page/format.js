@@ -29,7 +29,10 @@ export const fmtShape = (shape) => shape.join(' \u00d7 ');
 
 // Escapes text for innerHTML.
 export function esc(s) {
-  return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  return String(s).replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c],
+  );
 }
 
 // A token in curly quotes, for prose and tooltips.

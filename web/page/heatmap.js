@@ -28,7 +28,15 @@
 // Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
 // and text are crisp.
 import {
-  DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, diverging, gradientCss, sequential, textOn, weightTop,
+  DIVERGING_STOPS,
+  MASKED_FILL,
+  MASKED_HATCH,
+  SEQUENTIAL_STOPS,
+  diverging,
+  gradientCss,
+  sequential,
+  textOn,
+  weightTop,
 } from './colors.js';
 import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
 
@@ -64,11 +72,14 @@ function layoutFor(spec) {
     return { cw: c, ch: c, values: false };
   }
   if (rows <= 8 && cols <= 8) return { cw: 66, ch: 30, values: true };
-  if (spec.rowLabels && spec.colLabels) {  // token × token: square cells
-    const c = rows <= 12 ? 24 : rows <= 16 ? 22 : rows <= 24 ? 18 : rows <= 32 ? 15 : rows <= 48 ? 12 : rows <= 64 ? 11 : 10;
+  if (spec.rowLabels && spec.colLabels) {
+    // token × token: square cells
+    const c =
+      rows <= 12 ? 24 : rows <= 16 ? 22 : rows <= 24 ? 18 : rows <= 32 ? 15 : rows <= 48 ? 12 : rows <= 64 ? 11 : 10;
     return { cw: c, ch: c, values: false };
   }
-  if (spec.rowLabels) {  // tokens × dimensions: about targetWidth px wide
+  if (spec.rowLabels) {
+    // tokens × dimensions: about targetWidth px wide
     const ch = rows <= 16 ? 20 : rows <= 32 ? 16 : rows <= 64 ? 12 : 10;
     return { cw: clamp(Math.floor((spec.targetWidth ?? 600) / cols), 4, 24), ch, values: false };
   }
@@ -95,9 +106,12 @@ function hatch(ctx) {
     t.strokeStyle = MASKED_HATCH;
     t.lineWidth = 1;
     t.beginPath();
-    t.moveTo(-1, 7); t.lineTo(7, -1);
-    t.moveTo(-1, 1); t.lineTo(1, -1);
-    t.moveTo(5, 7); t.lineTo(7, 5);
+    t.moveTo(-1, 7);
+    t.lineTo(7, -1);
+    t.moveTo(-1, 1);
+    t.lineTo(1, -1);
+    t.moveTo(5, 7);
+    t.lineTo(7, 5);
     t.stroke();
     hatchPattern = tile;
   }
@@ -143,16 +157,22 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   const tokenLabel = (labels, i) => `${labels[i]}${spec.unknown?.[i] ? '?' : ''}`;
 
   // Range of the finite values.
-  let min = Infinity, max = -Infinity, hasMasked = false;
+  let min = Infinity,
+    max = -Infinity,
+    hasMasked = false;
   for (const v of data) {
-    if (v === -Infinity) { hasMasked = true; continue; }
+    if (v === -Infinity) {
+      hasMasked = true;
+      continue;
+    }
     if (v < min) min = v;
     if (v > max) max = v;
   }
   // Cells a mask removed although their value is finite (gradients: exactly 0 there).
   const maskedAt = spec.maskedCells ?? (() => false);
   let maskedZeros = 0;
-  if (spec.maskedCells) for (let r = 0; r < rows; ++r) for (let c = 0; c < cols; ++c) if (maskedAt(r, c)) maskedZeros += 1;
+  if (spec.maskedCells)
+    for (let r = 0; r < rows; ++r) for (let c = 0; c < cols; ++c) if (maskedAt(r, c)) maskedZeros += 1;
   if (min === Infinity) min = max = 0;
   const maxAbs = Math.max(Math.abs(min), Math.abs(max));
   // Weights: from 0 to a round number at or above the largest weight (1 when a row is one-hot),
@@ -161,28 +181,36 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   const colour = spec.scale === 'unit' ? (v) => sequential(v / unitTop) : (v) => diverging(v, maxAbs);
 
   // Margins: row labels left, column labels on top, row sums right.
-  let padLeft = 0, padTop = 0, padRight = 0, sumsWidth = 0, colLabelsFlat = false;
+  let padLeft = 0,
+    padTop = 0,
+    padRight = 0,
+    sumsWidth = 0,
+    colLabelsFlat = false;
   if (!spec.compact) {
     if (spec.rowLabels) {
-      const widest = Math.max(...spec.rowLabels.map((t, i) => textWidth(tokenLabel(spec.rowLabels, i), labelFont(true))));
+      const widest = Math.max(
+        ...spec.rowLabels.map((t, i) => textWidth(tokenLabel(spec.rowLabels, i), labelFont(true))),
+      );
       padLeft = Math.ceil(Math.min(widest, 96)) + 10;
     } else {
       padLeft = spec.rowGroups ? 30 : Math.ceil(textWidth(String(rows), tickFont)) + 8;
     }
     if (spec.colLabels) {
       const widest = Math.max(...spec.colLabels.map((t, i) => textWidth(tokenLabel(spec.colLabels, i), labelFont())));
-      colLabelsFlat = widest <= cw - 6;  // short labels over wide cells read better upright
+      colLabelsFlat = widest <= cw - 6; // short labels over wide cells read better upright
       padTop = colLabelsFlat ? 20 : Math.ceil(Math.min(widest, 88)) + 8;
     } else {
       padTop = 16;
-      padRight = spec.colGroups ? 0 : 12;  // room for the last column number
+      padRight = spec.colGroups ? 0 : 12; // room for the last column number
     }
     if (spec.rowSums) sumsWidth = 58;
   }
-  const gridW = cols * cw, gridH = rows * ch;
+  const gridW = cols * cw,
+    gridH = rows * ch;
   const width = padLeft + gridW + Math.max(sumsWidth, padRight) + 3;
   const height = padTop + gridH + 3;
-  const x0 = padLeft + 1, y0 = padTop + 1;  // top-left of cell (0,0)
+  const x0 = padLeft + 1,
+    y0 = padTop + 1; // top-left of cell (0,0)
 
   // DOM: <figure class="heatmap" data-name data-shape> caption, scroll box, legend.
   const figure = document.createElement('figure');
@@ -205,9 +233,13 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
   canvas.setAttribute('role', 'img');
-  const rangeText = hasMasked ? `finite values from ${fmtShort(min)} to ${fmtShort(max)}, masked cells minus infinity`
+  const rangeText = hasMasked
+    ? `finite values from ${fmtShort(min)} to ${fmtShort(max)}, masked cells minus infinity`
     : `values from ${fmtShort(min)} to ${fmtShort(max)}${maskedZeros ? `, ${maskedZeros} masked cells, each 0` : ''}`;
-  canvas.setAttribute('aria-label', `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`);
+  canvas.setAttribute(
+    'aria-label',
+    `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`,
+  );
   scroller.append(canvas);
   figure.append(caption, scroller, legend());
 
@@ -220,8 +252,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     } else {
       el.innerHTML = `<span>${fmtShort(-maxAbs)}</span><span class="bar" style="background:${gradientCss(DIVERGING_STOPS)}"><i>0</i></span><span>${fmtShort(maxAbs)}</span>`;
     }
-    if (hasMasked) el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>\u2212\u221e masked</span>');
-    else if (maskedZeros) el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>0, masked</span>');
+    if (hasMasked)
+      el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>\u2212\u221e masked</span>');
+    else if (maskedZeros)
+      el.insertAdjacentHTML('beforeend', '<span class="masked-swatch"></span><span>0, masked</span>');
     return el;
   }
 
@@ -242,11 +276,15 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     for (let r = 0; r < rows; ++r) {
       for (let c = 0; c < cols; ++c) {
         const v = data[r * cols + c];
-        const x = x0 + c * cw, y = y0 + r * ch;
+        const x = x0 + c * cw,
+          y = y0 + r * ch;
         if (v === -Infinity || maskedAt(r, c)) {
           g.fillStyle = pattern;
           g.fillRect(x, y, cw - gap, ch - gap);
-          if (values) { g.fillStyle = INK; g.fillText(fmt(v), x + cw / 2, y + ch / 2); }
+          if (values) {
+            g.fillStyle = INK;
+            g.fillText(fmt(v), x + cw / 2, y + ch / 2);
+          }
           continue;
         }
         const col = colour(v);
@@ -260,8 +298,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     }
     // Head blocks: white separators.
     g.fillStyle = '#fff';
-    if (spec.colGroups) for (let k = spec.colGroups.size; k < cols; k += spec.colGroups.size) g.fillRect(x0 + k * cw - 1, y0, 2, gridH);
-    if (spec.rowGroups) for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
+    if (spec.colGroups)
+      for (let k = spec.colGroups.size; k < cols; k += spec.colGroups.size) g.fillRect(x0 + k * cw - 1, y0, 2, gridH);
+    if (spec.rowGroups)
+      for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
     if (!spec.compact) drawLabels(g);
   }
 
@@ -280,7 +320,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       g.textAlign = 'right';
       g.font = tickFont;
       const size = spec.rowGroups.size;
-      for (let k = 0; k * size < rows; ++k) g.fillText(spec.rowGroups.short(k), padLeft - 4, y0 + (k + 0.5) * size * ch);
+      for (let k = 0; k * size < rows; ++k)
+        g.fillText(spec.rowGroups.short(k), padLeft - 4, y0 + (k + 0.5) * size * ch);
     } else {
       g.textAlign = 'right';
       g.font = tickFont;
@@ -345,7 +386,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   }
 
   let focusRow = null;
-  let hover = null;  // { r, c } of the cell under the pointer
+  let hover = null; // { r, c } of the cell under the pointer
   const ctx = canvas.getContext('2d');
 
   function draw() {
@@ -362,7 +403,11 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
         ctx.textAlign = 'right';
         ctx.textBaseline = 'middle';
         ctx.fillStyle = ACCENT;
-        ctx.fillText(fitText(tokenLabel(spec.rowLabels, focusRow), labelFont(true), padLeft - 8), padLeft - 5, y + ch / 2);
+        ctx.fillText(
+          fitText(tokenLabel(spec.rowLabels, focusRow), labelFont(true), padLeft - 8),
+          padLeft - 5,
+          y + ch / 2,
+        );
       }
       outline(x0, y, gridW + (spec.rowSums ? sumsWidth : 0), ch);
     }
@@ -383,8 +428,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
 
   // What is under a point in CSS pixels of the canvas.
   function hit(x, y) {
-    const c = Math.floor((x - x0) / cw), r = Math.floor((y - y0) / ch);
-    const inRows = r >= 0 && r < rows, inCols = c >= 0 && c < cols;
+    const c = Math.floor((x - x0) / cw),
+      r = Math.floor((y - y0) / ch);
+    const inRows = r >= 0 && r < rows,
+      inCols = c >= 0 && c < cols;
     if (inRows && inCols) return { kind: 'cell', r, c };
     if (inRows && x < x0) return { kind: 'rowLabel', r };
     if (inRows && x >= x0 + gridW && spec.rowSums) return { kind: 'sum', r };
@@ -392,15 +439,23 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     return null;
   }
 
-  const rowText = (r) => (spec.rowLabels ? `${spec.rowNoun ?? 'token'} ${r + 1} ${quote(spec.rowLabels[r])}` : `${spec.rowNoun ?? 'row'} ${r + 1}`);
-  const colText = (c) => (spec.colLabels ? `${spec.colNoun ?? 'token'} ${c + 1} ${quote(spec.colLabels[c])}` : `${spec.colNoun ?? 'column'} ${c + 1}`);
+  const rowText = (r) =>
+    spec.rowLabels
+      ? `${spec.rowNoun ?? 'token'} ${r + 1} ${quote(spec.rowLabels[r])}`
+      : `${spec.rowNoun ?? 'row'} ${r + 1}`;
+  const colText = (c) =>
+    spec.colLabels
+      ? `${spec.colNoun ?? 'token'} ${c + 1} ${quote(spec.colLabels[c])}`
+      : `${spec.colNoun ?? 'column'} ${c + 1}`;
 
   function tooltipHtml(h) {
     if (h.kind === 'cell') {
       const v = data[h.r * cols + h.c];
-      return `<div class="tt-title">${esc(spec.label)} [${h.r + 1}, ${h.c + 1}]</div>` +
+      return (
+        `<div class="tt-title">${esc(spec.label)} [${h.r + 1}, ${h.c + 1}]</div>` +
         `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-col">${esc(colText(h.c))}</div>` +
-        `<div class="tt-value">${fmt(v)}${v === -Infinity || maskedAt(h.r, h.c) ? ' (masked)' : ''}</div>`;
+        `<div class="tt-value">${fmt(v)}${v === -Infinity || maskedAt(h.r, h.c) ? ' (masked)' : ''}</div>`
+      );
     }
     if (h.kind === 'sum') {
       return `<div class="tt-title">Sum of row ${h.r + 1}</div><div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-value">${fmt(rowSum(h.r))}</div>`;
@@ -462,7 +517,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     // Viewport coordinates of the centre of cell (i, j), and the cell's size, scrolled into view
     // first (for tests).
     cellPoint(i, j) {
-      const cx = x0 + (j + 0.5) * cw, cy = y0 + (i + 0.5) * ch;
+      const cx = x0 + (j + 0.5) * cw,
+        cy = y0 + (i + 0.5) * ch;
       scroller.scrollLeft = Math.max(0, cx - scroller.clientWidth / 2);
       const before = canvas.getBoundingClientRect();
       window.scrollBy(0, before.top + cy - innerHeight / 2);

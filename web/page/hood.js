@@ -22,6 +22,10 @@ export function renderBuild(el, backend, isolated) {
 }
 
 export function renderTimings(tbody, timings) {
-  tbody.innerHTML = timings.map(({ call, detail, ms }) =>
-    `<tr><th scope="row"><code>${esc(call)}</code></th><td>${esc(detail)}</td><td class="num">${ms.toFixed(2)}</td></tr>`).join('');
+  tbody.innerHTML = timings
+    .map(
+      ({ call, detail, ms }) =>
+        `<tr><th scope="row"><code>${esc(call)}</code></th><td>${esc(detail)}</td><td class="num">${ms.toFixed(2)}</td></tr>`,
+    )
+    .join('');
 }

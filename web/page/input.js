@@ -17,20 +17,26 @@ export const MAX_TOKENS = 96;
 export function prepareInput(settings, emb, positionScale = 1) {
   if (settings.mode === 'worked') {
     return {
-      labels: WORKED.tokens, unknown: WORKED.tokens.map(() => false),
+      labels: WORKED.tokens,
+      unknown: WORKED.tokens.map(() => false),
       tokens: WORKED.tokens.map((t) => ({ text: t, norm: t, known: true })),
-      x: WORKED.x, e: null, p: null, truncatedFrom: null,
+      x: WORKED.x,
+      e: null,
+      p: null,
+      truncatedFrom: null,
     };
   }
   const all = tokenize(settings.text, { vocab: emb });
   if (all.length === 0) return null;
   const toks = all.slice(0, MAX_TOKENS);
-  const n = toks.length, d = emb.dim;
+  const n = toks.length,
+    d = emb.dim;
   // E (n,d): each token's word vector, or its stand-in when unknown.
   const looked = toks.map((t) => emb.lookup(t));
   const e = new Float32Array(n * d);
   looked.forEach((l, i) => e.set(l.vector, i * d));
-  let x = e, p = null;
+  let x = e,
+    p = null;
   if (settings.positions) {
     // P (n,d) sinusoidal × positionScale; X = E + P (n,d)
     p = sinusoidalPositions(n, d);

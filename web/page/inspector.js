@@ -15,7 +15,8 @@ export function renderInspector(el, step, ctx, i) {
   if (step.part === 'back') {
     body = `<p class="note loss-note">The loss is on this token's output: L = ½‖y${sub(I)} − x${sub(ctx.back.target + 1)}‖², pulling it toward ${esc(quote(ctx.labels[ctx.back.target]))}.</p>${body}`;
   }
-  el.innerHTML = `<h2 id="inspector-title">Following <span class="tok">${esc(quote(name))}</span> <span class="muted">token ${I} of ${ctx.n}</span></h2>` +
+  el.innerHTML =
+    `<h2 id="inspector-title">Following <span class="tok">${esc(quote(name))}</span> <span class="muted">token ${I} of ${ctx.n}</span></h2>` +
     '<p class="hint">Click a token or a row label to follow another. Its row is outlined in every matrix.</p>' +
     `<div class="insp-body">${body}</div>`;
 }

@@ -8,7 +8,10 @@ const $ = (id) => document.getElementById(id);
 
 export function renderLossBar(ctx) {
   const options = ctx.labels.map((label, k) => `<option value="${k}">${k + 1} ${esc(label)}</option>`).join('');
-  for (const [id, value] of [['loss-row', ctx.back.query], ['target', ctx.back.target]]) {
+  for (const [id, value] of [
+    ['loss-row', ctx.back.query],
+    ['target', ctx.back.target],
+  ]) {
     const select = $(id);
     if (select.dataset.options !== options) {
       select.innerHTML = options;
@@ -16,6 +19,8 @@ export function renderLossBar(ctx) {
     }
     select.value = String(value);
   }
-  const I = ctx.back.query + 1, J = ctx.back.target + 1;
-  $('loss-line').innerHTML = `<var>L</var> = ½ ‖<var>y</var><sub>${I}</sub> − <var>x</var><sub>${J}</sub>‖² = <strong>${fmt(ctx.back.loss)}</strong>`;
+  const I = ctx.back.query + 1,
+    J = ctx.back.target + 1;
+  $('loss-line').innerHTML =
+    `<var>L</var> = ½ ‖<var>y</var><sub>${I}</sub> − <var>x</var><sub>${J}</sub>‖² = <strong>${fmt(ctx.back.loss)}</strong>`;
 }

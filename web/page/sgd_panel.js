@@ -23,13 +23,18 @@ export function renderSgd({ ctx, sgd, settings }) {
   }
   const L = sgd.losses;
   const count = L.length - 1;
-  const last = L[count], prev = L[count - 1];
-  const change = last < prev
-    ? `down ${fmt((1 - last / prev) * 100, 1)}% in the last step`
-    : last === prev
-      ? (last === 0 ? 'the loss is 0, so there is nothing to learn' : 'unchanged in the last step')
-      : 'up in the last step: the learning rate is too large, and the step overshot';
-  el.innerHTML = `<span class="sgd-seq">${L.map((x, k) => `<span${k === count ? ' class="last"' : ''}>${fmt(x)}</span>`).join(' → ')}</span> ` +
+  const last = L[count],
+    prev = L[count - 1];
+  const change =
+    last < prev
+      ? `down ${fmt((1 - last / prev) * 100, 1)}% in the last step`
+      : last === prev
+        ? last === 0
+          ? 'the loss is 0, so there is nothing to learn'
+          : 'unchanged in the last step'
+        : 'up in the last step: the learning rate is too large, and the step overshot';
+  el.innerHTML =
+    `<span class="sgd-seq">${L.map((x, k) => `<span${k === count ? ' class="last"' : ''}>${fmt(x)}</span>`).join(' → ')}</span> ` +
     `<span class="sgd-note">${count} step${count > 1 ? 's' : ''} (lr ${[...new Set(sgd.rates)].join(', ')}): ${change}.</span>`;
 }
 
@@ -38,12 +43,21 @@ function takeStep(state) {
   const { ctx, sgd, settings } = state;
   const b = ctx.back;
   const res = sgdStep(state.attn, {
-    x: ctx.x, weights: sgd?.weights ?? ctx.result.weights, heads: ctx.heads, dK: ctx.dK, causal: ctx.causal,
-    scale: ctx.result.scale, query: b.query, target: b.target, learningRate: settings.lr,
+    x: ctx.x,
+    weights: sgd?.weights ?? ctx.result.weights,
+    heads: ctx.heads,
+    dK: ctx.dK,
+    causal: ctx.causal,
+    scale: ctx.result.scale,
+    query: b.query,
+    target: b.target,
+    learningRate: settings.lr,
   });
   state.sgd = {
-    weights: res.weights, losses: [...(sgd?.losses ?? [res.before]), res.after],
-    rates: [...(sgd?.rates ?? []), settings.lr], timings: res.timings,
+    weights: res.weights,
+    losses: [...(sgd?.losses ?? [res.before]), res.after],
+    rates: [...(sgd?.rates ?? []), settings.lr],
+    timings: res.timings,
   };
 }
 

@@ -26,31 +26,31 @@ import { WORKED } from './worked_example.js';
 export function createState(text) {
   return {
     settings: {
-      mode: 'sentence',  // or 'worked'
+      mode: 'sentence', // or 'worked'
       text,
-      projection: 'identity',  // or 'random', or 'trained' (the shipped model)
-      layer: 0,          // with 'trained': the layer the steps show (0 or 1)
+      projection: 'identity', // or 'random', or 'trained' (the shipped model)
+      layer: 0, // with 'trained': the layer the steps show (0 or 1)
       seed: 42,
       heads: 4,
-      dK: null,          // the d_k field, used with random projections; null: d_model / heads
+      dK: null, // the d_k field, used with random projections; null: d_model / heads
       causal: false,
       scaling: true,
       positions: false,
-      head: 0,           // the head steps 2-7 and 13-17 follow
+      head: 0, // the head steps 2-7 and 13-17 follow
       step: 0,
-      focus: null,       // the followed row (the loss's i); null: "it", or the first token
-      target: null,      // the loss's j; null: a default picked from the tokens (see defaultTarget)
-      lr: 0.01,          // the SGD learning rate
+      focus: null, // the followed row (the loss's i); null: "it", or the first token
+      target: null, // the loss's j; null: a default picked from the tokens (see defaultTarget)
+      lr: 0.01, // the SGD learning rate
     },
-    attn: null,          // the library, once loaded
-    emb: null,           // the word vectors, once loaded (emb.dim is d_model)
-    model: null,         // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
-    loadMs: null,        // { library, embeddings }: how long each took to load
-    input: null,         // prepareInput's (input.js)
-    ctx: null,           // the current input and results (steps/index.js)
-    steps: [],           // buildSteps(ctx)
-    sgd: null,           // { weights, losses, rates, timings } after SGD steps on the current loss
-    version: 0,          // increased after every render (window.attentionPage.version)
+    attn: null, // the library, once loaded
+    emb: null, // the word vectors, once loaded (emb.dim is d_model)
+    model: null, // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
+    loadMs: null, // { library, embeddings }: how long each took to load
+    input: null, // prepareInput's (input.js)
+    ctx: null, // the current input and results (steps/index.js)
+    steps: [], // buildSteps(ctx)
+    sgd: null, // { weights, losses, rates, timings } after SGD steps on the current loss
+    version: 0, // increased after every render (window.attentionPage.version)
   };
 }
 
@@ -70,7 +70,8 @@ export function change(state, patch) {
   // New tokens: the target's index would point at another word.
   if ('mode' in patch || 'text' in patch) s.target = null;
   // The trained model was trained causal, with positions and 4 heads: it runs only that way.
-  if (patch.projection === 'trained') Object.assign(patch, { causal: true, positions: true, heads: TRAINED_HEADS, scaling: true, dK: null });
+  if (patch.projection === 'trained')
+    Object.assign(patch, { causal: true, positions: true, heads: TRAINED_HEADS, scaling: true, dK: null });
   Object.assign(s, patch);
   return true;
 }
@@ -81,11 +82,17 @@ export const isTrained = ({ settings: s }) => s.projection === 'trained' && s.mo
 // With the trained preset: both layers' residual stream and every row's next-word guesses.
 function runTrained(state, x) {
   const { manifest, tensors } = state.model;
-  const layers = Array.from({ length: manifest.model.layers }, (_, L) => ({ heads: manifest.model.heads, w: layerWeights(tensors, L) }));
+  const layers = Array.from({ length: manifest.model.layers }, (_, L) => ({
+    heads: manifest.model.heads,
+    w: layerWeights(tensors, L),
+  }));
   const { hs, timings } = runModel(state.attn, layers, x);
   const n = x.shape[0];
   return {
-    layers, hs, timings, manifest,
+    layers,
+    hs,
+    timings,
+    manifest,
     predictions: predictNext(state.model, state.emb, hs[hs.length - 1].data, n),
   };
 }
@@ -95,27 +102,59 @@ export function recompute(state) {
   state.input = prepareInput(s, state.emb, isTrained(state) ? state.model.manifest.model.positionScale : 1);
   const input = state.input;
   if (!input) return false;
-  const heads = effectiveHeads(state), dK = effectiveDK(state);
+  const heads = effectiveHeads(state),
+    dK = effectiveDK(state);
   const worked = s.mode === 'worked';
   s.head = Math.min(s.head, heads - 1);
   const trained = isTrained(state) ? runTrained(state, input.x) : null;
   if (trained) s.layer = Math.min(s.layer, trained.layers.length - 1);
   const x = trained ? trained.hs[s.layer] : input.x;
   const result = run(state.attn, {
-    x, heads, dK,
-    weights: worked ? WORKED.weights : trained ? trained.layers[s.layer].w
-      : s.projection === 'identity' ? identityWeights(input.x.shape[1]) : null,
-    seed: s.seed, causal: s.causal, scaling: s.scaling, head: s.head,
+    x,
+    heads,
+    dK,
+    weights: worked
+      ? WORKED.weights
+      : trained
+        ? trained.layers[s.layer].w
+        : s.projection === 'identity'
+          ? identityWeights(input.x.shape[1])
+          : null,
+    seed: s.seed,
+    causal: s.causal,
+    scaling: s.scaling,
+    head: s.head,
   });
   if (trained) result.timings.unshift(...trained.timings);
   const n = input.labels.length;
-  if (s.focus === null) s.focus = Math.max(0, input.tokens.findIndex((t) => t.norm === 'it'));
+  if (s.focus === null)
+    s.focus = Math.max(
+      0,
+      input.tokens.findIndex((t) => t.norm === 'it'),
+    );
   s.focus = Math.min(s.focus, n - 1);
   state.ctx = {
-    worked, labels: input.labels, unknown: input.unknown, n, dModel: input.x.shape[1], heads, dK, dV: dK,
-    head: s.head, causal: s.causal, scaling: s.scaling, positions: s.positions && !worked && (!trained || s.layer === 0),
-    projection: s.projection, seed: s.seed, e: input.e, p: input.p, x, result, back: null,
-    layer: trained ? s.layer : null, trained,
+    worked,
+    labels: input.labels,
+    unknown: input.unknown,
+    n,
+    dModel: input.x.shape[1],
+    heads,
+    dK,
+    dV: dK,
+    head: s.head,
+    causal: s.causal,
+    scaling: s.scaling,
+    positions: s.positions && !worked && (!trained || s.layer === 0),
+    projection: s.projection,
+    seed: s.seed,
+    e: input.e,
+    p: input.p,
+    x,
+    result,
+    back: null,
+    layer: trained ? s.layer : null,
+    trained,
   };
   recomputeBackward(state);
   return true;
@@ -140,7 +179,13 @@ export function recomputeBackward(state) {
   const i = s.focus;
   const j = s.target !== null && s.target < ctx.n ? s.target : defaultTarget(state, i);
   ctx.back = runBackward(state.attn, ctx.result, {
-    x: ctx.x, heads: ctx.heads, dK: ctx.dK, causal: ctx.causal, head: ctx.head, query: i, target: j,
+    x: ctx.x,
+    heads: ctx.heads,
+    dK: ctx.dK,
+    causal: ctx.causal,
+    head: ctx.head,
+    query: i,
+    target: j,
   });
   state.sgd = null;
   state.steps = buildSteps(ctx);
@@ -155,4 +200,5 @@ export function goTo(state, i) {
 
 export const isRow = (state, i) => state.ctx !== null && Number.isInteger(i) && i >= 0 && i < state.ctx.n;
 
-export const allTimings = ({ ctx, sgd }) => (ctx ? [...ctx.result.timings, ...(ctx.back?.timings ?? []), ...(sgd?.timings ?? [])] : []);
+export const allTimings = ({ ctx, sgd }) =>
+  ctx ? [...ctx.result.timings, ...(ctx.back?.timings ?? []), ...(sgd?.timings ?? [])] : [];

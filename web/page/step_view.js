@@ -43,7 +43,7 @@ function renderMatrices(box, step, focus, onSelectRow) {
     const hm = createHeatmap(spec, { onSelectRow });
     if (spec.rowLabels && spec.selectableRows !== false) hm.setFocusRow(focus);
     heatmaps.push({ name: spec.name, hm });
-    ({ details: detailsRow, multiples }[spec.place] ?? main).append(hm.element);
+    (({ details: detailsRow, multiples })[spec.place] ?? main).append(hm.element);
   }
   if (main.childElementCount) box.append(main);
   if (multiples.childElementCount) box.append(multiples);
@@ -57,12 +57,16 @@ function renderMatrices(box, step, focus, onSelectRow) {
 }
 
 export function createStepView(state, { onSelectRow }) {
-  let heatmaps = [];  // [{ name, hm }] of the step shown
+  let heatmaps = []; // [{ name, hm }] of the step shown
   let renderMs = 0;
 
   function show() {
     const t0 = performance.now();
-    const { ctx, steps, settings: { step: index, focus } } = state;
+    const {
+      ctx,
+      steps,
+      settings: { step: index, focus },
+    } = state;
     const step = steps[index];
     hideTooltip();
     renderStepList($('step-list'), steps, index);
@@ -88,7 +92,8 @@ export function createStepView(state, { onSelectRow }) {
     $('live').textContent = `Step ${index + 1} of ${steps.length}: ${step.title}`;
     renderMs = performance.now() - t0;
     const { library, embeddings } = state.loadMs;
-    $('hood-extra').textContent = `Drawing step ${index + 1} took ${renderMs.toFixed(1)} ms (page code, not the library). ` +
+    $('hood-extra').textContent =
+      `Drawing step ${index + 1} took ${renderMs.toFixed(1)} ms (page code, not the library). ` +
       `Loading: the library ${library.toFixed(0)} ms, the word vectors ${embeddings.toFixed(0)} ms.`;
   }
 
@@ -105,5 +110,12 @@ export function createStepView(state, { onSelectRow }) {
     return entry.hm.cellPoint(i, j);
   }
 
-  return { show, follow, cellPoint, get renderMs() { return renderMs; } };
+  return {
+    show,
+    follow,
+    cellPoint,
+    get renderMs() {
+      return renderMs;
+    },
+  };
 }

@@ -55,11 +55,38 @@ const CLITICS = [
   { re: /['\u2019]d$/i, len: 2, norm: () => 'would' },
   { re: /['\u2019]s$/i, len: 2, norm: (stem) => (stem === 'let' ? 'us' : IS_AFTER.has(stem) ? 'is' : "'s") },
 ];
-const IS_AFTER = new Set(['it', 'he', 'she', 'that', 'there', 'here', 'what', 'where', 'who', 'how', 'when', 'why', 'this']);
+const IS_AFTER = new Set([
+  'it',
+  'he',
+  'she',
+  'that',
+  'there',
+  'here',
+  'what',
+  'where',
+  'who',
+  'how',
+  'when',
+  'why',
+  'this',
+]);
 // Stems GloVe leaves before "n't" that are not the real word.
-const NT_STEMS = new Map([['ca', 'can'], ['wo', 'will'], ['sha', 'shall'], ['ai', 'is']]);
+const NT_STEMS = new Map([
+  ['ca', 'can'],
+  ['wo', 'will'],
+  ['sha', 'shall'],
+  ['ai', 'is'],
+]);
 
-const FOLD = new Map([['ß', 'ss'], ['æ', 'ae'], ['œ', 'oe'], ['ø', 'o'], ['đ', 'd'], ['ł', 'l'], ['þ', 'th']]);
+const FOLD = new Map([
+  ['ß', 'ss'],
+  ['æ', 'ae'],
+  ['œ', 'oe'],
+  ['ø', 'o'],
+  ['đ', 'd'],
+  ['ł', 'l'],
+  ['þ', 'th'],
+]);
 
 function normWord(s) {
   let n = s.toLowerCase().replace(/\u2019/g, "'");

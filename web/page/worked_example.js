@@ -29,18 +29,18 @@ const e = Math.exp(1 / Math.SQRT2);
 
 // Hand-derived values, valid with scaling on and no causal mask.
 export const HAND = {
-  e,                                                              // exp(1/√2)
+  e, // exp(1/√2)
   scores: [1, 0, 1, 1, 1, 2, 2, 1, 3],
   weightsRow1: [e / (2 * e + 1), 1 / (2 * e + 1), e / (2 * e + 1)],
   outputRow1: [(2 * e) / (2 * e + 1), (1 + e) / (2 * e + 1)],
 };
 
 // The backward pass by hand, for i = x₁ and j = x₂ (scaling on, no mask).
-const g = [HAND.outputRow1[0] - 0, HAND.outputRow1[1] - 1];      // y₁ − x₂
-const dA = [g[0], g[1], g[0] + g[1]];                             // g · vⱼ, v = [1 0], [0 1], [1 1]
+const g = [HAND.outputRow1[0] - 0, HAND.outputRow1[1] - 1]; // y₁ − x₂
+const dA = [g[0], g[1], g[0] + g[1]]; // g · vⱼ, v = [1 0], [0 1], [1 1]
 const meanDA = HAND.weightsRow1.reduce((s, w, j) => s + w * dA[j], 0);
 const dS = HAND.weightsRow1.map((w, j) => (w * (dA[j] - meanDA)) / Math.SQRT2);
-const dQ = [dS[0] + dS[2], dS[0] + dS[1] + 2 * dS[2]];           // k = [1 1], [0 1], [1 2]
+const dQ = [dS[0] + dS[2], dS[0] + dS[1] + 2 * dS[2]]; // k = [1 1], [0 1], [1 2]
 export const HAND_BACK = {
   dOutputRow1: g,
   loss: 0.5 * (g[0] ** 2 + g[1] ** 2),
@@ -49,17 +49,19 @@ export const HAND_BACK = {
   meanDA,
   dSRow1: dS,
   dQRow1: dQ,
-  dKCol1: dS,                                                     // dkⱼ = dS₁ⱼ·[1 0]
-  dWQ: [dQ[0], dQ[1], 0, 0],                                      // x₁ᵀ dq₁, x₁ = [1 0]
-  dWO: HAND.outputRow1.flatMap((y) => g.map((d) => y * d)),       // y₁ᵀ dY₁ (C = Z = Y here)
+  dKCol1: dS, // dkⱼ = dS₁ⱼ·[1 0]
+  dWQ: [dQ[0], dQ[1], 0, 0], // x₁ᵀ dq₁, x₁ = [1 0]
+  dWO: HAND.outputRow1.flatMap((y) => g.map((d) => y * d)), // y₁ᵀ dY₁ (C = Z = Y here)
 };
 
 // The hand values hold with scaling on and no causal mask; the backward ones also need i = x₁, j = x₂.
 export const handHolds = ({ causal, scaling }) => !causal && scaling;
 const handBackHolds = (ctx) => handHolds(ctx) && ctx.back?.query === 0 && ctx.back?.target === 1;
 
-export const HAND_CAVEAT = '<p class="hand-caveat">The hand values here assume scaling on and no causal mask; switch them back to compare.</p>';
-const HAND_BACK_CAVEAT = '<p class="hand-caveat">The hand values here assume scaling on, no causal mask, i = x₁ and j = x₂; switch them back to compare.</p>';
+export const HAND_CAVEAT =
+  '<p class="hand-caveat">The hand values here assume scaling on and no causal mask; switch them back to compare.</p>';
+const HAND_BACK_CAVEAT =
+  '<p class="hand-caveat">The hand values here assume scaling on, no causal mask, i = x₁ and j = x₂; switch them back to compare.</p>';
 
 // A step's "by hand" note, as HTML.
 export const byHand = (html) => `<p><strong>By hand:</strong> ${html}</p>`;

@@ -6,17 +6,22 @@ const t = (data, shape) => ({ data: new Float32Array(data), shape });
 const x = t([1, 0, 0, 1, 1, 1], [3, 2]);
 const k = t([1, 1, 0, 1, 1, 2], [3, 2]);
 
-const show = (id, text) => { document.getElementById(id).textContent = text; };
+const show = (id, text) => {
+  document.getElementById(id).textContent = text;
+};
 
 async function main() {
   // Two threads where the page is cross-origin isolated (the simd-mt build); elsewhere one
   // thread (the simd build), without error.
   const attn = await createAttention({ threads: 2 });
-  const { output } = attn.attention(x, k, x);  // (3,2)
+  const { output } = attn.attention(x, k, x); // (3,2)
   const { variant, threads } = attn.backend;
   attn.dispose();
   show('variant', `${variant}, ${threads} thread${threads === 1 ? '' : 's'}`);
-  show('output', [0, 1, 2].map((i) => `${output.data[2 * i].toFixed(6)} ${output.data[2 * i + 1].toFixed(6)}`).join('\n'));
+  show(
+    'output',
+    [0, 1, 2].map((i) => `${output.data[2 * i].toFixed(6)} ${output.data[2 * i + 1].toFixed(6)}`).join('\n'),
+  );
 }
 
 main().then(

@@ -28,7 +28,8 @@ export function matmul(a, b, T, d, m) {
 export function scoreWords(z, words, bias, T, d, V) {
   const out = new Float32Array(T * V);
   for (let t = 0; t < T; ++t) {
-    const zo = t * d, o = t * V;
+    const zo = t * d,
+      o = t * V;
     for (let c = 0; c < V; ++c) {
       const wo = c * d;
       let s = bias[c];
@@ -41,7 +42,8 @@ export function scoreWords(z, words, bias, T, d, V) {
 
 // The output classes' word vectors W (V,d): the page's vectors of vocab[0..V-2], then `unk`.
 export function outputWords(emb, vocab, unk) {
-  const d = emb.dim, V = vocab.length;
+  const d = emb.dim,
+    V = vocab.length;
   const words = new Float32Array(V * d);
   for (let c = 0; c < V - 1; ++c) words.set(emb.vector(vocab[c]), c * d);
   words.set(unk, (V - 1) * d);
@@ -80,7 +82,11 @@ export function crossEntropy(logits, targets, T, V) {
     let max = -Infinity;
     for (let c = 0; c < V; ++c) if (logits[o + c] > max) max = logits[o + c];
     let sum = 0;
-    for (let c = 0; c < V; ++c) { const e = Math.exp(logits[o + c] - max); dlogits[o + c] = e; sum += e; }
+    for (let c = 0; c < V; ++c) {
+      const e = Math.exp(logits[o + c] - max);
+      dlogits[o + c] = e;
+      sum += e;
+    }
     loss += Math.log(sum) + max - logits[o + targets[t]];
     for (let c = 0; c < V; ++c) dlogits[o + c] /= sum * T;
     dlogits[o + targets[t]] -= 1 / T;
@@ -96,7 +102,8 @@ export function backwardHead(p, words, h, z, dlogits, T, d, V) {
   const dz = new Float32Array(T * d);
   const dunk = new Float32Array(d);
   for (let t = 0; t < T; ++t) {
-    const o = t * V, zo = t * d;
+    const o = t * V,
+      zo = t * d;
     for (let c = 0; c < V; ++c) {
       const g = dlogits[o + c];
       dbout[c] += g;

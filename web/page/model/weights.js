@@ -23,7 +23,8 @@ export function packTensors(entries) {
 
 // (model.bin bytes, manifest) -> { name: { data, shape } }
 export function unpackTensors(bin, manifest) {
-  const bytes = bin instanceof ArrayBuffer ? new Uint8Array(bin) : new Uint8Array(bin.buffer, bin.byteOffset, bin.byteLength);
+  const bytes =
+    bin instanceof ArrayBuffer ? new Uint8Array(bin) : new Uint8Array(bin.buffer, bin.byteOffset, bin.byteLength);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = {};
   for (const { name, shape, offset } of manifest.tensors) {
@@ -44,7 +45,10 @@ export function layerWeights(tensors, L) {
 
 // Fetch the three files (browser, or any fetch that can read baseUrl).
 export async function loadModelFiles(baseUrl = new URL('../data/model/', import.meta.url)) {
-  const base = new URL(String(baseUrl).endsWith('/') ? String(baseUrl) : `${baseUrl}/`, typeof location !== 'undefined' ? location.href : import.meta.url);
+  const base = new URL(
+    String(baseUrl).endsWith('/') ? String(baseUrl) : `${baseUrl}/`,
+    typeof location !== 'undefined' ? location.href : import.meta.url,
+  );
   const get = async (name) => {
     const res = await fetch(new URL(name, base));
     if (!res.ok) throw new Error(`model: ${res.status} ${res.statusText} for ${name}`);

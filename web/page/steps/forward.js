@@ -21,25 +21,33 @@ function headRange(ctx) {
 
 // The matrices more than one step shows.
 const vMatrix = (ctx) => tokenMatrix(ctx, 'V', 'V', v('V'), ctx.result.single.v, { targetWidth: 230 });
-const square = (ctx, name, label, labelHtml, t, rest) => tokenMatrix(ctx, name, label, labelHtml, t, { square: true, rowNoun: 'query', ...rest });
+const square = (ctx, name, label, labelHtml, t, rest) =>
+  tokenMatrix(ctx, name, label, labelHtml, t, { square: true, rowNoun: 'query', ...rest });
 const scoresMatrix = (ctx) => square(ctx, 'scores', 'QKᵀ', `${v('S')} = ${v('Q')}${T('K')}`, ctx.result.single.scores);
-const scaledMatrix = (ctx) => square(ctx, 'scaled', ctx.scaling ? 'QKᵀ/√d_k' : 'QKᵀ·1', `${v('S')}′`, ctx.result.single.scaled);
+const scaledMatrix = (ctx) =>
+  square(ctx, 'scaled', ctx.scaling ? 'QKᵀ/√d_k' : 'QKᵀ·1', `${v('S')}′`, ctx.result.single.scaled);
 const maskedMatrix = (ctx) => square(ctx, 'masked', 'masked scores', `${v('M')}`, ctx.result.single.masked);
-const weightsMatrix = (ctx, rowSums) => square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, { scale: 'unit', rowSums });
+const weightsMatrix = (ctx, rowSums) =>
+  square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, { scale: 'unit', rowSums });
 function concatMatrix(ctx) {
   const { heads } = ctx;
   const label = heads > 1 ? `${v('C')} = [head<sub>1</sub> … head<sub>${heads}</sub>]` : `${v('C')} = head<sub>1</sub>`;
-  return tokenMatrix(ctx, 'concat', 'concat', label, ctx.result.multi.concat, { colGroups: headGroups(ctx), colNoun: 'column' });
+  return tokenMatrix(ctx, 'concat', 'concat', label, ctx.result.multi.concat, {
+    colGroups: headGroups(ctx),
+    colNoun: 'column',
+  });
 }
 
 // Step 1 for the trained model's layer 2: its input is the residual stream after layer 1.
 function secondLayerInput(ctx, matrices) {
   return {
-    title: 'Layer 2 input X₂', titleHtml: `Layer 2 input ${v('X')}<sub>2</sub>`,
+    title: 'Layer 2 input X₂',
+    titleHtml: `Layer 2 input ${v('X')}<sub>2</sub>`,
     formulaHtml: `${v('X')}<sub>2</sub> = ${v('X')}<sub>1</sub> + ${v('Y')}<sub>1</sub> &nbsp; (${v('X')}<sub>1</sub> = ${v('E')} + ${v('P')}, ${v('Y')}<sub>1</sub> = layer 1's output)`,
     shapes: [`X₂ ${dims(ctx.x.shape)}  (n × d_model)`],
-    explainHtml: '<p>The trained model stacks two attention layers with <strong>residual connections</strong>: each layer adds its output to its input instead of replacing it. So layer 2 reads the word vectors and positions plus whatever layer 1 gathered from earlier words (choose Layer 1 above to see that step by step).</p>',
-    sourceHtml: 'Built by the page: X₁ plus layer 1\'s output, from <code>mha.forward(X₁, { causal: true })</code>.',
+    explainHtml:
+      '<p>The trained model stacks two attention layers with <strong>residual connections</strong>: each layer adds its output to its input instead of replacing it. So layer 2 reads the word vectors and positions plus whatever layer 1 gathered from earlier words (choose Layer 1 above to see that step by step).</p>',
+    sourceHtml: "Built by the page: X₁ plus layer 1's output, from <code>mha.forward(X₁, { causal: true })</code>.",
     matrices,
   };
 }
@@ -51,38 +59,65 @@ function headDescriptions(ctx) {
   return `<p>Measured on held-out addresses (the model never trained on them), layer ${ctx.layer + 1}'s heads:</p><ul class="head-stats">${items}</ul>`;
 }
 
-const NEXT_WORD_NOTE = '<p>The trained model adds both layers\' outputs to X₁ (the residual stream H), maps each row through a 100×100 matrix and scores it against the word vectors of its 2,000 words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>';
+const NEXT_WORD_NOTE =
+  "<p>The trained model adds both layers' outputs to X₁ (the residual stream H), maps each row through a 100×100 matrix and scores it against the word vectors of its 2,000 words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>";
 
 // The trained model's five most likely next words after token i, from the whole model.
 function nextWords(ctx, i) {
-  const items = ctx.trained.predictions[i].map(({ word, p }) => `<li><span class="next-word">${word === '<unk>' ? '<em>a rarer word</em>' : esc(word)}</span> <span class="next-p">${(100 * p).toFixed(1)} %</span></li>`).join('');
+  const items = ctx.trained.predictions[i]
+    .map(
+      ({ word, p }) =>
+        `<li><span class="next-word">${word === '<unk>' ? '<em>a rarer word</em>' : esc(word)}</span> <span class="next-p">${(100 * p).toFixed(1)} %</span></li>`,
+    )
+    .join('');
   return `<h3>Next word after ${quote(esc(ctx.labels[i]))}</h3><ol class="next-words" aria-label="The model's five most likely next words">${items}</ol>`;
 }
 
 export const FORWARD_STEPS = [
   // 1 ---------------------------------------------------------------------------------------------
   {
-    id: 'x', part: 'one', label: 'X',
-    source: null,  // the page's own code: word vectors and positions
+    id: 'x',
+    part: 'one',
+    label: 'X',
+    source: null, // the page's own code: word vectors and positions
     view(ctx) {
       const { n, dModel, worked } = ctx;
       const matrices = [];
       if (ctx.positions) {
-        matrices.push(tokenMatrix(ctx, 'E', 'E (word vectors)', `${v('E')} word vectors`, { data: ctx.e.data, shape: ctx.e.shape }));
-        matrices.push(tokenMatrix(ctx, 'P', 'P (positions)', `${v('P')} positions`, { data: ctx.p.data, shape: ctx.p.shape }, { rowNoun: 'position' }));
+        matrices.push(
+          tokenMatrix(ctx, 'E', 'E (word vectors)', `${v('E')} word vectors`, { data: ctx.e.data, shape: ctx.e.shape }),
+        );
+        matrices.push(
+          tokenMatrix(
+            ctx,
+            'P',
+            'P (positions)',
+            `${v('P')} positions`,
+            { data: ctx.p.data, shape: ctx.p.shape },
+            { rowNoun: 'position' },
+          ),
+        );
       }
       matrices.push(tokenMatrix(ctx, 'X', 'X', v('X'), ctx.x));
       if (ctx.layer === 1) return secondLayerInput(ctx, matrices);
       return {
         title: worked ? 'The input X' : 'Embeddings X',
-        formulaHtml: worked ? `${v('X')} = [1 0; 0 1; 1 1]` : ctx.positions ? `${v('X')} = ${v('E')} + ${v('P')}` : `${v('X')} = ${v('E')}`,
-        shapes: ctx.positions ? [`E ${dims(ctx.e.shape)}`, `P ${dims(ctx.p.shape)}`, `X ${dims(ctx.x.shape)}`] : [`X ${n}\u00d7${dModel}  (n \u00d7 d_model)`],
+        formulaHtml: worked
+          ? `${v('X')} = [1 0; 0 1; 1 1]`
+          : ctx.positions
+            ? `${v('X')} = ${v('E')} + ${v('P')}`
+            : `${v('X')} = ${v('E')}`,
+        shapes: ctx.positions
+          ? [`E ${dims(ctx.e.shape)}`, `P ${dims(ctx.p.shape)}`, `X ${dims(ctx.x.shape)}`]
+          : [`X ${n}\u00d7${dModel}  (n \u00d7 d_model)`],
         explainHtml: worked
           ? '<p>Three tokens x₁, x₂, x₃, each a row of d_model = 2 numbers. Small enough that you can redo every step on paper; every number shown is still computed by the library.</p>'
           : `<p>Each token becomes a row of ${dModel} numbers: its GloVe word vector, learned from how often words occur near each other. Words used in similar contexts get similar rows, so their dot product is large.</p>` +
             (ctx.positions
               ? '<p>Attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands.</p>' +
-                (ctx.trained && ctx.trained.manifest.model.positionScale !== 1 ? `<p>The trained model uses the sinusoids × ${ctx.trained.manifest.model.positionScale}, as it was trained.</p>` : '')
+                (ctx.trained && ctx.trained.manifest.model.positionScale !== 1
+                  ? `<p>The trained model uses the sinusoids × ${ctx.trained.manifest.model.positionScale}, as it was trained.</p>`
+                  : '')
               : '<p>Attention by itself ignores word order. Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>'),
         sourceHtml: worked
           ? 'Typed in by hand: the page passes it to the library as it is.'
@@ -104,8 +139,11 @@ export const FORWARD_STEPS = [
 
   // 2 ---------------------------------------------------------------------------------------------
   {
-    id: 'qkv', part: 'one', label: 'Q K V',
-    source: 'attn.matmul(X, W) for W_Q, W_K, W_V', timing: 'attn.matmul',
+    id: 'qkv',
+    part: 'one',
+    label: 'Q K V',
+    source: 'attn.matmul(X, W) for W_Q, W_K, W_V',
+    timing: 'attn.matmul',
     view(ctx) {
       const { heads, dModel, dK, worked } = ctx;
       const s = ctx.result.single;
@@ -113,14 +151,19 @@ export const FORWARD_STEPS = [
         ? `the worked example's ${W('Q')} = I, ${W('K')} = [1 1; 0 1], ${W('V')} = I`
         : ctx.projection === 'identity'
           ? `identity projections: ${heads === 1 ? `${W('Q')} = ${W('K')} = ${W('V')} = I, so Q = K = V = X` : `${oneHead(ctx)} takes dimensions ${headRange(ctx)} of X as they are, so its Q, K and V are those columns of X`}`
-          : ctx.trained ? `the trained model's layer ${ctx.layer + 1} (trained by <code>npm run train-model</code> to predict the next word)`
+          : ctx.trained
+            ? `the trained model's layer ${ctx.layer + 1} (trained by <code>npm run train-model</code> to predict the next word)`
             : `random projections (Xavier-uniform, seed ${ctx.seed})`;
       return {
         title: 'Queries, keys and values',
         formulaHtml: `${v('Q')} = ${v('X')}${W('Q')}, &nbsp; ${v('K')} = ${v('X')}${W('K')}, &nbsp; ${v('V')} = ${v('X')}${W('V')}`,
-        shapes: [`X ${dims(ctx.x.shape)} · W_Q ${dims(s.wq.shape)} → Q ${dims(s.q.shape)}`,
-          `X · W_K ${dims(s.wk.shape)} → K ${dims(s.k.shape)}`, `X · W_V ${dims(s.wv.shape)} → V ${dims(s.v.shape)}`],
-        explainHtml: '<p>Three linear maps give each token three new vectors: a <strong>query</strong> (what this token looks for), a <strong>key</strong> (what it can be found by) and a <strong>value</strong> (what it hands on to whoever attends to it).</p>' +
+        shapes: [
+          `X ${dims(ctx.x.shape)} · W_Q ${dims(s.wq.shape)} → Q ${dims(s.q.shape)}`,
+          `X · W_K ${dims(s.wk.shape)} → K ${dims(s.k.shape)}`,
+          `X · W_V ${dims(s.wv.shape)} → V ${dims(s.v.shape)}`,
+        ],
+        explainHtml:
+          '<p>Three linear maps give each token three new vectors: a <strong>query</strong> (what this token looks for), a <strong>key</strong> (what it can be found by) and a <strong>value</strong> (what it hands on to whoever attends to it).</p>' +
           `<p>This page uses ${weightsIs}.${heads > 1 ? ` Steps 2 to 7 follow ${oneHead(ctx)}, whose W matrices are ${dModel}\u00d7${dK} slices of the layer's.` : ''}${!worked && ctx.projection === 'random' ? ' A trained model would have learned them; random ones still show the mechanics.' : ''}</p>`,
         matrices: [
           tokenMatrix(ctx, 'Q', 'Q', v('Q'), s.q, { targetWidth: 230 }),
@@ -135,24 +178,34 @@ export const FORWARD_STEPS = [
     inspect(ctx, i) {
       const s = ctx.result.single;
       const I = i + 1;
-      return `<h3>q${sub(I)} = x${sub(I)}W<sub>Q</sub></h3>${vectorList(row(s.q, i))}` +
+      return (
+        `<h3>q${sub(I)} = x${sub(I)}W<sub>Q</sub></h3>${vectorList(row(s.q, i))}` +
         `<h3>k${sub(I)} = x${sub(I)}W<sub>K</sub></h3>${vectorList(row(s.k, i))}` +
-        `<h3>v${sub(I)} = x${sub(I)}W<sub>V</sub></h3>${vectorList(row(s.v, i))}`;
+        `<h3>v${sub(I)} = x${sub(I)}W<sub>V</sub></h3>${vectorList(row(s.v, i))}`
+      );
     },
-    hand: () => byHand('Q = X·I = X. K = X·W<sub>K</sub>: row 1 is [1 0]·[1 1; 0 1] = [1 1], row 2 is [0 1]·W<sub>K</sub> = [0 1], row 3 is [1 1]·W<sub>K</sub> = [1 2]. V = X·I = X.'),
+    hand: () =>
+      byHand(
+        'Q = X·I = X. K = X·W<sub>K</sub>: row 1 is [1 0]·[1 1; 0 1] = [1 1], row 2 is [0 1]·W<sub>K</sub> = [0 1], row 3 is [1 1]·W<sub>K</sub> = [1 2]. V = X·I = X.',
+      ),
   },
 
   // 3 ---------------------------------------------------------------------------------------------
   {
-    id: 'scores', part: 'one', label: 'QKᵀ',
-    source: SINGLE, timing: 'attn.attention',
+    id: 'scores',
+    part: 'one',
+    label: 'QKᵀ',
+    source: SINGLE,
+    timing: 'attn.attention',
     view(ctx) {
       const { n, dK } = ctx;
       return {
-        title: 'Scores QKᵀ', titleHtml: `Scores ${v('Q')}${T('K')}`,
+        title: 'Scores QKᵀ',
+        titleHtml: `Scores ${v('Q')}${T('K')}`,
         formulaHtml: `${v('S')} = ${v('Q')}${T('K')}, &nbsp; ${v('S')}<sub>ij</sub> = ${v('q')}<sub>i</sub> · ${v('k')}<sub>j</sub>`,
         shapes: [`Q ${dims(ctx.result.single.q.shape)} · Kᵀ ${dK}\u00d7${n} → S ${n}\u00d7${n}`],
-        explainHtml: '<p>Row i, column j is the dot product of query i with key j: a large positive number when the two vectors point the same way, near zero when they are unrelated, negative when opposed. Rows are queries (the token doing the looking), columns are keys (the tokens being looked at).</p>',
+        explainHtml:
+          '<p>Row i, column j is the dot product of query i with key j: a large positive number when the two vectors point the same way, near zero when they are unrelated, negative when opposed. Rows are queries (the token doing the looking), columns are keys (the tokens being looked at).</p>',
         matrices: [scoresMatrix(ctx)],
       };
     },
@@ -166,20 +219,33 @@ export const FORWARD_STEPS = [
       const rows = Array.from({ length: n }, (_, j) => {
         const k = row(s.k, j);
         const cells = [keyCell(ctx, j)];
-        if (terms) cells.push(Array.from(q, (qc, c) => `${fmt(qc, 0 === qc % 1 ? 0 : 4)}·${fmt(k[c], 0 === k[c] % 1 ? 0 : 4)}`).join(' + '));
+        if (terms)
+          cells.push(
+            Array.from(q, (qc, c) => `${fmt(qc, 0 === qc % 1 ? 0 : 4)}·${fmt(k[c], 0 === k[c] % 1 ? 0 : 4)}`).join(
+              ' + ',
+            ),
+          );
         cells.push(fmt(s.scores.data[i * n + j]));
         return cells;
       });
-      return `<p>S${sub(`${I}j`)} = q${sub(I)} · k${sub('j')} for every key j:</p>` +
-        table(['key j', ...(terms ? ['q·k term by term'] : []), `S${sub(`${I}j`)}`], rows, i);
+      return (
+        `<p>S${sub(`${I}j`)} = q${sub(I)} · k${sub('j')} for every key j:</p>` +
+        table(['key j', ...(terms ? ['q·k term by term'] : []), `S${sub(`${I}j`)}`], rows, i)
+      );
     },
-    hand: () => byHand('entry (i, j) is q<sub>i</sub>·k<sub>j</sub>. Row 1: q<sub>1</sub> = [1 0] against k = [1 1], [0 1], [1 2] gives 1, 0, 1. Row 2: [0 1] gives 1, 1, 2. Row 3: [1 1] gives 2, 1, 3. So QKᵀ = [1 0 1; 1 1 2; 2 1 3].'),
+    hand: () =>
+      byHand(
+        'entry (i, j) is q<sub>i</sub>·k<sub>j</sub>. Row 1: q<sub>1</sub> = [1 0] against k = [1 1], [0 1], [1 2] gives 1, 0, 1. Row 2: [0 1] gives 1, 1, 2. Row 3: [1 1] gives 2, 1, 3. So QKᵀ = [1 0 1; 1 1 2; 2 1 3].',
+      ),
   },
 
   // 4 ---------------------------------------------------------------------------------------------
   {
-    id: 'scale', part: 'one', label: '÷√d',
-    source: SINGLE, timing: 'attn.attention',
+    id: 'scale',
+    part: 'one',
+    label: '÷√d',
+    source: SINGLE,
+    timing: 'attn.attention',
     view(ctx) {
       const { n, dK } = ctx;
       const sqrtDk = Math.sqrt(dK);
@@ -187,11 +253,13 @@ export const FORWARD_STEPS = [
       return {
         title: ctx.scaling ? 'Scale by 1/√d_k' : 'Scale (off)',
         titleHtml: ctx.scaling ? `Scale by 1/√${v('d')}<sub>k</sub>` : 'Scale (off)',
-        formulaHtml: ctx.scaling ? `${v('S')}′ = ${v('S')} / √${v('d')}<sub>k</sub> = ${v('S')} / √${dK}` : `${v('S')}′ = ${v('S')} · 1`,
+        formulaHtml: ctx.scaling
+          ? `${v('S')}′ = ${v('S')} / √${v('d')}<sub>k</sub> = ${v('S')} / √${dK}`
+          : `${v('S')}′ = ${v('S')} · 1`,
         shapes: [`S ${n}\u00d7${n} ${scaleText} → S′ ${n}\u00d7${n}`],
         explainHtml: ctx.scaling
           ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the scores in a range where softmax still spreads weight. Turn <em>Scale by 1/√d_k</em> off and watch step 6 saturate.</p>`
-          : '<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row\'s weight on one key; compare step 6 with scaling on.</p>',
+          : "<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row's weight on one key; compare step 6 with scaling on.</p>",
         matrices: [scoresMatrix(ctx), scaledMatrix(ctx)],
       };
     },
@@ -199,19 +267,29 @@ export const FORWARD_STEPS = [
       const s = ctx.result.single;
       const { n } = ctx;
       const I = i + 1;
-      const rows = Array.from({ length: n }, (_, j) => [keyCell(ctx, j), fmt(s.scores.data[i * n + j]), fmt(s.scaled.data[i * n + j])]);
-      return `<p>${ctx.scaling ? `Each score divided by √${ctx.dK} = ${fmt(Math.sqrt(ctx.dK))}` : 'Scaling off: multiplied by 1'}:</p>` +
-        table(['key j', `S${sub(`${I}j`)}`, `S′${sub(`${I}j`)}`], rows, i);
+      const rows = Array.from({ length: n }, (_, j) => [
+        keyCell(ctx, j),
+        fmt(s.scores.data[i * n + j]),
+        fmt(s.scaled.data[i * n + j]),
+      ]);
+      return (
+        `<p>${ctx.scaling ? `Each score divided by √${ctx.dK} = ${fmt(Math.sqrt(ctx.dK))}` : 'Scaling off: multiplied by 1'}:</p>` +
+        table(['key j', `S${sub(`${I}j`)}`, `S′${sub(`${I}j`)}`], rows, i)
+      );
     },
-    hand: ({ scaling }) => (scaling
-      ? byHand('d<sub>k</sub> = 2, so every score is divided by √2 ≈ 1.4142: row 1 becomes [0.7071, 0, 0.7071].')
-      : HAND_CAVEAT),
+    hand: ({ scaling }) =>
+      scaling
+        ? byHand('d<sub>k</sub> = 2, so every score is divided by √2 ≈ 1.4142: row 1 becomes [0.7071, 0, 0.7071].')
+        : HAND_CAVEAT,
   },
 
   // 5 ---------------------------------------------------------------------------------------------
   {
-    id: 'mask', part: 'one', label: 'mask',
-    source: SINGLE, timing: 'attn.attention',
+    id: 'mask',
+    part: 'one',
+    label: 'mask',
+    source: SINGLE,
+    timing: 'attn.attention',
     view(ctx) {
       const { n } = ctx;
       return {
@@ -230,7 +308,11 @@ export const FORWARD_STEPS = [
       const s = ctx.result.single;
       const { n } = ctx;
       const I = i + 1;
-      const rows = Array.from({ length: n }, (_, j) => [keyCell(ctx, j), fmt(s.scaled.data[i * n + j]), fmt(s.masked.data[i * n + j])]);
+      const rows = Array.from({ length: n }, (_, j) => [
+        keyCell(ctx, j),
+        fmt(s.scaled.data[i * n + j]),
+        fmt(s.masked.data[i * n + j]),
+      ]);
       const what = ctx.causal
         ? `Token ${I} sees keys 1 to ${I}; keys after it become −∞.`
         : 'No mask: every key stays.';
@@ -240,15 +322,19 @@ export const FORWARD_STEPS = [
 
   // 6 ---------------------------------------------------------------------------------------------
   {
-    id: 'softmax', part: 'one', label: 'softmax',
-    source: SINGLE, timing: 'attn.attention',
+    id: 'softmax',
+    part: 'one',
+    label: 'softmax',
+    source: SINGLE,
+    timing: 'attn.attention',
     view(ctx) {
       const { n } = ctx;
       return {
         title: 'Row softmax',
         formulaHtml: `${v('A')}<sub>ij</sub> = exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>) / Σ<sub>j</sub> exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>), &nbsp; ${v('m')}<sub>i</sub> = max<sub>j</sub> ${v('M')}<sub>ij</sub>`,
         shapes: [`M ${n}\u00d7${n} → A ${n}\u00d7${n}, each row sums to 1`],
-        explainHtml: '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>',
+        explainHtml:
+          '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>',
         matrices: [maskedMatrix(ctx), weightsMatrix(ctx, true)],
       };
     },
@@ -263,19 +349,27 @@ export const FORWARD_STEPS = [
       const w = row(s.weights, i);
       const rows = z.map((x, j) => [keyCell(ctx, j), fmt(x), fmt(ex[j]), fmt(w[j])]);
       const wsum = w.reduce((a, b) => a + b, 0);
-      return `<ol class="recipe"><li>Row maximum m${sub(I)} = ${fmt(mx)}.</li><li>exp(M${sub(`${I}j`)} − m${sub(I)}) for every key; their sum is ${fmt(total)}.</li><li>Divide each by the sum: A${sub(`${I}j`)}.</li></ol>` +
+      return (
+        `<ol class="recipe"><li>Row maximum m${sub(I)} = ${fmt(mx)}.</li><li>exp(M${sub(`${I}j`)} − m${sub(I)}) for every key; their sum is ${fmt(total)}.</li><li>Divide each by the sum: A${sub(`${I}j`)}.</li></ol>` +
         table(['key j', `M${sub(`${I}j`)}`, 'e<sup>M−m</sup>', `A${sub(`${I}j`)}`], rows, i) +
-        `<p class="sum-line">Σ<sub>j</sub> A${sub(`${I}j`)} = <strong>${fmt(wsum)}</strong></p>`;
+        `<p class="sum-line">Σ<sub>j</sub> A${sub(`${I}j`)} = <strong>${fmt(wsum)}</strong></p>`
+      );
     },
-    hand: (ctx) => (handHolds(ctx)
-      ? byHand(`row 1 is [1/√2, 0, 1/√2]. With e = exp(1/√2) ≈ ${fmt(HAND.e)}, its weights are [e, 1, e] / (2e + 1) = ${fmtList(HAND.weightsRow1)}, which sum to 1.`)
-      : HAND_CAVEAT),
+    hand: (ctx) =>
+      handHolds(ctx)
+        ? byHand(
+            `row 1 is [1/√2, 0, 1/√2]. With e = exp(1/√2) ≈ ${fmt(HAND.e)}, its weights are [e, 1, e] / (2e + 1) = ${fmtList(HAND.weightsRow1)}, which sum to 1.`,
+          )
+        : HAND_CAVEAT,
   },
 
   // 7 ---------------------------------------------------------------------------------------------
   {
-    id: 'weighted', part: 'one', label: 'AV',
-    source: SINGLE, timing: 'attn.attention',
+    id: 'weighted',
+    part: 'one',
+    label: 'AV',
+    source: SINGLE,
+    timing: 'attn.attention',
     view(ctx) {
       const { n } = ctx;
       const s = ctx.result.single;
@@ -297,18 +391,26 @@ export const FORWARD_STEPS = [
       const w = Array.from(row(s.weights, i));
       const order = w.map((x, j) => j).sort((a, b) => w[b] - w[a]);
       const rows = order.map((j) => [keyCell(ctx, j), fmt(w[j])]);
-      return `<p>z${sub(I)} = Σ<sub>j</sub> A${sub(`${I}j`)} v${sub('j')}. The weights, largest first:</p>${table(['key j', `A${sub(`${I}j`)}`], rows, order.indexOf(i))}` +
-        `<h3>z${sub(I)}, ${s.output.shape[1]} numbers</h3>${vectorList(row(s.output, i))}`;
+      return (
+        `<p>z${sub(I)} = Σ<sub>j</sub> A${sub(`${I}j`)} v${sub('j')}. The weights, largest first:</p>${table(['key j', `A${sub(`${I}j`)}`], rows, order.indexOf(i))}` +
+        `<h3>z${sub(I)}, ${s.output.shape[1]} numbers</h3>${vectorList(row(s.output, i))}`
+      );
     },
-    hand: (ctx) => (handHolds(ctx)
-      ? byHand(`output row 1 = w<sub>11</sub>·v<sub>1</sub> + w<sub>12</sub>·v<sub>2</sub> + w<sub>13</sub>·v<sub>3</sub> = (e·[1 0] + 1·[0 1] + e·[1 1]) / (2e + 1) = [2e, 1 + e] / (2e + 1) = ${fmtList(HAND.outputRow1)}.`)
-      : HAND_CAVEAT),
+    hand: (ctx) =>
+      handHolds(ctx)
+        ? byHand(
+            `output row 1 = w<sub>11</sub>·v<sub>1</sub> + w<sub>12</sub>·v<sub>2</sub> + w<sub>13</sub>·v<sub>3</sub> = (e·[1 0] + 1·[0 1] + e·[1 1]) / (2e + 1) = [2e, 1 + e] / (2e + 1) = ${fmtList(HAND.outputRow1)}.`,
+          )
+        : HAND_CAVEAT,
   },
 
   // 8 ---------------------------------------------------------------------------------------------
   {
-    id: 'heads', part: 'all', label: 'heads',
-    source: FORWARD, timing: 'mha.forward',
+    id: 'heads',
+    part: 'all',
+    label: 'heads',
+    source: FORWARD,
+    timing: 'mha.forward',
     view(ctx) {
       const { n, dModel, dK, worked } = ctx;
       const h = ctx.heads;
@@ -318,15 +420,20 @@ export const FORWARD_STEPS = [
       const headsTop = Math.max(...m.heads.map((hd) => hd.weights.data.reduce((a, b) => Math.max(a, b), 0)));
       const domainMax = weightTop(headsTop);
       return {
-        title: h === 1 ? 'The head\'s weights' : `All ${h} heads`,
+        title: h === 1 ? "The head's weights" : `All ${h} heads`,
         formulaHtml: `head<sub>k</sub> = softmax(${v('Q')}<sub>k</sub>${v('K')}<sub>k</sub><sup>T</sup> / √${v('d')}<sub>k</sub>) ${v('V')}<sub>k</sub>, &nbsp; k = 1 … ${h}`,
         shapes: [`${h} × A_k ${n}\u00d7${n}`, `Q_k, K_k, V_k ${n}\u00d7${dK} each`],
-        explainHtml: h === 1
-          ? `<p>With one head, the layer is exactly steps 2 to 7, so this grid is step 6's A again.${worked ? '' : ' Choose more heads above to see several attention patterns side by side.'}</p>`
-          : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps 2 to 7 followed.</p>${ctx.trained ? headDescriptions(ctx) : ''}`,
+        explainHtml:
+          h === 1
+            ? `<p>With one head, the layer is exactly steps 2 to 7, so this grid is step 6's A again.${worked ? '' : ' Choose more heads above to see several attention patterns side by side.'}</p>`
+            : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps 2 to 7 followed.</p>${ctx.trained ? headDescriptions(ctx) : ''}`,
         matrices: m.heads.map((hd, k) => ({
-          ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, { scale: 'unit' }),
-          compact, domainMax, place: 'multiples',
+          ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, {
+            scale: 'unit',
+          }),
+          compact,
+          domainMax,
+          place: 'multiples',
         })),
       };
     },
@@ -334,7 +441,10 @@ export const FORWARD_STEPS = [
       const I = i + 1;
       const parts = ctx.result.multi.heads.map((hd, k) => {
         const w = Array.from(row(hd.weights, i));
-        const top = w.map((x, j) => j).sort((a, b) => w[b] - w[a]).slice(0, 3);
+        const top = w
+          .map((x, j) => j)
+          .sort((a, b) => w[b] - w[a])
+          .slice(0, 3);
         const summary = top.map((j) => `${esc(ctx.labels[j])} ${fmt(w[j], 2)}`).join(', ');
         const rows = w.map((x, j) => [keyCell(ctx, j), fmt(x)]);
         return `<details><summary><strong>head ${k + 1}</strong>: ${summary}</summary>${table(['key j', 'A'], rows, i)}</details>`;
@@ -345,8 +455,11 @@ export const FORWARD_STEPS = [
 
   // 9 ---------------------------------------------------------------------------------------------
   {
-    id: 'concat', part: 'all', label: 'concat',
-    source: FORWARD, timing: 'mha.forward',
+    id: 'concat',
+    part: 'all',
+    label: 'concat',
+    source: FORWARD,
+    timing: 'mha.forward',
     view(ctx) {
       const { n, dV } = ctx;
       const h = ctx.heads;
@@ -359,43 +472,61 @@ export const FORWARD_STEPS = [
         matrices: [concatMatrix(ctx)],
       };
     },
-    inspect: (ctx, i) => `<p>c${sub(i + 1)}: ${ctx.heads} blocks of ${ctx.dV}, one per head:</p>${vectorList(row(ctx.result.multi.concat, i), { groupSize: ctx.dV })}`,
+    inspect: (ctx, i) =>
+      `<p>c${sub(i + 1)}: ${ctx.heads} blocks of ${ctx.dV}, one per head:</p>${vectorList(row(ctx.result.multi.concat, i), { groupSize: ctx.dV })}`,
   },
 
   // 10 --------------------------------------------------------------------------------------------
   {
-    id: 'wo', part: 'all', label: 'W_O',
-    source: FORWARD, timing: 'mha.forward',
+    id: 'wo',
+    part: 'all',
+    label: 'W_O',
+    source: FORWARD,
+    timing: 'mha.forward',
     view(ctx) {
       const m = ctx.result.multi;
       const w = ctx.result.weights.wo;
       return {
-        title: 'Output projection W_O', titleHtml: `Output projection ${W('O')}`,
+        title: 'Output projection W_O',
+        titleHtml: `Output projection ${W('O')}`,
         formulaHtml: `${v('Y')} = ${v('C')}${W('O')}`,
         shapes: [`C ${dims(m.concat.shape)} · W_O ${dims(w.shape)} → Y ${dims(m.output.shape)}`],
         explainHtml: `<p>One more linear map mixes the heads' results and brings each row back to d_model = ${ctx.dModel} numbers. ${ctx.worked || ctx.projection === 'identity' ? `Here ${W('O')} = I, so it changes nothing and Y equals C.` : ctx.trained ? `Here ${W('O')} is the trained one.` : `Here ${W('O')} is random too (same seed).`}</p>`,
         matrices: [concatMatrix(ctx), weightMatrix('W_O', 'W_O', W('O'), w, { rowGroups: headGroups(ctx) })],
       };
     },
-    inspect: (ctx, i) => `<p>y${sub(i + 1)} = c${sub(i + 1)}W<sub>O</sub>. The row c${sub(i + 1)} that goes in:</p>${vectorList(row(ctx.result.multi.concat, i), { groupSize: ctx.dV })}`,
+    inspect: (ctx, i) =>
+      `<p>y${sub(i + 1)} = c${sub(i + 1)}W<sub>O</sub>. The row c${sub(i + 1)} that goes in:</p>${vectorList(row(ctx.result.multi.concat, i), { groupSize: ctx.dV })}`,
   },
 
   // 11 --------------------------------------------------------------------------------------------
   {
-    id: 'output', part: 'all', label: 'out',
-    source: FORWARD, timing: 'mha.forward',
+    id: 'output',
+    part: 'all',
+    label: 'out',
+    source: FORWARD,
+    timing: 'mha.forward',
     view(ctx) {
       const m = ctx.result.multi;
       return {
         title: 'Output',
         formulaHtml: `MultiHead(${v('X')}) = Concat(head<sub>1</sub>, …, head<sub>${ctx.heads}</sub>) ${W('O')}`,
         shapes: [`Y ${dims(m.output.shape)}, the same shape as X ${dims(ctx.x.shape)}`],
-        explainHtml: '<p>One new vector per token, the same shape as the input, so layers can be stacked. Each row now mixes in information from the tokens its query attended to. Compare it with X below it.</p>' +
+        explainHtml:
+          '<p>One new vector per token, the same shape as the input, so layers can be stacked. Each row now mixes in information from the tokens its query attended to. Compare it with X below it.</p>' +
           (ctx.trained ? NEXT_WORD_NOTE : ''),
-        matrices: [tokenMatrix(ctx, 'output', 'output Y', `${v('Y')}`, m.output), tokenMatrix(ctx, 'X', 'X (input)', `${v('X')} (input, for comparison)`, ctx.x)],
+        matrices: [
+          tokenMatrix(ctx, 'output', 'output Y', `${v('Y')}`, m.output),
+          tokenMatrix(ctx, 'X', 'X (input)', `${v('X')} (input, for comparison)`, ctx.x),
+        ],
       };
     },
-    inspect: (ctx, i) => (ctx.trained ? nextWords(ctx, i) : '') + `<h3>y${sub(i + 1)}, ${ctx.dModel} numbers</h3>${vectorList(row(ctx.result.multi.output, i))}`,
-    hand: () => byHand('with one head the concatenation is the head\'s output, and W<sub>O</sub> = I leaves it unchanged, so this equals step 7.'),
+    inspect: (ctx, i) =>
+      (ctx.trained ? nextWords(ctx, i) : '') +
+      `<h3>y${sub(i + 1)}, ${ctx.dModel} numbers</h3>${vectorList(row(ctx.result.multi.output, i))}`,
+    hand: () =>
+      byHand(
+        "with one head the concatenation is the head's output, and W<sub>O</sub> = I leaves it unchanged, so this equals step 7.",
+      ),
   },
 ];

@@ -12,24 +12,48 @@ export const v = (s) => `<var>${s}</var>`;
 export const W = (s) => `${v('W')}<sub>${s}</sub>`;
 export const T = (s) => `${v(s)}<sup>T</sup>`;
 export const dims = (shape) => shape.join('\u00d7');
-export const d = (s) => `d${s}`;  // a gradient: d + the (marked-up) name
+export const d = (s) => `d${s}`; // a gradient: d + the (marked-up) name
 // 9 -> "₉": token numbers in canvas labels.
 export const subDigits = (k) => String(k).replace(/\d/g, (c) => String.fromCharCode(0x2080 + Number(c)));
 
 // A tensor as a matrix spec with token rows (and token columns when `square`).
-export function tokenMatrix(ctx, name, label, labelHtml, t, { scale = 'signed', square = false, rowNoun = 'token', colNoun = 'dimension', ...rest } = {}) {
+export function tokenMatrix(
+  ctx,
+  name,
+  label,
+  labelHtml,
+  t,
+  { scale = 'signed', square = false, rowNoun = 'token', colNoun = 'dimension', ...rest } = {},
+) {
   return {
-    name, label, labelHtml, data: t.data, shape: t.shape, scale,
-    rowLabels: ctx.labels, unknown: ctx.unknown, rowNoun,
-    colLabels: square ? ctx.labels : undefined, colNoun: square ? 'key' : colNoun,
+    name,
+    label,
+    labelHtml,
+    data: t.data,
+    shape: t.shape,
+    scale,
+    rowLabels: ctx.labels,
+    unknown: ctx.unknown,
+    rowNoun,
+    colLabels: square ? ctx.labels : undefined,
+    colNoun: square ? 'key' : colNoun,
     ...rest,
   };
 }
 
 export function weightMatrix(name, label, labelHtml, t, rest = {}) {
-  return { name, label, labelHtml, data: t.data, shape: t.shape, scale: 'signed', rowNoun: 'row', colNoun: 'column', ...rest };
+  return {
+    name,
+    label,
+    labelHtml,
+    data: t.data,
+    shape: t.shape,
+    scale: 'signed',
+    rowNoun: 'row',
+    colNoun: 'column',
+    ...rest,
+  };
 }
 
-export const headGroups = (ctx) => (ctx.heads > 1
-  ? { size: ctx.dV, label: (k) => `head ${k + 1}`, short: (k) => `h${k + 1}` }
-  : undefined);
+export const headGroups = (ctx) =>
+  ctx.heads > 1 ? { size: ctx.dV, label: (k) => `head ${k + 1}`, short: (k) => `h${k + 1}` } : undefined;

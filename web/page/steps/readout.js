@@ -23,10 +23,12 @@ export function vectorList(values, { groupSize = 0 } = {}) {
 // A table with a header row; each row's first cell is its header; row `highlight` is marked.
 export function table(headers, rows, highlight) {
   const head = headers.map((h) => `<th scope="col">${h}</th>`).join('');
-  const body = rows.map((cells, r) => {
-    const [first, ...rest] = cells;
-    return `<tr${r === highlight ? ' class="self"' : ''}><th scope="row">${first}</th>${rest.map((c) => `<td>${c}</td>`).join('')}</tr>`;
-  }).join('');
+  const body = rows
+    .map((cells, r) => {
+      const [first, ...rest] = cells;
+      return `<tr${r === highlight ? ' class="self"' : ''}><th scope="row">${first}</th>${rest.map((c) => `<td>${c}</td>`).join('')}</tr>`;
+    })
+    .join('');
   return `<div class="table-box"><table class="row-table"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
