@@ -239,6 +239,40 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
   }
 });
 
+// locateFile may answer with URLs relative to the page: the pthread workers and the worker
+// form resolve them elsewhere (their own script's URL), so the package makes them absolute.
+test('plain: relative locateFile answers serve the threaded build and the worker form', async () => {
+  const dir = await build('plain');
+  const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
+  const { page, errors } = await openPage(browser, server.url);
+  try {
+    const shown = await page.evaluate(async () => {
+      const { createAttention } = await import('wasm-attention');
+      const locateFile = (name) => `node_modules/wasm-attention/web/lib/wasm/${name}`;
+      const t = (data, shape) => ({ data: new Float32Array(data), shape });
+      const x = t([1, 0, 0, 1, 1, 1], [3, 2]);
+      const results = [];
+      for (const worker of [false, true]) {
+        const attn = await createAttention({ threads: 2, locateFile, worker });
+        const { output } = await attn.attention(x, t([1, 1, 0, 1, 1, 2], [3, 2]), x);
+        results.push({ worker, variant: attn.backend.variant, output: Array.from(output.data) });
+        await attn.dispose();
+      }
+      return results;
+    });
+    for (const r of shown) {
+      assert.equal(r.variant, 'simd-mt', `worker: ${r.worker}`);
+      r.output.forEach((v, i) =>
+        assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `worker ${r.worker}: output[${i}] = ${v}`),
+      );
+    }
+    assert.deepEqual(errors(), []);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+});
+
 // A worker script that does not load (missing here; elsewhere a wrong path or a blocked
 // request) rejects createAttention with a message, where the factory alone would wait forever.
 test('plain: a worker script that does not load rejects createAttention', async () => {

@@ -361,6 +361,20 @@ export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward 
     throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with ${past ? 'pastKey' : 'cache'}`);
   checkWeightedSums(where, s.v.data, nTotal);
   const { left, right } = checkWindow(where, o.window);
+  const checked = {
+    causal: checkBoolean(where, 'causal', o.causal),
+    trace: checkBoolean(where, 'trace', o.trace),
+    scale: checkScale(where, o.scale, s.dK),
+    softcap: checkSoftcap(where, o.softcap),
+    qkOutput: checkQkOutput(where, o.qkOutput),
+    rotary: checkRotary(where, o.rotary, s.dK),
+    mask: checkHeadsMask(where, o.mask, s, nTotal),
+  };
+  // Reading the options above may have run the caller's code (getters): the cache must still be
+  // the one measured, or the call would write past what it checked.
+  if (cache && (cache.disposed || cache.length() !== cacheLength)) {
+    throw new TypeError(`${where}: the cache was disposed or changed while this call read its options`);
+  }
   return {
     ...s,
     q,
@@ -371,12 +385,6 @@ export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward 
     kvLength,
     left,
     right,
-    causal: checkBoolean(where, 'causal', o.causal),
-    trace: checkBoolean(where, 'trace', o.trace),
-    scale: checkScale(where, o.scale, s.dK),
-    softcap: checkSoftcap(where, o.softcap),
-    qkOutput: checkQkOutput(where, o.qkOutput),
-    rotary: checkRotary(where, o.rotary, s.dK),
-    mask: checkHeadsMask(where, o.mask, s, nTotal),
+    ...checked,
   };
 }

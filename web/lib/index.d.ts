@@ -183,7 +183,11 @@ export interface MultiHeadConfig {
   seed?: number;
 }
 
-export interface ForwardOptions extends AttentionOptions {
+/** A layer's forward options: attention()'s 2-D ones (the layer's heads come from its config;
+ *  kvHeads, rotary, windows and a cache for layers are not there yet). */
+export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'> {
+  /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head. */
+  mask?: Mask;
   /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
   context?: Tensor;
 }
@@ -320,13 +324,19 @@ export interface AsyncMultiHeadAttention {
 export interface AsyncAttention {
   /** The worker's build. */
   readonly backend: Backend;
-  attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions & TransferOption): Promise<AttentionResult>;
+  /** As Attention.attention, without a cache (kvCache is not in the worker form yet). */
+  attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    options?: Omit<AttentionOptions, 'cache'> & TransferOption,
+  ): Promise<AttentionResult>;
   attentionBackward(
     q: Tensor,
     k: Tensor,
     v: Tensor,
     dOutput: Tensor,
-    options?: AttentionOptions & TransferOption,
+    options?: AttentionBackwardOptions & TransferOption,
   ): Promise<AttentionGradients>;
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions & TransferOption): Promise<Tensor>;
   multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;

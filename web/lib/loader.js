@@ -139,8 +139,10 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   } else {
     const scripts = await sameOriginScripts(urls);
     revokeScripts = () => Object.values(scripts).forEach((url) => URL.revokeObjectURL(url));
+    // locateFile's answers resolved against the page, as absolute URLs: a pthread worker would
+    // resolve a relative one against its own script's URL instead.
     const locate = locateFile
-      ? (file) => locateFile(file)
+      ? (file) => new URL(String(locateFile(file)), globalThis.document?.baseURI ?? globalThis.location?.href).href
       : (file) => scripts[file] ?? (urls[file] ?? new URL(file, urls[`${base}.wasm`])).href;
     if (wasmBinary) settings.wasmBinary = wasmBinary;
     settings.locateFile = locate;

@@ -298,6 +298,12 @@ export class MultiHeadAttention {
         `${where}: dOutput is ${showShape(dOut.shape)} but the last forward's output is ${showShape(outShape)}`,
       );
     }
+    // Reading dOutput may have run the caller's code (a getter calling step(), forward() or
+    // dispose()): the saved forward read below must be the one measured above.
+    this.#checkAlive(where);
+    if (this.#saved !== saved) {
+      throw new TypeError(`${where}: the layer ran or changed while this call read dOutput; call backward() again`);
+    }
     const rt = this.#rt;
     const { heap } = rt;
     const sizes = {

@@ -27,12 +27,15 @@ const layerDisposed = (where) => new TypeError(`${where}: this layer was dispose
 
 // The files the loader may ask locateFile() about (loader.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
+// Threaded builds also have the pthread workers' script.
 const WASM_FILES = [
   'wasm_attention_mt',
   'wasm_attention_st',
   'wasm_attention_relaxed_mt',
   'wasm_attention_relaxed_st',
-].flatMap((base) => ['.wasm', '.js', '.worker.js'].map((ext) => base + ext));
+].flatMap((base) =>
+  (base.endsWith('_mt') ? ['.wasm', '.js', '.worker.js'] : ['.wasm', '.js']).map((ext) => base + ext),
+);
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
 const ERROR_CLASSES = {
@@ -308,7 +311,19 @@ async function startWorker() {
 
 // options: createAttention's, checked already, with threads resolved to a number.
 export async function createWorkerAttention({ threads, isa, locateFile, wasmBinary }) {
-  const located = locateFile ? Object.fromEntries(WASM_FILES.map((f) => [f, String(locateFile(f))])) : undefined;
+  // locateFile's answers as the worker must see them: in a browser absolute URLs (the worker
+  // would resolve a relative one against worker_host.js), in Node paths as given. A name
+  // locateFile refuses is left out: the worker asks only for the build it loads.
+  const base = isNode ? undefined : (globalThis.document?.baseURI ?? globalThis.location?.href);
+  const answer = (f) => {
+    try {
+      const where = String(locateFile(f));
+      return [[f, base ? new URL(where, base).href : where]];
+    } catch {
+      return [];
+    }
+  };
+  const located = locateFile ? Object.fromEntries(WASM_FILES.flatMap(answer)) : undefined;
   const channel = new Channel(await startWorker());
   try {
     const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
