@@ -3,10 +3,18 @@
 # there, so both README commands call it every time.
 #   Debian packages: emscripten (the wasm toolchain), doctest-dev (the C++ test framework),
 #   chromium (the headless browser of the page tests), cmake and g++ (the native build),
-#   clang-19 (compiles the relaxed-SIMD kernel, which Emscripten's own clang 14 cannot).
+#   clang-19 (compiles the relaxed-SIMD kernel, which Emscripten's own clang 14 cannot),
+#   clang-format-14 (the C++ format check).
 #   npm packages: package-lock.json's, with `npm ci`, whenever the lock changed.
+# Node.js 20 or newer with npm must be there already (Debian bookworm packages Node 18).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null 2>&1; then
+  echo "setup: Node.js 20 or newer and npm are needed (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
 
 missing=()
 command -v emcc >/dev/null 2>&1 || missing+=(emscripten)
