@@ -159,6 +159,17 @@ Status attention_heads_forward(const wa::HeadsShape& shape, const wa::HeadTensor
   });
 }
 
+// The same over a cache's keys and values (wa/kv_cache.h), the cache by its handle.
+Status attention_heads_forward_cached(const wa::HeadsShape& shape,
+                                      const wa::HeadTensor<const float>& q, uintptr_t cache,
+                                      const wa::HeadTensor<float>& out, float scale,
+                                      const wa::HeadsMask& mask, const wa::HeadsTrace& trace) {
+  return guarded([&] {
+    wa::attention_heads_forward(shape, q, *ptr<wa::KvCache>(cache), out, scale, mask,
+                                trace.scores ? &trace : nullptr, pool.get());
+  });
+}
+
 Status attention_heads_backward(const wa::HeadsShape& shape, const wa::HeadTensor<const float>& q,
                                 const wa::HeadTensor<const float>& k,
                                 const wa::HeadTensor<const float>& v,
@@ -331,6 +342,7 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("mhaForward", &mha_forward);
   function("mhaBackward", &mha_backward);
   function("attentionHeadsForward", &attention_heads_forward);
+  function("attentionHeadsForwardCached", &attention_heads_forward_cached);
   function("attentionHeadsBackward", &attention_heads_backward);
   function("rotaryForward", &rotary_forward);
   function("rotaryBackward", &rotary_backward);

@@ -42,4 +42,16 @@ void KvCache::truncate(size_t n) {
   length_ = n;
 }
 
+void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
+                             const KvCache& cache, HeadTensor<float> out, float scale,
+                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool) {
+  if (shape.n_k != cache.length() || shape.batch != cache.batch() ||
+      shape.kv_heads != cache.kv_heads() || shape.d_k != cache.d_k() || shape.d_v != cache.d_v())
+    throw std::invalid_argument(
+        "attention over a kv cache: the shape's n_k, batch, kv_heads, d_k, d_v must be the "
+        "cache's: n_k " +
+        std::to_string(shape.n_k) + " vs length " + std::to_string(cache.length()));
+  attention_heads_forward(shape, q, cache.keys(), cache.values(), out, scale, mask, trace, pool);
+}
+
 }  // namespace wa

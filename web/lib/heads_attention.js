@@ -76,9 +76,7 @@ export function headsForward(rt, where, c) {
   const { heap, module } = rt;
   return heap.scoped(where, (s) => {
     const { q, k, v } = putRotated(rt, where, s, c);
-    let keys = k,
-      values = v,
-      offset = 0,
+    let offset = 0,
       handle = 0;
     const n = c.nTotal;
     if (c.past) {
@@ -90,10 +88,6 @@ export function headsForward(rt, where, c) {
       offset = n - c.nQ; // the new queries are the cache's last tokens: bottom-right
     }
     try {
-      if (handle) {
-        keys = module.kvCacheKeys(handle);
-        values = module.kvCacheValues(handle);
-      }
       const outShape = shapeOf(c, c.qHeads, c.nQ, c.dV);
       const out = s.alloc(4 * c.batch * c.qHeads * c.nQ * c.dV, `the output ${JSON.stringify(outShape)}`);
       const traceCount = c.batch * c.qHeads * c.nQ * n;
@@ -112,18 +106,22 @@ export function headsForward(rt, where, c) {
         dK: c.dK,
         dV: c.dV,
       });
-      rt.call(
-        where,
-        'attentionHeadsForward',
-        shape,
-        q,
-        keys,
-        values,
-        layout(c)(out, c.qHeads, c.nQ, c.dV),
-        c.scale,
-        putMask(s, c, offset),
-        attentionTrace(traced),
-      );
+      const outHeads = layout(c)(out, c.qHeads, c.nQ, c.dV);
+      const mask = putMask(s, c, offset);
+      // over a cache (the caller's, or one made for pastKey/pastValue): the cache's own entry
+      if (handle)
+        rt.call(
+          where,
+          'attentionHeadsForwardCached',
+          shape,
+          q,
+          handle,
+          outHeads,
+          c.scale,
+          mask,
+          attentionTrace(traced),
+        );
+      else rt.call(where, 'attentionHeadsForward', shape, q, k, v, outHeads, c.scale, mask, attentionTrace(traced));
       const result = {
         output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape),
       };
@@ -136,6 +134,8 @@ export function headsForward(rt, where, c) {
       }
       if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
       if (c.past) {
+        const keys = module.kvCacheKeys(handle),
+          values = module.kvCacheValues(handle);
         result.presentKey = tensor(heap.read(keys.data, c.batch * c.kvHeads * n * c.dK), [c.batch, c.kvHeads, n, c.dK]);
         result.presentValue = tensor(heap.read(values.data, c.batch * c.kvHeads * n * c.dV), [
           c.batch,

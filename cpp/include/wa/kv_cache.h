@@ -2,8 +2,8 @@
 // token so far, kept in the library's memory so each step appends only its new rows.
 //   k (batch, hkv, capacity, d_k), v (batch, hkv, capacity, d_v): rows [0, length) of each head
 //   are filled.
-// Attend over it with attention_heads_forward(keys(), values()), n_k = length(), and
-// mask.offset = length() − n_q (the new queries are the last n_q tokens: bottom-right causal).
+// Attend over it with the attention_heads_forward overload below (n_k = length(), and
+// mask.offset = length() − n_q: the new queries are the last n_q tokens, bottom-right causal).
 #pragma once
 
 #include <cstddef>
@@ -45,5 +45,14 @@ class KvCache {
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
   std::vector<float> k_, v_;
 };
+
+// q (batch,hq,n_q,d_k) over the cache's rows [0, length()) -> out (batch,hq,n_q,d_v): as
+// attention_heads_forward with k, v the cache's keys and values. shape.n_k must be length(),
+// shape.batch, kv_heads, d_k, d_v the cache's (std::invalid_argument otherwise). The one
+// entry for attending over a cache: how the cache stores its rows is its own business.
+void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
+                             const KvCache& cache, HeadTensor<float> out, float scale,
+                             const HeadsMask& mask, const HeadsTrace* trace = nullptr,
+                             ThreadPool* pool = nullptr);
 
 }  // namespace wa
