@@ -140,7 +140,7 @@ function assertPageMatches(steps, exp) {
 // ---- page helpers ----------------------------------------------------------------------------
 // The state and the forward steps (the backward steps' matrices would triple what every snapshot
 // carries over from the page; page_backward.test.mjs checks them).
-const { snapshot, matrix, act, goToStep } = pageDriver(0, STEP_IDS.length);
+const { snapshot, matrix, act, goToStep, useIdentity } = pageDriver(0, STEP_IDS.length);
 
 const parseShown = (text) =>
   Number(
@@ -178,6 +178,7 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
   const { page, errors } = await openPage(browser, servers.isolated.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   const hood = await page.$eval('#hood', (el) => ({ variant: el.dataset.variant, text: el.textContent }));
   const cores = await page.evaluate(() => navigator.hardwareConcurrency);
   if (cores > 1) {
@@ -349,6 +350,7 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
 test('causal mask, heads, scaling, positions and random weights change what the page computes', async () => {
   const { page, errors } = await openPage(browser, servers.isolated.url);
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   const text = await page.inputValue('#sentence');
 
   // Causal: everything above the diagonal is -Infinity before softmax and exactly 0 after.
@@ -522,6 +524,7 @@ test('the worked example matches the hand calculation', async () => {
 test('without cross-origin isolation the page runs single-threaded and says so', async () => {
   const { page, errors } = await openPage(browser, servers.plain.url);
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   const snap = await snapshot(page);
   assert.equal(snap.state.isolated, false);
   assert.equal(snap.state.backend.variant, 'simd');
@@ -538,6 +541,7 @@ test('without cross-origin isolation the page runs single-threaded and says so',
 test('keyboard only: controls, tokens, steps and the side panel are reachable by Tab', async () => {
   const { page, errors } = await openPage(browser, servers.isolated.url);
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   const seen = new Set();
   for (let k = 0; k < 60; ++k) {
     await page.keyboard.press('Tab');

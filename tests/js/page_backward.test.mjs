@@ -167,7 +167,7 @@ function assertBackwardMatches(back, exp) {
 // ---- page helpers ----------------------------------------------------------------------------
 // The state and the backward steps only (the forward ones are page.test.mjs's; leaving them out
 // keeps each snapshot small).
-const { snapshot, matrix, act, goToStep } = pageDriver(FORWARD);
+const { snapshot, matrix, act, goToStep, useIdentity } = pageDriver(FORWARD);
 
 const figureShapes = (page) =>
   page.$$eval('#matrices figure.heatmap', (figs) =>
@@ -203,6 +203,7 @@ test('backward steps: keys and buttons, shapes, numbers equal to the package, ch
   const { page, errors } = await openPage(browser, server.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   let snap = await snapshot(page);
   const text = snap.state.text;
   const labels = snap.state.tokens.map((t) => t.text);
@@ -377,6 +378,7 @@ test('causal mask: masked cells of dS are exactly 0 and drawn as masked; other h
   const { page, errors } = await openPage(browser, server.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   let snap = await act(
     page,
     () => page.check('#causal'),
@@ -540,6 +542,7 @@ test('at 375 px wide the backward steps do not scroll the page sideways', async 
   const { page, errors } = await openPage(browser, server.url);
   await page.setViewportSize({ width: 375, height: 800 });
   await page.evaluate(() => window.attentionPage.ready);
+  await useIdentity(page);
   await act(
     page,
     () => page.check('#causal'),

@@ -31,5 +31,14 @@ export function pageDriver(from, to = null) {
       await act(page, () => page.click(`button[data-step="${i}"]`), new Function('s', `return s.step === ${i}`));
   }
 
-  return { snapshot, version, matrix, act, goToStep };
+  // The page opens on the trained model; tests of the mechanics choose Identity weights (which
+  // give back the untrained settings: no mask, no positions, 4 heads).
+  const useIdentity = (page) =>
+    act(
+      page,
+      () => page.check('input[name="projection"][value="identity"]'),
+      (s) => s.projection === 'identity',
+    );
+
+  return { snapshot, version, matrix, act, goToStep, useIdentity };
 }

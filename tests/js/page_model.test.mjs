@@ -92,12 +92,11 @@ test('trained preset: both layers equal the package, measured head descriptions,
   const { page, errors } = await openPage(browser, server.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
-  let snap = await act(
-    page,
-    () => page.check('input[name="projection"][value="trained"]'),
-    (s) => s.projection === 'trained',
-  );
+  // The page opens on the trained model (its default weights).
+  let snap = await snapshot(page);
   const { state } = snap;
+  assert.equal(state.projection, 'trained');
+  assert.ok(await page.isChecked('input[name="projection"][value="trained"]'));
   assert.deepEqual([state.causal, state.positions, state.heads, state.dK, state.layer], [true, true, 4, 25, 0]);
   for (const id of ['#causal', '#positions', '#heads'])
     assert.ok(await page.isDisabled(id), `${id} is fixed by the model`);

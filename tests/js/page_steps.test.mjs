@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { MAX_TOKENS, prepareInput } from '../../web/page/input.js';
-import { change, createState, effectiveDK, goTo, isRow, recompute } from '../../web/page/state.js';
+import { UNTRAINED, change, createState, effectiveDK, goTo, isRow, recompute } from '../../web/page/state.js';
 import { STEPS } from '../../web/page/steps/index.js';
 
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -43,10 +43,12 @@ before(async () => {
   );
 });
 
-// A state as the page has it after loading, with the settings patched.
+// A state as the page has it after loading and choosing Identity weights (the page opens on the
+// trained model), with the settings patched.
 function loaded(patch = {}) {
   const state = createState(SENTENCE);
   Object.assign(state, { attn, emb });
+  change(state, { projection: 'identity' });
   Object.assign(state.settings, patch);
   recompute(state);
   return state;
@@ -175,6 +177,35 @@ describe('page state', () => {
     assert.deepEqual([state.settings.focus, state.settings.target], [0, null]);
     change(state, { mode: 'sentence' });
     assert.equal(state.settings.focus, null); // "it" again, once recomputed
+  });
+
+  test('Trained is the default; it fixes heads, d_k, mask, scale and positions, and gives them back', () => {
+    const state = createState(SENTENCE);
+    const fixed = { heads: 4, dK: null, causal: true, scaling: true, positions: true };
+    const pick = (s) => Object.fromEntries(Object.keys(UNTRAINED).map((k) => [k, s[k]]));
+    assert.equal(state.settings.projection, 'trained');
+    assert.deepEqual(pick(state.settings), fixed);
+    // Leaving it gives the other presets' defaults; what is set there comes back after Trained.
+    assert.equal(change(state, { projection: 'identity' }), true);
+    assert.deepEqual(pick(state.settings), UNTRAINED);
+    assert.deepEqual(UNTRAINED, { heads: 4, dK: null, causal: false, scaling: true, positions: false });
+    change(state, { projection: 'random', heads: 2, dK: 8, scaling: false });
+    change(state, { causal: true });
+    const mine = { heads: 2, dK: 8, causal: true, scaling: false, positions: false };
+    assert.deepEqual(pick(state.settings), mine);
+    change(state, { projection: 'trained' });
+    assert.deepEqual(pick(state.settings), fixed);
+    change(state, { layer: 1, head: 3 });
+    assert.deepEqual(pick(state.settings), fixed, 'moving in the trained model keeps it fixed');
+    change(state, { projection: 'random' });
+    assert.deepEqual(pick(state.settings), mine);
+    // The worked example is never the trained model: it gets the same settings back.
+    change(state, { projection: 'trained' });
+    change(state, { mode: 'worked' });
+    assert.deepEqual(pick(state.settings), mine);
+    assert.equal(state.settings.projection, 'trained');
+    change(state, { mode: 'sentence' });
+    assert.deepEqual(pick(state.settings), fixed);
   });
 
   test('steps and rows stay in range', () => {

@@ -10,7 +10,7 @@
 //   isRow(state, i)                    i is a token row of the current input
 //   allTimings(state)                  the library calls behind what is shown
 //
-// The trained preset (projection 'trained') runs the model of web/page/data/model/: causal, with
+// The trained preset (projection 'trained', the default) runs the model of web/page/data/model/: causal, with
 // positions, 4 heads; the steps show settings.layer (0 or 1), whose input is X₁ = E + P or the
 // residual X₂ = X₁ + layer 1(X₁), and step 11 adds the model's next-word guesses.
 //
@@ -28,14 +28,10 @@ export function createState(text) {
     settings: {
       mode: 'sentence', // or 'worked'
       text,
-      projection: 'identity', // or 'random', or 'trained' (the shipped model)
+      projection: 'trained', // or 'identity', or 'random'; 'trained': the shipped model
       layer: 0, // with 'trained': the layer the steps show (0 or 1)
       seed: 42,
-      heads: 4,
-      dK: null, // the d_k field, used with random projections; null: d_model / heads
-      causal: false,
-      scaling: true,
-      positions: false,
+      ...TRAINED_FIXED, // heads, dK, causal, scaling, positions: as the trained model runs
       head: 0, // the head steps 2-7 and 13-17 follow
       step: 0,
       focus: null, // the followed row (the loss's i); null: "it", or the first token
@@ -50,6 +46,7 @@ export function createState(text) {
     ctx: null, // the current input and results (steps/index.js)
     steps: [], // buildSteps(ctx)
     sgd: null, // { weights, losses, rates, timings } after SGD steps on the current loss
+    untrained: { ...UNTRAINED }, // the settings Trained fixes, as they were before it: given back on leaving it
     version: 0, // increased after every render (window.attentionPage.version)
   };
 }
@@ -69,14 +66,26 @@ export function change(state, patch) {
   if ('mode' in patch && patch.mode !== s.mode) s.focus = patch.mode === 'worked' ? 0 : null;
   // New tokens: the target's index would point at another word.
   if ('mode' in patch || 'text' in patch) s.target = null;
-  // The trained model was trained causal, with positions and 4 heads: it runs only that way.
-  if (patch.projection === 'trained')
-    Object.assign(patch, { causal: true, positions: true, heads: TRAINED_HEADS, scaling: true, dK: null });
+  // The trained model was trained causal, with positions and 4 heads: it runs only that way. The
+  // settings it fixes are kept aside while it runs (a sentence with Trained weights) and given
+  // back when another preset or the worked example takes over.
+  const wasTrained = isTrained(state);
+  const before = pick(s, Object.keys(UNTRAINED));
   Object.assign(s, patch);
+  const nowTrained = isTrained(state);
+  if (nowTrained && !wasTrained) state.untrained = before;
+  if (nowTrained) Object.assign(s, TRAINED_FIXED);
+  else if (wasTrained) Object.assign(s, state.untrained, pick(patch, Object.keys(UNTRAINED)));
   return true;
 }
 
+const pick = (o, keys) => Object.fromEntries(keys.filter((k) => k in o).map((k) => [k, o[k]]));
+
 export const TRAINED_HEADS = 4;
+// What Trained fixes, and the other presets' defaults for the same settings. The d_k field's
+// null: d_model / heads.
+const TRAINED_FIXED = { heads: TRAINED_HEADS, dK: null, causal: true, scaling: true, positions: true };
+export const UNTRAINED = { heads: 4, dK: null, causal: false, scaling: true, positions: false };
 export const isTrained = ({ settings: s }) => s.projection === 'trained' && s.mode !== 'worked';
 
 // With the trained preset: both layers' residual stream and every row's next-word guesses.
@@ -86,11 +95,12 @@ function runTrained(state, x) {
     heads: manifest.model.heads,
     w: layerWeights(tensors, L),
   }));
-  const { hs, timings } = runModel(state.attn, layers, x);
+  const { hs, heads, timings } = runModel(state.attn, layers, x);
   const n = x.shape[0];
   return {
     layers,
     hs,
+    heads, // heads[L][k]: (n,n) softmax weights of layer L's head k
     timings,
     manifest,
     predictions: predictNext(state.model, state.emb, hs[hs.length - 1].data, n),
