@@ -12,11 +12,14 @@
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
+// model_view.js every head of the trained model at a glance; head_compare.js two heads and A − B
 import { renderChips, setPressed } from './chips.js';
 import { loadLibrary } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
 import { loadEmbeddings } from './embeddings.js';
+import { createHeadCompare } from './head_compare.js';
+import { createModelView } from './model_view.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './hood.js';
 import { renderTokenStatus, renderWeightsNote } from './notes.js';
@@ -33,12 +36,30 @@ import {
   recomputeBackward,
 } from './state.js';
 import { createStepView } from './step_view.js';
+import { STEPS } from './steps/index.js';
 
 const $ = (id) => document.getElementById(id);
 
 const state = createState($('sentence').value);
 const stepView = createStepView(state, { onSelectRow: setFocus });
-const hook = installDebugHook(state, stepView);
+// The model view and the head comparison (below the steps): a tile opens its head in the steps.
+const modelView = createModelView($('model-grid'), {
+  onOpen: openHead,
+  onUseTrained: () => {
+    if (change(state, { mode: 'sentence', projection: 'trained' })) attempt(refresh);
+  },
+});
+const compare = createHeadCompare($('compare'), {
+  a: $('compare-a'),
+  b: $('compare-b'),
+  note: $('compare-note'),
+  onChange: () => rendered(),
+});
+const showViews = () => {
+  modelView.render(state);
+  compare.render(state);
+};
+const hook = installDebugHook(state, stepView, { modelView, compare });
 
 const rendered = () => {
   state.version += 1;
@@ -70,6 +91,7 @@ function attempt(action) {
 function refresh() {
   const hasTokens = recompute(state);
   renderTokenStatus($('token-status'), state.input);
+  showViews();
   if (!hasTokens) return;
   const { settings, input } = state;
   const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.emb.dim };
@@ -102,6 +124,13 @@ function setTarget(j) {
   if (!attempt(() => recomputeBackward(state))) return;
   showTimings();
   showStep();
+}
+
+// A head of the model view: its layer and head in the steps, on the softmax weights step.
+function openHead(layer, head) {
+  const patch = { layer, head, step: STEPS.findIndex((s) => s.id === 'softmax') };
+  if (change(state, patch) && !attempt(refresh)) return;
+  $('steps').focus();
 }
 
 const step = (i) => {

@@ -13,8 +13,9 @@
 // Steps 8-11 show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
-//   runModel(attn, layers, x) -> { hs: [X₁, X₂, H], timings }     the trained model's residual
-//     stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }]
+//   runModel(attn, layers, x) -> { hs: [X₁, X₂, H], heads, timings }     the trained model's residual
+//     stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }];
+//     heads[L][k]: layer L's head k softmax weights (n,n) (the model view, head comparison)
 //   runBackward(attn, forward, { x, heads, dK, causal, head, query, target })
 //     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
 //   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
@@ -109,14 +110,18 @@ export function runModel(attn, layers, x) {
   const { timings, time } = stopwatch();
   const [n, dModel] = x.shape;
   const hs = [x];
+  const heads = [];
   for (const [L, weights] of layers.entries()) {
     const mha = time('attn.multiHeadAttention', `trained layer ${L + 1}`, () =>
       attn.multiHeadAttention({ dModel, heads: weights.heads, weights: weights.w }),
     );
     try {
-      const { output } = time('mha.forward', `layer ${L + 1}: X ${n}\u00d7${dModel}, causal`, () =>
-        mha.forward(hs[L], { causal: true }),
+      const { output, heads: traced } = time(
+        'mha.forward',
+        `layer ${L + 1}: X ${n}\u00d7${dModel}, causal, trace`,
+        () => mha.forward(hs[L], { causal: true, trace: true }),
       );
+      heads.push(traced.map((hd) => hd.weights));
       const next = new Float32Array(n * dModel);
       for (let k = 0; k < next.length; ++k) next[k] = hs[L].data[k] + output.data[k];
       hs.push(tensor(next, [n, dModel]));
@@ -124,7 +129,7 @@ export function runModel(attn, layers, x) {
       time('mha.dispose', 'free the layer', () => mha.dispose());
     }
   }
-  return { hs, timings };
+  return { hs, heads, timings };
 }
 
 // The loss L = ½‖y_i − x_j‖² and its gradient dY = ∂L/∂Y (row i = y_i − x_j, other rows 0), with

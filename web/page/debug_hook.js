@@ -16,11 +16,16 @@
 //              backward, and the latest SGD step)
 //   cellPoint(name, i, j) -> { x, y, w, h }: the viewport point of cell (i, j) of the current
 //              step's heatmap `name`, scrolled into view (to hover it), and the cell's size
+//   modelView  the model view's { top, tiles: [{ layer, head, description, current, data }] }, or
+//              null without the trained model (model_view.js)
+//   compare    the head comparison's { a: { layer, head }, b, n, top, data: { a, b, diff } }, or
+//              null (head_compare.js); compareCellPoint(name, i, j) as cellPoint, for its heatmaps
 //
-//   installDebugHook(state, stepView) -> { resolve(), reject(error) }   settles `ready`
+//   installDebugHook(state, stepView, views) -> { resolve(), reject(error) }   settles `ready`;
+//   views: { modelView, compare } (their snapshot()s)
 import { allTimings, effectiveDK, effectiveHeads } from './state.js';
 
-export function installDebugHook(state, stepView) {
+export function installDebugHook(state, stepView, views = {}) {
   let settle;
   const ready = new Promise((resolve, reject) => {
     settle = { resolve, reject };
@@ -72,6 +77,13 @@ export function installDebugHook(state, stepView) {
       return allTimings(state).map((t) => ({ ...t }));
     },
     cellPoint: (name, i, j) => stepView.cellPoint(name, i, j),
+    get modelView() {
+      return views.modelView?.snapshot() ?? null;
+    },
+    get compare() {
+      return views.compare?.snapshot() ?? null;
+    },
+    compareCellPoint: (name, i, j) => views.compare.cellPoint(name, i, j),
   };
   return settle;
 }

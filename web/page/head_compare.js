@@ -1,0 +1,137 @@
+// The head comparison: two heads of the trained model (any layer) on the current sentence, side
+// by side, and their difference A − B (n,n) in the diverging scale: red where head A puts more
+// weight, blue where head B does, white where they agree.
+//
+//   createHeadCompare(box, { a, b, note, onChange }) -> { render(state), snapshot(), cellPoint(name, i, j) }
+//     a, b     the two <select>s (options "layer L, head k", value "L,k"); note: a line that
+//              names the largest difference; onChange() after a select redrew the pair
+//     render   draws the chosen pair for state.ctx (nothing without the trained model)
+//     snapshot { a: { layer, head }, b: { layer, head }, n, top, a data, b data, diff data } or null
+//     cellPoint  as heatmap.js's, for heatmap 'compare_a', 'compare_b' or 'compare_diff'
+//
+// The cells a causal mask removes are exactly 0 in both heads, so 0 in the difference too; they
+// are drawn masked.
+import { weightTop } from './colors.js';
+import { esc, fmt, quote } from './format.js';
+import { createHeatmap } from './heatmap.js';
+
+const value = ({ layer, head }) => `${layer},${head}`;
+const parse = (v) => {
+  const [layer, head] = v.split(',').map(Number);
+  return { layer, head };
+};
+const name = ({ layer, head }) => `layer ${layer + 1}, head ${head + 1}`;
+
+// a − b, element by element, in float32 as drawn.
+export function headDifference(a, b) {
+  const out = new Float32Array(a.length);
+  for (let k = 0; k < a.length; ++k) out[k] = a[k] - b[k];
+  return out;
+}
+
+export function createHeadCompare(box, { a: selectA, b: selectB, note, onChange = () => {} }) {
+  let pick = { a: { layer: 0, head: 0 }, b: { layer: 1, head: 0 } };
+  let shown = null; // what is drawn: { a, b, n, top, data: { a, b, diff }, heatmaps }
+  let last = null; // the state last rendered, redrawn when a select changes
+
+  for (const [key, select] of [
+    ['a', selectA],
+    ['b', selectB],
+  ])
+    select.addEventListener('change', () => {
+      pick = { ...pick, [key]: parse(select.value) };
+      if (!last) return;
+      render(last);
+      onChange();
+    });
+
+  function fillSelects(layers, heads) {
+    const options = [];
+    for (let L = 0; L < layers; ++L)
+      for (let h = 0; h < heads; ++h) options.push(`<option value="${L},${h}">${name({ layer: L, head: h })}</option>`);
+    const html = options.join('');
+    for (const [key, select] of [
+      ['a', selectA],
+      ['b', selectB],
+    ]) {
+      if (select.innerHTML !== html) select.innerHTML = html;
+      const p = pick[key];
+      if (p.layer >= layers || p.head >= heads) pick[key] = { layer: 0, head: 0 };
+      select.value = value(pick[key]);
+    }
+  }
+
+  function render(state) {
+    last = state;
+    const { ctx } = state;
+    const trained = ctx?.trained;
+    selectA.disabled = selectB.disabled = !trained;
+    if (!trained) {
+      shown = null;
+      box.replaceChildren();
+      note.textContent = ctx ? 'The comparison shows the trained model: choose Trained weights above.' : '';
+      return;
+    }
+    const { heads } = trained;
+    fillSelects(heads.length, heads[0].length);
+    const n = ctx.n;
+    const wa = heads[pick.a.layer][pick.a.head].data;
+    const wb = heads[pick.b.layer][pick.b.head].data;
+    const diff = headDifference(wa, wb);
+    let largest = 0,
+      far = 0;
+    for (let k = 0; k < wa.length; ++k) {
+      largest = Math.max(largest, wa[k], wb[k]);
+      if (Math.abs(diff[k]) > Math.abs(diff[far])) far = k;
+    }
+    const top = weightTop(largest);
+    const masked = (r, c) => c > r;
+    const square = {
+      rowLabels: ctx.labels,
+      colLabels: ctx.labels,
+      unknown: ctx.unknown,
+      rowNoun: 'query',
+      colNoun: 'key',
+      selectableRows: false,
+      maskedCells: masked,
+    };
+    const specs = [
+      { name: 'compare_a', label: `A: ${name(pick.a)}`, data: wa, scale: 'unit', domainMax: top },
+      { name: 'compare_b', label: `B: ${name(pick.b)}`, data: wb, scale: 'unit', domainMax: top },
+      {
+        name: 'compare_diff',
+        label: 'A − B',
+        data: diff,
+        scale: 'signed',
+        description: `head A's weights minus head B's: red where A puts more weight, blue where B does`,
+      },
+    ];
+    const heatmaps = specs.map((s) => ({ name: s.name, hm: createHeatmap({ ...square, ...s, shape: [n, n] }) }));
+    box.replaceChildren(...heatmaps.map((h) => h.hm.element));
+    const [i, j] = [Math.floor(far / n), far % n];
+    note.innerHTML =
+      diff[far] === 0
+        ? 'A and B put exactly the same weights everywhere.'
+        : `Red: A puts more weight there; blue: B does. The largest difference, ${esc(fmt(diff[far], 2))}, is where ${esc(quote(ctx.labels[i]))} (query ${i + 1}) looks at ${esc(quote(ctx.labels[j]))} (key ${j + 1}).`;
+    shown = { a: pick.a, b: pick.b, n, top, data: { a: wa, b: wb, diff }, heatmaps };
+  }
+
+  function cellPoint(heatmap, i, j) {
+    const entry = shown?.heatmaps.find((h) => h.name === heatmap);
+    if (!entry) throw new Error(`no comparison heatmap named ${heatmap}`);
+    return entry.hm.cellPoint(i, j);
+  }
+
+  return {
+    render,
+    cellPoint,
+    snapshot: () =>
+      shown && {
+        a: { ...shown.a },
+        b: { ...shown.b },
+        n: shown.n,
+        top: shown.top,
+        data: Object.fromEntries(Object.entries(shown.data).map(([k, v]) => [k, Array.from(v)])),
+      },
+  };
+}

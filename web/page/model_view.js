@@ -1,0 +1,126 @@
+// The model view: every head of every layer of the trained model on the current sentence, as
+// small heatmaps on one screen, each named by what the head was measured to do on held-out text
+// (the manifest's stats through model/head_stats.js's describeHead: numbers, never claims).
+// A tile is a button: clicking it (or Enter/Space on it) opens that head in the steps.
+//
+//   createModelView(box, { onOpen(layer, head), onUseTrained() }) -> { render(state), snapshot() }
+//     render(state)  draws ctx.trained.heads (layers × heads of (n,n) weights) for state.ctx, the
+//                    tile of settings.layer/head marked aria-current; without the trained model
+//                    (another preset, the worked example) a line and a button to switch to it
+//     snapshot()     { top, tiles: [{ layer, head, description, current, data }] } or null
+//
+// One colour range for every tile (0 to a round number above the largest weight, colors.js), so
+// that tiles compare; the cells a causal mask removes (key after query) are the masked grey.
+import { MASKED_FILL, SEQUENTIAL_STOPS, gradientCss, sequential, weightTop } from './colors.js';
+import { esc } from './format.js';
+import { describeHead } from './model/head_stats.js';
+
+const SIDE = 200; // CSS px of a tile's heatmap at most (less on a phone: it fills its tile)
+const LAYER_NOTE = ['reads the words and their positions', "reads layer 1's result added to its input"];
+const MASKED_RGB = [1, 3, 5].map((i) => parseInt(MASKED_FILL.slice(i, i + 2), 16));
+
+// weights (n,n) -> a canvas of n·k px a side (k whole pixels a cell), scaled down by CSS.
+function drawTile(weights, n, top) {
+  const canvas = document.createElement('canvas');
+  const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
+  const k = Math.max(1, Math.ceil((SIDE * dpr) / n));
+  canvas.width = canvas.height = n * k;
+  canvas.setAttribute('aria-hidden', 'true');
+  const small = new ImageData(n, n);
+  for (let r = 0; r < n; ++r)
+    for (let c = 0; c < n; ++c) {
+      const rgb = c > r ? MASKED_RGB : sequential(weights[r * n + c] / top).rgb;
+      small.data.set([...rgb, 255], 4 * (r * n + c));
+    }
+  const tmp = document.createElement('canvas');
+  tmp.width = tmp.height = n;
+  tmp.getContext('2d').putImageData(small, 0, 0);
+  const g = canvas.getContext('2d');
+  g.imageSmoothingEnabled = false;
+  g.drawImage(tmp, 0, 0, n * k, n * k);
+  return canvas;
+}
+
+function legend(top) {
+  const el = document.createElement('p');
+  el.className = 'hm-legend mv-legend';
+  el.innerHTML =
+    `<span>weight 0</span><span class="bar" style="background:${gradientCss(SEQUENTIAL_STOPS)}"></span>` +
+    `<span>${top}</span><span class="masked-swatch"></span><span>masked: a word never looks at later words</span>`;
+  return el;
+}
+
+export function createModelView(box, { onOpen, onUseTrained }) {
+  let shown = null; // { top, tiles } as drawn
+
+  box.addEventListener('click', (e) => {
+    const tile = e.target.closest('button[data-layer]');
+    if (tile) onOpen(Number(tile.dataset.layer), Number(tile.dataset.head));
+    else if (e.target.closest('#use-trained')) onUseTrained();
+  });
+
+  function renderOff(text) {
+    shown = null;
+    box.innerHTML = `<p class="mv-off">${text} <button type="button" id="use-trained" class="small-button">Use the trained weights</button></p>`;
+  }
+
+  function render(state) {
+    const { ctx, settings } = state;
+    if (!ctx) {
+      shown = null;
+      box.replaceChildren();
+      return;
+    }
+    if (!ctx.trained) {
+      renderOff(
+        ctx.worked
+          ? 'The model view shows the trained model on your sentence.'
+          : 'The model view shows the trained model: these weights are not it.',
+      );
+      return;
+    }
+    const { heads, manifest } = ctx.trained;
+    const n = ctx.n;
+    let largest = 0;
+    for (const layer of heads) for (const w of layer) for (const v of w.data) largest = Math.max(largest, v);
+    const top = weightTop(largest);
+    const tiles = [];
+    const parts = heads.map((layer, L) => {
+      const section = document.createElement('div');
+      section.className = 'mv-layer';
+      section.innerHTML = `<h3 class="sub-label">Layer ${L + 1} <span class="muted">${LAYER_NOTE[L] ?? ''}</span></h3>`;
+      const list = document.createElement('ul');
+      list.className = 'mv-grid';
+      list.setAttribute('aria-label', `Layer ${L + 1}: its ${layer.length} heads`);
+      layer.forEach((w, h) => {
+        const stats = manifest.heads.find((s) => s.layer === L && s.head === h);
+        const description = stats ? describeHead(stats) : 'not measured';
+        const current = settings.layer === L && settings.head === h;
+        tiles.push({ layer: L, head: h, description, current, data: w.data });
+        const item = document.createElement('li');
+        const button = document.createElement('button');
+        button.type = 'button';
+        button.className = 'mv-tile';
+        button.dataset.layer = String(L);
+        button.dataset.head = String(h);
+        if (current) button.setAttribute('aria-current', 'true');
+        button.innerHTML =
+          `<span class="mv-name">Layer ${L + 1}, head ${h + 1}</span>` +
+          `<span class="mv-desc">${esc(description)}</span>` +
+          `<span class="visually-hidden">. Open it in the steps.</span>`;
+        button.querySelector('.mv-name').after(drawTile(w.data, n, top));
+        item.append(button);
+        list.append(item);
+      });
+      section.append(list);
+      return section;
+    });
+    box.replaceChildren(...parts, legend(top));
+    shown = { top, tiles };
+  }
+
+  return {
+    render,
+    snapshot: () => shown && { top: shown.top, tiles: shown.tiles.map((t) => ({ ...t, data: Array.from(t.data) })) },
+  };
+}
