@@ -464,7 +464,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       return `<div class="tt-row">${esc(rowText(h.r))}</div>${selectable ? '<div class="tt-hint">Click to follow this row</div>' : ''}`;
     }
     if (h.kind === 'colLabel' && spec.colLabels) {
-      return `<div class="tt-col">${esc(colText(h.c))}</div><div class="tt-hint">Click to follow its query row</div>`;
+      return `<div class="tt-col">${esc(colText(h.c))}</div>${selectable ? '<div class="tt-hint">Click to follow its query row</div>' : ''}`;
     }
     return null;
   }
