@@ -1,7 +1,7 @@
 // The live training's loss curve on a <canvas>: each step's loss (thin, grey) and the mean of the
 // last MEAN steps (thick, accent), step on x, loss on y, with the range written at the axes.
 //
-//   drawLossCurve(canvas, losses)   redraws at the canvas's CSS width; sets its aria-label
+//   drawLossCurve(canvas, losses, width)   redraws, width CSS px wide; sets its aria-label
 //   runningMean(losses, k) -> the mean of the last k losses (fewer at the start)
 import { fmt } from './format.js';
 
@@ -17,8 +17,8 @@ export function runningMean(losses, k = MEAN) {
   return tail.length ? tail.reduce((a, b) => a + b, 0) / tail.length : NaN;
 }
 
-export function drawLossCurve(canvas, losses) {
-  const width = Math.max(200, canvas.clientWidth || canvas.parentElement.clientWidth);
+export function drawLossCurve(canvas, losses, cssWidth) {
+  const width = Math.max(120, Math.round(cssWidth));
   const height = 180;
   const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
   if (canvas.width !== width * dpr || canvas.height !== height * dpr) {

@@ -9,13 +9,13 @@
 // window.attentionTraining, read-only, for tests and the curious: { state: 'idle' | 'loading' |
 // 'running' | 'paused' | 'error', step, losses (every step's), perSecond, headsShown (how many
 // times the grid was drawn), headsStep (the step the grid shows) }
-import { weightTop } from './colors.js';
 import { fmt } from './format.js';
-import { createHeatmap } from './heatmap.js';
+import { createHeadGrid } from './head_grid.js';
 import { drawLossCurve, MEAN, runningMean } from './loss_curve.js';
 
 const $ = (id) => document.getElementById(id);
 const MIN_OWN_WORDS = 200;
+const RENDER_MS = 500;
 
 export function bindTrainPanel({ sentence }) {
   const view = { state: 'idle', step: 0, losses: [], perSecond: 0, headsShown: 0, headsStep: null };
@@ -39,7 +39,9 @@ export function bindTrainPanel({ sentence }) {
       return view.headsStep;
     },
   };
+  const grid = createHeadGrid($('train-heads'));
   let worker = null;
+  let runId = 0;
   let frame = 0;
   let pendingHeads = null;
 
@@ -67,63 +69,43 @@ export function bindTrainPanel({ sentence }) {
     $('train').dataset.state = state;
   }
 
-  // Stats and the loss curve: at most once a frame, however fast the steps come.
+  // Stats, the loss curve and the heads: at most every RENDER_MS, in an animation frame, however
+  // fast the steps come, so that the page's own work stays small. The curve's width is read on
+  // resize only (reading it after a write would force a layout).
+  let lastRender = -Infinity;
+  let curveWidth = 0;
   function schedule() {
     if (frame) return;
-    frame = requestAnimationFrame(() => {
-      frame = 0;
-      $('train-step').textContent = String(view.step);
-      $('train-loss-now').textContent = view.losses.length ? fmt(runningMean(view.losses), 3) : '–';
-      $('train-rate').textContent = view.perSecond ? fmt(view.perSecond, 1) : '–';
-      drawLossCurve($('train-loss'), view.losses);
-      if (pendingHeads) drawHeads(pendingHeads);
-      pendingHeads = null;
-    });
+    const wait = Math.max(0, lastRender + RENDER_MS - performance.now());
+    frame = setTimeout(() => requestAnimationFrame(render), wait);
   }
+  function render(now) {
+    frame = 0;
+    lastRender = now;
+    $('train-step').textContent = String(view.step);
+    $('train-loss-now').textContent = view.losses.length ? fmt(runningMean(view.losses), 3) : '–';
+    $('train-rate').textContent = view.perSecond ? fmt(view.perSecond, 1) : '–';
+    curveWidth ||= $('train-loss').clientWidth; // before the first resize report
+    drawLossCurve($('train-loss'), view.losses, curveWidth);
+    if (pendingHeads) drawHeads(pendingHeads);
+    pendingHeads = null;
+  }
+  new ResizeObserver(([entry]) => {
+    curveWidth = Math.round(entry.contentRect.width);
+    schedule();
+  }).observe($('train-loss'));
 
-  // Every head's (n,n) weights on the sentence, one compact heatmap each, layer by layer.
-  function drawHeads({ step, labels, n, layers, heads, weights }) {
-    const box = $('train-heads');
-    const focused = [...box.querySelectorAll('.hm-scroll')].indexOf(document.activeElement);
-    let largest = 0;
-    for (const v of weights) if (v > largest) largest = v;
-    const domainMax = weightTop(largest);
-    const rows = [];
-    for (let L = 0; L < layers; ++L) {
-      const row = document.createElement('div');
-      row.className = 'multiples';
-      row.setAttribute('role', 'group');
-      row.setAttribute('aria-label', `Layer ${L + 1}`);
-      for (let h = 0; h < heads; ++h) {
-        const data = weights.subarray((L * heads + h) * n * n, (L * heads + h + 1) * n * n);
-        const hm = createHeatmap({
-          name: `train_l${L + 1}h${h + 1}`,
-          label: `layer ${L + 1} head ${h + 1}`,
-          data,
-          shape: [n, n],
-          scale: 'unit',
-          domainMax,
-          rowLabels: labels,
-          colLabels: labels,
-          rowNoun: 'query',
-          colNoun: 'key',
-          selectableRows: false,
-          compact: true,
-          description: `weights on your sentence after ${step} training steps`,
-        });
-        row.append(hm.element);
-      }
-      rows.push(row);
-    }
-    box.replaceChildren(...rows);
-    if (focused >= 0) box.querySelectorAll('.hm-scroll')[focused]?.focus();
+  // Every head's (n,n) weights on the sentence (head_grid.js).
+  function drawHeads(m) {
+    grid.update(m);
     $('train-heads-note').textContent =
-      `After ${step} step${step === 1 ? '' : 's'}: ${labels.length} tokens of your sentence, rows are queries, columns keys (causal).`;
+      `After ${m.step} step${m.step === 1 ? '' : 's'}: ${m.labels.length} tokens of your sentence; rows are queries, columns keys (causal). Hover or tap a cell for its weight.`;
     view.headsShown += 1;
-    view.headsStep = step;
+    view.headsStep = m.step;
   }
 
   function onMessage({ data: m }) {
+    if (m.run !== runId) return; // from a run that has been replaced
     if (m.type === 'ready') {
       announce(
         `Training on ${m.text === 'excerpt' ? 'the State of the Union excerpt' : 'your text'} (${m.tokens.toLocaleString('en')} tokens), from ${m.from === 'trained' ? 'the trained weights' : 'random weights'}.`,
@@ -182,7 +164,7 @@ export function bindTrainPanel({ sentence }) {
     setState('loading');
     announce('Loading the library, the word vectors and the text in the training worker…');
     schedule();
-    worker.postMessage({ type: 'start', ...o, run });
+    worker.postMessage({ type: 'start', id: ++runId, ...o, run });
   }
 
   $('train-run').addEventListener('click', () => {
@@ -208,7 +190,6 @@ export function bindTrainPanel({ sentence }) {
     clearTimeout(typing);
     typing = setTimeout(() => worker?.postMessage({ type: 'sentence', sentence: sentence.value }), 300);
   });
-  window.addEventListener('resize', schedule);
   setState('idle');
   schedule();
 }

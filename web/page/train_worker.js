@@ -4,8 +4,9 @@
 // at a time, yielding between steps so that messages (pause, learning rate) are read.
 //
 // Page -> worker:
-//   { type: 'start', from: 'random'|'trained', text: null (the shipped excerpt) | string,
-//     lr, sentence, run }    a fresh run (also Reset): new weights, Adam and sampler; trains when run
+//   { type: 'start', id, from: 'random'|'trained', text: null (the shipped excerpt) | string,
+//     lr, sentence, run }    a fresh run (also Reset): new weights, Adam and sampler; trains when
+//                            run; every message back carries `run: id`
 //   { type: 'run' } / { type: 'pause' }     resume or pause the steps
 //   { type: 'lr', lr }                      the learning rate of the next steps
 //   { type: 'sentence', sentence }          the page's sentence: its heads are sent back
@@ -14,7 +15,7 @@
 //   { type: 'step', step, loss, perSecond }            after each step; perSecond over the last 10
 //   { type: 'heads', step, labels, n, layers, heads, weights }   every head's (n,n) weights on the
 //       sentence, weights (layers·heads·n·n): after set-up, a new sentence, a pause, and at most
-//       twice a second while training
+//       once a second while training
 //   { type: 'paused', step }   no step runs until the next 'run' or 'start'
 //   { type: 'error', message }
 import { createAttention } from '../lib/index.js';
@@ -24,8 +25,9 @@ import { createTrainer } from './model/trainer.js';
 import { loadModelFiles } from './model/weights.js';
 import { tokenize } from './tokenize.js';
 
-const HEADS_EVERY_MS = 500;
-const post = (msg, transfer) => self.postMessage(msg, transfer ?? []);
+const HEADS_EVERY_MS = 1000;
+let runId = null; // the page's id of the current run, on every message back (stale ones it drops)
+const post = (msg, transfer) => self.postMessage({ ...msg, run: runId }, transfer ?? []);
 
 let assets; // Promise of { attn, emb, model }, loaded once
 let excerpt; // Promise of the shipped excerpt's tokenized documents, loaded once
@@ -79,8 +81,9 @@ async function setSentence(text) {
   sendHeads();
 }
 
-async function start({ from, text, lr: rate, sentence: text2, run: go }) {
+async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   const gen = ++generation;
+  runId = id;
   running = false;
   run?.trainer.dispose();
   run = null;
