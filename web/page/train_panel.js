@@ -152,7 +152,9 @@ export function bindTrainPanel({ sentence }) {
   }
 
   // A fresh run from the chosen weights and text; trains at once when run is true.
+  let lastRun = false;
   function start(run) {
+    lastRun = run;
     const o = options();
     if (o.text !== null && o.text.trim().split(/\s+/).length < MIN_OWN_WORDS) {
       announce(`Paste at least ${MIN_OWN_WORDS} words of your own text (about a page), or train on the excerpt.`);
@@ -181,7 +183,8 @@ export function bindTrainPanel({ sentence }) {
     document.querySelectorAll(`input[name="${name}"]`).forEach((input) =>
       input.addEventListener('change', () => {
         $('train-own-area').hidden = document.querySelector('input[name="train-text"]:checked').value !== 'own';
-        if (view.state === 'running' || view.state === 'paused') start(view.state === 'running');
+        if (view.state === 'loading') start(lastRun);
+        else if (view.state === 'running' || view.state === 'paused') start(view.state === 'running');
       }),
     );
   }
