@@ -98,8 +98,9 @@ export function bindTrainPanel({ sentence }) {
   // Every head's (n,n) weights on the sentence (head_grid.js).
   function drawHeads(m) {
     grid.update(m);
+    const tokens = m.labels.map((t, i) => `${i + 1} ${t}`).join(' · ');
     $('train-heads-note').textContent =
-      `After ${m.step} step${m.step === 1 ? '' : 's'}: ${m.labels.length} tokens of your sentence; rows are queries, columns keys (causal). Hover or tap a cell for its weight.`;
+      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence (${tokens}): row i is token i's weights over tokens 1 to i (causal). Hover or tap a cell for its weight.`;
     view.headsShown += 1;
     view.headsStep = m.step;
   }
