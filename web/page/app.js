@@ -11,6 +11,7 @@
 // steps/        one descriptor per step: view, pill label, library call, side panel, hand values
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
+// train_panel.js  "Train it yourself": the model trained live in a Worker (train_worker.js)
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 // model_view.js every head of the trained model at a glance; head_compare.js two heads and A − B
 import { renderChips, setPressed } from './chips.js';
@@ -37,6 +38,7 @@ import {
 } from './state.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
+import { bindTrainPanel } from './train_panel.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -157,6 +159,7 @@ async function start() {
     },
     onError: showError,
   });
+  bindTrainPanel({ sentence: $('sentence') });
 
   const t0 = performance.now();
   let embeddingsMs;

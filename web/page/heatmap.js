@@ -131,7 +131,7 @@ function tooltipElement() {
   return el;
 }
 
-function showTooltip(html, clientX, clientY) {
+export function showTooltip(html, clientX, clientY) {
   const el = tooltipElement();
   el.innerHTML = html;
   el.hidden = false;

@@ -1,12 +1,15 @@
 // The model of web/page/model/lm.js made trainable: its parameters, one training step through the
 // package's forward/backward/step, and the held-out evaluation (loss, top-k, per-head stats).
+// One implementation for `npm run train-model` (scripts/train_model.mjs, Node) and the page's
+// live training (train_worker.js, a browser Worker): plain ES module, no Node or DOM imports.
 //
 // Parameters: layers [attn1, attn2] (the package's, 4 heads, no biases, so that
 // the page's steps show Q = X·W_Q as they are) and p = { wout (d,d),
 // bout (V), unk (d) } in plain JS. Batches: B windows of n+1 class ids and n input words.
-import { sinusoidalPositions } from '../../web/page/embeddings.js';
-import { headStats } from '../../web/page/model/head_stats.js';
-import { backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK } from '../../web/page/model/lm.js';
+import { sinusoidalPositions } from '../embeddings.js';
+import { headStats } from './head_stats.js';
+import { layerWeights } from './weights.js';
+import { backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK } from './lm.js';
 
 // Word vectors by norm, as the page looks them up (unknown words: the hashed stand-in).
 export function vectorCache(emb) {
@@ -15,6 +18,29 @@ export function vectorCache(emb) {
     let v = cache.get(w);
     if (!v) cache.set(w, (v = emb.lookup(w).vector));
     return v;
+  };
+}
+
+// doc (norms) -> Int32Array of class ids (unknown words -> the last class, "<unk>")
+export function toIds(doc, vocab) {
+  const id = new Map(vocab.map((w, c) => [w, c]));
+  const unk = vocab.length - 1;
+  return Int32Array.from(doc, (w) => id.get(w) ?? unk);
+}
+
+// Training windows of n+1 tokens: a document chosen in proportion to its length, then a start in
+// it, both from next() (uniform in [0,1)). -> () => { words (n+1 norms), ids (n+1) }
+export function windowSampler(docs, idDocs, n, next) {
+  const starts = [];
+  let acc = 0;
+  for (const ids of idDocs) starts.push((acc += Math.max(0, ids.length - n - 1)));
+  if (acc === 0) throw new RangeError(`training text: no document has more than ${n + 1} tokens`);
+  return () => {
+    const r = Math.floor(next() * acc);
+    let k = 0;
+    while (starts[k] <= r) ++k;
+    const s = r - (k ? starts[k - 1] : 0);
+    return { words: docs[k].slice(s, s + n + 1), ids: idDocs[k].subarray(s, s + n + 1) };
   };
 }
 
@@ -36,7 +62,17 @@ export function makeBatch(windows, n, d, vec, positionScale) {
   return { x: { data: x, shape: [B, n, d] }, targets };
 }
 
-export function createModel(attn, { d, heads, layers, seed, logPrior }) {
+// -> { p, layers }: layers seeded (seed + L, Xavier-uniform), wout 0.1·I, bout = logPrior; or,
+// with tensors (weights.js' unpackTensors of a trained model), copies of those weights.
+export function createModel(attn, { d, heads, layers, seed, logPrior, tensors }) {
+  if (tensors) {
+    return {
+      p: { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() },
+      layers: Array.from({ length: layers }, (_, L) =>
+        attn.multiHeadAttention({ dModel: d, heads, bias: false, weights: layerWeights(tensors, L) }),
+      ),
+    };
+  }
   const p = {
     wout: new Float32Array(d * d),
     bout: Float32Array.from(logPrior), // start from the unigram distribution

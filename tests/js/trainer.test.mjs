@@ -1,0 +1,128 @@
+// The page's live training (web/page/model/trainer.js), in Node: the same model as
+// `npm run train-model` (web/page/model/train.js), the shipped excerpt free of held-out addresses,
+// and training that learns. The browser side (the Worker, the panel) is page_train.test.mjs.
+// run with: node --test tests/js/trainer.test.mjs
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { corpusDir } from '../../scripts/train/corpus.mjs';
+import { createAttention } from '../../web/lib/index.js';
+import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
+import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
+import { createTrainer } from '../../web/page/model/trainer.js';
+import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const data = path.join(root, 'web', 'page', 'data');
+const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model', 'manifest.json'), 'utf8'));
+const tensors = unpackTensors(fs.readFileSync(path.join(data, 'model', 'model.bin')), manifest);
+const vocab = fs
+  .readFileSync(path.join(data, 'model', 'vocab.txt'), 'utf8')
+  .split('\n')
+  .filter((w) => w !== '');
+const emb = parseEmbeddings(
+  fs.readFileSync(path.join(data, 'embeddings-100d.bin')),
+  fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
+);
+const excerptText = fs.readFileSync(path.join(data, 'corpus', 'sotu-excerpt.txt'), 'utf8');
+const SENTENCE = ['the', 'animal', 'did', 'not', 'cross', 'the', 'street', 'because', 'it', 'was', 'too', 'tired'];
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+describe('live training', () => {
+  let attn;
+  const trainers = [];
+  const make = (options) => {
+    const t = createTrainer(attn, { emb, vocab, ...options });
+    trainers.push(t);
+    return t;
+  };
+  before(async () => {
+    attn = await createAttention({ threads: 1 });
+  });
+  after(() => {
+    for (const t of trainers) t.dispose();
+  });
+
+  test('the excerpt is training text only: no held-out address, each one whole', () => {
+    const files = fs
+      .readdirSync(corpusDir())
+      .filter((f) => f.endsWith('.txt'))
+      .sort();
+    const names = [...excerptText.matchAll(/^# (.*)$/gm)].map((m) => m[1]);
+    const texts = splitAddresses(excerptText);
+    assert.ok(names.length >= 5, `${names.length} addresses`);
+    assert.equal(texts.length, names.length);
+    names.forEach((name, i) => {
+      const k = files.indexOf(`${name}.txt`);
+      assert.ok(k >= 0, `${name} is not an address of the corpus`);
+      assert.notEqual(k % 10, 9, `${name} is held out by train-model`);
+      assert.equal(texts[i], fs.readFileSync(path.join(corpusDir(), files[k]), 'utf8').trim());
+    });
+    assert.ok(excerptText.length > 200000 && excerptText.length < 400000, `${excerptText.length} characters`);
+  });
+
+  test('from the trained weights, the heads are the shipped model heads', () => {
+    const t = make({ docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb), tensors });
+    const n = SENTENCE.length,
+      d = emb.dim;
+    const { n: m, weights } = t.heads(SENTENCE);
+    assert.equal(m, n);
+    // The page's trained forward, built by hand: X = E + P, then layer by layer with residuals.
+    const P = sinusoidalPositions(n, d);
+    let h = new Float32Array(n * d);
+    SENTENCE.forEach((w, i) => {
+      const v = emb.lookup(w).vector;
+      for (let k = 0; k < d; ++k) h[i * d + k] = v[k] + manifest.model.positionScale * P[i * d + k];
+    });
+    let worst = 0;
+    for (let L = 0; L < manifest.model.layers; ++L) {
+      const layer = attn.multiHeadAttention({ dModel: d, heads: 4, weights: layerWeights(tensors, L) });
+      const r = layer.forward({ data: h, shape: [n, d] }, { causal: true, trace: true });
+      r.heads.forEach((hd, k) => {
+        const got = weights.subarray((L * 4 + k) * n * n, (L * 4 + k + 1) * n * n);
+        for (let i = 0; i < n * n; ++i) worst = Math.max(worst, Math.abs(got[i] - hd.weights.data[i]));
+      });
+      h = h.map((x, i) => x + r.output.data[i]);
+      layer.dispose();
+    }
+    assert.ok(worst < 1e-5, `largest difference ${worst}`);
+  });
+
+  test('a run is deterministic from its seed', () => {
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const a = make({ docs, seed: 7, batch: 2 }),
+      b = make({ docs, seed: 7, batch: 2 });
+    const la = [a.step(3e-3), a.step(3e-3), a.step(3e-3)];
+    const lb = [b.step(3e-3), b.step(3e-3), b.step(3e-3)];
+    assert.deepEqual(la, lb);
+    assert.deepEqual(a.heads(SENTENCE).weights, b.heads(SENTENCE).weights);
+    assert.equal(a.steps, 3);
+  });
+
+  test('from random weights it learns a short text: the loss falls to a quarter', () => {
+    const text = 'we the people of the united states , in order to form a more perfect union . '.repeat(6);
+    const t = make({ docs: tokenizeDocs([text], emb), batch: 4, warmup: 5 });
+    const losses = Array.from({ length: 30 }, () => t.step(1e-2));
+    const first = mean(losses.slice(0, 3)),
+      last = mean(losses.slice(-3));
+    // seen: 4.5 -> 0.5 (with lr 0 it stays at 5.4)
+    assert.ok(last < 0.25 * first, `mean loss of the first 3 steps ${first}, of the last 3 ${last}`);
+  });
+
+  test('the trained weights start lower than random ones on the excerpt', () => {
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 2), emb);
+    const random = make({ docs, batch: 4 }),
+      trained = make({ docs, batch: 4, tensors });
+    const lr = 1e-3;
+    const r = mean([random.step(lr), random.step(lr)]),
+      t = mean([trained.step(lr), trained.step(lr)]);
+    assert.ok(t < r - 0.2, `trained ${t}, random ${r}`);
+  });
+
+  test('a text shorter than one window is a RangeError', () => {
+    assert.throws(() => make({ docs: tokenizeDocs(['too short'], emb) }), RangeError);
+  });
+});

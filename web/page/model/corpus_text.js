@@ -1,0 +1,20 @@
+// Training text for the page's live training, as the trainer reads it.
+//
+//   splitAddresses(text) -> [string]   the shipped excerpt (data/corpus/sotu-excerpt.txt, written by
+//                                      scripts/extract_corpus_excerpt.mjs): a line "# <name>" starts
+//                                      each address; text with no such line is one document
+//   tokenizeDocs(texts, emb) -> [[norm]]   each document tokenized as the trainer and the page do
+//                                      (tokenize.js with the word vectors' vocabulary), keeping norms
+import { tokenize } from '../tokenize.js';
+
+export function splitAddresses(text) {
+  if (!/^# /m.test(text)) return [text];
+  return text
+    .split(/^# .*$/m)
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+}
+
+export function tokenizeDocs(texts, emb) {
+  return texts.map((t) => tokenize(t, { vocab: emb }).map((tok) => tok.norm));
+}

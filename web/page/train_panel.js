@@ -1,0 +1,199 @@
+// The "Train it yourself" panel (#train): the page's model trained live in a Worker
+// (train_worker.js), with its loss curve, steps per second and every head's weights on the page's
+// sentence as it learns; start, pause, resume, reset, learning rate, and where it starts from
+// (random or trained weights) and on what (the shipped excerpt or the learner's own text).
+//
+//   bindTrainPanel({ sentence })   sentence: the page's <textarea>; its text is followed live.
+//     The worker starts on the first press of Start, never before.
+//
+// window.attentionTraining, read-only, for tests and the curious: { state: 'idle' | 'loading' |
+// 'running' | 'paused' | 'error', step, losses (every step's), perSecond, headsShown (how many
+// times the grid was drawn), headsStep (the step the grid shows) }
+import { fmt } from './format.js';
+import { createHeadGrid } from './head_grid.js';
+import { drawLossCurve, MEAN, runningMean } from './loss_curve.js';
+
+const $ = (id) => document.getElementById(id);
+const MIN_OWN_WORDS = 200;
+const RENDER_MS = 500;
+
+export function bindTrainPanel({ sentence }) {
+  const view = { state: 'idle', step: 0, losses: [], perSecond: 0, headsShown: 0, headsStep: null };
+  window.attentionTraining = {
+    get state() {
+      return view.state;
+    },
+    get step() {
+      return view.step;
+    },
+    get losses() {
+      return view.losses.slice();
+    },
+    get perSecond() {
+      return view.perSecond;
+    },
+    get headsShown() {
+      return view.headsShown;
+    },
+    get headsStep() {
+      return view.headsStep;
+    },
+  };
+  const grid = createHeadGrid($('train-heads'));
+  let worker = null;
+  let runId = 0;
+  let frame = 0;
+  let pendingHeads = null;
+
+  const options = () => {
+    const own = document.querySelector('input[name="train-text"]:checked').value === 'own';
+    return {
+      from: document.querySelector('input[name="train-from"]:checked').value,
+      text: own ? $('train-own').value : null,
+      lr: Number($('train-lr').value),
+      sentence: sentence.value,
+    };
+  };
+
+  function announce(text) {
+    $('train-status').textContent = text;
+  }
+
+  function setState(state) {
+    view.state = state;
+    const button = $('train-run');
+    button.textContent =
+      state === 'running' ? 'Pause' : state === 'paused' && view.step > 0 ? 'Resume' : 'Start training';
+    button.disabled = state === 'loading';
+    $('train-reset').disabled = state === 'idle' || state === 'loading';
+    $('train').dataset.state = state;
+  }
+
+  // Stats, the loss curve and the heads: at most every RENDER_MS, in an animation frame, however
+  // fast the steps come, so that the page's own work stays small. The curve's width is read on
+  // resize only (reading it after a write would force a layout).
+  let lastRender = -Infinity;
+  let curveWidth = 0;
+  function schedule() {
+    if (frame) return;
+    const wait = Math.max(0, lastRender + RENDER_MS - performance.now());
+    frame = setTimeout(() => requestAnimationFrame(render), wait);
+  }
+  function render(now) {
+    frame = 0;
+    lastRender = now;
+    $('train-step').textContent = String(view.step);
+    $('train-loss-now').textContent = view.losses.length ? fmt(runningMean(view.losses), 3) : '–';
+    $('train-rate').textContent = view.perSecond ? fmt(view.perSecond, 1) : '–';
+    curveWidth ||= $('train-loss').clientWidth; // before the first resize report
+    drawLossCurve($('train-loss'), view.losses, curveWidth);
+    if (pendingHeads) drawHeads(pendingHeads);
+    pendingHeads = null;
+  }
+  new ResizeObserver(([entry]) => {
+    curveWidth = Math.round(entry.contentRect.width);
+    schedule();
+  }).observe($('train-loss'));
+
+  // Every head's (n,n) weights on the sentence (head_grid.js).
+  function drawHeads(m) {
+    grid.update(m);
+    const tokens = m.labels.map((t, i) => `${i + 1} ${t}`).join(' · ');
+    $('train-heads-note').textContent =
+      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence (${tokens}): row i is token i's weights over tokens 1 to i (causal). Hover or tap a cell for its weight.`;
+    view.headsShown += 1;
+    view.headsStep = m.step;
+  }
+
+  function onMessage({ data: m }) {
+    if (m.run !== runId) return; // from a run that has been replaced
+    if (m.type === 'ready') {
+      announce(
+        `Training on ${m.text === 'excerpt' ? 'the State of the Union excerpt' : 'your text'} (${m.tokens.toLocaleString('en')} tokens), from ${m.from === 'trained' ? 'the trained weights' : 'random weights'}.`,
+      );
+    } else if (m.type === 'step') {
+      view.step = m.step;
+      view.losses.push(m.loss);
+      if (m.perSecond) view.perSecond = m.perSecond;
+      if (view.state !== 'running') setState('running');
+      schedule();
+    } else if (m.type === 'heads') {
+      pendingHeads = m;
+      schedule();
+    } else if (m.type === 'paused') {
+      view.step = m.step;
+      setState('paused');
+      schedule();
+      if (m.step > 0)
+        announce(
+          `Paused after ${m.step} steps; the mean loss of the last ${MEAN} is ${fmt(runningMean(view.losses), 3)}.`,
+        );
+    } else if (m.type === 'error') {
+      setState('error');
+      announce(`Training stopped: ${m.message}`);
+    }
+  }
+
+  function ensureWorker() {
+    if (worker) return true;
+    if (typeof Worker !== 'function') {
+      setState('error');
+      announce('This browser cannot run a Web Worker, so the page cannot train here.');
+      return false;
+    }
+    worker = new Worker(new URL('./train_worker.js', import.meta.url), { type: 'module' });
+    worker.addEventListener('message', onMessage);
+    worker.addEventListener('error', (e) => {
+      e.preventDefault();
+      setState('error');
+      announce(`The training worker could not start (${e.message || 'a module Worker did not load'}).`);
+      worker = null;
+    });
+    return true;
+  }
+
+  // A fresh run from the chosen weights and text; trains at once when run is true.
+  let lastRun = false;
+  function start(run) {
+    lastRun = run;
+    const o = options();
+    if (o.text !== null && o.text.trim().split(/\s+/).length < MIN_OWN_WORDS) {
+      announce(`Paste at least ${MIN_OWN_WORDS} words of your own text (about a page), or train on the excerpt.`);
+      $('train-own').focus();
+      return;
+    }
+    if (!ensureWorker()) return;
+    Object.assign(view, { step: 0, losses: [], perSecond: 0 });
+    setState('loading');
+    announce('Loading the library, the word vectors and the text in the training worker…');
+    schedule();
+    worker.postMessage({ type: 'start', id: ++runId, ...o, run });
+  }
+
+  $('train-run').addEventListener('click', () => {
+    if (view.state === 'running') worker.postMessage({ type: 'pause' });
+    else if (view.state === 'paused') {
+      worker.postMessage({ type: 'run' });
+      announce('Training…');
+    } else start(true);
+  });
+  $('train-reset').addEventListener('click', () => start(view.state === 'running'));
+  $('train-lr').addEventListener('change', (e) => worker?.postMessage({ type: 'lr', lr: Number(e.target.value) }));
+  // A new choice of weights or text starts over (paused, unless it was training).
+  for (const name of ['train-from', 'train-text']) {
+    document.querySelectorAll(`input[name="${name}"]`).forEach((input) =>
+      input.addEventListener('change', () => {
+        $('train-own-area').hidden = document.querySelector('input[name="train-text"]:checked').value !== 'own';
+        if (view.state === 'loading') start(lastRun);
+        else if (view.state === 'running' || view.state === 'paused') start(view.state === 'running');
+      }),
+    );
+  }
+  let typing = 0;
+  sentence.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => worker?.postMessage({ type: 'sentence', sentence: sentence.value }), 300);
+  });
+  setState('idle');
+  schedule();
+}

@@ -1,0 +1,166 @@
+// The page's live training, in a module Worker so that the page stays responsive: the package
+// (one thread: the single-thread build, which loads with or without cross-origin isolation), the
+// word vectors, the trained model's files and the training text, then model/trainer.js one step
+// at a time, yielding between steps so that messages (pause, learning rate) are read.
+//
+// Page -> worker:
+//   { type: 'start', id, from: 'random'|'trained', text: null (the shipped excerpt) | string,
+//     lr, sentence, run }    a fresh run (also Reset): new weights, Adam and sampler; trains when
+//                            run; every message back carries `run: id`
+//   { type: 'run' } / { type: 'pause' }     resume or pause the steps
+//   { type: 'lr', lr }                      the learning rate of the next steps
+//   { type: 'sentence', sentence }          the page's sentence: its heads are sent back
+// Worker -> page:
+//   { type: 'ready', tokens, documents, from, text }   a run is set up (training text's size)
+//   { type: 'step', step, loss, perSecond }            after each step; perSecond over the last 10
+//   { type: 'heads', step, labels, n, layers, heads, weights }   every head's (n,n) weights on the
+//       sentence, weights (layers·heads·n·n): after set-up, a new sentence, a pause, and at most
+//       once a second while training
+//   { type: 'paused', step }   no step runs until the next 'run' or 'start'
+//   { type: 'error', message }
+import { createAttention } from '../lib/index.js';
+import { loadEmbeddings } from './embeddings.js';
+import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
+import { createTrainer } from './model/trainer.js';
+import { loadModelFiles } from './model/weights.js';
+import { tokenize } from './tokenize.js';
+
+const HEADS_EVERY_MS = 1000;
+let runId = null; // the page's id of the current run, on every message back (stale ones it drops)
+const post = (msg, transfer) => self.postMessage({ ...msg, run: runId }, transfer ?? []);
+
+let assets; // Promise of { attn, emb, model }, loaded once
+let excerpt; // Promise of the shipped excerpt's tokenized documents, loaded once
+let run = null; // { trainer, gen, model }
+let generation = 0;
+let running = false;
+let lr = 3e-3;
+let sentence = [];
+let lastHeads = 0;
+const stepEnds = [];
+
+function loadAssets() {
+  assets ??= Promise.all([
+    createAttention({ threads: 1 }),
+    loadEmbeddings(new URL('./data/', import.meta.url)),
+    loadModelFiles(new URL('./data/model/', import.meta.url)),
+  ]).then(([attn, emb, model]) => ({ attn, emb, model }));
+  return assets;
+}
+
+async function loadExcerpt(emb) {
+  excerpt ??= fetch(new URL('./data/corpus/sotu-excerpt.txt', import.meta.url)).then(async (res) => {
+    if (!res.ok) throw new Error(`training text: ${res.status} ${res.statusText}`);
+    return tokenizeDocs(splitAddresses(await res.text()), emb);
+  });
+  return excerpt;
+}
+
+function sendHeads() {
+  if (!run || !sentence.length) return;
+  lastHeads = performance.now();
+  const { model } = run;
+  const h = run.trainer.heads(sentence.map((t) => t.norm));
+  post(
+    {
+      type: 'heads',
+      step: run.trainer.steps,
+      labels: sentence.map((t) => t.text),
+      n: h.n,
+      layers: model.manifest.model.layers,
+      heads: model.manifest.model.heads,
+      weights: h.weights,
+    },
+    [h.weights.buffer],
+  );
+}
+
+async function setSentence(text) {
+  const { emb, model } = await loadAssets();
+  sentence = tokenize(String(text ?? ''), { vocab: emb }).slice(0, model.manifest.model.n);
+  sendHeads();
+}
+
+async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
+  const gen = ++generation;
+  runId = id;
+  running = false;
+  run?.trainer.dispose();
+  run = null;
+  lr = rate;
+  const { attn, emb, model } = await loadAssets();
+  const docs = text == null ? await loadExcerpt(emb) : tokenizeDocs([text], emb);
+  if (gen !== generation) return; // a newer start came while this one loaded
+  const m = model.manifest.model;
+  const trainer = createTrainer(attn, {
+    emb,
+    vocab: model.vocab,
+    docs,
+    tensors: from === 'trained' ? model.tensors : null,
+    seed: 1,
+    n: m.n,
+    heads: m.heads,
+    layers: m.layers,
+    positionScale: m.positionScale,
+  });
+  run = { trainer, gen, model };
+  stepEnds.length = 0;
+  post({ type: 'ready', tokens: trainer.tokens, documents: docs.length, from, text: text == null ? 'excerpt' : 'own' });
+  await setSentence(text2);
+  if (go) resume();
+  else post({ type: 'paused', step: 0 });
+}
+
+function resume() {
+  if (!run || running) return;
+  running = true;
+  loop(run.gen).catch(fail);
+}
+
+function fail(e) {
+  running = false;
+  post({ type: 'error', message: e.message });
+}
+
+async function loop(gen) {
+  while (running && run && run.gen === gen) {
+    const loss = run.trainer.step(lr);
+    const now = performance.now();
+    stepEnds.push(now);
+    if (stepEnds.length > 10) stepEnds.shift();
+    const span = now - stepEnds[0];
+    post({
+      type: 'step',
+      step: run.trainer.steps,
+      loss,
+      perSecond: stepEnds.length > 1 && span > 0 ? ((stepEnds.length - 1) * 1000) / span : 0,
+    });
+    if (now - lastHeads >= HEADS_EVERY_MS) sendHeads();
+    await new Promise((r) => setTimeout(r, 0)); // let 'pause', 'lr' and 'sentence' in
+  }
+}
+
+const handlers = {
+  start,
+  run: resume,
+  pause() {
+    running = false;
+    stepEnds.length = 0;
+    sendHeads();
+    post({ type: 'paused', step: run?.trainer.steps ?? 0 });
+  },
+  lr(msg) {
+    lr = msg.lr;
+  },
+  sentence(msg) {
+    return setSentence(msg.sentence);
+  },
+};
+
+self.addEventListener('message', async ({ data }) => {
+  try {
+    await handlers[data.type]?.(data);
+  } catch (e) {
+    fail(e);
+  }
+});
