@@ -11,6 +11,8 @@
 // steps/        one descriptor per step: view, pill label, library call, side panel, hand values
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
+// offload.js    long inputs (> WORKER_TOKENS) computed by the library's worker form
+// url_state.js  the settings in the address: a link reproduces the view
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 import { renderChips, setPressed } from './chips.js';
 import { loadLibrary } from './compute.js';
@@ -20,6 +22,7 @@ import { loadEmbeddings } from './embeddings.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './hood.js';
 import { renderTokenStatus, renderWeightsNote } from './notes.js';
+import { WORKER_TOKENS, createOffload, tokenCount } from './offload.js';
 import { bindSgdPanel } from './sgd_panel.js';
 import {
   allTimings,
@@ -33,14 +36,17 @@ import {
   recomputeBackward,
 } from './state.js';
 import { createStepView } from './step_view.js';
+import { readSettingsQuery, writeUrlSettings } from './url_state.js';
 
 const $ = (id) => document.getElementById(id);
 
 const state = createState($('sentence').value);
 const stepView = createStepView(state, { onSelectRow: setFocus });
 const hook = installDebugHook(state, stepView);
+const offload = createOffload(state);
 
 const rendered = () => {
+  writeUrlSettings(state.settings);
   state.version += 1;
 };
 const showStep = () => {
@@ -66,9 +72,26 @@ function attempt(action) {
   }
 }
 
-// A new input or setting: everything is recomputed and redrawn.
+// A new input or setting: everything is recomputed and redrawn (a long input by the worker, later).
 function refresh() {
-  const hasTokens = recompute(state);
+  if (tokenCount(state) > WORKER_TOKENS) return refreshInWorker();
+  offload.supersede();
+  showComputed(recompute(state));
+}
+
+async function refreshInWorker() {
+  $('busy').hidden = false;
+  try {
+    const hasTokens = await offload.recompute();
+    if (hasTokens !== null) showComputed(hasTokens);
+  } catch (e) {
+    showError(e);
+  } finally {
+    $('busy').hidden = offload.busy;
+  }
+}
+
+function showComputed(hasTokens) {
   renderTokenStatus($('token-status'), state.input);
   if (!hasTokens) return;
   const { settings, input } = state;
@@ -142,7 +165,15 @@ async function start() {
   Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
-  refresh();
+  // A shared link's settings (the rules of change(), then the followed token, target and step).
+  const { focus, target, step: at, ...linked } = readSettingsQuery(location.search);
+  change(state, linked);
+  Object.assign(
+    state.settings,
+    Object.fromEntries(Object.entries({ focus, target, step: at }).filter(([, v]) => v !== undefined)),
+  );
+  $('sentence').value = state.settings.text;
+  await refresh();
   if (!state.steps.length) $('step-title').textContent = 'Type a sentence to begin';
 }
 
