@@ -87,7 +87,7 @@ async function refreshInWorker() {
   } catch (e) {
     showError(e);
   } finally {
-    $('busy').hidden = offload.busy;
+    $('busy').hidden = !offload.busy;
   }
 }
 
