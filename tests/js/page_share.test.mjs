@@ -163,6 +163,14 @@ test('a 256-token sentence: computed in a worker without long main-thread tasks,
   );
   const m = (await windowText(page, 'scores')).match(/rows (\d+)–(\d+)/);
   assert.ok(Number(m[1]) <= 250 && 250 <= Number(m[2]), `row 250 out of the zoom: ${m[0]}`);
+  // The backward for the new followed token came from the worker too: y_i is row 250 of the output.
+  const output = await pageMatrix(page, 'output', 'output');
+  const lossRows = await pageMatrix(page, 'loss', 'loss_rows');
+  const d = output.shape[1];
+  assert.deepEqual(lossRows.data.slice(0, d), output.data.slice(249 * d, 250 * d));
+  const { loss } = (await snapshot(page)).state;
+  const half = lossRows.data.slice(2 * d).reduce((a, g) => a + 0.5 * g * g, 0);
+  assert.ok(Math.abs(loss - half) <= 1e-5 * Math.max(1, half), `loss ${loss}, ½‖y − x‖² ${half}`);
   await goToStep(page, 5);
   await page.locator('#steps').screenshot({ path: new URL('long-256-softmax.png', ARTIFACTS).pathname });
   await goToStep(page, 7);
@@ -241,6 +249,7 @@ test('a link holds the sentence and every setting: a new page shows the same ste
     () => page.selectOption('#target', { value: '6' }),
     (s) => s.target === 6,
   );
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('target') === '6');
   const url = page.url();
   const query = new URL(url).searchParams;
   for (const [k, v] of Object.entries({

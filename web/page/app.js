@@ -104,12 +104,27 @@ function showComputed(hasTokens) {
   showStep();
 }
 
+// The backward for a new followed token or target (by the worker when it computed the input);
+// resolves to false when it threw or a newer recompute replaced it.
+async function backward() {
+  if (!state.ctx.worker) return attempt(() => recomputeBackward(state));
+  $('busy').hidden = false;
+  try {
+    return (await offload.recomputeBackward()) !== null;
+  } catch (e) {
+    showError(e);
+    return false;
+  } finally {
+    $('busy').hidden = !offload.busy;
+  }
+}
+
 // The followed token is also the loss's i: the backward steps are recomputed for it.
-function setFocus(i) {
+async function setFocus(i) {
   if (!isRow(state, i)) return;
   state.settings.focus = i;
   setPressed($('chips'), i);
-  if (!attempt(() => recomputeBackward(state))) return;
+  if (!(await backward())) return;
   showTimings();
   if (state.steps[state.settings.step].part === 'back') {
     showStep();
@@ -119,10 +134,10 @@ function setFocus(i) {
   }
 }
 
-function setTarget(j) {
+async function setTarget(j) {
   if (!isRow(state, j)) return;
   state.settings.target = j;
-  if (!attempt(() => recomputeBackward(state))) return;
+  if (!(await backward())) return;
   showTimings();
   showStep();
 }

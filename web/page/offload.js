@@ -4,15 +4,18 @@
 //
 //   WORKER_TOKENS                       the token count past which the worker computes
 //   tokenCount(state) -> n              the tokens the current settings give (before the cap)
-//   createOffload(state) -> { recompute() -> Promise<boolean | null>, supersede(), busy }
+//   createOffload(state) -> { recompute() -> Promise<boolean | null>, recomputeBackward() ->
+//                             Promise<true | null>, supersede(), busy }
 //     recompute(): recomputeGen (state.js) in the worker, into a shadow of the state that the state
 //     takes over once every call has answered: until then the page keeps showing (and stepping
 //     through) the previous result. Resolves like recompute(), or null when a newer recompute
 //     (here or on the main thread: supersede()) replaced it. The first call starts the worker.
+//     recomputeBackward(): recomputeBackwardGen (a new followed token or target) the same way, for
+//     an input the worker computed; null when a newer recompute of either kind replaced it
 //     busy: a recompute is under way
 import { Superseded, driveAsync, loadWorkerLibrary } from './compute.js';
 import { MAX_TOKENS } from './input.js';
-import { recomputeGen } from './state.js';
+import { recomputeBackwardGen, recomputeGen } from './state.js';
 import { tokenize } from './tokenize.js';
 
 export const WORKER_TOKENS = 128;
@@ -24,24 +27,21 @@ export function tokenCount({ settings, emb }) {
 
 export function createOffload(state) {
   let library = null; // Promise of { attn, ms }
-  let generation = 0;
+  let generation = 0; // of the whole recompute: a new one replaces any recompute under way
+  let backGeneration = 0; // of the backward alone: a new one replaces the backward under way
   let running = 0;
 
-  async function recompute() {
-    const id = ++generation;
+  // Runs makeGen(shadow, attn) in the worker while isCurrent(); then adopt(shadow).
+  async function offloaded(makeGen, shadow, isCurrent, adopt) {
     running += 1;
     try {
       library ??= loadWorkerLibrary();
       const { attn } = await library;
-      if (id !== generation) return null;
-      // Reads fall through to the state (settings, library, word vectors, model); what recompute
-      // writes (input, ctx, steps, sgd) stays on the shadow until it is done.
-      const shadow = Object.create(state);
-      const hasTokens = await driveAsync(recomputeGen(shadow, attn), { isCurrent: () => id === generation });
-      if (id !== generation) return null;
-      Object.assign(state, Object.fromEntries(Object.keys(shadow).map((k) => [k, shadow[k]])));
-      if (state.ctx) state.ctx.worker = true;
-      return hasTokens;
+      if (!isCurrent()) return null;
+      const result = await driveAsync(makeGen(shadow, attn), { isCurrent });
+      if (!isCurrent()) return null;
+      adopt(shadow);
+      return result;
     } catch (e) {
       if (e instanceof Superseded) return null;
       throw e;
@@ -50,8 +50,40 @@ export function createOffload(state) {
     }
   }
 
+  function recompute() {
+    const id = ++generation;
+    // Reads fall through to the state (settings, library, word vectors, model); what recompute
+    // writes (input, ctx, steps, sgd) stays on the shadow until it is done.
+    return offloaded(
+      recomputeGen,
+      Object.create(state),
+      () => id === generation,
+      (shadow) => {
+        Object.assign(state, Object.fromEntries(Object.keys(shadow).map((k) => [k, shadow[k]])));
+        if (state.ctx) state.ctx.worker = true;
+      },
+    );
+  }
+
+  function recomputeBackward() {
+    const id = ++backGeneration,
+      { ctx } = state;
+    const shadow = Object.create(state);
+    shadow.ctx = Object.create(ctx); // ctx.back goes on the shadow's ctx
+    return offloaded(
+      recomputeBackwardGen,
+      shadow,
+      () => id === backGeneration && state.ctx === ctx,
+      () => {
+        Object.assign(state, { steps: shadow.steps, sgd: shadow.sgd });
+        state.ctx.back = shadow.ctx.back;
+      },
+    ).then((r) => (r === null ? null : true));
+  }
+
   return {
     recompute,
+    recomputeBackward,
     supersede() {
       generation += 1;
     },

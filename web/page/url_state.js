@@ -7,9 +7,12 @@
 //                                                          only when set
 //   readSettingsQuery(search) -> patch   the fields of a query that are valid (others left out,
 //                                        so the page keeps its defaults for them)
-//   writeUrlSettings(settings)           replaces the address's query with settingsQuery
+//   writeUrlSettings(settings)           replaces the address's query with settingsQuery, once
+//                                        changes pause for WRITE_DELAY_MS
 //
 // A setting added to state.js reaches links by a line in FIELDS.
+export const WRITE_DELAY_MS = 150;
+
 const oneOf = (values) => (s) => values.find((v) => String(v) === s);
 const int = (lo, hi) => (s) => {
   const v = Number(s);
@@ -59,8 +62,14 @@ export function readSettingsQuery(search) {
   return patch;
 }
 
+let pending = 0;
 export function writeUrlSettings(settings) {
-  const query = settingsQuery(settings);
-  if (location.search.slice(1) === query) return;
-  history.replaceState(history.state, '', `${location.pathname}?${query}${location.hash}`);
+  // Later, once changes pause: off the render that caused it, and within the browser's limit on
+  // replaceState calls while a slider-like control or typing makes many changes.
+  clearTimeout(pending);
+  pending = setTimeout(() => {
+    const query = settingsQuery(settings);
+    if (location.search.slice(1) !== query)
+      history.replaceState(history.state, '', `${location.pathname}?${query}${location.hash}`);
+  }, WRITE_DELAY_MS);
 }
