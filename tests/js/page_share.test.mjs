@@ -403,6 +403,11 @@ test('each heatmap downloads as PNG and as CSV with the numbers the page shows',
     csv.slice(1).flatMap((r) => r.slice(1).map(Number)),
     wq.data,
   );
+  // A small multiple's PNG is the matrix at full size, not the small picture.
+  await goToStep(page, 7);
+  const multiple = await downloadOf(page, 'figure.heatmap[data-name="weights_head2"] button[data-export="png"]');
+  const small = await page.$eval('figure.heatmap[data-name="weights_head2"] canvas', (c) => c.width);
+  assert.ok(multiple.bytes.readUInt32BE(16) > small, 'the PNG of a small multiple is drawn larger');
   // A long input's matrix: the PNG is the whole matrix at full size.
   await act(
     page,

@@ -1,14 +1,17 @@
 // Each heatmap's downloads: the picture as PNG and the numbers as CSV, two buttons under it.
 //
 //   addExportButtons(hm, spec)   hm: createHeatmap's or createOverviewHeatmap's handle; spec its
-//                                heatmap spec. PNG: the heatmap as drawn (a long input's: the whole
-//                                matrix at full size, hm.exportCanvas()); CSV: matrixCsv(spec)
+//                                heatmap spec. PNG: the heatmap as drawn; for a small multiple or
+//                                a long input's overview, the whole matrix drawn at full size
+//                                (cells of 10 px or more, 6 px past 256 rows); CSV: matrixCsv(spec)
 //   matrixCsv(spec) -> string    RFC 4180: a header row (a corner cell, then the column labels:
 //                                the tokens, or 1…cols), then one line per row (its label, then its
 //                                values as JavaScript writes the float32 numbers: exact, -Infinity
 //                                for a masked score)
 //   download(blob, filename)     saves a Blob through a temporary <a download>
 import { esc } from './format.js';
+import { createHeatmap } from './heatmap.js';
+import { isLong } from './overview.js';
 
 const field = (s) => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
 
@@ -47,7 +50,10 @@ export function addExportButtons(hm, spec) {
     const kind = e.target.closest('button[data-export]')?.dataset.export;
     if (kind === 'csv') download(new Blob([matrixCsv(spec)], { type: 'text/csv' }), `${spec.name}.csv`);
     if (kind === 'png') {
-      const canvas = hm.exportCanvas?.() ?? hm.canvas;
+      const full = spec.compact || isLong(spec);
+      const canvas = full
+        ? createHeatmap({ ...spec, compact: false, cell: spec.shape[0] > 256 ? 6 : undefined }).canvas
+        : hm.canvas;
       canvas.toBlob((blob) => blob && download(blob, `${spec.name}.png`), 'image/png');
     }
   });

@@ -7,10 +7,9 @@
 //   isLong(spec) -> boolean      a heatmap spec (heatmap.js) with token rows, more than LONG_ROWS
 //                                of them, not a small multiple: shown by this module
 //   createOverviewHeatmap(spec, { onSelectRow })
-//     -> { element, setFocusRow(i | null), cellPoint(i, j), exportCanvas(), window() }
-//     the same as createHeatmap's, in the whole matrix's indices; cellPoint moves the window to
-//     (i, j) first; exportCanvas() draws the whole matrix at full size (for a PNG); window() is
-//     { r0, c0, rows, cols }, the zoomed region
+//     -> { element, canvas, setFocusRow(i | null), cellPoint(i, j), window() }
+//     the same as createHeatmap's, in the whole matrix's indices (canvas: the zoom's); cellPoint
+//     moves the window to (i, j) first; window() is { r0, c0, rows, cols }, the zoomed region
 //
 // Keys on the overview (focusable): ↑ ↓ move the window a quarter of its height, ← → a quarter of
 // its width (token × token only; elsewhere they still change the step), Page Up / Page Down a
@@ -242,10 +241,6 @@ export function createOverviewHeatmap(spec, { onSelectRow } = {}) {
     cellPoint(i, j) {
       if (i < r0 || i >= r0 + wr || (square && (j < c0 || j >= c0 + wc))) centreOn(i, square ? j : 0, true);
       return detail.cellPoint(i - r0, square ? j - c0 : j);
-    },
-    // The whole matrix at full size, drawn off the page (cells of 10 px, 6 px past 256 tokens).
-    exportCanvas() {
-      return createHeatmap({ ...spec, cell: rows > 256 ? 6 : undefined }).canvas;
     },
     window: () => ({ r0, c0, rows: wr, cols: wc }),
   };
