@@ -477,3 +477,24 @@ test('a phone (390 × 844, touch): tap a cell for its value, nothing scrolls sid
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('without the worker (its script refused), a long input is computed on the main thread', async () => {
+  const { page, errors } = await openPage(browser, server.url + PLAIN);
+  await page.route('**/worker_host.js', (route) => route.abort());
+  await page.evaluate(() => window.attentionPage.ready);
+  const { state } = await act(
+    page,
+    () => page.fill('#sentence', long(150)),
+    (s) => s.n === 150,
+  );
+  assert.equal(state.worker, false);
+  assert.equal(await page.locator('#busy').isHidden(), true);
+  const weights = await pageMatrix(page, 'softmax', 'weights');
+  assertClose(weights.data, expectedHead(await page.inputValue('#sentence')).weights.data, 'weights');
+  // The refused script is the only complaint.
+  assert.deepEqual(
+    errors().filter((e) => !/Failed to load resource|worker_host/.test(e)),
+    [],
+  );
+  await page.close();
+});

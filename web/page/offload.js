@@ -9,11 +9,12 @@
 //     recompute(): recomputeGen (state.js) in the worker, into a shadow of the state that the state
 //     takes over once every call has answered: until then the page keeps showing (and stepping
 //     through) the previous result. Resolves like recompute(), or null when a newer recompute
-//     (here or on the main thread: supersede()) replaced it. The first call starts the worker.
+//     (here or on the main thread: supersede()) replaced it. The first call starts the worker;
+//     when it cannot start, the calls run on the main thread (and ctx.worker stays false).
 //     recomputeBackward(): recomputeBackwardGen (a new followed token or target) the same way, for
 //     an input the worker computed; null when a newer recompute of either kind replaced it
 //     busy: a recompute is under way
-import { Superseded, driveAsync, loadWorkerLibrary } from './compute.js';
+import { Superseded, drive, driveAsync, loadWorkerLibrary } from './compute.js';
 import { MAX_TOKENS } from './input.js';
 import { recomputeBackwardGen, recomputeGen } from './state.js';
 import { tokenize } from './tokenize.js';
@@ -26,7 +27,7 @@ export function tokenCount({ settings, emb }) {
 }
 
 export function createOffload(state) {
-  let library = null; // Promise of { attn, ms }
+  let library = null; // Promise of { attn, ms }, or of null when the worker could not start
   let generation = 0; // of the whole recompute: a new one replaces any recompute under way
   let backGeneration = 0; // of the backward alone: a new one replaces the backward under way
   let running = 0;
@@ -35,12 +36,18 @@ export function createOffload(state) {
   async function offloaded(makeGen, shadow, isCurrent, adopt) {
     running += 1;
     try {
-      library ??= loadWorkerLibrary();
-      const { attn } = await library;
+      library ??= loadWorkerLibrary().catch((e) => {
+        console.warn(`The library's worker form did not start (${e.message}): long inputs run here.`);
+        return null;
+      });
+      const worker = await library;
       if (!isCurrent()) return null;
-      const result = await driveAsync(makeGen(shadow, attn), { isCurrent });
+      // Without a worker, the same calls on the main thread (blocking, as for a short input).
+      const result = worker
+        ? await driveAsync(makeGen(shadow, worker.attn), { isCurrent })
+        : drive(makeGen(shadow, state.attn));
       if (!isCurrent()) return null;
-      adopt(shadow);
+      adopt(shadow, Boolean(worker));
       return result;
     } catch (e) {
       if (e instanceof Superseded) return null;
@@ -58,9 +65,9 @@ export function createOffload(state) {
       recomputeGen,
       Object.create(state),
       () => id === generation,
-      (shadow) => {
+      (shadow, inWorker) => {
         Object.assign(state, Object.fromEntries(Object.keys(shadow).map((k) => [k, shadow[k]])));
-        if (state.ctx) state.ctx.worker = true;
+        if (state.ctx) state.ctx.worker = inWorker;
       },
     );
   }

@@ -69,7 +69,11 @@ export function writeUrlSettings(settings) {
   clearTimeout(pending);
   pending = setTimeout(() => {
     const query = settingsQuery(settings);
-    if (location.search.slice(1) !== query)
+    if (location.search.slice(1) === query) return;
+    try {
       history.replaceState(history.state, '', `${location.pathname}?${query}${location.hash}`);
+    } catch {
+      // A sandboxed frame may refuse: the page works on, without a link to copy.
+    }
   }, WRITE_DELAY_MS);
 }
