@@ -472,7 +472,7 @@ test('a phone (390 × 844, touch): tap a cell for its value, nothing scrolls sid
     assert.equal(Number(shown), Number(scores.data[r * scores.shape[1] + c].toFixed(4)));
     assert.match(await readout.textContent(), new RegExp(`\\[${r + 1}, ${c + 1}\\]`));
     assert.equal((await snapshot(page)).state.focus, state.focus, 'a tap on a cell reads it, follows nothing');
-    await page.screenshot({ path: new URL(`phone-touch-${label}-scores.png`, ARTIFACTS).pathname, fullPage: !text });
+    await page.screenshot({ path: new URL(`phone-touch-${label}-scores.png`, ARTIFACTS).pathname });
   }
   assert.deepEqual(problems, []);
   await context.close();
