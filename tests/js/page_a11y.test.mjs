@@ -103,3 +103,38 @@ test('phone (390 px): a wide heatmap is reached by Tab and scrolled by the arrow
   assert.deepEqual(errors(), []);
   await page.close();
 });
+
+// A long input's token matrices are an overview (a focusable group that moves the zoom) and a zoom.
+for (const [name, viewport] of [
+  ['desktop', { width: 1280, height: 900 }],
+  ['phone', { width: 390, height: 844 }],
+]) {
+  test(`${name} (${viewport.width} px): a 150-token input's overview and zoom, no violation`, async () => {
+    const { page, errors } = await openPage(browser, server.url);
+    await page.setViewportSize(viewport);
+    await page.evaluate(() => window.attentionPage.ready);
+    await page.addScriptTag({ content: AXE });
+    const words = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings'];
+    const text = Array.from({ length: 150 }, (_, i) => words[i % words.length]).join(' ');
+    let version = await page.evaluate(() => window.attentionPage.version);
+    await page.fill('#sentence', text);
+    await page.waitForFunction(
+      (v) => window.attentionPage.version > v && window.attentionPage.state.n === 150,
+      version,
+    );
+    const found = await audit(page, '150 tokens, step 1');
+    for (const i of [2, 5, 7, 13, 16]) {
+      version = await page.evaluate(() => window.attentionPage.version);
+      await page.$eval(`button[data-step="${i}"]`, (b) => b.click());
+      await page.waitForFunction(
+        ([v, step]) => window.attentionPage.version > v && window.attentionPage.state.step === step,
+        [version, i],
+      );
+      found.push(...(await audit(page, `150 tokens, step ${i + 1}`)));
+    }
+    assert.ok((await page.locator('.hm-overview').count()) > 0, 'no overview drawn');
+    assert.deepEqual(found, []);
+    assert.deepEqual(errors(), []);
+    await page.close();
+  });
+}

@@ -11,6 +11,7 @@ import { after, before, test } from 'node:test';
 import { startServer } from '../../scripts/serve.mjs';
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
+import { MAX_TOKENS } from '../../web/page/input.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
 import { launchBrowser, openPage } from './browser.mjs';
@@ -47,7 +48,7 @@ function inputFor({ text, worked = false, heads = 4, dK, seed = null }) {
   if (worked) {
     return { x: WORKED.x, n: 3, config: { dModel: 2, heads: 1, dK: 2, weights: WORKED.weights } };
   }
-  const toks = tokenize(text, { vocab: emb }).slice(0, 96);
+  const toks = tokenize(text, { vocab: emb }).slice(0, MAX_TOKENS);
   const n = toks.length,
     d = emb.dim;
   dK ??= d / heads;

@@ -12,6 +12,8 @@
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
 // train_panel.js  "Train it yourself": the model trained live in a Worker (train_worker.js)
+// offload.js    long inputs (> WORKER_TOKENS) computed by the library's worker form
+// url_state.js  the settings in the address: a link reproduces the view
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 // model_view.js every head of the trained model at a glance; head_compare.js two heads and A − B
 import { renderChips, setPressed } from './chips.js';
@@ -24,6 +26,7 @@ import { createModelView } from './model_view.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './hood.js';
 import { renderTokenStatus, renderWeightsNote } from './notes.js';
+import { WORKER_TOKENS, createOffload, tokenCount } from './offload.js';
 import { bindSgdPanel } from './sgd_panel.js';
 import {
   allTimings,
@@ -39,6 +42,7 @@ import {
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
+import { readSettingsQuery, writeUrlSettings } from './url_state.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -62,8 +66,10 @@ const showViews = () => {
   compare.render(state);
 };
 const hook = installDebugHook(state, stepView, { modelView, compare });
+const offload = createOffload(state);
 
 const rendered = () => {
+  writeUrlSettings(state.settings);
   state.version += 1;
 };
 const showStep = () => {
@@ -89,9 +95,26 @@ function attempt(action) {
   }
 }
 
-// A new input or setting: everything is recomputed and redrawn.
+// A new input or setting: everything is recomputed and redrawn (a long input by the worker, later).
 function refresh() {
-  const hasTokens = recompute(state);
+  if (tokenCount(state) > WORKER_TOKENS) return refreshInWorker();
+  offload.supersede();
+  showComputed(recompute(state));
+}
+
+async function refreshInWorker() {
+  $('busy').hidden = false;
+  try {
+    const hasTokens = await offload.recompute();
+    if (hasTokens !== null) showComputed(hasTokens);
+  } catch (e) {
+    showError(e);
+  } finally {
+    $('busy').hidden = !offload.busy;
+  }
+}
+
+function showComputed(hasTokens) {
   renderTokenStatus($('token-status'), state.input);
   showViews();
   if (!hasTokens) return;
@@ -105,12 +128,27 @@ function refresh() {
   showStep();
 }
 
+// The backward for a new followed token or target (by the worker when it computed the input);
+// resolves to false when it threw or a newer recompute replaced it.
+async function backward() {
+  if (!state.ctx.worker) return attempt(() => recomputeBackward(state));
+  $('busy').hidden = false;
+  try {
+    return (await offload.recomputeBackward()) !== null;
+  } catch (e) {
+    showError(e);
+    return false;
+  } finally {
+    $('busy').hidden = !offload.busy;
+  }
+}
+
 // The followed token is also the loss's i: the backward steps are recomputed for it.
-function setFocus(i) {
+async function setFocus(i) {
   if (!isRow(state, i)) return;
   state.settings.focus = i;
   setPressed($('chips'), i);
-  if (!attempt(() => recomputeBackward(state))) return;
+  if (!(await backward())) return;
   showTimings();
   if (state.steps[state.settings.step].part === 'back') {
     showStep();
@@ -120,10 +158,10 @@ function setFocus(i) {
   }
 }
 
-function setTarget(j) {
+async function setTarget(j) {
   if (!isRow(state, j)) return;
   state.settings.target = j;
-  if (!attempt(() => recomputeBackward(state))) return;
+  if (!(await backward())) return;
   showTimings();
   showStep();
 }
@@ -174,7 +212,15 @@ async function start() {
   Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
-  refresh();
+  // A shared link's settings (the rules of change(), then the followed token, target and step).
+  const { focus, target, step: at, ...linked } = readSettingsQuery(location.search);
+  change(state, linked);
+  Object.assign(
+    state.settings,
+    Object.fromEntries(Object.entries({ focus, target, step: at }).filter(([, v]) => v !== undefined)),
+  );
+  $('sentence').value = state.settings.text;
+  await refresh();
   if (!state.steps.length) $('step-title').textContent = 'Type a sentence to begin';
 }
 

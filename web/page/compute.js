@@ -1,7 +1,15 @@
 // Every call into wasm-attention the page makes, each timed with performance.now().
 //
 //   loadLibrary() -> { attn, ms }
+//   loadWorkerLibrary() -> { attn, ms }: the worker form (every call a Promise), for long inputs
 //   run(attn, input) -> { weights, single, multi, scale, timings }
+//
+// Each computation is written once, as a generator that yields each library call as a function
+// (runGen, runModelGen, runBackwardGen, sgdStepGen): drive(gen) runs it with the direct form, its
+// calls returning their results; driveAsync(gen, { isCurrent }) with the worker form, awaiting
+// each call's Promise, and abandons it (rejecting with a Superseded error, after the finally
+// blocks' dispose calls) at the first call after isCurrent() turns false. run, runModel,
+// runBackward and sgdStep are drive(their generator).
 //
 // input: x (n,d_model) tensor; heads h; dK = d_v per head; weights { wq, wk, wv, wo } or null
 // (then the layer's seeded Xavier-uniform init, from seed); causal; scaling (false: scale 1);
@@ -33,21 +41,71 @@
 import { createAttention, tensor } from '../lib/index.js';
 import { columns } from '../lib/multi_head.js';
 
-// A list of { call, detail, ms } and a helper that runs fn() and records how long it took.
+// A list of { call, detail, ms } and a helper, used as `yield* time(call, detail, fn)`, that has
+// the driver run fn() and records how long it took (with the worker form: until its answer came).
 function stopwatch() {
   const timings = [];
-  const time = (call, detail, fn) => {
+  function* time(call, detail, fn) {
     const t0 = performance.now();
-    const result = fn();
+    const result = yield fn;
     timings.push({ call, detail, ms: performance.now() - t0 });
     return result;
-  };
+  }
   return { timings, time };
+}
+
+export function drive(gen) {
+  let next = gen.next();
+  while (!next.done) {
+    let value;
+    try {
+      value = next.value();
+    } catch (e) {
+      next = gen.throw(e);
+      continue;
+    }
+    next = gen.next(value);
+  }
+  return next.value;
+}
+
+export class Superseded extends Error {
+  constructor() {
+    super('a newer computation replaced this one');
+    this.name = 'Superseded';
+  }
+}
+
+export async function driveAsync(gen, { isCurrent = () => true } = {}) {
+  let next = gen.next();
+  let superseded = false;
+  while (!next.done) {
+    if (!superseded && !isCurrent()) {
+      superseded = true;
+      next = gen.throw(new Superseded());
+      continue;
+    }
+    let value;
+    try {
+      value = await next.value();
+    } catch (e) {
+      next = gen.throw(e);
+      continue;
+    }
+    next = gen.next(value);
+  }
+  return next.value;
 }
 
 export async function loadLibrary() {
   const t0 = performance.now();
   const attn = await createAttention({ threads: 'auto' });
+  return { attn, ms: performance.now() - t0 };
+}
+
+export async function loadWorkerLibrary() {
+  const t0 = performance.now();
+  const attn = await createAttention({ worker: true, threads: 'auto' });
   return { attn, ms: performance.now() - t0 };
 }
 
@@ -64,7 +122,7 @@ export function identity(n) {
   return tensor(data, [n, n]);
 }
 
-export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }) {
+export function* runGen(attn, { x, heads, dK, weights, seed, causal, scaling, head }) {
   const { timings, time } = stopwatch();
   const dModel = x.shape[1];
   const dV = dK;
@@ -73,50 +131,50 @@ export function run(attn, { x, heads, dK, weights, seed, causal, scaling, head }
   const n = x.shape[0];
 
   const config = weights ? { dModel, heads, dK, dV, weights } : { dModel, heads, dK, dV, seed };
-  const mha = time(
+  const mha = yield* time(
     'attn.multiHeadAttention',
     `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}${weights ? '' : `, seed ${seed}`}`,
     () => attn.multiHeadAttention(config),
   );
   try {
     // W_Q, W_K, W_V (d_model, h·d_k), W_O (h·d_v, d_model): copies of what the layer holds.
-    const w = time('mha.weights', 'copy W_Q, W_K, W_V, W_O out', () => mha.weights);
-    const multi = time('mha.forward', `X ${n}\u00d7${dModel}, trace`, () => mha.forward(x, options));
+    const w = yield* time('mha.weights', 'copy W_Q, W_K, W_V, W_O out', () => mha.weights);
+    const multi = yield* time('mha.forward', `X ${n}\u00d7${dModel}, trace`, () => mha.forward(x, options));
 
     // Head `head`'s projections: W (d_model, d_k) and Q, K, V (n, d_k).
     const wq = columnSlice(w.wq, head * dK, dK);
     const wk = columnSlice(w.wk, head * dK, dK);
     const wv = columnSlice(w.wv, head * dV, dV);
-    const q = time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
+    const q = yield* time('attn.matmul', `X\u00b7W_Q ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
       attn.matmul(x, wq),
     );
-    const k = time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
+    const k = yield* time('attn.matmul', `X\u00b7W_K ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dK}`, () =>
       attn.matmul(x, wk),
     );
-    const v = time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () =>
+    const v = yield* time('attn.matmul', `X\u00b7W_V ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${dV}`, () =>
       attn.matmul(x, wv),
     );
-    const single = time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () =>
+    const single = yield* time('attn.attention', `head ${head + 1}: Q ${n}\u00d7${dK}, trace`, () =>
       attn.attention(q, k, v, options),
     );
     Object.assign(single, { q, k, v, wq, wk, wv });
     return { weights: w, single, multi, scale, timings };
   } finally {
-    time('mha.dispose', 'free the layer', () => mha.dispose());
+    yield* time('mha.dispose', 'free the layer', () => mha.dispose());
   }
 }
 
-export function runModel(attn, layers, x) {
+export function* runModelGen(attn, layers, x) {
   const { timings, time } = stopwatch();
   const [n, dModel] = x.shape;
   const hs = [x];
   const heads = [];
   for (const [L, weights] of layers.entries()) {
-    const mha = time('attn.multiHeadAttention', `trained layer ${L + 1}`, () =>
+    const mha = yield* time('attn.multiHeadAttention', `trained layer ${L + 1}`, () =>
       attn.multiHeadAttention({ dModel, heads: weights.heads, weights: weights.w }),
     );
     try {
-      const { output, heads: traced } = time(
+      const { output, heads: traced } = yield* time(
         'mha.forward',
         `layer ${L + 1}: X ${n}\u00d7${dModel}, causal, trace`,
         () => mha.forward(hs[L], { causal: true, trace: true }),
@@ -126,7 +184,7 @@ export function runModel(attn, layers, x) {
       for (let k = 0; k < next.length; ++k) next[k] = hs[L].data[k] + output.data[k];
       hs.push(tensor(next, [n, dModel]));
     } finally {
-      time('mha.dispose', 'free the layer', () => mha.dispose());
+      yield* time('mha.dispose', 'free the layer', () => mha.dispose());
     }
   }
   return { hs, heads, timings };
@@ -156,7 +214,7 @@ function lossRows(y, x, dOutput, i, j) {
   return tensor(out, [3, d]);
 }
 
-export function runBackward(attn, forward, { x, heads, dK, causal, head, query, target }) {
+export function* runBackwardGen(attn, forward, { x, heads, dK, causal, head, query, target }) {
   const { timings, time } = stopwatch();
   const dModel = x.shape[1];
   const dV = dK;
@@ -165,26 +223,28 @@ export function runBackward(attn, forward, { x, heads, dK, causal, head, query, 
   const { loss, dOutput } = targetLoss(multi.output, x, query, target);
 
   // Head h0: dC = dY·W_Oᵀ, then its columns; the attention backward on its Q, K, V.
-  const dConcat = time('attn.matmul', `dY\u00b7W_O\u1d40 ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${heads * dV}`, () =>
-    attn.matmul(dOutput, w.wo, { transposeB: true }),
+  const dConcat = yield* time(
+    'attn.matmul',
+    `dY\u00b7W_O\u1d40 ${n}\u00d7${dModel} \u00b7 ${dModel}\u00d7${heads * dV}`,
+    () => attn.matmul(dOutput, w.wo, { transposeB: true }),
   );
   const dZ = columnSlice(dConcat, head * dV, dV);
-  const grads = time('attn.attentionBackward', `head ${head + 1}: dZ ${n}\u00d7${dV}, trace`, () =>
+  const grads = yield* time('attn.attentionBackward', `head ${head + 1}: dZ ${n}\u00d7${dV}, trace`, () =>
     attn.attentionBackward(s.q, s.k, s.v, dZ, { causal, scale, trace: true }),
   );
 
   // The whole layer: a forward with the same weights, then its backward.
-  const mha = time(
+  const mha = yield* time(
     'attn.multiHeadAttention',
     `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}, the weights above`,
     () => attn.multiHeadAttention({ dModel, heads, dK, dV, weights: w }),
   );
   let layer;
   try {
-    time('mha.forward', `X ${n}\u00d7${dModel} (kept for backward)`, () => mha.forward(x, { causal, scale }));
-    layer = time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
+    yield* time('mha.forward', `X ${n}\u00d7${dModel} (kept for backward)`, () => mha.forward(x, { causal, scale }));
+    layer = yield* time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
   } finally {
-    time('mha.dispose', 'free the layer', () => mha.dispose());
+    yield* time('mha.dispose', 'free the layer', () => mha.dispose());
   }
   return {
     query,
@@ -202,25 +262,32 @@ export function runBackward(attn, forward, { x, heads, dK, causal, head, query, 
 
 // One SGD step on the layer's weights for the same loss: forward, loss, backward, step, forward
 // again. Returns the loss before and after and the new weights (copies).
-export function sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate }) {
+export function* sgdStepGen(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate }) {
   const { timings, time } = stopwatch();
   const dModel = x.shape[1];
   const n = x.shape[0];
-  const mha = time(
+  const mha = yield* time(
     'attn.multiHeadAttention',
     `d_model ${dModel}, ${heads} head${heads > 1 ? 's' : ''}, d_k ${dK}`,
     () => attn.multiHeadAttention({ dModel, heads, dK, dV: dK, weights }),
   );
   try {
-    const f0 = time('mha.forward', `X ${n}\u00d7${dModel}`, () => mha.forward(x, { causal, scale }));
+    const f0 = yield* time('mha.forward', `X ${n}\u00d7${dModel}`, () => mha.forward(x, { causal, scale }));
     const { loss: before, dOutput } = targetLoss(f0.output, x, query, target);
-    const grads = time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
-    time('mha.step', `learning rate ${learningRate}`, () => mha.step(grads, learningRate));
-    const f1 = time('mha.forward', `X ${n}\u00d7${dModel}, new weights`, () => mha.forward(x, { causal, scale }));
+    const grads = yield* time('mha.backward', `dY ${n}\u00d7${dModel}`, () => mha.backward(dOutput));
+    yield* time('mha.step', `learning rate ${learningRate}`, () => mha.step(grads, learningRate));
+    const f1 = yield* time('mha.forward', `X ${n}\u00d7${dModel}, new weights`, () =>
+      mha.forward(x, { causal, scale }),
+    );
     const { loss: after } = targetLoss(f1.output, x, query, target);
-    const next = time('mha.weights', 'copy the new weights out', () => mha.weights);
+    const next = yield* time('mha.weights', 'copy the new weights out', () => mha.weights);
     return { before, after, weights: next, timings };
   } finally {
-    time('mha.dispose', 'free the layer', () => mha.dispose());
+    yield* time('mha.dispose', 'free the layer', () => mha.dispose());
   }
 }
+
+export const run = (attn, input) => drive(runGen(attn, input));
+export const runModel = (attn, layers, x) => drive(runModelGen(attn, layers, x));
+export const runBackward = (attn, forward, options) => drive(runBackwardGen(attn, forward, options));
+export const sgdStep = (attn, options) => drive(sgdStepGen(attn, options));

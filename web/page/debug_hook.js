@@ -9,7 +9,7 @@
 //              step (0-based), stepId, focus (followed row, 0-based; also the loss's i), target
 //              (the loss's j, 0-based), loss, lr (the SGD learning rate), sgdLosses (the loss
 //              before and after each SGD step taken, [] before the first), backend, isolated,
-//              renderMs }
+//              renderMs, worker (true when the library's worker form computed the input: a long one) }
 //   steps      [{ id, title, matrices: [{ name, shape: [rows, cols], data: number[] }] }] for all
 //              eighteen steps: the exact float32 values each heatmap draws, row-major
 //   timings    [{ call, detail, ms }]: the library calls behind the current input (forward,
@@ -64,6 +64,7 @@ export function installDebugHook(state, stepView, views = {}) {
         backend: attn?.backend ?? null,
         isolated: globalThis.crossOriginIsolated === true,
         renderMs: stepView.renderMs,
+        worker: ctx?.worker === true,
       };
     },
     get steps() {

@@ -24,21 +24,23 @@
 //   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
 //   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
 //   spec.description  extra words for the canvas's aria-label
+//   A window of a larger matrix (overview.js's zoomed detail) also has:
+//   spec.rowOffset, spec.colOffset  the window's first row and column in the whole matrix: tooltips,
+//                   the readout, onSelectRow and setFocusRow speak in the whole matrix's indices
+//   spec.colUnknown  `unknown` for the column labels (when columns start elsewhere than rows)
+//   spec.maxAbs     the signed scale's ±range (the whole matrix's), instead of this data's
+//   spec.cell       the cell size in px, instead of the one chosen from the size
+//   spec.rowSums    may also be a function r -> the row's sum (of the whole row)
+//
+// A tap (touch) on a cell shows its value in the tooltip and in a line under the heatmap
+// (.hm-readout, announced); it does not change the followed row (a tap on a row label does).
+// Matrices of more than FAST_CELLS cells are drawn as pixels (raster.js), cells of any size.
 //
 // Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
 // and text are crisp.
-import {
-  DIVERGING_STOPS,
-  MASKED_FILL,
-  MASKED_HATCH,
-  SEQUENTIAL_STOPS,
-  diverging,
-  gradientCss,
-  sequential,
-  textOn,
-  weightTop,
-} from './colors.js';
+import { DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, gradientCss, textOn } from './colors.js';
 import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
+import { colourScale, drawScaled, rasterize } from './raster.js';
 
 const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 const MONO = 'ui-monospace, "SF Mono", Menlo, Consolas, "DejaVu Sans Mono", monospace';
@@ -46,6 +48,7 @@ const INK = '#1d2330';
 const MUTED = '#5b6475';
 const ACCENT = '#3451b2';
 const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
+const FAST_CELLS = 20000;
 
 let measureCtx;
 function textWidth(text, font) {
@@ -65,10 +68,13 @@ function fitText(text, font, maxWidth) {
 // Cell size and what is drawn, from the matrix size and kind.
 function layoutFor(spec) {
   const [rows, cols] = spec.shape;
+  if (spec.cell) return { cw: spec.cell, ch: spec.cell, values: false };
   if (spec.compact) {
-    // About 188 px a side; two side by side on a phone.
+    // About 188 px a side; two side by side on a phone. Below 2 px a cell, fractional cells (drawn
+    // as pixels, averaged).
     const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2));
-    const c = clamp(Math.floor(side / Math.max(rows, cols)), 2, 16);
+    const fit = side / Math.max(rows, cols);
+    const c = fit < 2 ? fit : clamp(Math.floor(fit), 2, 16);
     return { cw: c, ch: c, values: false };
   }
   if (rows <= 8 && cols <= 8) return { cw: 66, ch: 30, values: true };
@@ -154,31 +160,18 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   const { cw, ch, values } = layoutFor(spec);
   const labelFont = (bold = false) => `${bold ? '600 ' : ''}${clamp(ch - 2, 9, 12)}px ${SANS}`;
   const tickFont = `10px ${SANS}`;
-  const tokenLabel = (labels, i) => `${labels[i]}${spec.unknown?.[i] ? '?' : ''}`;
+  const colUnknown = spec.colUnknown ?? spec.unknown;
+  const tokenLabel = (labels, i, unknown = spec.unknown) => `${labels[i]}${unknown?.[i] ? '?' : ''}`;
+  const rowOffset = spec.rowOffset ?? 0,
+    colOffset = spec.colOffset ?? 0;
 
-  // Range of the finite values.
-  let min = Infinity,
-    max = -Infinity,
-    hasMasked = false;
-  for (const v of data) {
-    if (v === -Infinity) {
-      hasMasked = true;
-      continue;
-    }
-    if (v < min) min = v;
-    if (v > max) max = v;
-  }
+  // The colour range (raster.js): finite values, masked cells, the scale.
+  const { min, max, maxAbs, unitTop, hasMasked, colour } = colourScale(spec);
   // Cells a mask removed although their value is finite (gradients: exactly 0 there).
   const maskedAt = spec.maskedCells ?? (() => false);
   let maskedZeros = 0;
   if (spec.maskedCells)
     for (let r = 0; r < rows; ++r) for (let c = 0; c < cols; ++c) if (maskedAt(r, c)) maskedZeros += 1;
-  if (min === Infinity) min = max = 0;
-  const maxAbs = Math.max(Math.abs(min), Math.abs(max));
-  // Weights: from 0 to a round number at or above the largest weight (1 when a row is one-hot),
-  // so that flat rows (every weight near 1/n) still show their pattern; the legend says the top.
-  const unitTop = spec.domainMax ?? weightTop(max);
-  const colour = spec.scale === 'unit' ? (v) => sequential(v / unitTop) : (v) => diverging(v, maxAbs);
 
   // Margins: row labels left, column labels on top, row sums right.
   let padLeft = 0,
@@ -196,7 +189,9 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       padLeft = spec.rowGroups ? 30 : Math.ceil(textWidth(String(rows), tickFont)) + 8;
     }
     if (spec.colLabels) {
-      const widest = Math.max(...spec.colLabels.map((t, i) => textWidth(tokenLabel(spec.colLabels, i), labelFont())));
+      const widest = Math.max(
+        ...spec.colLabels.map((t, i) => textWidth(tokenLabel(spec.colLabels, i, colUnknown), labelFont())),
+      );
       colLabelsFlat = widest <= cw - 6; // short labels over wide cells read better upright
       padTop = colLabelsFlat ? 20 : Math.ceil(Math.min(widest, 88)) + 8;
     } else {
@@ -273,29 +268,31 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     g.textAlign = 'center';
     g.textBaseline = 'middle';
     g.font = `12px ${MONO}`;
-    for (let r = 0; r < rows; ++r) {
-      for (let c = 0; c < cols; ++c) {
-        const v = data[r * cols + c];
-        const x = x0 + c * cw,
-          y = y0 + r * ch;
-        if (v === -Infinity || maskedAt(r, c)) {
-          g.fillStyle = pattern;
+    if (!values && rows * cols > FAST_CELLS) drawPixels(g, gap, pattern);
+    else
+      for (let r = 0; r < rows; ++r) {
+        for (let c = 0; c < cols; ++c) {
+          const v = data[r * cols + c];
+          const x = x0 + c * cw,
+            y = y0 + r * ch;
+          if (v === -Infinity || maskedAt(r, c)) {
+            g.fillStyle = pattern;
+            g.fillRect(x, y, cw - gap, ch - gap);
+            if (values) {
+              g.fillStyle = INK;
+              g.fillText(fmt(v), x + cw / 2, y + ch / 2);
+            }
+            continue;
+          }
+          const col = colour(v);
+          g.fillStyle = col.css;
           g.fillRect(x, y, cw - gap, ch - gap);
           if (values) {
-            g.fillStyle = INK;
+            g.fillStyle = textOn(col.rgb);
             g.fillText(fmt(v), x + cw / 2, y + ch / 2);
           }
-          continue;
-        }
-        const col = colour(v);
-        g.fillStyle = col.css;
-        g.fillRect(x, y, cw - gap, ch - gap);
-        if (values) {
-          g.fillStyle = textOn(col.rgb);
-          g.fillText(fmt(v), x + cw / 2, y + ch / 2);
         }
       }
-    }
     // Head blocks: white separators.
     g.fillStyle = '#fff';
     if (spec.colGroups)
@@ -303,6 +300,32 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     if (spec.rowGroups)
       for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
     if (!spec.compact) drawLabels(g);
+  }
+
+  // Many cells: one pixel each (raster.js), scaled to the grid; then the hatch over each row's runs
+  // of masked cells and the white gaps between cells, where cells are big enough to show them.
+  function drawPixels(g, gap, pattern) {
+    drawScaled(g, rasterize(spec, colour), x0, y0, gridW, gridH);
+    if (pattern && cw >= 2 && ch >= 2) {
+      g.fillStyle = pattern;
+      for (let r = 0; r < rows; ++r) {
+        for (let c = 0; c < cols;) {
+          const masked = (k) => data[r * cols + k] === -Infinity || maskedAt(r, k);
+          if (!masked(c)) {
+            c += 1;
+            continue;
+          }
+          const start = c;
+          while (c < cols && masked(c)) c += 1;
+          g.fillRect(x0 + start * cw, y0 + r * ch, (c - start) * cw, ch);
+        }
+      }
+    }
+    if (gap) {
+      g.fillStyle = '#fff';
+      for (let c = 1; c <= cols; ++c) g.fillRect(x0 + c * cw - 1, y0, 1, gridH);
+      for (let r = 1; r <= rows; ++r) g.fillRect(x0, y0 + r * ch - 1, gridW, 1);
+    }
   }
 
   function drawLabels(g) {
@@ -336,8 +359,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       g.font = labelFont();
       g.textAlign = 'center';
       for (let c = 0; c < cols; ++c) {
-        g.fillStyle = spec.unknown?.[c] ? '#8a4b00' : INK;
-        g.fillText(tokenLabel(spec.colLabels, c), x0 + c * cw + cw / 2, padTop / 2);
+        g.fillStyle = colUnknown?.[c] ? '#8a4b00' : INK;
+        g.fillText(tokenLabel(spec.colLabels, c, colUnknown), x0 + c * cw + cw / 2, padTop / 2);
       }
     } else if (spec.colLabels) {
       g.font = labelFont();
@@ -346,8 +369,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
         g.save();
         g.translate(x0 + c * cw + cw / 2, padTop - 4);
         g.rotate(-Math.PI / 2);
-        g.fillStyle = spec.unknown?.[c] ? '#8a4b00' : INK;
-        g.fillText(fitText(tokenLabel(spec.colLabels, c), labelFont(), padTop - 8), 0, 0);
+        g.fillStyle = colUnknown?.[c] ? '#8a4b00' : INK;
+        g.fillText(fitText(tokenLabel(spec.colLabels, c, colUnknown), labelFont(), padTop - 8), 0, 0);
         g.restore();
       }
     } else if (spec.colGroups) {
@@ -380,6 +403,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   }
 
   function rowSum(r) {
+    if (typeof spec.rowSums === 'function') return spec.rowSums(r);
     let s = 0;
     for (let c = 0; c < cols; ++c) s += data[r * cols + c];
     return s;
@@ -393,7 +417,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     ctx.drawImage(base, 0, 0);
     ctx.scale(dpr, dpr);
-    if (focusRow !== null && spec.rowLabels && selectable && focusRow < rows) {
+    if (focusRow !== null && spec.rowLabels && selectable && focusRow >= 0 && focusRow < rows) {
       const y = y0 + focusRow * ch;
       if (!spec.compact) {
         // The followed row's label, bold, in the accent colour, with a marker.
@@ -439,26 +463,31 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     return null;
   }
 
+  // Rows and columns by their index in the whole matrix (1-based).
   const rowText = (r) =>
     spec.rowLabels
-      ? `${spec.rowNoun ?? 'token'} ${r + 1} ${quote(spec.rowLabels[r])}`
-      : `${spec.rowNoun ?? 'row'} ${r + 1}`;
+      ? `${spec.rowNoun ?? 'token'} ${r + rowOffset + 1} ${quote(spec.rowLabels[r])}`
+      : `${spec.rowNoun ?? 'row'} ${r + rowOffset + 1}`;
   const colText = (c) =>
     spec.colLabels
-      ? `${spec.colNoun ?? 'token'} ${c + 1} ${quote(spec.colLabels[c])}`
-      : `${spec.colNoun ?? 'column'} ${c + 1}`;
+      ? `${spec.colNoun ?? 'token'} ${c + colOffset + 1} ${quote(spec.colLabels[c])}`
+      : `${spec.colNoun ?? 'column'} ${c + colOffset + 1}`;
+  const cellName = (h) => `${spec.label} [${h.r + rowOffset + 1}, ${h.c + colOffset + 1}]`;
+  const cellValue = (h) => {
+    const v = data[h.r * cols + h.c];
+    return `${fmt(v)}${v === -Infinity || maskedAt(h.r, h.c) ? ' (masked)' : ''}`;
+  };
 
   function tooltipHtml(h) {
     if (h.kind === 'cell') {
-      const v = data[h.r * cols + h.c];
       return (
-        `<div class="tt-title">${esc(spec.label)} [${h.r + 1}, ${h.c + 1}]</div>` +
+        `<div class="tt-title">${esc(cellName(h))}</div>` +
         `<div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-col">${esc(colText(h.c))}</div>` +
-        `<div class="tt-value">${fmt(v)}${v === -Infinity || maskedAt(h.r, h.c) ? ' (masked)' : ''}</div>`
+        `<div class="tt-value">${cellValue(h)}</div>`
       );
     }
     if (h.kind === 'sum') {
-      return `<div class="tt-title">Sum of row ${h.r + 1}</div><div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-value">${fmt(rowSum(h.r))}</div>`;
+      return `<div class="tt-title">Sum of row ${h.r + rowOffset + 1}</div><div class="tt-row">${esc(rowText(h.r))}</div><div class="tt-value">${fmt(rowSum(h.r))}</div>`;
     }
     if (h.kind === 'rowLabel' && spec.rowLabels) {
       return `<div class="tt-row">${esc(rowText(h.r))}</div>${selectable ? '<div class="tt-hint">Click to follow this row</div>' : ''}`;
@@ -472,8 +501,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   const selectable = spec.selectableRows !== false;
   const selectableRow = (h) => {
     if (!h || !onSelectRow || !selectable) return null;
-    if (spec.rowLabels && h.kind !== 'colLabel') return h.r;
-    if (spec.colLabels && h.kind === 'colLabel') return h.c;
+    if (spec.rowLabels && h.kind !== 'colLabel') return h.r + rowOffset;
+    if (spec.colLabels && h.kind === 'colLabel') return h.c + colOffset;
     return null;
   };
 
@@ -494,14 +523,31 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     else hideTooltip();
     canvas.style.cursor = selectableRow(h) !== null ? 'pointer' : 'default';
   }
+  // Touch: the tapped cell's value stays in the readout under the heatmap (and its tooltip up).
+  const readout = document.createElement('p');
+  readout.className = 'hm-readout';
+  readout.setAttribute('aria-live', 'polite');
+  readout.hidden = true;
+  figure.append(readout);
+  let touchedCell = false;
+  function onDown(e) {
+    onMove(e);
+    const h = pointAt(e);
+    touchedCell = e.pointerType === 'touch' && h?.kind === 'cell';
+    if (!touchedCell) return;
+    readout.hidden = false;
+    readout.textContent = `${cellName(h)}: ${rowText(h.r)}, ${colText(h.c)}: ${cellValue(h)}`;
+  }
   canvas.addEventListener('pointermove', onMove);
-  canvas.addEventListener('pointerdown', onMove);
-  canvas.addEventListener('pointerleave', () => {
+  canvas.addEventListener('pointerdown', onDown);
+  canvas.addEventListener('pointerleave', (e) => {
+    if (e.pointerType === 'touch') return;
     hover = null;
     draw();
     hideTooltip();
   });
   canvas.addEventListener('click', (e) => {
+    if (touchedCell) return; // a tap on a cell reads it; a tap on a row label follows the row
     const r = selectableRow(pointAt(e));
     if (r !== null) onSelectRow(r);
   });
@@ -510,8 +556,9 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
 
   return {
     element: figure,
+    canvas,
     setFocusRow(i) {
-      focusRow = i;
+      focusRow = i === null ? null : i - rowOffset;
       draw();
     },
     // Viewport coordinates of the centre of cell (i, j), and the cell's size, scrolled into view

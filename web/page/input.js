@@ -12,7 +12,7 @@ import { sinusoidalPositions } from './embeddings.js';
 import { tokenize } from './tokenize.js';
 import { WORKED } from './worked_example.js';
 
-export const MAX_TOKENS = 96;
+export const MAX_TOKENS = 512;
 
 export function prepareInput(settings, emb, positionScale = 1) {
   if (settings.mode === 'worked') {

@@ -6,6 +6,8 @@
 //   change(state, patch) -> boolean    apply a settings patch; false when it changes nothing
 //   recompute(state) -> boolean        input -> X -> forward -> backward -> steps; false: no tokens
 //   recomputeBackward(state)           the backward for the followed token and the target
+//   recomputeGen(state, attn), recomputeBackwardGen(state, attn)   the same as generators of
+//                                      library calls (compute.js), for the worker form (offload.js)
 //   goTo(state, i) -> boolean          move to step i (clamped); false when it stays
 //   isRow(state, i)                    i is a token row of the current input
 //   allTimings(state)                  the library calls behind what is shown
@@ -16,7 +18,7 @@
 //
 // The backward steps (12-18) are for the loss L = ½‖y_i − x_j‖², with i the followed token
 // (settings.focus) and j the target: a new followed token or target reruns only the backward.
-import { identity, run, runBackward, runModel } from './compute.js';
+import { drive, identity, runBackwardGen, runGen, runModelGen } from './compute.js';
 import { prepareInput } from './input.js';
 import { predictNext } from './model/predict.js';
 import { layerWeights } from './model/weights.js';
@@ -88,26 +90,47 @@ const TRAINED_FIXED = { heads: TRAINED_HEADS, dK: null, causal: true, scaling: t
 export const UNTRAINED = { heads: 4, dK: null, causal: false, scaling: true, positions: false };
 export const isTrained = ({ settings: s }) => s.projection === 'trained' && s.mode !== 'worked';
 
+// Row i's entry, computed when first read: the model's output layer costs n × vocabulary × d_model,
+// and the page shows one row's guesses at a time.
+function lazyRows(n, rowOf) {
+  const cache = new Map();
+  return new Proxy([], {
+    get(target, key) {
+      if (key === 'length') return n;
+      if (typeof key === 'string' && /^\d+$/.test(key) && Number(key) < n) {
+        const i = Number(key);
+        if (!cache.has(i)) cache.set(i, rowOf(i));
+        return cache.get(i);
+      }
+      return Reflect.get(target, key);
+    },
+  });
+}
+
 // With the trained preset: both layers' residual stream and every row's next-word guesses.
-function runTrained(state, x) {
+function* runTrained(state, x, attn) {
   const { manifest, tensors } = state.model;
   const layers = Array.from({ length: manifest.model.layers }, (_, L) => ({
     heads: manifest.model.heads,
     w: layerWeights(tensors, L),
   }));
-  const { hs, heads, timings } = runModel(state.attn, layers, x);
-  const n = x.shape[0];
+  const { hs, heads, timings } = yield* runModelGen(attn, layers, x);
+  const n = x.shape[0],
+    d = x.shape[1];
+  const last = hs[hs.length - 1].data;
   return {
     layers,
     hs,
     heads, // heads[L][k]: (n,n) softmax weights of layer L's head k
     timings,
     manifest,
-    predictions: predictNext(state.model, state.emb, hs[hs.length - 1].data, n),
+    predictions: lazyRows(n, (i) => predictNext(state.model, state.emb, last.subarray(i * d, (i + 1) * d), 1)[0]),
   };
 }
 
-export function recompute(state) {
+export const recompute = (state) => drive(recomputeGen(state));
+
+export function* recomputeGen(state, attn = state.attn) {
   const s = state.settings;
   state.input = prepareInput(s, state.emb, isTrained(state) ? state.model.manifest.model.positionScale : 1);
   const input = state.input;
@@ -116,10 +139,10 @@ export function recompute(state) {
     dK = effectiveDK(state);
   const worked = s.mode === 'worked';
   s.head = Math.min(s.head, heads - 1);
-  const trained = isTrained(state) ? runTrained(state, input.x) : null;
+  const trained = isTrained(state) ? yield* runTrained(state, input.x, attn) : null;
   if (trained) s.layer = Math.min(s.layer, trained.layers.length - 1);
   const x = trained ? trained.hs[s.layer] : input.x;
-  const result = run(state.attn, {
+  const result = yield* runGen(attn, {
     x,
     heads,
     dK,
@@ -166,7 +189,7 @@ export function recompute(state) {
     layer: trained ? s.layer : null,
     trained,
   };
-  recomputeBackward(state);
+  yield* recomputeBackwardGen(state, attn);
   return true;
 }
 
@@ -184,11 +207,13 @@ function defaultTarget(state, i) {
 }
 
 // Rebuilds the steps. Any SGD steps taken were for the previous loss and are dropped.
-export function recomputeBackward(state) {
+export const recomputeBackward = (state) => drive(recomputeBackwardGen(state));
+
+export function* recomputeBackwardGen(state, attn = state.attn) {
   const { ctx, settings: s } = state;
   const i = s.focus;
   const j = s.target !== null && s.target < ctx.n ? s.target : defaultTarget(state, i);
-  ctx.back = runBackward(state.attn, ctx.result, {
+  ctx.back = yield* runBackwardGen(attn, ctx.result, {
     x: ctx.x,
     heads: ctx.heads,
     dK: ctx.dK,
@@ -199,6 +224,7 @@ export function recomputeBackward(state) {
   });
   state.sgd = null;
   state.steps = buildSteps(ctx);
+  s.step = Math.min(s.step, state.steps.length - 1); // a shared link may name a step past the last
 }
 
 export function goTo(state, i) {

@@ -7,12 +7,15 @@
 //     cellPoint   the viewport point of cell (i, j) of heatmap `name`, scrolled into view
 //     renderMs    how long the last show() took
 //
-// Every heatmap is a <figure class="heatmap" data-name="…" data-shape="rows,cols">.
+// Every heatmap is a <figure class="heatmap" data-name="…" data-shape="rows,cols"> with PNG and CSV
+// buttons (export.js); a long input's token matrices are an overview and a zoom (overview.js).
 import { markTarget } from './chips.js';
 import { esc, fmtShape } from './format.js';
+import { addExportButtons } from './export.js';
 import { createHeatmap, hideTooltip } from './heatmap.js';
 import { renderInspector } from './inspector.js';
 import { renderLossBar } from './loss_bar.js';
+import { createOverviewHeatmap, isLong } from './overview.js';
 import { renderSgd } from './sgd_panel.js';
 import { renderStepList, stepKicker } from './step_list.js';
 
@@ -40,7 +43,8 @@ function renderMatrices(box, step, focus, onSelectRow) {
   const detailsRow = document.createElement('div');
   detailsRow.className = 'matrix-row';
   for (const spec of step.matrices) {
-    const hm = createHeatmap(spec, { onSelectRow });
+    const hm = (isLong(spec) ? createOverviewHeatmap : createHeatmap)(spec, { onSelectRow });
+    addExportButtons(hm, spec);
     if (spec.rowLabels && spec.selectableRows !== false) hm.setFocusRow(focus);
     heatmaps.push({ name: spec.name, hm });
     (({ details: detailsRow, multiples })[spec.place] ?? main).append(hm.element);
