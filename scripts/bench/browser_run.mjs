@@ -29,7 +29,7 @@ export async function runInBrowser({ options, caseIds, log }) {
     await page.exposeFunction('benchLog', (text) => log(`[chromium] ${text}`));
     const query = new URLSearchParams({ run: options.quick ? 'quick' : 'full', cases: caseIds.join(',') });
     await page.goto(`${server.url}bench.html?${query}`);
-    await page.waitForFunction(() => window.benchResults, null, { timeout: 60_000 });
+    await page.waitForFunction(() => window.benchResults !== undefined, null, { timeout: 60_000 });
     const results = await page.evaluate(() => window.benchResults);
     results.startedAt ??= new Date().toISOString();
     results.options = { ...options, ...results.options };
