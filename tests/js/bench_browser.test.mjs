@@ -54,7 +54,7 @@ test('npm run bench -- --browser --quick --cases=matmul-small prints a row with 
   assert.equal(r.status, 0, r.stderr);
   const out = r.stdout;
   assert.match(out, /^wasm-attention benchmark in Chromium \d+\.\d+\S* \(headless\)/m);
-  assert.match(out, /^machine: .+, 2? ?\d* ?logical cores; Chromium .*cross-origin isolated \(threads on\)/m);
+  assert.match(out, /^machine: .+, \d+ logical cores; Chromium .*cross-origin isolated \(threads on\)/m);
   const rows = blockRows(out, 'matmul 64×64×64');
   for (const label of LIBRARIES) assertMeasured(rows, label);
   assert.ok(!/DIFF/.test(rows.join('\n')), `an output differs:\n${rows.join('\n')}`);

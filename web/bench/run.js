@@ -19,7 +19,15 @@ async function peersServed() {
 
 // One core on this page (the best of several calls), then one worker per core at once, summed.
 async function measurePeak(cores) {
-  const bytes = await probeModule();
+  let bytes;
+  try {
+    bytes = await probeModule(); // assembled by wabt, bundled into /vendor/wabt.mjs
+  } catch (e) {
+    throw new Error(
+      `the SIMD peak probe did not assemble (${e?.message ?? e}): the server needs build/bench-browser/ ` +
+        '(node scripts/bench/browser_bundles.mjs; npm start makes it)',
+    );
+  }
   const worker = () =>
     new Promise((resolve, reject) => {
       const w = new Worker(new URL('./peak_worker.js', import.meta.url), { type: 'module' });
