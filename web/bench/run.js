@@ -26,6 +26,7 @@ async function measurePeak(cores) {
     throw new Error(
       `the SIMD peak probe did not assemble (${e?.message ?? e}): the server needs build/bench-browser/ ` +
         '(node scripts/bench/browser_bundles.mjs; npm start makes it)',
+      { cause: e },
     );
   }
   const worker = () =>
