@@ -4,6 +4,8 @@
 // asserts a speed: only that every row ran and the report says where.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
 import { ensurePeers } from '../../scripts/bench/peers.mjs';
@@ -64,7 +66,7 @@ test('npm run bench -- --browser --quick --cases=matmul-small prints a row with 
 let browser, server;
 before(async () => {
   browser = await launchBrowser();
-  server = await startServer({ port: 9481, quiet: true });
+  server = await startServer({ port: 9491, quiet: true });
 });
 after(async () => {
   await browser?.close();
@@ -91,5 +93,17 @@ test('web/bench.html runs a tiny case and shows the table and the chart', async 
   );
   assert.equal(await page.locator('#bench-chart svg rect:has(title)').count(), ran);
   assert.match(await page.textContent('#bench-targets'), /^targets \(from this run, Chromium/);
+
+  // the page with its results, audited as the tutorial is (page_a11y.test.mjs)
+  await page.addScriptTag({
+    content: readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'),
+  });
+  const { violations } = await page.evaluate(() =>
+    window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+  );
+  assert.deepEqual(
+    violations.map((v) => `${v.id}: ${v.help}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+    [],
+  );
   assert.deepEqual(errors(), []);
 });
