@@ -5,22 +5,27 @@
 //   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
 //   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
 //   node scripts/bench.mjs --only matmul,attention
+//   node scripts/bench.mjs --browser  the kernel sections in headless Chromium (browser_run.mjs)
 //
 // Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
-// and build/bench/results.svg. The peers are installed on first use into build/bench-peers/
+// and build/bench/results.svg (--browser: results-browser.json, results-browser.svg). The peers are installed on first use into build/bench-peers/
 // (they are not dependencies of the package). How each part works is in scripts/bench/:
 //   cases, inputs, flops        what is measured, on what, counted how
 //   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
 //   timing, runner              warm-up + median; one row per case and implementation
+//   groups                      which configurations share a process (a browser frame)
 //   kernels, startup, longseq   the sections (startup: a ready module and its first call);
 //                               child.mjs/spawn.mjs for the ones that need processes of their own
+//   platform                    what differs between Node and a browser page (loading the peers);
+//                               every other module above runs in both (web/bench.html)
+//   browser_run, browser_bundles  --browser: Chromium driving web/bench.html
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
 //   table, svg, compare         the report
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from './bench/args.mjs';
-import { CASES, QUICK_CASES } from './bench/cases.mjs';
+import { caseIdsOf, parseArgs } from './bench/args.mjs';
 import { compareRows } from './bench/compare.mjs';
 import { runKernels } from './bench/kernels.mjs';
 import { measureLong } from './bench/longseq.mjs';
@@ -28,6 +33,7 @@ import { machineInfo } from './bench/machine.mjs';
 import { measurePeak } from './bench/peak.mjs';
 import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
 import { wasmSizes } from './bench/sizes.mjs';
+import { RELAXED_SIMD_FLAG } from './bench/spawn.mjs';
 import { measureFirstCall, measureStartup } from './bench/startup.mjs';
 import { renderChart } from './bench/svg.mjs';
 import { renderReport } from './bench/table.mjs';
@@ -35,10 +41,24 @@ import { checkTargets, renderTargets } from './bench/targets.mjs';
 import { peerNotes } from './bench/notes.mjs';
 
 const options = parseArgs(process.argv.slice(2));
+if (!options.browser && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
+  // Our relaxed-SIMD rows run in this process: Node 20 needs the V8 flag from the start.
+  const r = spawnSync(process.execPath, [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
+  process.exit(r.status ?? 1);
+}
 const t0 = performance.now();
 const log = (text) =>
   process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);
 const want = (section) => options.sections.includes(section);
+
+if (options.browser) {
+  const { runInBrowser } = await import('./bench/browser_run.mjs');
+  const results = await runInBrowser({ options, caseIds: caseIdsOf(options), log });
+  results.durationSeconds = Math.round((performance.now() - t0) / 1000);
+  finish(results, 'results-browser');
+}
 
 const results = {
   startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
@@ -76,7 +96,7 @@ log(
   `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`,
 );
 
-const caseIds = CASES.filter((c) => want(c.section) && (!options.quick || QUICK_CASES.includes(c.id))).map((c) => c.id);
+const caseIds = caseIdsOf(options);
 if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));
 if (want('sizes')) results.sizes = wasmSizes();
 if (want('startup')) results.startup = await measureStartup({ quick: options.quick, peersOk, log });
@@ -86,23 +106,28 @@ results.notes.push(...peerNotes(results));
 results.targets = checkTargets(results);
 results.durationSeconds = Math.round((performance.now() - t0) / 1000);
 
-const outDir = join(ROOT, 'build', 'bench');
-mkdirSync(outDir, { recursive: true });
-// the output samples were only for the cross-check: leave them out of the file; add the
-// % of peak the table shows
-const strip = (rows) =>
-  rows.map(({ sample: _sample, ...rest }) =>
-    rest.gflops ? { ...rest, pctPeak: (100 * rest.gflops) / results.peak.forThreads(rest.threads) } : rest,
-  );
-const saved = {
-  ...results,
-  rows: strip(results.rows),
-  long: results.long && { ...results.long, rows: strip(results.long.rows) },
-};
-writeFileSync(join(outDir, 'results.json'), `${JSON.stringify(saved, null, 2)}\n`);
-writeFileSync(join(outDir, 'results.svg'), renderChart(results));
+finish(results, 'results');
 
-process.stdout.write(`${renderReport(results)}\n${renderTargets(results.targets)}\n`);
-log(`done in ${results.durationSeconds} s: build/bench/results.json, build/bench/results.svg`);
-// pthread pools (ours, the peers') must not keep the process alive
-process.exit(0);
+// Writes build/bench/<name>.json and .svg, prints the report and leaves.
+function finish(results, name) {
+  const outDir = join(ROOT, 'build', 'bench');
+  mkdirSync(outDir, { recursive: true });
+  // the output samples were only for the cross-check: leave them out of the file; add the
+  // % of peak the table shows
+  const strip = (rows) =>
+    rows.map(({ sample: _sample, ...rest }) =>
+      rest.gflops ? { ...rest, pctPeak: (100 * rest.gflops) / results.peak.forThreads(rest.threads) } : rest,
+    );
+  const saved = {
+    ...results,
+    rows: strip(results.rows),
+    long: results.long && { ...results.long, rows: strip(results.long.rows) },
+  };
+  writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(saved, null, 2)}\n`);
+  writeFileSync(join(outDir, `${name}.svg`), renderChart(results));
+
+  process.stdout.write(`${renderReport(results)}\n${renderTargets(results.targets, results.machine)}\n`);
+  log(`done in ${results.durationSeconds} s: build/bench/${name}.json, build/bench/${name}.svg`);
+  // pthread pools (ours, the peers') must not keep the process alive
+  process.exit(0);
+}

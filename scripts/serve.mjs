@@ -7,6 +7,15 @@
 // --no-isolation leaves them out, as a plain static host would: the page then runs the
 // single-thread build (the browser tests load it both ways).
 //
+// Serving web/ (the default root), it also serves what the browser benchmark (web/bench.html)
+// needs from outside web/, read-only and nothing else:
+//   /bench-src/                    scripts/bench/ (the bench's cases, implementations, report)
+//   /vendor/                       build/bench-browser/ (scripts/bench/browser_bundles.mjs)
+//   /vendor/onnxruntime-web/       onnxruntime-web's dist/ from build/bench-peers/
+//   /vendor/tfjs-backend-wasm/     tfjs-backend-wasm's dist/ (its .wasm files)
+// The peers are installed on the first `npm run bench` (scripts/bench/peers.mjs); until then
+// those paths answer 404 and the page runs our rows only.
+//
 // usage: node scripts/serve.mjs [--port N] [--no-isolation] [--quiet] [--root DIR]
 //        --root serves DIR instead of web/ (a built example app, say).
 //        PORT in the environment works too; a busy port moves on to the next one.
@@ -16,6 +25,22 @@ import { extname, join, normalize, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const webRoot = fileURLToPath(new URL('../web', import.meta.url));
+const repo = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+const peers = 'build/bench-peers/node_modules';
+// URL prefix -> folder, longest prefix first
+const MOUNTS = [
+  ['/vendor/onnxruntime-web/', repo(`${peers}/onnxruntime-web/dist`)],
+  ['/vendor/tfjs-backend-wasm/', repo(`${peers}/@tensorflow/tfjs-backend-wasm/dist`)],
+  ['/vendor/', repo('build/bench-browser')],
+  ['/bench-src/', repo('scripts/bench')],
+];
+
+// URL path -> [folder, path inside it]
+function locate(root, path) {
+  if (root !== webRoot) return [root, path];
+  const mount = MOUNTS.find(([prefix]) => path.startsWith(prefix));
+  return mount ? [mount[1], path.slice(mount[0].length - 1)] : [root, path];
+}
 
 const types = {
   '.html': 'text/html; charset=utf-8',
@@ -40,9 +65,9 @@ export function startServer({ port = 8080, isolation = true, quiet = false, root
       headers['Cross-Origin-Embedder-Policy'] = 'require-corp';
     }
     try {
-      const path = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
-      let file = normalize(join(root, path));
-      if (file !== root && !file.startsWith(root + sep)) throw Object.assign(new Error(), { code: 'ENOENT' });
+      const [dir, path] = locate(root, decodeURIComponent(new URL(req.url, 'http://localhost').pathname));
+      let file = normalize(join(dir, path));
+      if (file !== dir && !file.startsWith(dir + sep)) throw Object.assign(new Error(), { code: 'ENOENT' });
       if ((await stat(file)).isDirectory()) file = join(file, 'index.html');
       const body = await readFile(file);
       headers['Content-Type'] = types[extname(file)] ?? 'application/octet-stream';

@@ -2,6 +2,8 @@
 // Sections can be picked one by one because a full run takes about 6 minutes (scripts/bench.mjs)
 // and most work on one kernel only needs its own rows.
 
+import { CASES, caseById, QUICK_CASES } from './cases.mjs';
+
 const SECTIONS = {
   matmul: 'matmul 512³',
   attention: 'single-head attention n=512 d=64, plain and causal',
@@ -13,20 +15,42 @@ const SECTIONS = {
   long: 'long sequences: causal attention d=64, n = 512 .. 16384',
 };
 
-const USAGE = `usage: node scripts/bench.mjs [--quick] [--only ${Object.keys(SECTIONS).join(',')}]
-  --quick   few runs and a small subset of every section: a smoke test of under a minute
-  --only    run only these sections (the SIMD peak probe always runs: the % columns need it)
+// The sections a browser run has: the kernels (startup, sizes and long sequences are Node's).
+export const BROWSER_SECTIONS = ['matmul', 'attention', 'mha', 'backward'];
+
+const USAGE = `usage: node scripts/bench.mjs [--quick] [--browser] [--only ${Object.keys(SECTIONS).join(',')}] [--cases id,...]
+  --quick    few runs and a small subset of every section: a smoke test of under a minute
+  --browser  the kernel sections in headless Chromium (/usr/bin/chromium or CHROMIUM_PATH), in a
+             cross-origin-isolated page (web/bench.html, served as npm start serves it)
+  --only     run only these sections (the SIMD peak probe always runs: the % columns need it)
+  --cases    run only these cases of the kernel sections (ids in scripts/bench/cases.mjs;
+             matmul-small is a tiny one for tests)
 sections:
 ${Object.entries(SECTIONS)
   .map(([k, v]) => `  ${k.padEnd(10)} ${v}`)
   .join('\n')}`;
 
 export function parseArgs(argv) {
-  const options = { quick: false, sections: Object.keys(SECTIONS) };
+  const options = { quick: false, browser: false, cases: null, sections: Object.keys(SECTIONS) };
   for (let i = 0; i < argv.length; ++i) {
     const arg = argv[i];
     if (arg === '--quick') options.quick = true;
-    else if (arg === '--only' || arg.startsWith('--only=')) {
+    else if (arg === '--browser') options.browser = true;
+    else if (arg === '--cases' || arg.startsWith('--cases=')) {
+      const list = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
+      if (!list) fail('--cases needs a list of case ids');
+      options.cases = list
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      for (const id of options.cases) {
+        try {
+          caseById(id);
+        } catch {
+          fail(`unknown case ${id}`);
+        }
+      }
+    } else if (arg === '--only' || arg.startsWith('--only=')) {
       const list = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
       if (!list) fail('--only needs a list of sections');
       const picked = list
@@ -41,7 +65,20 @@ export function parseArgs(argv) {
       process.exit(0);
     } else fail(`unknown argument ${arg}`);
   }
+  if (options.browser) options.sections = options.sections.filter((s) => BROWSER_SECTIONS.includes(s));
+  if (options.cases) {
+    const picked = options.cases.map((id) => caseById(id).section);
+    options.sections = options.sections.filter((s) => picked.includes(s));
+  }
   return options;
+}
+
+// The kernel cases a run measures, in order.
+export function caseIdsOf(options) {
+  if (options.cases) return options.cases;
+  return CASES.filter(
+    (c) => options.sections.includes(c.section) && (!options.quick || QUICK_CASES.includes(c.id)),
+  ).map((c) => c.id);
 }
 
 function fail(message) {

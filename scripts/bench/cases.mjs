@@ -41,19 +41,23 @@ function mha(causal, backward, backwardOnly = false) {
   };
 }
 
-export const CASES = [
-  {
-    id: 'matmul',
+function matmul(id, size) {
+  return {
+    id,
     section: 'matmul',
     op: 'matmul',
-    m: N,
-    k: N,
-    n: N,
+    m: size,
+    k: size,
+    n: size,
     backward: false,
     causal: false,
-    label: `matmul ${N}×${N}×${N}`,
-    inputsKey: `matmul ${N}`,
-  },
+    label: `matmul ${size}×${size}×${size}`,
+    inputsKey: `matmul ${size}`,
+  };
+}
+
+export const CASES = [
+  matmul('matmul', N),
   attention(N, D, false, false, 'attention'),
   attention(N, D, true, false, 'attention'),
   mha(false, false),
@@ -65,6 +69,12 @@ export const CASES = [
   mha(false, true, true),
   mha(true, true, true),
 ];
+
+// Cases run only when named (--cases): a tiny one for the tests that run the bench end to end.
+export const EXTRA_CASES = [matmul('matmul-small', 64)];
+
+// The cases that also run on our relaxed-SIMD build (1 thread), beside the SIMD128 rows.
+export const RELAXED_CASES = ['matmul', 'matmul-small', 'attention', 'attention-causal', 'mha', 'mha-causal'];
 
 // --quick keeps one case per section: enough to see every implementation run.
 export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd'];
@@ -90,7 +100,7 @@ export function longCase(n) {
 }
 
 export function caseById(id) {
-  const found = CASES.find((c) => c.id === id);
+  const found = CASES.find((c) => c.id === id) ?? EXTRA_CASES.find((c) => c.id === id);
   if (found) return found;
   const long = /^attention-causal-(\d+)$/.exec(id);
   if (long) return longCase(Number(long[1]));

@@ -5,19 +5,20 @@
 // length), and where a failure may take the process down (out of memory in a peer's wasm).
 //
 // Tasks:
-//   { mode: 'cases',     impl, threads, caseIds, quick }  -> { rows }
+//   { mode: 'group',     group, caseIds, quick }           -> { rows } (a group of groups.mjs)
 //   { mode: 'startup',   impl, threads }                   -> { importMs, initMs, totalMs, sinceProcessStartMs }
 //   { mode: 'firstcall', impl, threads, quick }            -> { firstMs, secondMs, steadyMs }
 //   { mode: 'long',      impl, threads, n, quick }         -> { row } (with maxRssBytes)
 // The result is printed as one line after RESULT_MARKER, so that whatever a library logs
 // on stdout cannot corrupt it.
 import { readFileSync } from 'node:fs';
-import { caseById, longCase } from './cases.mjs';
+import { longCase } from './cases.mjs';
+import { runGroup } from './groups.mjs';
 import { createImpl } from './impls.mjs';
-import { describe, message, runCase } from './runner.mjs';
+import { message, runCase } from './runner.mjs';
 import { RESULT_MARKER } from './spawn.mjs';
 import { firstCallOf, startupOf } from './startup.mjs';
-import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
+import { LONG, LONG_QUICK } from './timing.mjs';
 
 // Peak resident memory of this process, whatever the library. On Linux from VmHWM, the
 // high-water mark of this process's own memory: getrusage's maxRSS would also count the
@@ -35,16 +36,11 @@ function peakRss() {
 async function main(task) {
   if (task.mode === 'startup') return startupOf(task.impl, task.threads);
   if (task.mode === 'firstcall') return firstCallOf(task.impl, task.threads, task.quick);
-  const impl = await createImpl(task.impl, { threads: task.threads });
-  if (task.mode === 'cases') {
-    const rows = [];
-    for (const id of task.caseIds) {
-      const row = await runCase(impl, caseById(id), task.quick ? QUICK : FULL);
-      rows.push(row);
-      process.stderr.write(`${id}: ${describe(row)}\n`);
-    }
-    return { rows };
+  if (task.mode === 'group') {
+    const log = (text) => process.stderr.write(`${text}\n`);
+    return { rows: await runGroup(task.group, { caseIds: task.caseIds, quick: task.quick, peersOk: true, log }) };
   }
+  const impl = await createImpl(task.impl, { threads: task.threads });
   if (task.mode === 'long') {
     const row = await runCase(impl, longCase(task.n), task.quick ? LONG_QUICK : LONG, { firstOnly: true });
     row.maxRssBytes = peakRss();

@@ -1,13 +1,13 @@
-// onnxruntime-web 1.30.0, wasm execution provider, in Node. The thread count is global to
-// the process and fixed when the first session starts (env.wasm.numThreads), so each
-// thread count needs a process of its own: 1 thread runs in the bench's process, 2 in a
-// child. Models come from onnx_graphs.mjs; inference only, so backward rows are n/a.
+// onnxruntime-web 1.30.0, wasm execution provider, in Node or a browser page (platform.mjs
+// loads it). The thread count is global to the process (page) and fixed when the first
+// session starts (env.wasm.numThreads), so each thread count needs a process of its own: 1
+// thread runs in the bench's process, 2 in a child (in a browser: a frame each). Models come from onnx_graphs.mjs; inference only, so backward rows are n/a.
 //
 // Like ours, each run takes JS arrays (ORT copies the feeds into wasm memory) and returns
 // JS arrays (the output tensor's data); weights and the causal mask are initializers.
 import { attentionModel, matmulModel, mhaModel, SCALE_PLACES } from './onnx_graphs.mjs';
 import { NotAvailable } from './not_available.mjs';
-import { peerUrl } from './peers.mjs';
+import { importOrt } from './platform.mjs';
 
 const sessionOptions = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
 
@@ -15,7 +15,7 @@ const sessionOptions = { executionProviders: ['wasm'], graphOptimizationLevel: '
 // 2×2 MatMul model), which is when ORT compiles its wasm and starts its threads. The rows
 // and the startup probe both come through here.
 export async function load(threads) {
-  const ort = await import(peerUrl('onnxruntime-web', 'dist', 'ort.node.min.mjs'));
+  const ort = await importOrt();
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = 'error';
   const start = async () => {

@@ -5,22 +5,30 @@
 //   attention   attn.attention(q, k, v, { causal }), attn.attentionBackward(q, k, v, dOut, { causal })
 //   mha         attn.multiHeadAttention({ dModel, heads, weights }), layer.forward(x, { causal }),
 //               layer.backward(dOut) after layer.forward(x)
-// The package's JS -> { start() }: start() is createAttention({ threads }) (compiles the
+// The package's JS -> { start() }: start() is createAttention({ threads, isa }) (compiles the
 // wasm, starts the threads). The rows and the startup probe both come through here.
-export async function load(threads) {
+// isa: 'simd128' or 'relaxed-simd' (the build with relaxed SIMD's fused multiply-add; Node
+// runs it with --experimental-wasm-relaxed-simd, which the bench passes), or 'auto' (what a
+// user gets: relaxed SIMD where the engine runs it).
+export async function load(threads, isa = 'auto') {
   const lib = await import('../../web/lib/index.js');
-  return { lib, start: () => lib.createAttention({ threads }) };
+  return { lib, start: () => lib.createAttention({ threads, isa }) };
 }
 
-export async function create({ threads }) {
-  const { lib, start } = await load(threads);
+// The row keys: ours-1, ours-2 (SIMD128), ours-relaxed-1 (relaxed SIMD).
+export const oursKey = (threads, isa) => (isa === 'relaxed-simd' ? `ours-relaxed-${threads}` : `ours-${threads}`);
+
+export async function create({ threads, isa = 'simd128' }) {
+  const { lib, start } = await load(threads, isa);
   const attn = await start();
   const { variant } = attn.backend;
+  const isaName = attn.backend.isa === 'relaxed-simd' ? 'relaxed SIMD (FMA)' : 'SIMD128';
   return {
-    key: `ours-${threads}`,
+    key: oursKey(threads, attn.backend.isa),
     name: 'wasm-attention',
     threads: attn.backend.threads,
-    detail: variant === 'simd-mt' ? 'SIMD128 + pthreads' : 'SIMD128',
+    isa: attn.backend.isa,
+    detail: variant === 'simd-mt' ? `${isaName} + pthreads` : isaName,
     wasmBytes: () => attn.memory().wasmBytes,
     dispose: () => attn.dispose(),
     prepare: (spec, x) => prepare(attn, lib.tensor, spec, x),

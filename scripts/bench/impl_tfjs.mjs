@@ -10,29 +10,21 @@
 // variant whose gradients transpose explicitly. Likewise tfjs's batched (3D) matMul is
 // slower than its 2D one, so a multi-head layer is tried both batched and head by head.
 // The gradients are tfjs's own (see tfjs_gradients.mjs for how they get loaded in Node).
+// The same code runs in a browser page; platform.mjs loads tfjs for either.
 //
 // Like ours, each run takes JS arrays (tf.tensor copies them into wasm memory) and returns
 // JS arrays (dataSync); layer weights and the causal mask are made once, as constants of
 // the model would be.
 import { causalMask } from './inputs.mjs';
 import { NotAvailable } from './not_available.mjs';
-import { peerFile, peerRequire } from './peers.mjs';
-import { registerTfjsGradients } from './tfjs_gradients.mjs';
-import { enableThreadedTfjs } from './tfjs_node_threads.mjs';
+import { importTfjs, IN_NODE, registerGradients } from './platform.mjs';
 
 // tfjs-core and its wasm backend, set for `threads` -> { tf, start() }: start() is
 // tf.setBackend('wasm') + tf.ready() (compiles the wasm, starts the threads) and checks the
 // thread count. The rows and the startup probe both come through here.
 export async function load(threads) {
-  if (threads > 1) {
-    enableThreadedTfjs({
-      threads,
-      bundlePath: peerFile('@tensorflow/tfjs-backend-wasm', 'dist', 'tf-backend-wasm.node.js'),
-    });
-  }
-  const tf = peerRequire('@tensorflow/tfjs-core');
-  const backend = peerRequire('@tensorflow/tfjs-backend-wasm');
-  if (threads > 1) tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', true);
+  const { tf, backend } = await importTfjs(threads);
+  if (threads > 1 && IN_NODE) tf.env().set('WASM_HAS_MULTITHREAD_SUPPORT', true);
   backend.setThreadsCount(threads);
   const start = async () => {
     if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed (see the messages above)');
@@ -54,7 +46,12 @@ export async function create({ threads }) {
     key: `tfjs-${threads}`,
     name: 'tfjs-wasm 4.22',
     threads,
-    detail: threads > 1 ? 'threaded SIMD binary (patched for Node)' : simd ? 'SIMD binary' : 'plain binary',
+    detail:
+      threads > 1
+        ? `threaded SIMD binary${IN_NODE ? ' (patched for Node)' : ''}`
+        : simd
+          ? 'SIMD binary'
+          : 'plain binary',
     wasmBytes: () => (wasm.wasmMemory ?? wasm.HEAPU8).buffer.byteLength,
     dispose: () => {},
     prepare: (spec, x, options) => prepare(tf, ops, spec, x, options),
@@ -144,7 +141,7 @@ function combos(ops, spec) {
 // options.firstOnly: try the first formulation only (the long-sequence rows).
 async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
   if (spec.backwardOnly) throw new NotAvailable('n/a', 'ours only: our backward() alone');
-  if (spec.backward) await registerTfjsGradients();
+  if (spec.backward) await registerGradients();
   const constants = [];
   const keep = (t) => (constants.push(t), t);
   const release = () => constants.forEach((t) => t.dispose());

@@ -1,93 +1,31 @@
-// The kernel sections (matmul, attention, mha, backward): every case on every
-// configuration. Same process where possible: ours on 1 and 2 threads (two instances),
-// tfjs-wasm and onnxruntime-web on 1 thread, and the plain JS loops all live in this
-// process and take turns case by case. The 2-thread peers each need a process of their own
-// (thread counts fixed at start; tfjs's threaded build needs global patches), so they run
-// all their cases in one child each, on the same seeded inputs.
-import { caseById } from './cases.mjs';
-import { flops } from './flops.mjs';
-import { createImpl } from './impls.mjs';
-import { describe, message, runCase } from './runner.mjs';
+// The kernel sections (matmul, attention, mha, backward) in Node: every case on every
+// configuration of groups.mjs. The main group (ours on 1 and 2 threads and with relaxed
+// SIMD, tfjs-wasm and onnxruntime-web on 1 thread, the plain JS loops) runs in this process;
+// each 2-thread peer runs all its cases in a child process of its own (thread counts fixed
+// at start; tfjs's threaded build needs global patches), on the same seeded inputs.
+import { failedRows, GROUPS, runGroup } from './groups.mjs';
 import { runChild } from './spawn.mjs';
-import { FULL, QUICK } from './timing.mjs';
-
-const IN_PROCESS = [
-  { impl: 'ours', threads: 1 },
-  { impl: 'ours', threads: 2 },
-  { impl: 'tfjs', threads: 1, peer: true },
-  { impl: 'ort', threads: 1, peer: true },
-  { impl: 'js', threads: 1 },
-];
-const IN_CHILDREN = [
-  { impl: 'tfjs', threads: 2 },
-  { impl: 'ort', threads: 2 },
-];
-
-const failedRows = (key, threads, caseIds, status, reason) =>
-  caseIds.map((id) => {
-    const spec = caseById(id);
-    return {
-      case: id,
-      label: spec.label,
-      section: spec.section,
-      impl: key,
-      threads,
-      flops: flops(spec),
-      status,
-      reason,
-    };
-  });
-
-// A pause before each timed case: V8 compiles hot wasm functions on background threads, and
-// the previous implementation's compiles (onnxruntime-web's module is 14 MB) would otherwise
-// take a core from the next one's measurement.
-const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
 
 export async function runKernels({ caseIds, quick, peersOk, log }) {
-  const settings = quick ? QUICK : FULL;
-  const rows = [];
-  const impls = [];
-  for (const c of IN_PROCESS) {
-    const key = `${c.impl}-${c.threads}`;
-    if (c.peer && !peersOk) {
-      rows.push(...failedRows(key, c.threads, caseIds, 'n/a', 'peers not installed'));
-      continue;
-    }
-    try {
-      impls.push(await createImpl(c.impl, { threads: c.threads }));
-    } catch (e) {
-      rows.push(...failedRows(key, c.threads, caseIds, 'failed', `could not start: ${message(e)}`));
-    }
-  }
-  for (const id of caseIds) {
-    const spec = caseById(id);
-    for (const impl of impls) {
-      await settle();
-      const row = await runCase(impl, spec, settings);
-      rows.push(row);
-      log(`${spec.id} ${impl.key}: ${describe(row)}`);
-    }
-  }
-  for (const impl of impls) impl.dispose();
-
-  for (const c of IN_CHILDREN) {
-    const key = `${c.impl}-${c.threads}`;
+  const rows = await runGroup('main', { caseIds, quick, peersOk, log });
+  for (const name of Object.keys(GROUPS).filter((g) => g !== 'main')) {
+    const [c] = GROUPS[name];
     if (!peersOk) {
-      rows.push(...failedRows(key, c.threads, caseIds, 'n/a', 'peers not installed'));
+      rows.push(...failedRows(name, c.threads, caseIds, 'n/a', 'peers not installed'));
       continue;
     }
-    log(`${key}: running ${caseIds.length} case(s) in a child process`);
+    log(`${name}: running ${caseIds.length} case(s) in a child process`);
     const r = await runChild(
-      { mode: 'cases', impl: c.impl, threads: c.threads, caseIds, quick },
+      { mode: 'group', group: name, caseIds, quick },
       {
         onStderr: (text) =>
           text
             .split('\n')
             .filter(Boolean)
-            .forEach((l) => log(`  [${key}] ${l.trim()}`)),
+            .forEach((l) => log(`  [${name}] ${l.trim()}`)),
       },
     );
-    if (r.error) rows.push(...failedRows(key, c.threads, caseIds, 'failed', r.error));
+    if (r.error) rows.push(...failedRows(name, c.threads, caseIds, 'failed', r.error));
     else rows.push(...r.rows);
   }
   return rows;

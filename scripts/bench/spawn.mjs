@@ -6,10 +6,14 @@ import { fileURLToPath } from 'node:url';
 
 const CHILD = fileURLToPath(new URL('./child.mjs', import.meta.url));
 export const RESULT_MARKER = '@@bench-result@@';
+// Node 20 runs wasm relaxed SIMD (our relaxed build) only with this V8 flag, fixed at start.
+export const RELAXED_SIMD_FLAG = '--experimental-wasm-relaxed-simd';
 
 export function runChild(task, { timeoutMs = 10 * 60 * 1000, onStderr } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, JSON.stringify(task)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [RELAXED_SIMD_FLAG, CHILD, JSON.stringify(task)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '',
       stderr = '',
       timedOut = false;

@@ -69,7 +69,7 @@ export function renderChart(results) {
     el(
       'text',
       { x: 12, y, 'font-size': 17, 'font-weight': 'bold' },
-      'wasm-attention vs tfjs-wasm, onnxruntime-web and plain JS',
+      `wasm-attention vs tfjs-wasm, onnxruntime-web${results.machine.browser ? ` in ${results.machine.browser}` : ' and plain JS'}`,
     ),
   );
   y += 18;
@@ -78,7 +78,7 @@ export function renderChart(results) {
     el(
       'text',
       { x: 12, y, 'font-size': 12, fill: '#444' },
-      `GFLOP/s (nominal, higher is better), time per call at the bar's end. ${m.cpuModel}, ${m.cores} cores, Node ${m.node}, ${results.startedAt}${results.options.quick ? ', --quick' : ''}.`,
+      `GFLOP/s (nominal, higher is better), time per call at the bar's end. ${m.cpuModel ?? 'CPU model not visible to a page'}, ${m.cores} cores, ${m.browser ?? `Node ${m.node}`}, ${results.startedAt}${results.options.quick ? ', --quick' : ''}.`,
     ),
   );
   y += 16;

@@ -60,13 +60,23 @@ function caseBlock(label, flops, rows, peak) {
   return lines;
 }
 
+// The machine, in one line: Node's view, or a browser's (which cannot see the CPU's model:
+// the Node process that drove the browser adds it, a visitor's page says so).
+export function machineLine(m) {
+  const cpu = m.cpuModel ?? 'CPU model not visible to a web page';
+  if (!m.browser) {
+    return `${cpu}, ${m.cores} cores, ${m.memoryGB} GB; Node ${m.node} (V8 ${m.v8}); load average at start ${m.loadAverage.join(' ')}`;
+  }
+  const load = m.loadAverage ? `; load average at start ${m.loadAverage.join(' ')}` : '';
+  return `${cpu}, ${m.cores} logical cores; ${m.browser}${m.crossOriginIsolated ? ', cross-origin isolated (threads on)' : ', NOT cross-origin isolated (one thread only)'}${load}`;
+}
+
 export function renderReport(results) {
   const { machine, peak, rows, startup, firstCall, sizes, long } = results;
   const out = [];
-  out.push(`wasm-attention benchmark — ${results.startedAt}${results.options.quick ? ' (--quick)' : ''}`);
-  out.push(
-    `machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGB} GB; Node ${machine.node} (V8 ${machine.v8}); load average at start ${machine.loadAverage.join(' ')}`,
-  );
+  const where = machine.browser ? ` in ${machine.browser}` : '';
+  out.push(`wasm-attention benchmark${where} — ${results.startedAt}${results.options.quick ? ' (--quick)' : ''}`);
+  out.push(`machine: ${machineLine(machine)}`);
   for (const n of results.notes) out.push(`note: ${n}`);
   out.push(
     `wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`,
@@ -78,7 +88,7 @@ export function renderReport(results) {
       'ms: median wall time per call, JS arrays in and out.  GFLOP/s: nominal FLOPs (flops.mjs: causal counts as full, backward as 2× forward) ÷ time.',
     );
     out.push(
-      `%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours at the same thread count (> 1: ours is faster).  check: output sample vs the reference row (ref: the plain JS loops, else ours on 1 thread), relative difference <= ${TOLERANCE}.`,
+      `%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours (SIMD128) at the same thread count (> 1: ours is faster; for our relaxed-SIMD row, < 1: relaxed SIMD is faster).  check: output sample vs the reference row (ref: the plain JS loops, else ours on 1 thread), relative difference <= ${TOLERANCE}.`,
     );
     out.push('');
     const seen = [];
