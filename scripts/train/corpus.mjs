@@ -8,7 +8,6 @@
 //     only: 'heldOut' tokenizes just the held-out addresses (train is then []).
 //   buildVocab(docs, emb, size) -> [word] the `size - 1` most frequent words that have a word
 //     vector (ties: the embeddings' order), then "<unk>"
-//   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   toIds(doc, vocab) -> Int32Array of class ids (unknown words -> the last class)
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -56,5 +55,3 @@ export function toIds(doc, vocab) {
   const unk = vocab.length - 1;
   return Int32Array.from(doc, (w) => id.get(w) ?? unk);
 }
-
-export const isWord = (w) => w !== UNK && /[\p{L}\p{N}]/u.test(w);

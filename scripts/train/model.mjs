@@ -10,11 +10,14 @@
 //   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta }) -> { attn, p, layers }
 //   trainStep(model, emb, vocab, batch, adam, lr, { attnLr }) -> loss; attnLr scales the
 //     attention layers' learning rate (their step() gets lr·attnLr)
+//   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   evaluate(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
+// No Node-only imports: the page can run this module too.
 import { sinusoidalPositions } from '../../web/page/embeddings.js';
 import { headStats } from '../../web/page/model/head_stats.js';
-import { isWord } from './corpus.mjs';
 import { crossEntropy, forwardHead, forwardLayers, outputWords, topK } from '../../web/page/model/lm.js';
+
+export const isWord = (w) => w !== '<unk>' && /[\p{L}\p{N}]/u.test(w);
 
 // Word vectors by norm, as the page looks them up (unknown words: the hashed stand-in).
 export function vectorCache(emb) {
