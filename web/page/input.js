@@ -5,7 +5,7 @@
 //
 //   labels (n) token texts; unknown (n) booleans, true for a token not in the vocabulary;
 //   tokens [{ text, norm, known }]; x, e, p (n,d_model) tensors: X = E + P, the word vectors E
-//   and the positions P = positionScale × the sinusoids (the trained model was trained with 3)
+//   and the positions P = positionScale × the sinusoids (the trained model's manifest gives its scale)
 //   (e and p null for the worked example, p null without positions);
 //   truncatedFrom: the token count before the cap of MAX_TOKENS, or null. null: no tokens.
 import { sinusoidalPositions } from './embeddings.js';

@@ -102,6 +102,9 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
     heads: m.heads,
     layers: m.layers,
     positionScale: m.positionScale,
+    // as the shipped model was trained (train_model.mjs)
+    outputDelta: Boolean(model.tensors.wdelta),
+    attnLr: model.manifest.training.attnLr ?? 1,
   });
   run = { trainer, gen, model };
   stepEnds.length = 0;

@@ -6,8 +6,10 @@
 //       prev = w[i][i−1], self = w[i][i], first = w[i][0], meanDistance = Σ_j w[i][j]·(i−j),
 //       entropyBits = −Σ_j w[i][j]·log2 w[i][j]
 //   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
-//     of the three shares when it is at least 25 % (and the next one), else how far back and how
-//     spread out it looks.
+//     of the three shares when it is at least 50 % (and the next one); else, for a sharp head
+//     (entropy under 1 bit), that it looks at one word at a time, how far back on average, and the
+//     largest share when it is at least 25 %; else that largest share when at least 25 %; else
+//     how far back and how spread out it looks.
 export function headStats(weightsList, n) {
   const sum = { prev: 0, self: 0, first: 0, meanDistance: 0, entropyBits: 0 };
   let count = 0;
@@ -37,6 +39,12 @@ export function describeHead(s) {
     ['looks at the first word', s.first],
   ].sort((a, b) => b[1] - a[1]);
   const second = `${shares[1][0].replace('looks at ', '')}: ${pct(shares[1][1])}`;
+  if (shares[0][1] >= 0.5) return `${shares[0][0]}: ${pct(shares[0][1])} of its weight (${second})`;
+  const back = `${s.meanDistance.toFixed(1)} words back on average`;
+  if (s.entropyBits < 1) {
+    const top = shares[0][1] >= 0.25 ? `; ${shares[0][0].replace('looks at ', '')}: ${pct(shares[0][1])}` : '';
+    return `looks at one word at a time (entropy ${s.entropyBits.toFixed(1)} bits), ${back}${top}`;
+  }
   if (shares[0][1] >= 0.25) return `${shares[0][0]}: ${pct(shares[0][1])} of its weight (${second})`;
-  return `spreads its weight: ${s.meanDistance.toFixed(1)} words back on average, entropy ${s.entropyBits.toFixed(1)} bits`;
+  return `spreads its weight: ${back}, entropy ${s.entropyBits.toFixed(1)} bits`;
 }

@@ -40,13 +40,15 @@ export function scoreWords(z, words, bias, T, d, V) {
   return out;
 }
 
-// The output classes' word vectors W (V,d): the page's vectors of vocab[0..V-2], then `unk`.
-export function outputWords(emb, vocab, unk) {
+// The output classes' word vectors W (V,d): the page's vectors of vocab[0..V-2], then `unk`;
+// plus the learned corrections wdelta (V,d) when the model has them.
+export function outputWords(emb, vocab, unk, wdelta = null) {
   const d = emb.dim,
     V = vocab.length;
   const words = new Float32Array(V * d);
   for (let c = 0; c < V - 1; ++c) words.set(emb.vector(vocab[c]), c * d);
   words.set(unk, (V - 1) * d);
+  if (wdelta) for (let i = 0; i < words.length; ++i) words[i] += wdelta[i];
   return words;
 }
 

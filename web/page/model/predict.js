@@ -9,7 +9,7 @@ export function predictNext(model, emb, h, n, k = 5) {
   const { tensors, vocab } = model;
   const d = emb.dim,
     V = vocab.length;
-  const words = outputWords(emb, vocab, tensors.unk.data);
+  const words = outputWords(emb, vocab, tensors.unk.data, tensors.wdelta?.data);
   const { logits } = forwardHead({ wout: tensors.wout.data, bout: tensors.bout.data }, words, h, n, d, V);
   return Array.from({ length: n }, (_, i) => topK(logits, i * V, V, k).map(({ c, p }) => ({ word: vocab[c], p })));
 }

@@ -5,11 +5,21 @@
 //
 // Parameters: layers [attn1, attn2] (the package's, 4 heads, no biases, so that
 // the page's steps show Q = X·W_Q as they are) and p = { wout (d,d),
-// bout (V), unk (d) } in plain JS. Batches: B windows of n+1 class ids and n input words.
+// bout (V), unk (d), and with outputDelta wdelta (V,d) } in plain JS arrays. Batches: B windows
+// of n+1 class ids and n input words. The output layer's products (T·V·d each, most of a step's
+// work) run on the package's matmul: the model keeps `attn` for that.
+//
+//   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, tensors }) -> { attn, p, layers }
+//   trainStep(model, emb, vocab, batch, adam, lr, { attnLr }) -> loss; attnLr scales the
+//     attention layers' learning rate (their step() gets lr·attnLr)
+//   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
+//   evaluate(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
 import { sinusoidalPositions } from '../embeddings.js';
 import { headStats } from './head_stats.js';
 import { layerWeights } from './weights.js';
-import { backwardHead, crossEntropy, forwardHead, forwardLayers, outputWords, topK } from './lm.js';
+import { crossEntropy, forwardHead, forwardLayers, outputWords, topK } from './lm.js';
+
+export const isWord = (w) => w !== '<unk>' && /[\p{L}\p{N}]/u.test(w);
 
 // Word vectors by norm, as the page looks them up (unknown words: the hashed stand-in).
 export function vectorCache(emb) {
@@ -62,24 +72,32 @@ export function makeBatch(windows, n, d, vec, positionScale) {
   return { x: { data: x, shape: [B, n, d] }, targets };
 }
 
-// -> { p, layers }: layers seeded (seed + L, Xavier-uniform), wout 0.1·I, bout = logPrior; or,
-// with tensors (weights.js' unpackTensors of a trained model), copies of those weights.
-export function createModel(attn, { d, heads, layers, seed, logPrior, tensors }) {
+// -> { attn, p, layers }: layers seeded (seed + L, Xavier-uniform), wout 0.1·I, bout = logPrior,
+// wdelta 0 (with outputDelta); or, with tensors (weights.js' unpackTensors of a trained model),
+// copies of those weights (wdelta where the model has one).
+export function createModel(attn, { d, heads, layers, seed, logPrior, outputDelta = false, tensors }) {
   if (tensors) {
+    const p = { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() };
+    if (tensors.wdelta) p.wdelta = tensors.wdelta.data.slice();
     return {
-      p: { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() },
+      attn,
+      p,
       layers: Array.from({ length: layers }, (_, L) =>
         attn.multiHeadAttention({ dModel: d, heads, bias: false, weights: layerWeights(tensors, L) }),
       ),
     };
   }
+  const V = logPrior.length;
   const p = {
     wout: new Float32Array(d * d),
     bout: Float32Array.from(logPrior), // start from the unigram distribution
     unk: new Float32Array(d),
   };
+  // learned corrections to the output word vectors, starting at 0 (W = word vectors + wdelta)
+  if (outputDelta) p.wdelta = new Float32Array(V * d);
   for (let i = 0; i < d; ++i) p.wout[i * d + i] = 0.1;
   return {
+    attn,
     p,
     layers: Array.from({ length: layers }, (_, L) =>
       attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L }),
@@ -87,18 +105,56 @@ export function createModel(attn, { d, heads, layers, seed, logPrior, tensors })
   };
 }
 
+// a (m,k) · b (k,n) through the package's matmul (transposeA: a given as (k,m); transposeB: b
+// given as (n,k)) -> Float32Array (m,n)
+function mm(attn, a, aShape, b, bShape, options) {
+  return attn.matmul({ data: a, shape: aShape }, { data: b, shape: bShape }, options).data;
+}
+
+// lm.js's forwardHead with its two products on the package's matmul:
+//   z = h·wout (T,d), logits = z·Wᵀ + bout (T,V)
+function headForward(attn, p, words, h, T, d, V) {
+  const z = mm(attn, h, [T, d], p.wout, [d, d]);
+  const logits = mm(attn, z, [T, d], words, [V, d], { transposeB: true });
+  for (let t = 0; t < T; ++t) {
+    const o = t * V;
+    for (let c = 0; c < V; ++c) logits[o + c] += p.bout[c];
+  }
+  return { z, logits };
+}
+
+// lm.js's backwardHead on the package's matmul, given dlogits (T,V):
+//   dbout = Σ_t dlogits, dW = dlogitsᵀ·z (V,d) (dunk its last row; dwdelta all of it),
+//   dz = dlogits·W (T,d), dwout = hᵀ·dz (d,d), dh = dz·woutᵀ (T,d)
+function headBackward(attn, p, words, h, z, dlogits, T, d, V) {
+  const dbout = new Float32Array(V);
+  for (let t = 0; t < T; ++t) {
+    const o = t * V;
+    for (let c = 0; c < V; ++c) dbout[c] += dlogits[o + c];
+  }
+  const dW = mm(attn, dlogits, [T, V], z, [T, d], { transposeA: true });
+  const dz = mm(attn, dlogits, [T, V], words, [V, d]);
+  return {
+    dbout,
+    dunk: dW.slice((V - 1) * d),
+    dwdelta: dW,
+    dwout: mm(attn, h, [T, d], dz, [T, d], { transposeA: true }),
+    dh: mm(attn, dz, [T, d], p.wout, [d, d], { transposeB: true }),
+  };
+}
+
 // One step on a batch: forward, loss, backward, Adam directions, step(). Returns the loss.
-export function trainStep(model, emb, vocab, batch, adam, lr) {
+export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1 } = {}) {
   const { layers, p } = model;
   const [B, n, d] = batch.x.shape;
   const T = B * n,
     V = vocab.length;
-  const words = outputWords(emb, vocab, p.unk);
+  const words = outputWords(emb, vocab, p.unk, p.wdelta);
   const { hs } = forwardLayers(layers, batch.x);
   const h = hs[hs.length - 1];
-  const { z, logits } = forwardHead(p, words, h, T, d, V);
+  const { z, logits } = headForward(model.attn, p, words, h, T, d, V);
   const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V);
-  const g = backwardHead(p, words, h, z, dlogits, T, d, V);
+  const g = headBackward(model.attn, p, words, h, z, dlogits, T, d, V);
   adam.tick();
   // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx
   let dh = g.dh;
@@ -110,13 +166,13 @@ export function trainStep(model, emb, vocab, batch, adam, lr) {
     for (const name of ['dwq', 'dwk', 'dwv', 'dwo']) {
       dirs[name] = { data: adam.direction(`${L}.${name}`, grads[name].data), shape: grads[name].shape };
     }
-    layers[L].step(dirs, lr);
+    layers[L].step(dirs, lr * attnLr);
     dh = next;
   }
   for (const [name, grad] of [
     ['wout', g.dwout],
     ['bout', g.dbout],
-    ['unk', g.dunk],
+    p.wdelta ? ['wdelta', g.dwdelta] : ['unk', g.dunk],
   ]) {
     const dir = adam.direction(name, grad);
     for (let i = 0; i < dir.length; ++i) p[name][i] -= lr * dir[i];
@@ -124,37 +180,51 @@ export function trainStep(model, emb, vocab, batch, adam, lr) {
   return loss;
 }
 
-// Held-out figures over `windows` (batches of B): loss, top-1 and top-10 accuracy of the model and
-// of always guessing `baseline` (the 10 most frequent classes in training), and per-head stats.
-export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, positionScale }) {
-  const { layers, p } = model;
+// Held-out figures over `windows` (batches of B), over every position and over word positions:
+//   all positions: loss, top1, top10 of the model, and baselineTop1/baselineTop10 of always
+//     guessing `baseline` (the 10 most frequent classes in training, "<unk>" and punctuation too);
+//   word positions (targets that are words of the vocabulary: isWord, so not punctuation, not
+//     "<unk>"): wordTokens, wordTop1, wordTop10 of the same predictions over all V classes, and
+//     baselineWordTop1/baselineWordTop10 of always guessing `wordBaseline` (the 10 most frequent
+//     words in training);
+//   heads: per-head stats (head_stats.js).
+export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, wordBaseline, positionScale }) {
+  const { layers, p, attn } = model;
   const d = emb.dim,
     V = vocab.length;
-  const words = outputWords(emb, vocab, p.unk);
+  const words = outputWords(emb, vocab, p.unk, p.wdelta);
   const vec = vectorCache(emb);
-  const guess = new Set(baseline);
+  const word = vocab.map((w, c) => c < V - 1 && isWord(w));
+  const guess = new Set(baseline),
+    wordGuess = new Set(wordBaseline);
   const perHead = layers.map((l) => Array.from({ length: l.config.heads }, () => []));
-  let lossSum = 0,
-    top1 = 0,
-    top10 = 0,
-    base1 = 0,
-    base10 = 0,
-    count = 0;
+  const sum = { loss: 0, top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
+  const words_ = { top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
   for (let s = 0; s < windows.length; s += B) {
     const batch = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
     const [b] = batch.x.shape;
     const T = b * n;
     const { hs, traces } = forwardLayers(layers, batch.x, { trace: true });
-    const { logits } = forwardHead(p, words, hs[hs.length - 1], T, d, V);
-    lossSum += crossEntropy(logits, batch.targets, T, V).loss * T;
+    const h = hs[hs.length - 1];
+    const { logits } = attn ? headForward(attn, p, words, h, T, d, V) : forwardHead(p, words, h, T, d, V);
+    sum.loss += crossEntropy(logits, batch.targets, T, V).loss * T;
     for (let t = 0; t < T; ++t) {
       const best = topK(logits, t * V, V, 10).map((e) => e.c);
       const y = batch.targets[t];
-      if (best[0] === y) ++top1;
-      if (best.includes(y)) ++top10;
-      if (baseline[0] === y) ++base1;
-      if (guess.has(y)) ++base10;
-      ++count;
+      const hit1 = best[0] === y,
+        hit10 = best.includes(y);
+      sum.top1 += hit1;
+      sum.top10 += hit10;
+      sum.base1 += baseline[0] === y;
+      sum.base10 += guess.has(y);
+      ++sum.count;
+      if (word[y]) {
+        words_.top1 += hit1;
+        words_.top10 += hit10;
+        words_.base1 += wordBaseline[0] === y;
+        words_.base10 += wordGuess.has(y);
+        ++words_.count;
+      }
     }
     traces.forEach((heads, L) =>
       heads.forEach((hd, h) => {
@@ -162,13 +232,20 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, posi
       }),
     );
   }
+  const c = sum.count,
+    w = words_.count;
   return {
-    tokens: count,
-    loss: lossSum / count,
-    top1: top1 / count,
-    top10: top10 / count,
-    baselineTop1: base1 / count,
-    baselineTop10: base10 / count,
+    tokens: c,
+    loss: sum.loss / c,
+    top1: sum.top1 / c,
+    top10: sum.top10 / c,
+    baselineTop1: sum.base1 / c,
+    baselineTop10: sum.base10 / c,
+    wordTokens: w,
+    wordTop1: words_.top1 / w,
+    wordTop10: words_.top10 / w,
+    baselineWordTop1: words_.base1 / w,
+    baselineWordTop10: words_.base10 / w,
     heads: perHead.flatMap((hl, L) => hl.map((list, h) => ({ layer: L, head: h, ...headStats(list, n) }))),
   };
 }

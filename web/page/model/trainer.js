@@ -2,12 +2,14 @@
 // one step at a time, for the page's live training (train_worker.js) and its tests.
 //
 //   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
-//                         warmup })
+//                         warmup, outputDelta, attnLr })
 //     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
 //     docs    [[norm]] the training text's documents, tokenized (corpus_text.js)
 //     tensors null: start from seeded random layers and the text's unigram distribution, as
 //             train_model.mjs does; else the trained model's tensors (weights.js), copied
 //     warmup  steps over which the learning rate rises linearly to the one asked for
+//     outputDelta, attnLr  as train_model.mjs (learned output-vector corrections; the attention
+//             layers' learning-rate factor)
 //   -> { step(lr) -> loss of the batch before the step, heads(norms) -> { n, weights }, steps,
 //        tokens, dispose() }
 //   heads(norms): the sentence's X (n,d) = E + P as the trainer builds it, then both layers with
@@ -31,6 +33,8 @@ export function createTrainer(
     heads = 4,
     layers = 2,
     warmup = 20,
+    outputDelta = false,
+    attnLr = 1,
   },
 ) {
   const V = vocab.length,
@@ -50,6 +54,7 @@ export function createTrainer(
     layers,
     seed,
     logPrior: Array.from(counts, (c) => Math.log((c + 1) / (tokens + V))),
+    outputDelta,
     tensors,
   });
   const adam = createAdam();
@@ -63,7 +68,7 @@ export function createTrainer(
     step(lr) {
       const b = makeBatch(Array.from({ length: batch }, sample), n, d, vec, positionScale);
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
-      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup));
+      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr });
       ++steps;
       return loss;
     },

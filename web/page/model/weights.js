@@ -3,7 +3,8 @@
 //                  [{ name, shape, offset }] where offset counts float32s into model.bin
 //   model.bin      every tensor, float32 little-endian, back to back in `tensors` order
 //   vocab.txt      the output classes, one a line; the last is "<unk>" (every other word)
-// Tensor names: layers.L.wq|wk|wv|wo (L = 0, 1; no biases), wout (d,d), bout (V), unk (d).
+// Tensor names: layers.L.wq|wk|wv|wo (L = 0, 1; no biases), wout (d,d), bout (V), unk (d), and
+// wdelta (V,d) when the model learned corrections to its output word vectors (lm.js outputWords).
 
 // { name: Float32Array } with shapes -> { bin: Uint8Array, tensors: [{ name, shape, offset }] }
 export function packTensors(entries) {
