@@ -65,7 +65,11 @@ describe('live training', () => {
   });
 
   test('from the trained weights, the heads are the shipped model heads', () => {
-    const t = make({ docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb), tensors });
+    const t = make({
+      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb),
+      tensors,
+      positionScale: manifest.model.positionScale,
+    });
     const n = SENTENCE.length,
       d = emb.dim;
     const { n: m, weights } = t.heads(SENTENCE);
