@@ -16,10 +16,12 @@
 //                               child.mjs/spawn.mjs for the ones that need processes of their own
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
+//   bandwidth                   the memory read probe decoding is measured against (same way)
 //   table, svg, compare         the report
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from './bench/args.mjs';
+import { measureReadBandwidth } from './bench/bandwidth.mjs';
 import { CASES, QUICK_CASES } from './bench/cases.mjs';
 import { compareRows } from './bench/compare.mjs';
 import { runKernels } from './bench/kernels.mjs';
@@ -47,6 +49,7 @@ const results = {
   notes: [],
   peers: {},
   peak: null,
+  bandwidth: null,
   rows: [],
   startup: null,
   firstCall: null,
@@ -75,6 +78,12 @@ results.peak = await measurePeak();
 log(
   `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`,
 );
+
+if (want('decode')) {
+  log('measuring the memory read bandwidth');
+  results.bandwidth = await measureReadBandwidth();
+  log(`read bandwidth: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s on one thread`);
+}
 
 const caseIds = CASES.filter((c) => want(c.section) && (!options.quick || QUICK_CASES.includes(c.id))).map((c) => c.id);
 if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));

@@ -9,7 +9,7 @@ import { flops } from './flops.mjs';
 import { createImpl } from './impls.mjs';
 import { describe, message, runCase } from './runner.mjs';
 import { runChild } from './spawn.mjs';
-import { FULL, QUICK } from './timing.mjs';
+import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
 
 const IN_PROCESS = [
   { impl: 'ours', threads: 1 },
@@ -63,7 +63,8 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
     const spec = caseById(id);
     for (const impl of impls) {
       await settle();
-      const row = await runCase(impl, spec, settings);
+      // the prefill takes seconds per call for the peers: the long-sequence settings
+      const row = await runCase(impl, spec, spec.op === 'prefill' ? (quick ? LONG_QUICK : LONG) : settings);
       rows.push(row);
       log(`${spec.id} ${impl.key}: ${describe(row)}`);
     }
@@ -80,6 +81,7 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
     const r = await runChild(
       { mode: 'cases', impl: c.impl, threads: c.threads, caseIds, quick },
       {
+        timeoutMs: 20 * 60 * 1000, // the prefill row alone takes minutes for a peer on a busy machine
         onStderr: (text) =>
           text
             .split('\n')
