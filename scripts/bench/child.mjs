@@ -17,7 +17,7 @@ import { createImpl } from './impls.mjs';
 import { describe, message, runCase } from './runner.mjs';
 import { RESULT_MARKER } from './spawn.mjs';
 import { firstCallOf, startupOf } from './startup.mjs';
-import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
+import { FULL, LONG, LONG_QUICK, PREFILL, QUICK } from './timing.mjs';
 
 // Peak resident memory of this process, whatever the library. On Linux from VmHWM, the
 // high-water mark of this process's own memory: getrusage's maxRSS would also count the
@@ -41,7 +41,7 @@ async function main(task) {
     for (const id of task.caseIds) {
       const spec = caseById(id);
       const slow = spec.op === 'prefill'; // seconds per call for the peers: as the long rows
-      const row = await runCase(impl, spec, slow ? (task.quick ? LONG_QUICK : LONG) : task.quick ? QUICK : FULL);
+      const row = await runCase(impl, spec, slow ? (task.quick ? LONG_QUICK : PREFILL) : task.quick ? QUICK : FULL);
       rows.push(row);
       process.stderr.write(`${id}: ${describe(row)}\n`);
     }

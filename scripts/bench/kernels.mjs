@@ -9,7 +9,7 @@ import { flops } from './flops.mjs';
 import { createImpl } from './impls.mjs';
 import { describe, message, runCase } from './runner.mjs';
 import { runChild } from './spawn.mjs';
-import { FULL, LONG, LONG_QUICK, QUICK } from './timing.mjs';
+import { FULL, LONG_QUICK, PREFILL, QUICK } from './timing.mjs';
 
 const IN_PROCESS = [
   { impl: 'ours', threads: 1 },
@@ -64,7 +64,7 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
     for (const impl of impls) {
       await settle();
       // the prefill takes seconds per call for the peers: the long-sequence settings
-      const row = await runCase(impl, spec, spec.op === 'prefill' ? (quick ? LONG_QUICK : LONG) : settings);
+      const row = await runCase(impl, spec, spec.op === 'prefill' ? (quick ? LONG_QUICK : PREFILL) : settings);
       rows.push(row);
       log(`${spec.id} ${impl.key}: ${describe(row)}`);
     }
