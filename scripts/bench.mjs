@@ -21,11 +21,13 @@
 //   browser_run, browser_bundles  --browser: Chromium driving web/bench.html
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
+//   bandwidth                   the memory read probe decoding is measured against (same way)
 //   table, svg, compare         the report
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caseIdsOf, parseArgs } from './bench/args.mjs';
+import { measureReadBandwidth } from './bench/bandwidth.mjs';
 import { compareRows } from './bench/compare.mjs';
 import { runKernels } from './bench/kernels.mjs';
 import { measureLong } from './bench/longseq.mjs';
@@ -67,6 +69,7 @@ const results = {
   notes: [],
   peers: {},
   peak: null,
+  bandwidth: null,
   rows: [],
   startup: null,
   firstCall: null,
@@ -95,6 +98,12 @@ results.peak = await measurePeak();
 log(
   `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`,
 );
+
+if (want('decode')) {
+  log('measuring the memory read bandwidth');
+  results.bandwidth = await measureReadBandwidth();
+  log(`read bandwidth: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s on one thread`);
+}
 
 const caseIds = caseIdsOf(options);
 if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));

@@ -223,8 +223,11 @@ Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
   });
 }
 
-wa::HeadTensor<const float> kv_cache_keys(uintptr_t handle) { return cache_at(handle)->keys(); }
-wa::HeadTensor<const float> kv_cache_values(uintptr_t handle) { return cache_at(handle)->values(); }
+// rows [0, length) -> k (batch, hkv, length, d_k), v (batch, hkv, length, d_v)
+Status kv_cache_read(uintptr_t handle, const wa::HeadTensor<float>& k,
+                     const wa::HeadTensor<float>& v) {
+  return guarded([&] { cache_at(handle)->copy_rows(k, v); });
+}
 
 }  // namespace
 
@@ -351,6 +354,5 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("kvCacheLength", &kv_cache_length);
   function("kvCacheAppend", &kv_cache_append);
   function("kvCacheTruncate", &kv_cache_truncate);
-  function("kvCacheKeys", &kv_cache_keys);
-  function("kvCacheValues", &kv_cache_values);
+  function("kvCacheRead", &kv_cache_read);
 }

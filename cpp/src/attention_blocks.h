@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "wa/attention.h"
+#include "wa/attention_heads.h"
 
 namespace wa {
 
@@ -18,18 +19,39 @@ constexpr size_t kAttentionRowBlock = 32;
 
 // ---- forward: attention_forward_blocks.cpp ----
 
-// k and v of one attention, packed once as GEMM b operands (gemm_packed.h) and shared by every
-// row block:
-//   kt  kᵀ (d_k,n_k), packed with k = d_k
-//   v   v (n_k,d_v), packed with k = n_k
+// k and v of one attention (or a run of its keys), packed as GEMM b operands (gemm_packed.h)
+// and shared by every row block:
+//   kt  kᵀ (d_k, keys), packed with k = d_k: one panel per kNR keys
+//   v   v (keys, d_v), packed with k = v_stride (>= the keys held): one panel per kNR columns
+// The panels hold keys [k0, k0 + keys) of the attention's n_k (k0 a multiple of kNR); a key
+// cache keeps its rows this way (v_stride = its capacity), pack_kv makes them from k and v.
 struct PackedKV {
   const float* kt;
   const float* v;
   size_t n_k, d_k, d_v;
+  size_t k0 = 0, v_stride = 0;
 };
 size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v);
 // k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats of them). pool: as pack_b.
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
+// Keys [k0, k0+keys) of k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats(keys,
+// d_k, d_v)); k0 a multiple of kNR. pool: as pack_b.
+PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
+                      ThreadPool* pool);
+
+// The packed k and v of every kv head, already in memory (a KvCache's panels): head (b, g) at
+// base + (b·kv_heads + g)·head_floats, packed_kv_floats(capacity, d_k, d_v) floats, its kᵀ
+// panels then its v panels (v_stride = capacity); keys [0, n_k) filled.
+struct PackedHeads {
+  const float* base;
+  size_t kv_heads, capacity, head_floats;
+  PackedKV at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const;
+};
+// attention_heads_forward (wa/attention_heads.h) with every kv head read from its panels
+// instead of k and v: what attending over a KvCache runs (attention_heads.cpp).
+void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
+                             const PackedHeads& kv, HeadTensor<float> out, float scale,
+                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool);
 
 // Rows [r0,r1) of attention_forward(q, k, v, out, scale, mask, &trace), on the calling thread,
 // with every score of the block in memory: trace points at the full (n_q,n_k) matrices.
@@ -38,8 +60,34 @@ void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
 
 // The same rows, fused: one block of keys at a time with an online softmax, never more than
 // a (rows, 256) block of scores. The result matches attention_rows within float rounding.
+// (attention_rows_online over all keys, then attention_online_finish.)
 void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                           const ScoreMask& mask, size_t r0, size_t r1);
+
+// Query rows in the middle of an online softmax over the keys of one kv head: rows
+// [row0, row0+rows) of `heads` query heads that read it, stacked head after head so that the
+// heads of a GQA group share every read of a key panel.
+//   q        (heads·rows, d_k) row stride ldq
+//   acc      (heads·rows, d_v) row stride ld_acc: Σ_j exp(x_j − max)·v_j so far; starts at 0
+//   row_max, row_sum (heads·rows): running max and Σ exp(x − max); start at -inf and 0
+//   masks    (heads): head t's mask
+struct OnlineRows {
+  const float* q;
+  size_t ldq;
+  float* acc;
+  size_t ld_acc;
+  float* row_max;
+  float* row_sum;
+  size_t heads, rows, row0;
+  const ScoreMask* masks;
+};
+// Adds keys [lo, hi) of kv (held by its panels; lo a multiple of kNR) to the rows' state, one
+// (heads·rows, 256) block of scores at a time; keys every row's mask hides are skipped.
+void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, size_t hi,
+                           float scale);
+// acc (rows, d_v) -> out = acc / row_sum (a zero row where every key was masked). out may be acc.
+void attention_online_finish(const float* acc, size_t ld_acc, const float* row_sum, size_t rows,
+                             size_t d_v, float* out, size_t ld_out);
 
 // The forward's weights again: q (n_q,d_k), k (n_k,d_k) -> p (n_q,n_k) =
 // softmax(mask(q·kᵀ·scale)), bitwise as attention_forward computes them. pool spreads the

@@ -3,6 +3,8 @@
 #include "wa/attention_heads.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -65,34 +67,219 @@ ScoreMask HeadsMask::of(size_t b, size_t h, size_t n_q) const {
   return m;
 }
 
-void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q,
-                             HeadTensor<const float> k, HeadTensor<const float> v,
-                             HeadTensor<float> out, float scale, const HeadsMask& mask,
-                             const HeadsTrace* trace, ThreadPool* pool) {
-  check(s, mask);
+namespace {
+
+// Keys per packed run of a kv head when k and v come as tensors: the packed run is at most
+// 4 MiB (4096 keys of d_k + d_v = 256), so a long prefill needs no whole-head copy.
+constexpr size_t kPackedRunFloats = size_t(1) << 20;
+// Query rows below which a call is a decode: the keys of each kv head are split into runs,
+// each a task with the group's query rows stacked (they share every key panel read), and the
+// runs' partial softmax states are combined in run order (split-K, "flash decoding").
+constexpr size_t kDecodeRows = kAttentionRowBlock;
+constexpr size_t kDecodeMaxStacked = 64;  // stacked query rows per decode task
+constexpr size_t kDecodeMinRun = 512;     // keys per decode run, at least (a multiple of 256)
+constexpr size_t kDecodeMaxRuns = 64;     // runs per kv head, at most
+
+size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+// Where the kv heads come from: a cache's panels (packed), or k and v tensors packed by run.
+struct KvSource {
+  const PackedHeads* packed;
+  HeadTensor<const float> k, v;
+};
+
+// Each (b, h)'s mask, b·hq + h.
+std::vector<ScoreMask> head_masks(const HeadsShape& s, const HeadsMask& mask) {
+  std::vector<ScoreMask> m(s.batch * s.q_heads);
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < s.q_heads; ++h) m[b * s.q_heads + h] = mask.of(b, h, s.n_q);
+  return m;
+}
+
+// Every score in memory: each kv head whole (packed here unless the source is), its query
+// heads' row blocks in one parallel_for.
+void forward_traced(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
+                    HeadTensor<float> out, float scale, const std::vector<ScoreMask>& masks,
+                    const HeadsTrace& trace, ThreadPool* pool) {
   const size_t group = s.q_heads / s.kv_heads;
   const size_t row_blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  float* buffer = thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(s.n_k, s.d_k, s.d_v));
-  // packing is O(n_k·d) next to the group's group·n_q·n_k·(d_k+d_v) multiply-adds
   const double flops = static_cast<double>(group) * s.n_q * s.n_k * (s.d_k + s.d_v);
+  float* buffer =
+      src.packed ? nullptr
+                 : thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(s.n_k, s.d_k, s.d_v));
   for (size_t b = 0; b < s.batch; ++b)
     for (size_t g = 0; g < s.kv_heads; ++g) {
-      const PackedKV kv = pack_kv(const_head(k, b, g, s.n_k, s.d_k),
-                                  const_head(v, b, g, s.n_k, s.d_v), buffer, pool_for(pool, flops));
+      const PackedKV kv = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                                     : pack_kv(const_head(src.k, b, g, s.n_k, s.d_k),
+                                               const_head(src.v, b, g, s.n_k, s.d_v), buffer,
+                                               pool_for(pool, flops));
       // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
       parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
         const size_t h = g * group + t / row_blocks, r0 = (t % row_blocks) * kAttentionRowBlock;
         const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
-        const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
-        const Matrix oh = head(out, b, h, s.n_q, s.d_v);
-        const ScoreMask m = mask.of(b, h, s.n_q);
-        if (trace)
-          attention_rows(qh, kv, oh, scale, m, r0, r1,
-                         head_trace(*trace, (b * s.q_heads + h) * s.n_q * s.n_k));
-        else
-          attention_rows_fused(qh, kv, oh, scale, m, r0, r1);
+        attention_rows(const_head(q, b, h, s.n_q, s.d_k), kv, head(out, b, h, s.n_q, s.d_v), scale,
+                       masks[b * s.q_heads + h], r0, r1,
+                       head_trace(trace, (b * s.q_heads + h) * s.n_q * s.n_k));
       });
     }
+}
+
+// Blocks of query rows (n_q >= kDecodeRows), fused: each kv head's keys a packed run at a time
+// (the whole head from a cache; runs of at most kPackedRunFloats from tensors), the online
+// softmax state carried across runs in the output rows (the running Σ p·v) and a (max, sum)
+// per row. Beyond its inputs and output: one packed run and 2·group·n_q floats.
+void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
+                  HeadTensor<float> out, float scale, const std::vector<ScoreMask>& masks,
+                  ThreadPool* pool) {
+  const size_t group = s.q_heads / s.kv_heads;
+  const size_t row_blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
+  const size_t run =
+      src.packed ? s.n_k : std::max<size_t>(256, kPackedRunFloats / (s.d_k + s.d_v) / 256 * 256);
+  const size_t runs = (s.n_k + run - 1) / run;
+  const double flops = static_cast<double>(group) * s.n_q * s.n_k * (s.d_k + s.d_v);
+  float* state = thread_scratch(ScratchSlot::attention_partials, 2 * group * s.n_q);
+  float* buffer = src.packed ? nullptr
+                             : thread_scratch(ScratchSlot::packed_kv,
+                                              packed_kv_floats(std::min(run, s.n_k), s.d_k, s.d_v));
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t g = 0; g < s.kv_heads; ++g)
+      for (size_t c = 0; c < runs; ++c) {
+        const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
+        const PackedKV kv = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                                       : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
+                                                      const_head(src.v, b, g, s.n_k, s.d_v), k0,
+                                                      k1 - k0, buffer, pool_for(pool, flops));
+        // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
+        parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
+          const size_t hg = t / row_blocks, h = g * group + hg;
+          const size_t r0 = (t % row_blocks) * kAttentionRowBlock;
+          const size_t rows = std::min(s.n_q, r0 + kAttentionRowBlock) - r0;
+          const Matrix oh = head(out, b, h, s.n_q, s.d_v);
+          float* o = oh.data + r0 * oh.ld;
+          float* row_max = state + hg * s.n_q + r0;
+          float* row_sum = state + (group + hg) * s.n_q + r0;
+          if (c == 0) {
+            std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+            std::fill(row_sum, row_sum + rows, 0.0f);
+            for (size_t r = 0; r < rows; ++r) std::fill(o + r * oh.ld, o + r * oh.ld + s.d_v, 0.0f);
+          }
+          const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
+          const OnlineRows rows_state{
+              qh.data + r0 * qh.ld,     qh.ld, o, oh.ld, row_max, row_sum, 1, rows, r0,
+              &masks[b * s.q_heads + h]};
+          attention_rows_online(rows_state, kv, k0, k1, scale);
+          if (c + 1 == runs) attention_online_finish(o, oh.ld, row_sum, rows, s.d_v, o, oh.ld);
+        });
+      }
+}
+
+// A few query rows (n_q < kDecodeRows): tasks (b, g, tile of the group's query heads, run of
+// keys), each the tile's rows stacked over one run into its own partial (acc, max, sum); then
+// the runs combined in order. The runs depend on n_k only, so results do not depend on threads.
+void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
+                    HeadTensor<float> out, float scale, const std::vector<ScoreMask>& masks,
+                    ThreadPool* pool) {
+  const size_t group = s.q_heads / s.kv_heads;
+  const size_t tile_heads = std::min(group, std::max<size_t>(1, kDecodeMaxStacked / s.n_q));
+  const size_t tiles = (group + tile_heads - 1) / tile_heads, stacked = tile_heads * s.n_q;
+  const size_t run =
+      std::max(kDecodeMinRun, round_up((s.n_k + kDecodeMaxRuns - 1) / kDecodeMaxRuns, 256));
+  const size_t runs = (s.n_k + run - 1) / run;
+  const size_t tasks = s.batch * s.kv_heads * tiles * runs;
+  const size_t partial_floats = stacked * (s.d_v + 2);  // acc (stacked,d_v), max, sum
+  float* partials =
+      thread_scratch(ScratchSlot::attention_partials, checked_product({tasks, partial_floats}));
+  const double flops = static_cast<double>(s.batch) * s.q_heads * s.n_q * s.n_k * (s.d_k + s.d_v);
+
+  // for (t = 0; t < tasks; ++t) (b, g, tile, run) = t in row-major order
+  parallel_for(pool_for(pool, flops), tasks, [&](size_t t) {
+    const size_t c = t % runs, tile = t / runs % tiles, g = t / runs / tiles % s.kv_heads;
+    const size_t b = t / runs / tiles / s.kv_heads;
+    const size_t h0 = g * group + tile * tile_heads,
+                 heads = std::min(tile_heads, group - tile * tile_heads);
+    const size_t rows = heads * s.n_q;
+    float* acc = partials + t * partial_floats;
+    float* row_max = acc + stacked * s.d_v;
+    float* row_sum = row_max + stacked;
+    std::fill(acc, acc + rows * s.d_v, 0.0f);
+    std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+    std::fill(row_sum, row_sum + rows, 0.0f);
+    const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
+    // the tile's query rows stacked: q (heads·n_q, d_k), head after head
+    float* qs = thread_scratch(ScratchSlot::attention_rows, rows * s.d_k);
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t i = 0; i < s.n_q; ++i) {
+        const float* from = q.at(b, h0 + h) + i * q.row_stride;
+        std::copy(from, from + s.d_k, qs + (h * s.n_q + i) * s.d_k);
+      }
+    const PackedKV kv = src.packed
+                            ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                            : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
+                                           const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
+                                           thread_scratch(ScratchSlot::packed_kv,
+                                                          packed_kv_floats(k1 - k0, s.d_k, s.d_v)),
+                                           nullptr);
+    const OnlineRows state{qs,      s.d_k, acc,   s.d_v, row_max,
+                           row_sum, heads, s.n_q, 0,     &masks[b * s.q_heads + h0]};
+    attention_rows_online(state, kv, k0, k1, scale);
+  });
+
+  // out = Σ_c exp(max_c − M)·acc_c / Σ_c exp(max_c − M)·sum_c, M = max_c max_c, in run order
+  for (size_t bgt = 0; bgt < s.batch * s.kv_heads * tiles; ++bgt) {
+    const size_t tile = bgt % tiles, g = bgt / tiles % s.kv_heads, b = bgt / tiles / s.kv_heads;
+    const size_t h0 = g * group + tile * tile_heads,
+                 heads = std::min(tile_heads, group - tile * tile_heads);
+    const float* first = partials + bgt * runs * partial_floats;
+    for (size_t r = 0; r < heads * s.n_q; ++r) {
+      float* o = out.at(b, h0 + r / s.n_q) + (r % s.n_q) * out.row_stride;
+      float m = -std::numeric_limits<float>::infinity();
+      for (size_t c = 0; c < runs; ++c) {
+        const float mc = first[c * partial_floats + stacked * s.d_v + r];
+        m = mc != mc || m != m ? std::numeric_limits<float>::quiet_NaN() : std::max(m, mc);
+      }
+      std::fill(o, o + s.d_v, 0.0f);
+      if (m == -std::numeric_limits<float>::infinity()) continue;  // every key masked: zero row
+      float sum = 0;
+      for (size_t c = 0; c < runs; ++c) {
+        const float* p = first + c * partial_floats;
+        const float mc = p[stacked * s.d_v + r];
+        if (mc == -std::numeric_limits<float>::infinity()) continue;  // nothing seen in this run
+        const float w = std::exp(mc - m);
+        sum += w * p[stacked * s.d_v + stacked + r];
+        for (size_t e = 0; e < s.d_v; ++e) o[e] += w * p[r * s.d_v + e];
+      }
+      const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+      for (size_t e = 0; e < s.d_v; ++e) o[e] = m != m ? m : o[e] * inv;
+    }
+  }
+}
+
+void forward(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
+             HeadTensor<float> out, float scale, const HeadsMask& mask, const HeadsTrace* trace,
+             ThreadPool* pool) {
+  check(s, mask);
+  const std::vector<ScoreMask> masks = head_masks(s, mask);
+  if (trace)
+    forward_traced(s, q, src, out, scale, masks, *trace, pool);
+  else if (s.n_q < kDecodeRows)
+    forward_decode(s, q, src, out, scale, masks, pool);
+  else
+    forward_rows(s, q, src, out, scale, masks, pool);
+}
+
+}  // namespace
+
+void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q,
+                             HeadTensor<const float> k, HeadTensor<const float> v,
+                             HeadTensor<float> out, float scale, const HeadsMask& mask,
+                             const HeadsTrace* trace, ThreadPool* pool) {
+  forward(s, q, {nullptr, k, v}, out, scale, mask, trace, pool);
+}
+
+void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, const PackedHeads& kv,
+                             HeadTensor<float> out, float scale, const HeadsMask& mask,
+                             const HeadsTrace* trace, ThreadPool* pool) {
+  forward(s, q, {&kv, {}, {}}, out, scale, mask, trace, pool);
 }
 
 void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,

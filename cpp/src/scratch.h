@@ -8,7 +8,17 @@
 
 namespace wa {
 
-enum class ScratchSlot { gemm_a, gemm_b, attention_scores, packed_kv, count };
+// attention_rows: an online softmax's per-row state and stacked query rows;
+// attention_partials: a split-key decode's partial results (wa/attention_heads.cpp).
+enum class ScratchSlot {
+  gemm_a,
+  gemm_b,
+  attention_scores,
+  attention_rows,
+  attention_partials,
+  packed_kv,
+  count
+};
 
 // What a thread keeps between calls, per slot: 1 MiB covers the warm working set of
 // ordinary shapes (a 4096-key packed k,v of d 64 is 2 MiB and is re-made per call).

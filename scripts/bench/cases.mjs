@@ -41,6 +41,35 @@ function mha(causal, backward, backwardOnly = false) {
   };
 }
 
+// Decoding one new token over a key/value cache of `past` tokens, and a causal prefill, both
+// grouped-query (32 query heads, 8 kv heads, d 128: a Llama-style layer), batch 1.
+const GQA = { batch: 1, qHeads: 32, kvHeads: 8, d: 128 };
+export const DECODE_LENGTHS = [512, 1024, 2048, 4096, 8192];
+function decode(past) {
+  return {
+    id: `decode-${past}`,
+    section: 'decode',
+    op: 'decode',
+    ...GQA,
+    past,
+    causal: true,
+    backward: false,
+    label: `decode 1 token, cache ${past}, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,
+    inputsKey: `decode past=${past}`,
+  };
+}
+const PREFILL = {
+  id: 'prefill-gqa',
+  section: 'decode',
+  op: 'prefill',
+  ...GQA,
+  n: 2048,
+  causal: true,
+  backward: false,
+  label: `causal GQA prefill n=2048, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,
+  inputsKey: 'prefill n=2048',
+};
+
 function matmul(id, size) {
   return {
     id,
@@ -68,6 +97,8 @@ export const CASES = [
   mha(true, true),
   mha(false, true, true),
   mha(true, true, true),
+  ...DECODE_LENGTHS.map(decode),
+  PREFILL,
 ];
 
 // Cases run only when named (--cases): a tiny one for the tests that run the bench end to end.
@@ -77,7 +108,7 @@ export const EXTRA_CASES = [matmul('matmul-small', 64)];
 export const RELAXED_CASES = ['matmul', 'matmul-small', 'attention', 'attention-causal', 'mha', 'mha-causal'];
 
 // --quick keeps one case per section: enough to see every implementation run.
-export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd'];
+export const QUICK_CASES = ['matmul', 'attention-causal', 'mha', 'attention-bwd', 'decode-1024'];
 
 // The first-call section's input: the tutorial page's, 19 tokens, d_model 100, one head.
 export const FIRST_CALL = {

@@ -10,6 +10,8 @@
 //                                         shows it as a higher rate
 //   multi-head attention, n tokens, width dModel, h heads of dK = dModel/h:
 //                                         4 projections · 2·n·dModel²  +  h · 4·n²·dK
+//   decode, one token over past+1 keys, Hq heads of width d:  4·Hq·(past+1)·d
+//   prefill (GQA), n tokens, Hq heads of width d:              4·Hq·n²·d (causal nominal, as above)
 //   backward (any of the above)           2 × the forward's GEMM FLOPs: each forward GEMM
 //                                         C = A·B needs dA = dC·Bᵀ and dB = Aᵀ·dC.
 //                                         Nominal again: the timed call goes from inputs and
@@ -28,6 +30,10 @@ export function forwardFlops(spec) {
       const dK = spec.dModel / spec.heads;
       return 4 * 2 * spec.n * spec.dModel * spec.dModel + spec.heads * 4 * spec.n * spec.n * dK;
     }
+    case 'decode':
+      return 4 * spec.qHeads * (spec.past + 1) * spec.d;
+    case 'prefill':
+      return 4 * spec.qHeads * spec.n * spec.n * spec.d;
     default:
       throw new Error(`forwardFlops: unknown op ${spec.op}`);
   }

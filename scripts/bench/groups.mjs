@@ -13,7 +13,7 @@ import { createImpl } from './impls.mjs';
 import { oursKey } from './impl_ours.mjs';
 import { IMPLS_HERE } from './platform.mjs';
 import { describe, message, runCase } from './runner.mjs';
-import { FULL, QUICK } from './timing.mjs';
+import { FULL, LONG_QUICK, PREFILL, QUICK } from './timing.mjs';
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
 
 export const GROUPS = {
@@ -81,7 +81,8 @@ export async function runGroup(name, { caseIds, quick, peersOk, log = () => {} }
     for (const { impl, ids } of impls) {
       if (!ids.includes(id)) continue;
       await settle();
-      const row = await runCase(impl, spec, settings);
+      // the prefill takes seconds per call for the peers: the long-sequence settings
+      const row = await runCase(impl, spec, spec.op === 'prefill' ? (quick ? LONG_QUICK : PREFILL) : settings);
       rows.push(row);
       log(`${spec.id} ${impl.key}: ${describe(row)}`);
     }

@@ -5,7 +5,15 @@
 //
 // Like ours, each run takes JS arrays (ORT copies the feeds into wasm memory) and returns
 // JS arrays (the output tensor's data); weights and the causal mask are initializers.
-import { attentionModel, matmulModel, mhaModel, SCALE_PLACES } from './onnx_graphs.mjs';
+import {
+  attentionModel,
+  decodeAttentionModel,
+  decodeGqaModel,
+  matmulModel,
+  mhaModel,
+  prefillAttentionModel,
+  SCALE_PLACES,
+} from './onnx_graphs.mjs';
 import { NotAvailable } from './not_available.mjs';
 import { importOrt } from './platform.mjs';
 
@@ -66,20 +74,85 @@ async function prepare(ort, spec, x, { firstOnly = false } = {}) {
       ]),
     );
     feeds = { x: f32(x.x, [spec.n, spec.dModel]) };
+  } else if (spec.op === 'decode') {
+    // each run feeds the past keys and values (ORT copies feeds into its wasm memory: that
+    // is how a decoding loop over onnxruntime-web's wasm EP keeps its cache)
+    const { batch, qHeads, kvHeads, d, past } = spec;
+    const pastK = f32(x.pastK, [batch, kvHeads, past, d]),
+      pastV = f32(x.pastV, [batch, kvHeads, past, d]);
+    models = {
+      'Attention (opset 23), past_key/past_value': () => decodeAttentionModel(spec),
+      'GroupQueryAttention (com.microsoft)': () => decodeGqaModel(spec),
+    };
+    const feeds4 = {
+      q: f32(x.q, [batch, qHeads, 1, d]),
+      k: f32(x.k, [batch, kvHeads, 1, d]),
+      v: f32(x.v, [batch, kvHeads, 1, d]),
+      past_key: pastK,
+      past_value: pastV,
+    };
+    const feeds3 = {
+      q: f32(x.q, [batch, 1, qHeads * d]),
+      k: f32(x.k, [batch, 1, kvHeads * d]),
+      v: f32(x.v, [batch, 1, kvHeads * d]),
+      past_key: pastK,
+      past_value: pastV,
+      seqlens_k: new ort.Tensor('int32', new Int32Array(batch).fill(past), [batch]),
+      total_sequence_length: new ort.Tensor('int32', Int32Array.of(past + 1), []),
+    };
+    feeds = (name) => (name.startsWith('Group') ? feeds3 : feeds4);
+  } else if (spec.op === 'prefill') {
+    const { batch, qHeads, kvHeads, d, n } = spec;
+    // GroupQueryAttention's prefill (prefillGqaModel) is left out: ~10× slower at n = 256
+    models = { 'Attention (opset 23), is_causal': () => prefillAttentionModel(spec) };
+    const feeds4 = {
+      q: f32(x.q, [batch, qHeads, n, d]),
+      k: f32(x.k, [batch, kvHeads, n, d]),
+      v: f32(x.v, [batch, kvHeads, n, d]),
+    };
+    // [1,H,n,d] -> [1,n,H·d], once, untimed
+    const to3d = (data, heads) => {
+      const out = new Float32Array(data.length);
+      for (let h = 0; h < heads; ++h)
+        for (let i = 0; i < n; ++i) out.set(data.subarray((h * n + i) * d, (h * n + i + 1) * d), (i * heads + h) * d);
+      return out;
+    };
+    const feeds3 = {
+      q: f32(to3d(x.q, qHeads), [batch, n, qHeads * d]),
+      k: f32(to3d(x.k, kvHeads), [batch, n, kvHeads * d]),
+      v: f32(to3d(x.v, kvHeads), [batch, n, kvHeads * d]),
+    };
+    feeds = (name) => (name.startsWith('Group') ? feeds3 : feeds4);
   } else {
     throw new NotAvailable('n/a', `ort: unknown op ${spec.op}`);
   }
+  const feedsOf = typeof feeds === 'function' ? feeds : () => feeds;
   const sessions = [];
   const variants = [];
-  try {
-    for (const [name, build] of Object.entries(models).slice(0, firstOnly ? 1 : undefined)) {
+  const failures = [];
+  for (const [name, build] of Object.entries(models).slice(0, firstOnly ? 1 : undefined)) {
+    // a formulation onnxruntime-web cannot run (an operator it lacks) is reported, not fatal,
+    // while another one runs
+    try {
       const session = await ort.InferenceSession.create(build(), sessionOptions);
       sessions.push(session);
-      variants.push({ name, run: async () => [(await session.run(feeds)).y.data] });
+      const f = feedsOf(name);
+      if (spec.op === 'decode') await session.run(f); // fails here when a kernel is missing at run time
+      variants.push({ name, run: async () => [(await session.run(f)).y.data] });
+    } catch (e) {
+      failures.push(
+        `${name}: ${String(e?.message ?? e)
+          .split('\n')[0]
+          .replace(/^.*ERROR_MESSAGE: /, '')
+          .slice(0, 300)}`,
+      );
     }
-  } catch (e) {
-    await Promise.all(sessions.map((s) => s.release()));
-    throw e;
   }
-  return { variants, release: () => Promise.all(sessions.map((s) => s.release())) };
+  const release = () => Promise.all(sessions.map((s) => s.release()));
+  if (!variants.length) {
+    await release();
+    throw new Error(failures.join(' | '));
+  }
+  if (failures.length) variants.forEach((v) => (v.name += ` [failed: ${failures.join(' | ')}]`));
+  return { variants, release };
 }

@@ -5,6 +5,10 @@
 //   attention   attn.attention(q, k, v, { causal }), attn.attentionBackward(q, k, v, dOut, { causal })
 //   mha         attn.multiHeadAttention({ dModel, heads, weights }), layer.forward(x, { causal }),
 //               layer.backward(dOut) after layer.forward(x)
+//   decode      a kvCache filled with the past tokens once (untimed); each run
+//               attn.attention(q, k, v, { cache, causal }) appends the new token and attends
+//               over all of it, then cache.truncate(past) takes the token back for the next run
+//   prefill     attn.attention(q, k, v, { causal }) on 4-D GQA heads
 // The package's JS -> { start() }: start() is createAttention({ threads, isa }) (compiles the
 // wasm, starts the threads). The rows and the startup probe both come through here.
 // isa: 'simd128' or 'relaxed-simd' (the build with relaxed SIMD's fused multiply-add; Node
@@ -87,6 +91,37 @@ function prepare(attn, tensor, spec, x) {
       return [layer.backward(dOut).dx.data]; // dwq..dwo are computed too; dx is compared
     };
     return { release, variants: [{ name: 'layer.forward() + layer.backward()', run }] };
+  }
+  if (spec.op === 'decode') {
+    const { batch, qHeads, kvHeads, d, past } = spec;
+    const cache = attn.kvCache({ batch, kvHeads, dK: d, dV: d, capacity: past + 1 });
+    const q = tensor(x.q, [batch, qHeads, 1, d]);
+    // the past tokens go in with one call (a query row over them, not causal; its output unused)
+    attn.attention(q, tensor(x.pastK, [batch, kvHeads, past, d]), tensor(x.pastV, [batch, kvHeads, past, d]), {
+      cache,
+    });
+    const k = tensor(x.k, [batch, kvHeads, 1, d]),
+      v = tensor(x.v, [batch, kvHeads, 1, d]);
+    const run = () => {
+      const { output } = attn.attention(q, k, v, { cache, causal: true });
+      cache.truncate(past);
+      return [output.data];
+    };
+    return { release: () => cache.dispose(), variants: [{ name: 'attention(q, k, v, { cache }) + truncate', run }] };
+  }
+  if (spec.op === 'prefill') {
+    const { batch, qHeads, kvHeads, d, n } = spec;
+    const q = tensor(x.q, [batch, qHeads, n, d]),
+      k = tensor(x.k, [batch, kvHeads, n, d]),
+      v = tensor(x.v, [batch, kvHeads, n, d]);
+    return {
+      variants: [
+        {
+          name: 'attention(q, k, v, { causal }), 4-D',
+          run: () => [attn.attention(q, k, v, { causal: true }).output.data],
+        },
+      ],
+    };
   }
   throw new Error(`ours: unknown op ${spec.op}`);
 }

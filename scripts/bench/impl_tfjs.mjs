@@ -158,6 +158,8 @@ async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
       ],
     };
   }
+  if (spec.op === 'decode') return { release, variants: decodeVariants(tf, spec, x, keep) };
+  if (spec.op === 'prefill') return { release, variants: prefillVariants(tf, spec, x, keep) };
   const mask = spec.causal ? keep(tf.tensor2d(causalMask(spec.n), [spec.n, spec.n])) : null;
   const list = combos(ops, spec).slice(0, firstOnly ? 1 : undefined);
   const grads = spec.backward ? 'tf.grads, ' : '';
@@ -190,4 +192,66 @@ async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
   }
   release();
   throw new NotAvailable('n/a', `tfjs: unknown op ${spec.op}`);
+}
+
+// Decode, tfjs's best: the cache's keys and values resident as tensors [Hkv, past+1, d] (made
+// once, untimed: no per-token upload or concat is charged), the group's query heads as the
+// rows of one batched matMul per kv head: q [Hkv, Hq/Hkv, d] -> scores [Hkv, group, past+1].
+function decodeVariants(tf, { qHeads, kvHeads, d, past }, x, keep) {
+  const group = qHeads / kvHeads,
+    total = past + 1;
+  const withNew = (pastData, newData) => {
+    const out = new Float32Array(kvHeads * total * d);
+    for (let g = 0; g < kvHeads; ++g) {
+      out.set(pastData.subarray(g * past * d, (g + 1) * past * d), g * total * d);
+      out.set(newData.subarray(g * d, (g + 1) * d), (g * total + past) * d);
+    }
+    return out;
+  };
+  const K = keep(tf.tensor3d(withNew(x.pastK, x.k), [kvHeads, total, d]));
+  const V = keep(tf.tensor3d(withNew(x.pastV, x.v), [kvHeads, total, d]));
+  const scale = 1 / Math.sqrt(d);
+  const scores = {
+    'matMul(q·scale, K, false, true), K resident': (q) => tf.matMul(tf.mul(q, scale), K, false, true),
+    'matMul(q, K, false, true)·scale, K resident': (q) => tf.mul(tf.matMul(q, K, false, true), scale),
+  };
+  return Object.entries(scores).map(([name, s]) => ({
+    name,
+    run: () => readOut(tf, () => tf.matMul(tf.softmax(s(tf.tensor3d(x.q, [kvHeads, group, d]))), V)),
+  }));
+}
+
+// Causal GQA prefill: the group's query heads stacked as rows over their kv head, q
+// [Hkv, group·n, d]; the causal mask [n, n] added to scores viewed as [Hkv, group, n, n].
+// Per kv head (8 scores of [group·n, n]); all at once ([Hkv, group·n, n]) needs 8× the
+// memory and is not tried (a single run takes tens of seconds either way).
+function prefillVariants(tf, { qHeads, kvHeads, d, n }, x, keep) {
+  const group = qHeads / kvHeads,
+    scale = 1 / Math.sqrt(d);
+  const mask = keep(tf.tensor2d(causalMask(n), [n, n]));
+  const attend = (q, k, v) => {
+    // q [b, group·n, d], k, v [b, n, d] -> [b, group·n, d]
+    const b = q.shape[0];
+    const s = tf.reshape(tf.matMul(tf.mul(q, scale), k, false, true), [b, group, n, n]);
+    const p = tf.reshape(tf.softmax(tf.add(s, mask)), [b, group * n, n]);
+    return tf.matMul(p, v);
+  };
+  const inputs = () => [
+    tf.tensor3d(x.q, [kvHeads, group * n, d]),
+    tf.tensor3d(x.k, [kvHeads, n, d]),
+    tf.tensor3d(x.v, [kvHeads, n, d]),
+  ];
+  return [
+    {
+      name: 'per kv head: matMul(q·scale, k, false, true) over [group·n, n] + mask',
+      run: () =>
+        readOut(tf, () => {
+          const [q, k, v] = inputs().map((t) => tf.split(t, kvHeads, 0));
+          return tf.concat(
+            q.map((qg, g) => attend(qg, k[g], v[g])),
+            0,
+          );
+        }),
+    },
+  ];
 }

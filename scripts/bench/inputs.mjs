@@ -22,6 +22,7 @@ function uniform(next, count, amplitude) {
 // spec (see cases.mjs) -> named Float32Arrays, row-major:
 //   matmul: a [m,k], b [k,n]
 //   attention: q, k, v [n,d], dOut [n,d]
+//   decode, prefill: see there (4-D, batch 1)
 //   mha: x [n,dModel], wq, wk, wv, wo [dModel,dModel] (Xavier-uniform range), dOut [n,dModel]
 // dOut is made for forward cases too: it costs little and keeps the stream of numbers, hence
 // the inputs, identical between a case and its backward twin.
@@ -49,6 +50,26 @@ export function makeInputs(spec) {
       wv: uniform(next, dm * dm, xavier),
       wo: uniform(next, dm * dm, xavier),
       dOut: uniform(next, spec.n * dm, 1),
+    };
+  }
+  if (spec.op === 'decode') {
+    // 4-D, batch 1: q [1,Hq,1,d]; the new token's k, v [1,Hkv,1,d]; the cache's pastK, pastV [1,Hkv,past,d]
+    const { qHeads, kvHeads, d, past } = spec;
+    return {
+      q: uniform(next, qHeads * d, 1),
+      k: uniform(next, kvHeads * d, 1),
+      v: uniform(next, kvHeads * d, 1),
+      pastK: uniform(next, kvHeads * past * d, 1),
+      pastV: uniform(next, kvHeads * past * d, 1),
+    };
+  }
+  if (spec.op === 'prefill') {
+    // 4-D, batch 1: q [1,Hq,n,d], k, v [1,Hkv,n,d]
+    const { qHeads, kvHeads, d, n } = spec;
+    return {
+      q: uniform(next, qHeads * n * d, 1),
+      k: uniform(next, kvHeads * n * d, 1),
+      v: uniform(next, kvHeads * n * d, 1),
     };
   }
   throw new Error(`makeInputs: unknown op ${spec.op}`);

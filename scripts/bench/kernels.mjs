@@ -18,6 +18,7 @@ export async function runKernels({ caseIds, quick, peersOk, log }) {
     const r = await runChild(
       { mode: 'group', group: name, caseIds, quick },
       {
+        timeoutMs: 20 * 60 * 1000, // the prefill row alone takes minutes for a peer on a busy machine
         onStderr: (text) =>
           text
             .split('\n')

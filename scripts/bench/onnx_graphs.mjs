@@ -12,40 +12,43 @@ import onnxProto from 'onnx-proto';
 import { causalMask } from './inputs.mjs';
 
 const { onnx } = onnxProto;
-const { FLOAT, INT64 } = onnx.TensorProto.DataType;
+const { FLOAT, INT32, INT64 } = onnx.TensorProto.DataType;
 const IR_VERSION = 8; // the IR version that goes with opset 17
 const OPSET = 17;
 
-// NodeProto; attribute values are ints or int lists (all these graphs use).
-function node(opType, input, output, attributes = {}) {
+// NodeProto; attribute values are ints or int lists (all these graphs use). domain: the
+// operator set ('' the standard one, 'com.microsoft' onnxruntime's contrib ops).
+function node(opType, input, output, attributes = {}, domain = '') {
   const attribute = Object.entries(attributes).map(([name, value]) =>
     Array.isArray(value)
       ? { name, type: onnx.AttributeProto.AttributeType.INTS, ints: value }
       : { name, type: onnx.AttributeProto.AttributeType.INT, i: value },
   );
-  return { input, output, name: output[0], opType, attribute };
+  return { input, output, name: output[0], opType, attribute, domain };
 }
 
 // TensorProto of a Float32Array or BigInt64Array; raw_data is little-endian bytes, as on
 // every machine Node runs on.
 function tensor(name, dims, data) {
-  const dataType = data instanceof BigInt64Array ? INT64 : FLOAT;
+  const dataType = data instanceof BigInt64Array ? INT64 : data instanceof Int32Array ? INT32 : FLOAT;
   return { name, dims, dataType, rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
 }
 
-// ValueInfoProto of a float tensor of fixed shape.
-const valueInfo = (name, dims) => ({
+// ValueInfoProto of a float (or elemType) tensor of fixed shape.
+const valueInfo = (name, dims, elemType = FLOAT) => ({
   name,
-  type: { tensorType: { elemType: FLOAT, shape: { dim: dims.map((dimValue) => ({ dimValue })) } } },
+  type: { tensorType: { elemType, shape: { dim: dims.map((dimValue) => ({ dimValue })) } } },
 });
 
 // GraphProto -> the ModelProto's bytes (the empty domain is the standard ai.onnx ops).
-function model(graph) {
+// opsets: the operator sets it imports (the decode graphs need opset 23's Attention, or
+// onnxruntime's com.microsoft GroupQueryAttention).
+function model(graph, { opsets = [{ domain: '', version: OPSET }], irVersion = IR_VERSION } = {}) {
   const m = {
-    irVersion: IR_VERSION,
+    irVersion,
     producerName: 'wasm-attention bench',
     graph,
-    opsetImport: [{ domain: '', version: OPSET }],
+    opsetImport: opsets,
   };
   const error = onnx.ModelProto.verify(m);
   if (error) throw new Error(`onnx: ${error}`);
@@ -138,4 +141,119 @@ export function mhaModel({ n, dModel, heads, causal }, weights, scaleAt) {
     input: [valueInfo('x', [n, dModel])],
     output: [valueInfo('y', [n, dModel])],
   });
+}
+
+// ---- grouped-query attention: decode over a cache, and a causal prefill ----
+// The same work two ways: the standard Attention operator (opset 23; 4-D [B,H,S,D] inputs,
+// past_key/past_value concatenated before the new keys, is_causal bottom-right), and
+// onnxruntime's own GroupQueryAttention (com.microsoft; 3-D [B,S,H·D] queries and new keys,
+// 4-D past, always causal). Only the output is a graph output: the present keys and values
+// are node outputs (ORT's Attention refuses a past without them) but are not copied back to
+// JS (a decoding loop would need them; the rows favour the peer).
+const OPSET_23 = { opsets: [{ domain: '', version: 23 }], irVersion: 10 };
+const CONTRIB = {
+  opsets: [
+    { domain: '', version: 17 },
+    { domain: 'com.microsoft', version: 1 },
+  ],
+};
+
+// q [1,Hq,1,d], k, v [1,Hkv,1,d], past_key, past_value [1,Hkv,past,d] -> y [1,Hq,1,d]
+export function decodeAttentionModel({ batch, qHeads, kvHeads, d, past }) {
+  return model(
+    {
+      name: 'decode_attention',
+      node: [node('Attention', ['q', 'k', 'v', '', 'past_key', 'past_value'], ['y', 'present_key', 'present_value'])],
+      input: [
+        valueInfo('q', [batch, qHeads, 1, d]),
+        valueInfo('k', [batch, kvHeads, 1, d]),
+        valueInfo('v', [batch, kvHeads, 1, d]),
+        valueInfo('past_key', [batch, kvHeads, past, d]),
+        valueInfo('past_value', [batch, kvHeads, past, d]),
+      ],
+      output: [valueInfo('y', [batch, qHeads, 1, d])],
+    },
+    OPSET_23,
+  );
+}
+
+// q [1,1,Hq·d], k, v [1,1,Hkv·d], past_key, past_value [1,Hkv,past,d], seqlens_k [1] (int32,
+// total − 1), total_sequence_length [] (int32) -> y [1,1,Hq·d] (the bytes of [1,Hq,1,d])
+export function decodeGqaModel({ batch, qHeads, kvHeads, d, past }) {
+  return model(
+    {
+      name: 'decode_gqa',
+      node: [
+        node(
+          'GroupQueryAttention',
+          ['q', 'k', 'v', 'past_key', 'past_value', 'seqlens_k', 'total_sequence_length'],
+          ['y', 'present_key', 'present_value'],
+          { num_heads: qHeads, kv_num_heads: kvHeads },
+          'com.microsoft',
+        ),
+      ],
+      input: [
+        valueInfo('q', [batch, 1, qHeads * d]),
+        valueInfo('k', [batch, 1, kvHeads * d]),
+        valueInfo('v', [batch, 1, kvHeads * d]),
+        valueInfo('past_key', [batch, kvHeads, past, d]),
+        valueInfo('past_value', [batch, kvHeads, past, d]),
+        valueInfo('seqlens_k', [batch], INT32),
+        valueInfo('total_sequence_length', [], INT32),
+      ],
+      output: [valueInfo('y', [batch, 1, qHeads * d])],
+    },
+    CONTRIB,
+  );
+}
+
+// q [1,Hq,n,d], k, v [1,Hkv,n,d] -> y [1,Hq,n,d], causal
+export function prefillAttentionModel({ batch, qHeads, kvHeads, d, n }) {
+  return model(
+    {
+      name: 'prefill_attention',
+      node: [node('Attention', ['q', 'k', 'v'], ['y'], { is_causal: 1 })],
+      input: [
+        valueInfo('q', [batch, qHeads, n, d]),
+        valueInfo('k', [batch, kvHeads, n, d]),
+        valueInfo('v', [batch, kvHeads, n, d]),
+      ],
+      output: [valueInfo('y', [batch, qHeads, n, d])],
+    },
+    OPSET_23,
+  );
+}
+
+// q [1,n,Hq·d], k, v [1,n,Hkv·d] (3-D: GroupQueryAttention's layout) -> y [1,Hq,n,d] (a
+// Reshape + Transpose back to ours, inside the timed graph). Not in the bench's rows: at
+// n = 256 it took ~10× the Attention operator's time, and n = 2048 would take minutes.
+export function prefillGqaModel({ batch, qHeads, kvHeads, d, n }) {
+  return model(
+    {
+      name: 'prefill_gqa',
+      node: [
+        node(
+          'GroupQueryAttention',
+          ['q', 'k', 'v', '', '', 'seqlens_k', 'total_sequence_length'],
+          ['y3', 'present_key', 'present_value'],
+          { num_heads: qHeads, kv_num_heads: kvHeads },
+          'com.microsoft',
+        ),
+        node('Reshape', ['y3', 'split_shape'], ['y_split']),
+        node('Transpose', ['y_split'], ['y'], { perm: [0, 2, 1, 3] }),
+      ],
+      initializer: [
+        shapeConst('split_shape', [batch, n, qHeads, d]),
+        tensor('seqlens_k', [batch], new Int32Array(batch).fill(n - 1)),
+        tensor('total_sequence_length', [], Int32Array.of(n)),
+      ],
+      input: [
+        valueInfo('q', [batch, n, qHeads * d]),
+        valueInfo('k', [batch, n, kvHeads * d]),
+        valueInfo('v', [batch, n, kvHeads * d]),
+      ],
+      output: [valueInfo('y', [batch, qHeads, n, d])],
+    },
+    CONTRIB,
+  );
 }

@@ -1,7 +1,9 @@
 // The text report on stdout: fixed-width tables, one block per case, then startup, first
 // call, sizes and long sequences.
 import { TOLERANCE } from './compare.mjs';
+import { caseById } from './cases.mjs';
 import { configOf, configOrder } from './configs.mjs';
+import { cacheBytes } from './targets.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
@@ -31,6 +33,8 @@ function grid(header, rows, rightAligned) {
 function notes(r) {
   const parts = [];
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
+  if (r.status === 'ok' && r.case.startsWith('decode-'))
+    parts.push(`${(cacheBytes(caseById(r.case)) / r.ms / 1e6).toFixed(1)} GB/s of cache read`);
   if (r.formulation) parts.push(r.formulation);
   if (r.note) parts.push(r.note);
   if (r.check && !r.check.reference && !r.check.ok)
@@ -81,6 +85,8 @@ export function renderReport(results) {
   out.push(
     `wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`,
   );
+  if (results.bandwidth)
+    out.push(`memory read probe: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s (${results.bandwidth.method})`);
   out.push('');
 
   if (rows.length) {

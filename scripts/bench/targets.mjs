@@ -1,12 +1,17 @@
 // The performance targets of the issue, checked on one run's figures (ratios measured side
 // by side, never absolute times): -> [{ target, value, goal, unit, ok }] (ok null: not measured).
 
+import { DECODE_LENGTHS } from './cases.mjs';
+
 // Median time of a case for an implementation, or null when the row did not run.
 function finder(rows) {
   return (caseId, impl) => rows.find((r) => r.case === caseId && r.impl === impl && r.status === 'ok') ?? null;
 }
 
-export function checkTargets({ rows, peak, startup, sizes }) {
+// The bytes a decode step reads from the cache: k and v of every kv head, past + 1 tokens.
+export const cacheBytes = (spec) => 2 * 4 * spec.batch * spec.kvHeads * (spec.past + 1) * spec.d;
+
+export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
   const row = finder(rows);
   const faster = (ours, other) => (ours && other ? other.ms / ours.ms : null); // > 1: ours faster
   const targets = [];
@@ -56,6 +61,37 @@ export function checkTargets({ rows, peak, startup, sizes }) {
     ratio(row('mha-causal-bwd-only', 'ours-1'), row('mha-causal', 'ours-1')),
     0.7,
   );
+
+  // decoding and prefill (issue 9): against the faster of onnxruntime-web and tfjs at the
+  // same thread count
+  const fasterPeer = (id, t) =>
+    faster(
+      row(id, `ours-${t}`),
+      [row(id, `tfjs-${t}`), row(id, `ort-${t}`)].filter(Boolean).sort((x, y) => x.ms - y.ms)[0],
+    );
+  if (rows.some((r) => r.section === 'decode')) {
+    for (const past of DECODE_LENGTHS)
+      for (const t of [1, 2])
+        add(
+          `decode, cache ${past}, ${t} thread${t > 1 ? 's' : ''}: faster than the faster peer`,
+          fasterPeer(`decode-${past}`, t),
+          1.5,
+        );
+    const d8 = row('decode-8192', 'ours-1');
+    const gbs = d8 ? cacheBytes({ batch: 1, kvHeads: 8, past: 8192, d: 128 }) / d8.ms / 1e6 : null;
+    add(
+      'decode, cache 8192, 1 thread: cache read GB/s as a share of the read probe',
+      gbs && bandwidth ? (100 * gbs) / bandwidth.gbPerSecond : null,
+      70,
+      '%',
+    );
+    for (const t of [1, 2])
+      add(
+        `causal GQA prefill n=2048, ${t} thread${t > 1 ? 's' : ''}: faster than the faster peer`,
+        fasterPeer('prefill-gqa', t),
+        1.3,
+      );
+  }
 
   if (startup?.length) {
     const ready = (impl, threads) =>

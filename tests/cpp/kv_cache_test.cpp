@@ -1,5 +1,6 @@
 // The key/value cache: decoding one token at a time over it gives, row for row, what causal
 // attention over the whole sequence gives; appends write only new rows; limits hold.
+#include <cmath>
 #include <stdexcept>
 
 #include "testing.h"
@@ -7,6 +8,45 @@
 
 namespace wa {
 namespace {
+
+// q (batch,hq,n_q,d_k), k (batch,hkv,n_k,d_k), v (batch,hkv,n_k,d_v), all 4-D -> out
+// (batch,hq,n_q,d_v), in double: softmax(q·kᵀ·scale) over the keys query i sees (causal:
+// j <= i + n_k − n_q), query head h reading kv head h / (hq / hkv).
+std::vector<double> reference_heads(const HeadsShape& s, const std::vector<float>& q,
+                                    const std::vector<float>& k, const std::vector<float>& v,
+                                    float scale, bool causal) {
+  std::vector<double> out(s.batch * s.q_heads * s.n_q * s.d_v, 0.0), p(s.n_k);
+  const size_t group = s.q_heads / s.kv_heads;
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < s.q_heads; ++h)
+      for (size_t i = 0; i < s.n_q; ++i) {
+        const size_t g = h / group, seen = causal ? i + s.n_k - s.n_q + 1 : s.n_k;
+        const float* qi = q.data() + ((b * s.q_heads + h) * s.n_q + i) * s.d_k;
+        double max = -INFINITY, sum = 0;
+        for (size_t j = 0; j < seen; ++j) {
+          const float* kj = k.data() + ((b * s.kv_heads + g) * s.n_k + j) * s.d_k;
+          double dot = 0;
+          for (size_t t = 0; t < s.d_k; ++t) dot += double(qi[t]) * kj[t];
+          p[j] = dot * scale, max = std::max(max, p[j]);
+        }
+        for (size_t j = 0; j < seen; ++j) sum += p[j] = std::exp(p[j] - max);
+        double* o = out.data() + ((b * s.q_heads + h) * s.n_q + i) * s.d_v;
+        for (size_t j = 0; j < seen; ++j)
+          for (size_t c = 0; c < s.d_v; ++c)
+            o[c] += p[j] / sum * v[((b * s.kv_heads + g) * s.n_k + j) * s.d_v + c];
+      }
+  return out;
+}
+
+double worst(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double w = 0;
+  for (size_t e = 0; e < got.size(); ++e) {
+    const double d = std::fabs(got[e] - want[e]);
+    w = std::max(w, d != d ? INFINITY : d);
+  }
+  return w;
+}
 
 TEST_CASE("decoding token by token over a cache equals causal attention over the whole sequence") {
   const size_t batch = 2, hq = 4, hkv = 2, n = 21, prefill = 6, d_k = 8, d_v = 5;
@@ -39,11 +79,90 @@ TEST_CASE("decoding token by token over a cache equals causal attention over the
     HeadsMask m = causal;
     m.mask.offset =
         static_cast<long>(cache.length() - n_new);  // the new queries are the last tokens
-    attention_heads_forward({batch, hq, hkv, n_new, cache.length(), d_k, d_v}, q_new, cache.keys(),
-                            cache.values(), out, scale, m, nullptr, &test::test_pool());
+    attention_heads_forward({batch, hq, hkv, n_new, cache.length(), d_k, d_v}, q_new, cache, out,
+                            scale, m, nullptr, &test::test_pool());
   }
   CHECK(cache.length() == n);
   CHECK_CLOSE(stepped, whole, 1e-6);
+}
+
+TEST_CASE(
+    "decoding over a cache splits the keys into runs: the reference, 1 and N threads bitwise") {
+  // runs of 512 keys: 513 and 1100 keys take 2 and 3 runs, combined in order
+  const size_t lengths[] = {1, 3, 5, 17, 63, 65, 129, 513, 1100};
+  for (size_t n_q : {size_t{1}, size_t{3}})
+    for (size_t n : lengths) {
+      if (n < n_q) continue;
+      const HeadsShape s{2, 8, 2, n_q, n, 16, 9};  // GQA: 4 query heads per kv head
+      INFO("n_q " << n_q << ", cache length " << n);
+      const std::vector<float> q =
+          test::random_floats(s.batch * s.q_heads * n_q * s.d_k, 11, -2, 2);
+      const std::vector<float> k = test::random_floats(s.batch * s.kv_heads * n * s.d_k, 12, -2, 2);
+      const std::vector<float> v = test::random_floats(s.batch * s.kv_heads * n * s.d_v, 13);
+      // the first half, rows that a truncate takes back (their panels keep stale lanes), the rest
+      KvCache cache(s.batch, s.kv_heads, s.d_k, s.d_v, n + 5);
+      const size_t half = n / 2;
+      const auto append = [&](const float* kr, const float* vr, size_t r0, size_t r1) {
+        HeadTensor<const float> kn = heads_4d(kr, s.kv_heads, n, s.d_k),
+                                vn = heads_4d(vr, s.kv_heads, n, s.d_v);
+        kn.data += r0 * kn.row_stride, vn.data += r0 * vn.row_stride;
+        cache.append(r1 - r0, kn, vn);
+      };
+      const std::vector<float> junk = test::random_floats(k.size() + v.size(), 14, 5, 9);
+      append(k.data(), v.data(), 0, half);
+      append(junk.data(), junk.data() + k.size(), half, n);
+      cache.truncate(half);
+      append(k.data(), v.data(), half, n);
+      REQUIRE(cache.length() == n);
+      for (bool causal : {false, true}) {
+        INFO("causal " << causal);
+        HeadsMask m;
+        m.mask.causal = causal, m.mask.offset = static_cast<long>(n - n_q);
+        const std::vector<double> want = reference_heads(s, q, k, v, 0.3f, causal);
+        std::vector<float> serial(want.size(), NAN), threaded(want.size(), NAN),
+            tensors(want.size(), NAN);
+        const HeadTensor<const float> qh = heads_4d(q.data(), s.q_heads, n_q, s.d_k);
+        attention_heads_forward(s, qh, cache, heads_4d(serial.data(), s.q_heads, n_q, s.d_v), 0.3f,
+                                m);
+        attention_heads_forward(s, qh, cache, heads_4d(threaded.data(), s.q_heads, n_q, s.d_v),
+                                0.3f, m, nullptr, &test::test_pool());
+        attention_heads_forward(s, qh, heads_4d(k.data(), s.kv_heads, n, s.d_k),
+                                heads_4d(v.data(), s.kv_heads, n, s.d_v),
+                                heads_4d(tensors.data(), s.q_heads, n_q, s.d_v), 0.3f, m, nullptr,
+                                &test::test_pool());
+        CHECK(worst(serial, want) <= 2e-5);
+        CHECK(test::bitwise_equal(threaded, serial));
+        CHECK(test::bitwise_equal(tensors, serial));  // the same runs, packed per task
+      }
+    }
+}
+
+TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N threads bitwise") {
+  // d_k + d_v = 2000: runs of 512 keys, so 1100 keys take 3 runs whose softmax state carries
+  // over in the output rows; 40 and 65 query rows are the row-block path
+  for (size_t n_q : {size_t{40}, size_t{65}})
+    for (bool causal : {false, true}) {
+      const HeadsShape s{1, 2, 1, n_q, 1100, 1000, 1000};
+      INFO("n_q " << n_q << ", causal " << causal);
+      const std::vector<float> q = test::random_floats(s.q_heads * n_q * s.d_k, 21, -0.2f, 0.2f);
+      const std::vector<float> k = test::random_floats(s.n_k * s.d_k, 22, -0.2f, 0.2f);
+      const std::vector<float> v = test::random_floats(s.n_k * s.d_v, 23);
+      HeadsMask m;
+      m.mask.causal = causal, m.mask.offset = static_cast<long>(s.n_k - n_q);
+      const std::vector<double> want = reference_heads(s, q, k, v, 0.5f, causal);
+      std::vector<float> serial(want.size(), NAN), threaded(want.size(), NAN);
+      const auto run = [&](std::vector<float>& out, ThreadPool* pool) {
+        attention_heads_forward(s, heads_4d(q.data(), s.q_heads, n_q, s.d_k),
+                                heads_4d(k.data(), s.kv_heads, s.n_k, s.d_k),
+                                heads_4d(v.data(), s.kv_heads, s.n_k, s.d_v),
+                                heads_4d(out.data(), s.q_heads, n_q, s.d_v), 0.5f, m, nullptr,
+                                pool);
+      };
+      run(serial, nullptr);
+      run(threaded, &test::test_pool());
+      CHECK(worst(serial, want) <= 2e-5);
+      CHECK(test::bitwise_equal(threaded, serial));
+    }
 }
 
 TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncate and reset") {
@@ -54,10 +173,15 @@ TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncat
       cache.append(2, heads_4d(rows.data(), 1, 2, 2), heads_4d(rows.data(), 1, 2, 2)),
       "kv cache: 2 new rows do not fit: length 2, capacity 3", std::invalid_argument);
   CHECK(cache.length() == 2);
-  CHECK(cache.keys().data[2] == 3.0f);  // row 1
+  std::vector<float> k(4), v(4);
+  cache.copy_rows(heads_4d(k.data(), 1, 2, 2), heads_4d(v.data(), 1, 2, 2));
+  CHECK(k == std::vector<float>{1, 2, 3, 4});
+  CHECK(v == std::vector<float>{1, 2, 3, 4});
   cache.truncate(1);
-  cache.append(1, heads_4d(rows.data() + 4, 1, 1, 2), heads_4d(rows.data() + 4, 1, 1, 2));
-  CHECK(cache.keys().data[2] == 5.0f);  // row 1 rewritten
+  cache.append(1, heads_4d(rows.data() + 4, 1, 1, 2), heads_4d(rows.data() + 6, 1, 1, 2));
+  cache.copy_rows(heads_4d(k.data(), 1, 2, 2), heads_4d(v.data(), 1, 2, 2));
+  CHECK(k == std::vector<float>{1, 2, 5, 6});  // row 1 rewritten
+  CHECK(v == std::vector<float>{1, 2, 7, 8});
   CHECK_THROWS_AS(cache.truncate(3), std::invalid_argument);
   cache.reset();
   CHECK(cache.length() == 0);

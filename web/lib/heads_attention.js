@@ -134,15 +134,15 @@ export function headsForward(rt, where, c) {
       }
       if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
       if (c.past) {
-        const keys = module.kvCacheKeys(handle),
-          values = module.kvCacheValues(handle);
-        result.presentKey = tensor(heap.read(keys.data, c.batch * c.kvHeads * n * c.dK), [c.batch, c.kvHeads, n, c.dK]);
-        result.presentValue = tensor(heap.read(values.data, c.batch * c.kvHeads * n * c.dV), [
-          c.batch,
-          c.kvHeads,
-          n,
-          c.dV,
-        ]);
+        const presentShape = (d) => [c.batch, c.kvHeads, n, d];
+        const keys = s.alloc(4 * c.batch * c.kvHeads * n * c.dK, `presentKey ${JSON.stringify(presentShape(c.dK))}`);
+        const values = s.alloc(
+          4 * c.batch * c.kvHeads * n * c.dV,
+          `presentValue ${JSON.stringify(presentShape(c.dV))}`,
+        );
+        rt.call(where, 'kvCacheRead', handle, heads4d(keys, c.kvHeads, n, c.dK), heads4d(values, c.kvHeads, n, c.dV));
+        result.presentKey = tensor(heap.read(keys, c.batch * c.kvHeads * n * c.dK), presentShape(c.dK));
+        result.presentValue = tensor(heap.read(values, c.batch * c.kvHeads * n * c.dV), presentShape(c.dV));
       }
       return result;
     } catch (e) {

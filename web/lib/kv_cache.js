@@ -1,7 +1,8 @@
 // A key/value cache in wasm memory (wa::KvCache, cpp/include/wa/kv_cache.h), for decoding a
 // few tokens at a time: keys [B,Hkv,capacity,dK] and values [B,Hkv,capacity,dV], of which
-// rows [0, length) of each head are filled. attention(q, k, v, { cache }) appends k and v
-// (only the new rows are written) and attends over all of it.
+// rows [0, length) of each head are filled, kept in the panels attention reads (so attending
+// never copies the cache). attention(q, k, v, { cache }) appends k and v (only the new rows
+// are written) and attends over all of it.
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.

@@ -1,7 +1,9 @@
 // A key/value cache for decoding one token (or a few) at a time: the keys and values of every
 // token so far, kept in the library's memory so each step appends only its new rows.
 //   k (batch, hkv, capacity, d_k), v (batch, hkv, capacity, d_v): rows [0, length) of each head
-//   are filled.
+//   are filled. They are stored the way attention reads them (each head's kᵀ and v packed in
+//   the GEMM kernel's panels, room for `capacity` keys): an append writes its rows into the
+//   panels and attending over the cache never copies it. copy_rows() reads them back as tensors.
 // Attend over it with the attention_heads_forward overload below (n_k = length(), and
 // mask.offset = length() − n_q: the new queries are the last n_q tokens, bottom-right causal).
 #pragma once
@@ -34,16 +36,22 @@ class KvCache {
   void truncate(size_t n);
   void reset() { truncate(0); }
 
-  HeadTensor<const float> keys() const {
-    return heads_4d<const float>(k_.data(), kv_heads_, capacity_, d_k_);
-  }
-  HeadTensor<const float> values() const {
-    return heads_4d<const float>(v_.data(), kv_heads_, capacity_, d_v_);
-  }
+  // -> k (batch, hkv, length, d_k), v (batch, hkv, length, d_v): rows [0, length) of each head
+  // copied out (either may have a null data: not wanted).
+  void copy_rows(HeadTensor<float> k, HeadTensor<float> v) const;
 
  private:
+  friend void attention_heads_forward(const HeadsShape&, HeadTensor<const float>, const KvCache&,
+                                      HeadTensor<float>, float, const HeadsMask&, const HeadsTrace*,
+                                      ThreadPool*);
+  float* head_panels(size_t b, size_t g) {
+    return panels_.data() + (b * kv_heads_ + g) * head_floats_;
+  }
+
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
-  std::vector<float> k_, v_;
+  size_t head_floats_;  // per (b, g): kᵀ panels (round_up(capacity, 8), d_k), then v panels
+  size_t v_offset_;     // where a head's v panels start in its floats
+  std::vector<float> panels_;  // (batch, hkv, head_floats)
 };
 
 // q (batch,hq,n_q,d_k) over the cache's rows [0, length()) -> out (batch,hq,n_q,d_v): as
