@@ -79,9 +79,12 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q,
     for (size_t g = 0; g < s.kv_heads; ++g) {
       const PackedKV kv = pack_kv(const_head(k, b, g, s.n_k, s.d_k),
                                   const_head(v, b, g, s.n_k, s.d_v), buffer, pool_for(pool, flops));
-      // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
+      // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row
+      // block row_blocks − 1 − t % row_blocks: the last rows first, which see the most keys under
+      // a causal mask, so the threads end together
       parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
-        const size_t h = g * group + t / row_blocks, r0 = (t % row_blocks) * kAttentionRowBlock;
+        const size_t h = g * group + t / row_blocks;
+        const size_t r0 = (row_blocks - 1 - t % row_blocks) * kAttentionRowBlock;
         const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
         const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
         const Matrix oh = head(out, b, h, s.n_q, s.d_v);
