@@ -1,5 +1,6 @@
 // Attention over heads in a tensor (wa/attention_heads.h): the same blocks as attention.cpp,
-// one kv head at a time, its k and v packed once and shared by the query heads that read it.
+// each kv head's k and v packed once and shared by the query heads that read it; as many kv
+// heads per pass as a few MB of packed rows hold.
 #include "wa/attention_heads.h"
 
 #include <algorithm>
@@ -16,6 +17,9 @@
 namespace wa {
 
 namespace {
+
+// Packed keys and values held at once by the forward: 4 MB of floats (one kv head at least).
+constexpr size_t kPackedKvPassFloats = size_t{1} << 20;
 
 void check(const HeadsShape& s, const HeadsMask& m) {
   std::string problem;
@@ -72,30 +76,48 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q,
   check(s, mask);
   const size_t group = s.q_heads / s.kv_heads;
   const size_t row_blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  float* buffer = thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(s.n_k, s.d_k, s.d_v));
-  // packing is O(n_k·d) next to the group's group·n_q·n_k·(d_k+d_v) multiply-adds
-  const double flops = static_cast<double>(group) * s.n_q * s.n_k * (s.d_k + s.d_v);
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t g = 0; g < s.kv_heads; ++g) {
-      const PackedKV kv = pack_kv(const_head(k, b, g, s.n_k, s.d_k),
-                                  const_head(v, b, g, s.n_k, s.d_v), buffer, pool_for(pool, flops));
-      // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row
-      // block row_blocks − 1 − t % row_blocks: the last rows first, which see the most keys under
-      // a causal mask, so the threads end together
-      parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
-        const size_t h = g * group + t / row_blocks;
-        const size_t r0 = (row_blocks - 1 - t % row_blocks) * kAttentionRowBlock;
-        const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
-        const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
-        const Matrix oh = head(out, b, h, s.n_q, s.d_v);
-        const ScoreMask m = mask.of(b, h, s.n_q);
-        if (trace)
-          attention_rows(qh, kv, oh, scale, m, r0, r1,
-                         head_trace(*trace, (b * s.q_heads + h) * s.n_q * s.n_k));
-        else
-          attention_rows_fused(qh, kv, oh, scale, m, r0, r1);
-      });
-    }
+  const size_t tasks_per_kv = group * row_blocks;  // a kv head's (query head, row block) pairs
+  // kv heads (b, g) packed per pass, numbered bg = b·hkv + g: as many as kPackedKvPassFloats
+  // hold (at least one), so that short sequences give the threads every head's blocks at once
+  // and long ones hold one packed head at a time
+  const size_t kv_floats = packed_kv_floats(s.n_k, s.d_k, s.d_v);
+  const size_t kv_total = checked_product({s.batch, s.kv_heads});
+  const size_t per_pass = std::max<size_t>(1, std::min(kv_total, kPackedKvPassFloats / kv_floats));
+  float* buffer = thread_scratch(ScratchSlot::packed_kv, checked_product({per_pass, kv_floats}));
+  std::vector<PackedKV> kv(per_pass);
+  for (size_t first = 0; first < kv_total; first += per_pass) {
+    const size_t count = std::min(per_pass, kv_total - first);
+    // packing is O(n_k·d) per kv head next to its group·n_q·n_k·(d_k+d_v) multiply-adds
+    ThreadPool* p =
+        pool_for(pool, static_cast<double>(count) * group * s.n_q * s.n_k * (s.d_k + s.d_v));
+    const auto pack = [&](size_t i, ThreadPool* inner) {
+      const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+      kv[i] = pack_kv(const_head(k, b, g, s.n_k, s.d_k), const_head(v, b, g, s.n_k, s.d_v),
+                      buffer + i * kv_floats, inner);
+    };
+    if (count == 1)
+      pack(0, p);
+    else  // for (i = 0; i < count; ++i) pack kv head first + i
+      parallel_for(p, count, [&](size_t i) { pack(i, nullptr); });
+    // for (t = 0; t < count·group·row_blocks; ++t): kv head first + t / tasks_per_kv, its query
+    // head u / row_blocks (u = t % tasks_per_kv), row block row_blocks − 1 − u % row_blocks: the
+    // last rows first, which see the most keys under a causal mask, so the threads end together
+    parallel_for(p, count * tasks_per_kv, [&](size_t t) {
+      const size_t i = t / tasks_per_kv, u = t % tasks_per_kv;
+      const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+      const size_t h = g * group + u / row_blocks;
+      const size_t r0 = (row_blocks - 1 - u % row_blocks) * kAttentionRowBlock;
+      const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
+      const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
+      const Matrix oh = head(out, b, h, s.n_q, s.d_v);
+      const ScoreMask m = mask.of(b, h, s.n_q);
+      if (trace)
+        attention_rows(qh, kv[i], oh, scale, m, r0, r1,
+                       head_trace(*trace, (b * s.q_heads + h) * s.n_q * s.n_k));
+      else
+        attention_rows_fused(qh, kv[i], oh, scale, m, r0, r1);
+    });
+  }
 }
 
 void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
