@@ -191,12 +191,12 @@ void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float*
     attention_heads_forward(
         heads_shape(s, cache.length()), heads_3d<const float>(q, s.heads, s.n_q, s.d_k), cache,
         heads_3d(concat, s.heads, s.n_q, s.d_v), scale, HeadsMask{m}, nullptr, pool);
+    // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
+    project(concat, rows, hv, w.wo, w.bo, s.d_model, out, pool);
   } catch (...) {
     cache.truncate(past);  // as it was
     throw;
   }
-  // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
-  project(concat, rows, hv, w.wo, w.bo, s.d_model, out, pool);
 }
 
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
