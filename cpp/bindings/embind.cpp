@@ -128,21 +128,36 @@ Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
   });
 }
 
+// The multi-head calls take their rotary as a value and `rotated` saying whether to use it
+// (value objects cannot be null).
 Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
                    uintptr_t context, uintptr_t out, float scale, const wa::ScoreMask& mask,
-                   const wa::MhaTrace& trace) {
+                   const wa::MhaTrace& trace, const wa::Rotary& rotary, bool rotated) {
   return guarded([&] {
     wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out),
-                    scale, mask, trace.q ? &trace : nullptr, pool.get());
+                    scale, mask, trace.q ? &trace : nullptr, pool.get(),
+                    rotated ? &rotary : nullptr);
+  });
+}
+
+// The same over a cache (wa::mha_forward_cached), the cache by its handle.
+Status mha_forward_cached(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
+                          uintptr_t cache, uintptr_t out, float scale, const wa::ScoreMask& mask,
+                          const wa::Rotary& rotary, bool rotated) {
+  return guarded([&] {
+    wa::mha_forward_cached(shape, w, ptr<const float>(x), *ptr<wa::KvCache>(cache), ptr<float>(out),
+                           scale, mask, pool.get(), rotated ? &rotary : nullptr);
   });
 }
 
 Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
                     uintptr_t context, const wa::MhaTrace& saved, uintptr_t d_out, float scale,
-                    const wa::ScoreMask& mask, const wa::MhaGrads& grads) {
+                    const wa::ScoreMask& mask, const wa::MhaGrads& grads, const wa::Rotary& rotary,
+                    bool rotated) {
   return guarded([&] {
     wa::mha_backward(shape, w, ptr<const float>(x), ptr<const float>(context), saved,
-                     ptr<const float>(d_out), scale, mask, grads, pool.get());
+                     ptr<const float>(d_out), scale, mask, grads, pool.get(),
+                     rotated ? &rotary : nullptr);
   });
 }
 
@@ -178,7 +193,8 @@ Status attention_heads_backward(const wa::HeadsShape& shape, const wa::HeadTenso
                                 const wa::HeadTensor<float>& dv, float scale,
                                 const wa::HeadsMask& mask) {
   return guarded([&] {
-    wa::attention_heads_backward(shape, q, k, v, d_out, dq, dk, dv, scale, mask, pool.get());
+    wa::attention_heads_backward(shape, q, k, v, d_out, dq, dk, dv, scale, mask, nullptr,
+                                 pool.get());
   });
 }
 
@@ -303,7 +319,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("dModel", &wa::MhaShape::d_model)
       .field("heads", &wa::MhaShape::heads)
       .field("dK", &wa::MhaShape::d_k)
-      .field("dV", &wa::MhaShape::d_v);
+      .field("dV", &wa::MhaShape::d_v)
+      .field("kvHeads", &wa::MhaShape::kv_heads);
   value_object<wa::MhaWeights>("MhaWeights")
       .field("wq", WA_OFFSET(wa::MhaWeights::wq))
       .field("wk", WA_OFFSET(wa::MhaWeights::wk))
@@ -343,6 +360,7 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("attentionForward", &attention_forward);
   function("attentionBackward", &attention_backward);
   function("mhaForward", &mha_forward);
+  function("mhaForwardCached", &mha_forward_cached);
   function("mhaBackward", &mha_backward);
   function("attentionHeadsForward", &attention_heads_forward);
   function("attentionHeadsForwardCached", &attention_heads_forward_cached);

@@ -1,5 +1,6 @@
 // Attention over heads in a tensor (wa/attention_heads.h): the same blocks as attention.cpp,
-// one kv head at a time, its k and v packed once and shared by the query heads that read it.
+// each kv head's k and v packed once and shared by the query heads that read it; as many kv
+// heads per pass as a few MB of packed rows hold.
 #include "wa/attention_heads.h"
 
 #include <algorithm>
@@ -149,10 +150,12 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
                                        : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
                                                       const_head(src.v, b, g, s.n_k, s.d_v), k0,
                                                       k1 - k0, buffer, pool_for(pool, flops));
-        // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
+        // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row
+        // block row_blocks − 1 − t % row_blocks: the last rows first, which see the most keys
+        // under a causal mask, so that the threads end together
         parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
           const size_t hg = t / row_blocks, h = g * group + hg;
-          const size_t r0 = (t % row_blocks) * kAttentionRowBlock;
+          const size_t r0 = (row_blocks - 1 - t % row_blocks) * kAttentionRowBlock;
           const size_t rows = std::min(s.n_q, r0 + kAttentionRowBlock) - r0;
           const Matrix oh = head(out, b, h, s.n_q, s.d_v);
           float* o = oh.data + r0 * oh.ld;
@@ -286,35 +289,44 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
                               HeadTensor<const float> k, HeadTensor<const float> v,
                               HeadTensor<const float> d_out, HeadTensor<float> dq,
                               HeadTensor<float> dk, HeadTensor<float> dv, float scale,
-                              const HeadsMask& mask, ThreadPool* pool) {
+                              const HeadsMask& mask, const float* weights, ThreadPool* pool) {
   check(s, mask);
-  const size_t group = s.q_heads / s.kv_heads;
-  std::vector<float> p(checked_product({s.n_q, s.n_k}));
-  // a kv head's gradients from its second query head on: (n_k,d_k) and (n_k,d_v), then added
-  std::vector<float> dk_h(group > 1 ? checked_product({s.n_k, s.d_k}) : 0);
-  std::vector<float> dv_h(group > 1 ? checked_product({s.n_k, s.d_v}) : 0);
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t h = 0; h < s.q_heads; ++h) {
-      const size_t g = h / group;
-      const bool first = h % group == 0;
-      const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k),
-                        kg = const_head(k, b, g, s.n_k, s.d_k);
-      const ConstMatrix vg = const_head(v, b, g, s.n_k, s.d_v);
+  const size_t group = s.q_heads / s.kv_heads, nn = checked_product({s.n_q, s.n_k});
+  // kv head g of sequence b and the query heads that read it, one after another; inner spreads
+  // each head's passes (null inside a pool task)
+  auto group_backward = [&](size_t bg, ThreadPool* inner) {
+    const size_t b = bg / s.kv_heads, g = bg % s.kv_heads;
+    std::vector<float> p(weights ? 0 : nn);  // the recomputed weights (n_q,n_k)
+    // the kv head's gradients from its second query head on: (n_k,d_k) and (n_k,d_v), then added
+    std::vector<float> dk_h(group > 1 ? checked_product({s.n_k, s.d_k}) : 0);
+    std::vector<float> dv_h(group > 1 ? checked_product({s.n_k, s.d_v}) : 0);
+    const ConstMatrix kg = const_head(k, b, g, s.n_k, s.d_k),
+                      vg = const_head(v, b, g, s.n_k, s.d_v);
+    const Matrix dkg = head(dk, b, g, s.n_k, s.d_k), dvg = head(dv, b, g, s.n_k, s.d_v);
+    for (size_t h = g * group; h < (g + 1) * group; ++h) {
+      const bool first = h == g * group;
+      const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
       const ScoreMask m = mask.of(b, h, s.n_q);
-      // the forward's weights again: P (n_q,n_k), then the backward from them
-      attention_weights(qh, kg, scale, m, {p.data(), s.n_q, s.n_k, s.n_k}, pool);
-      const Matrix dkg = head(dk, b, g, s.n_k, s.d_k), dvg = head(dv, b, g, s.n_k, s.d_v);
+      // the forward's weights P (n_q,n_k): saved, or again from q and k
+      const float* ph = weights ? weights + (b * s.q_heads + h) * nn : p.data();
+      if (!weights) attention_weights(qh, kg, scale, m, {p.data(), s.n_q, s.n_k, s.n_k}, inner);
       const Matrix dk_into = first ? dkg : Matrix{dk_h.data(), s.n_k, s.d_k, s.d_k};
       const Matrix dv_into = first ? dvg : Matrix{dv_h.data(), s.n_k, s.d_v, s.d_v};
       attention_backward_from_weights(
-          qh, kg, vg, {p.data(), s.n_q, s.n_k, s.n_k}, const_head(d_out, b, h, s.n_q, s.d_v),
-          head(dq, b, h, s.n_q, s.d_k), dk_into, dv_into, scale, m, pool);
+          qh, kg, vg, {ph, s.n_q, s.n_k, s.n_k}, const_head(d_out, b, h, s.n_q, s.d_v),
+          head(dq, b, h, s.n_q, s.d_k), dk_into, dv_into, scale, m, inner);
       if (!first)  // dk[g] += dk_h, dv[g] += dv_h
         for (size_t j = 0; j < s.n_k; ++j) {
           for (size_t c = 0; c < s.d_k; ++c) dkg.data[j * dkg.ld + c] += dk_h[j * s.d_k + c];
           for (size_t c = 0; c < s.d_v; ++c) dvg.data[j * dvg.ld + c] += dv_h[j * s.d_v + c];
         }
     }
+  };
+  const size_t groups = checked_product({s.batch, s.kv_heads});
+  if (groups == 1)
+    group_backward(0, pool);
+  else  // for (bg = 0; bg < batch·hkv; ++bg): writes only its query heads' dq, its kv head's dk, dv
+    parallel_for(pool, groups, [&](size_t bg) { group_backward(bg, nullptr); });
 }
 
 }  // namespace wa

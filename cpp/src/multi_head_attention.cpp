@@ -1,17 +1,18 @@
-// Multi-head attention forward: three projections (GEMMs over all batch rows), attention for
-// every (sequence, head, query block) as one task list, then the output projection.
-// Backward: the same passes in reverse, the attention part one task per (sequence, head)
-// (dK and dV sum over every query of the sequence).
+// Multi-head attention forward: three projections (GEMMs over all batch rows), rotary on Q and
+// K, attention_heads_forward over them in their 3-D layout, then the output projection.
+// Backward: the same passes in reverse, the attention part attention_heads_backward (one task
+// per (sequence, kv head); dK and dV sum over every query of the sequence and of the group).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "attention_blocks.h"
-#include "scratch.h"
 #include "sizes.h"
 #include "wa/attention.h"
+#include "wa/attention_heads.h"
 #include "wa/gemm.h"
+#include "wa/kv_cache.h"
+#include "wa/rotary.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
@@ -38,6 +39,8 @@ void check(const char* where, const MhaShape& s, const MhaWeights& w, const floa
   std::string problem;
   if (!s.batch || !s.n_q || !s.n_k || !s.d_model || !s.heads || !s.d_k || !s.d_v)
     problem = "every dimension must be at least 1";
+  else if (s.heads % s.kv() != 0)
+    problem = "kv_heads " + std::to_string(s.kv()) + " must divide heads";
   else if (!context && s.n_k != s.n_q)
     problem = "self-attention (no context) needs n_k == n_q";
   else if (!x || !io || !w.wq || !w.wk || !w.wv || !w.wo)
@@ -47,11 +50,12 @@ void check(const char* where, const MhaShape& s, const MhaWeights& w, const floa
                      !trace->scores != !trace->weights))
     problem = "a trace sets q, k, v and concat, and scores, scaled, masked, weights all or none";
   if (!problem.empty())
-    throw std::invalid_argument(
-        std::string(where) + ": " + problem + ": batch " + std::to_string(s.batch) + ", n_q " +
-        std::to_string(s.n_q) + ", n_k " + std::to_string(s.n_k) + ", d_model " +
-        std::to_string(s.d_model) + ", h " + std::to_string(s.heads) + ", d_k " +
-        std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
+    throw std::invalid_argument(std::string(where) + ": " + problem + ": batch " +
+                                std::to_string(s.batch) + ", n_q " + std::to_string(s.n_q) +
+                                ", n_k " + std::to_string(s.n_k) + ", d_model " +
+                                std::to_string(s.d_model) + ", h " + std::to_string(s.heads) +
+                                ", h_kv " + std::to_string(s.kv()) + ", d_k " +
+                                std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
 }
 
 // Σ over rows: m (rows,cols) -> sums (cols), rows added in order. No-op for a null sums.
@@ -78,14 +82,29 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
   if (!problem.empty()) throw std::invalid_argument("multi-head attention backward: " + problem);
 }
 
+// Q (batch·n_q,h·d_k) and K (batch·n_k,h_kv·d_k), in place, each head's rows turned to their
+// positions; no-op without rotary.
+void rotate(const MhaShape& s, float* q, float* k, const Rotary* rotary, bool backward) {
+  if (!rotary) return;
+  const auto turn = backward ? rotary_backward : rotary_forward;
+  turn(s.batch, s.heads, s.n_q, s.d_k, heads_3d(q, s.heads, s.n_q, s.d_k), *rotary);
+  turn(s.batch, s.kv(), s.n_k, s.d_k, heads_3d(k, s.kv(), s.n_k, s.d_k), *rotary);
+}
+
+// Q (batch·n_q,h·d_k) and concat (batch·n_q,h·d_v) as the attention's query and output heads.
+HeadsShape heads_shape(const MhaShape& s, size_t n_k) {
+  return {s.batch, s.heads, s.kv(), s.n_q, n_k, s.d_k, s.d_v};
+}
+
 }  // namespace
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
                  float* out, float scale, const ScoreMask& mask, const MhaTrace* trace,
-                 ThreadPool* pool) {
+                 ThreadPool* pool, const Rotary* rotary) {
   check("multi-head attention", s, w, x, context, out, "out", trace);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
+  const size_t gk = checked_product({s.kv(), s.d_k}), gv = checked_product({s.kv(), s.d_v});
   const size_t rows_q = checked_product({s.batch, s.n_q}),
                rows_k = checked_product({s.batch, s.n_k});
 
@@ -95,68 +114,109 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   if (trace) {
     q = trace->q, k = trace->k, v = trace->v, concat = trace->concat;
   } else {
-    workspace.resize(checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, hk}),
-                                  checked_product({rows_k, hv}), checked_product({rows_q, hv})}));
+    workspace.resize(checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, gk}),
+                                  checked_product({rows_k, gv}), checked_product({rows_q, hv})}));
     q = workspace.data();
     k = q + rows_q * hk;
-    v = k + rows_k * hk;
-    concat = v + rows_k * hv;
+    v = k + rows_k * gk;
+    concat = v + rows_k * gv;
   }
 
-  // x (batch·n_q,d_model) -> Q (batch·n_q,h·d_k); context -> K (batch·n_k,h·d_k), V (batch·n_k,h·d_v)
+  // x (batch·n_q,d_model) -> Q (batch·n_q,h·d_k);
+  // context -> K (batch·n_k,h_kv·d_k), V (batch·n_k,h_kv·d_v)
   project(x, rows_q, s.d_model, w.wq, w.bq, hk, q, pool);
-  project(ctx, rows_k, s.d_model, w.wk, w.bk, hk, k, pool);
-  project(ctx, rows_k, s.d_model, w.wv, w.bv, hv, v, pool);
+  project(ctx, rows_k, s.d_model, w.wk, w.bk, gk, k, pool);
+  project(ctx, rows_k, s.d_model, w.wv, w.bv, gv, v, pool);
+  rotate(s, q, k, rotary, false);
 
-  // Each head's k and v packed once: for (b < batch) for (head < h) pack K_h, V_h
-  const size_t heads = s.batch * s.heads, kv_floats = packed_kv_floats(s.n_k, s.d_k, s.d_v);
-  float* kv_buffer = thread_scratch(ScratchSlot::packed_kv, checked_product({heads, kv_floats}));
-  std::vector<PackedKV> kv(heads);
-  parallel_for(pool, heads, [&](size_t bh) {
-    const size_t head = bh % s.heads, b = bh / s.heads;
-    const ConstMatrix kh{k + b * s.n_k * hk + head * s.d_k, s.n_k, s.d_k, hk};
-    const ConstMatrix vh{v + b * s.n_k * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    kv[bh] = pack_kv(kh, vh, kv_buffer + bh * kv_floats, nullptr);
-  });
-
-  // for (b < batch) for (head < h) for (block < blocks): head output rows -> concat columns
-  const size_t blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  parallel_for(pool, heads * blocks, [&](size_t t) {
-    const size_t block = t % blocks, bh = t / blocks, head = bh % s.heads, b = bh / s.heads;
-    const ConstMatrix qh{q + b * s.n_q * hk + head * s.d_k, s.n_q, s.d_k, hk};
-    const Matrix oh{concat + b * s.n_q * hv + head * s.d_v, s.n_q, s.d_v, hv};
-    const size_t r0 = block * kAttentionRowBlock, r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
-    if (head_traces) {
-      const size_t offset = bh * s.n_q * s.n_k;
-      const AttentionTrace th{trace->scores + offset, trace->scaled + offset,
-                              trace->masked + offset, trace->weights + offset};
-      attention_rows(qh, kv[bh], oh, scale, mask, r0, r1, th);
-    } else {
-      attention_rows_fused(qh, kv[bh], oh, scale, mask, r0, r1);
-    }
-  });
+  // Q, K, V, concat in their 3-D head layout -> every head's output into its concat columns
+  HeadsTrace heads_trace{};
+  if (head_traces)
+    heads_trace = {trace->scores, trace->scaled, trace->masked, trace->weights, nullptr};
+  attention_heads_forward(heads_shape(s, s.n_k), heads_3d<const float>(q, s.heads, s.n_q, s.d_k),
+                          heads_3d<const float>(k, s.kv(), s.n_k, s.d_k),
+                          heads_3d<const float>(v, s.kv(), s.n_k, s.d_v),
+                          heads_3d(concat, s.heads, s.n_q, s.d_v), scale, HeadsMask{mask},
+                          head_traces ? &heads_trace : nullptr, pool);
 
   // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
   project(concat, rows_q, hv, w.wo, w.bo, s.d_model, out, pool);
 }
 
+void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float* x, KvCache& cache,
+                        float* out, float scale, const ScoreMask& mask, ThreadPool* pool,
+                        const Rotary* rotary) {
+  MhaShape s = shape;
+  s.n_k = s.n_q;  // the new tokens' keys, until they join the cache
+  check("multi-head attention over a kv cache", s, w, x, nullptr, out, "out", nullptr);
+  if (s.batch != cache.batch() || s.kv() != cache.kv_heads() || s.d_k != cache.d_k() ||
+      s.d_v != cache.d_v())
+    throw std::invalid_argument(
+        "multi-head attention over a kv cache: the layer's batch " + std::to_string(s.batch) +
+        ", h_kv " + std::to_string(s.kv()) + ", d_k " + std::to_string(s.d_k) + ", d_v " +
+        std::to_string(s.d_v) + " must be the cache's: batch " + std::to_string(cache.batch()) +
+        ", h_kv " + std::to_string(cache.kv_heads()) + ", d_k " + std::to_string(cache.d_k()) +
+        ", d_v " + std::to_string(cache.d_v()));
+  const size_t past = cache.length();
+  if (s.n_q > cache.capacity() - past)
+    throw std::invalid_argument("multi-head attention over a kv cache: " + std::to_string(s.n_q) +
+                                " new tokens do not fit: length " + std::to_string(past) +
+                                ", capacity " + std::to_string(cache.capacity()));
+  const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
+  const size_t gk = checked_product({s.kv(), s.d_k}), gv = checked_product({s.kv(), s.d_v});
+  const size_t rows = checked_product({s.batch, s.n_q});
+  std::vector<float> workspace(
+      checked_sum({checked_product({rows, hk}), checked_product({rows, gk}),
+                   checked_product({rows, gv}), checked_product({rows, hv})}));
+  float* q = workspace.data();    // (batch·n_q, h·d_k)
+  float* k = q + rows * hk;       // (batch·n_q, h_kv·d_k)
+  float* v = k + rows * gk;       // (batch·n_q, h_kv·d_v)
+  float* concat = v + rows * gv;  // (batch·n_q, h·d_v)
+
+  // x (batch·n_q,d_model) -> Q, K, V of the new tokens, turned to positions offset + past + i
+  project(x, rows, s.d_model, w.wq, w.bq, hk, q, pool);
+  project(x, rows, s.d_model, w.wk, w.bk, gk, k, pool);
+  project(x, rows, s.d_model, w.wv, w.bv, gv, v, pool);
+  if (rotary) {
+    Rotary r = *rotary;
+    r.offset += past;
+    rotate(s, q, k, &r, false);
+  }
+  // the new rows join the cache; the new queries attend over all past + n_q of them
+  cache.append(s.n_q, heads_3d<const float>(k, s.kv(), s.n_q, s.d_k),
+               heads_3d<const float>(v, s.kv(), s.n_q, s.d_v));
+  try {
+    ScoreMask m = mask;
+    m.offset = static_cast<long>(past);  // bottom-right: query i stands at key past + i
+    attention_heads_forward(
+        heads_shape(s, cache.length()), heads_3d<const float>(q, s.heads, s.n_q, s.d_k), cache,
+        heads_3d(concat, s.heads, s.n_q, s.d_v), scale, HeadsMask{m}, nullptr, pool);
+    // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
+    project(concat, rows, hv, w.wo, w.bo, s.d_model, out, pool);
+  } catch (...) {
+    cache.truncate(past);  // as it was
+    throw;
+  }
+}
+
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
                   const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
-                  const MhaGrads& g, ThreadPool* pool) {
+                  const MhaGrads& g, ThreadPool* pool, const Rotary* rotary) {
   check("multi-head attention backward", s, w, x, context, d_out, "d_out", nullptr);
   check_backward(w, context, saved, g);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
+  const size_t gk = checked_product({s.kv(), s.d_k}), gv = checked_product({s.kv(), s.d_v});
   const size_t rows_q = checked_product({s.batch, s.n_q}),
                rows_k = checked_product({s.batch, s.n_k});
 
   std::vector<float> workspace(
       checked_sum({checked_product({rows_q, hv}), checked_product({rows_q, hk}),
-                   checked_product({rows_k, hk}), checked_product({rows_k, hv})}));
+                   checked_product({rows_k, gk}), checked_product({rows_k, gv})}));
   float* d_concat = workspace.data();  // (batch·n_q, h·d_v)
   float* dq = d_concat + rows_q * hv;  // (batch·n_q, h·d_k)
-  float* dk = dq + rows_q * hk;        // (batch·n_k, h·d_k)
-  float* dv = dk + rows_k * hk;        // (batch·n_k, h·d_v)
+  float* dk = dq + rows_q * hk;        // (batch·n_k, h_kv·d_k)
+  float* dv = dk + rows_k * gk;        // (batch·n_k, h_kv·d_v)
 
   // out = concat·W_O + b_O:
   //   concat (batch·n_q,h·d_v), d_out (batch·n_q,d_model) -> dW_O = concatᵀ·d_out (h·d_v,d_model)
@@ -165,45 +225,27 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   //   d_out (batch·n_q,d_model), W_O (h·d_v,d_model) -> dconcat = d_out·W_Oᵀ (batch·n_q,h·d_v)
   gemm_nt(rows_q, hv, s.d_model, d_out, s.d_model, w.wo, s.d_model, d_concat, hv, false, pool);
 
-  // head_i = attention(Q_i, K_i, V_i), head i of sequence b into concat columns [i·d_v,(i+1)·d_v):
-  //   dconcat head slice -> dQ, dK, dV head slices, from the saved weights (batch, h, n_q, n_k)
-  auto head_backward = [&](size_t bh, ThreadPool* inner) {
-    const size_t head = bh % s.heads, b = bh / s.heads;
-    const size_t q0 = b * s.n_q, k0 = b * s.n_k;  // first row of sequence b
-    const ConstMatrix qh{saved.q + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
-    const ConstMatrix kh{saved.k + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
-    const ConstMatrix vh{saved.v + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    std::vector<float> recomputed;
-    const float* p = saved.weights ? saved.weights + bh * s.n_q * s.n_k : nullptr;
-    if (!p) {  // the forward kept no weights: q_h (n_q,d_k), k_h (n_k,d_k) -> P (n_q,n_k)
-      recomputed.resize(checked_product({s.n_q, s.n_k}));
-      attention_weights(qh, kh, scale, mask, {recomputed.data(), s.n_q, s.n_k, s.n_k}, inner);
-      p = recomputed.data();
-    }
-    const ConstMatrix ph{p, s.n_q, s.n_k, s.n_k};
-    const ConstMatrix doh{d_concat + q0 * hv + head * s.d_v, s.n_q, s.d_v, hv};
-    const Matrix dqh{dq + q0 * hk + head * s.d_k, s.n_q, s.d_k, hk};
-    const Matrix dkh{dk + k0 * hk + head * s.d_k, s.n_k, s.d_k, hk};
-    const Matrix dvh{dv + k0 * hv + head * s.d_v, s.n_k, s.d_v, hv};
-    attention_backward_from_weights(qh, kh, vh, ph, doh, dqh, dkh, dvh, scale, mask, inner);
-  };
-  const size_t tasks = s.batch * s.heads;
-  if (tasks == 1) {
-    head_backward(0, pool);  // one head: its passes use the pool instead
-  } else {
-    // for (b < batch) for (head < h): writes only that head's columns of dQ, dK, dV
-    parallel_for(pool, tasks, [&](size_t bh) { head_backward(bh, nullptr); });
-  }
+  // head_i = attention(Q_i, K_g, V_g), in the 3-D head layout: dconcat -> dQ, dK, dV, from the
+  // saved weights (batch, h, n_q, n_k) when the forward kept them
+  attention_heads_backward(
+      heads_shape(s, s.n_k), heads_3d<const float>(saved.q, s.heads, s.n_q, s.d_k),
+      heads_3d<const float>(saved.k, s.kv(), s.n_k, s.d_k),
+      heads_3d<const float>(saved.v, s.kv(), s.n_k, s.d_v),
+      heads_3d<const float>(d_concat, s.heads, s.n_q, s.d_v), heads_3d(dq, s.heads, s.n_q, s.d_k),
+      heads_3d(dk, s.kv(), s.n_k, s.d_k), heads_3d(dv, s.kv(), s.n_k, s.d_v), scale,
+      HeadsMask{mask}, saved.weights, pool);
+  // Q, K turned by rotary: dQ, dK turned back
+  rotate(s, dq, dk, rotary, true);
 
   // Q = x·W_Q + b_Q: x (batch·n_q,d_model), dQ (batch·n_q,h·d_k) -> dW_Q = xᵀ·dQ (d_model,h·d_k)
   gemm_tn(s.d_model, hk, rows_q, x, s.d_model, dq, hk, g.dwq, hk, false, pool);
   column_sums(dq, rows_q, hk, g.dbq);
-  // K = context·W_K + b_K: -> dW_K = contextᵀ·dK (d_model,h·d_k)
-  gemm_tn(s.d_model, hk, rows_k, ctx, s.d_model, dk, hk, g.dwk, hk, false, pool);
-  column_sums(dk, rows_k, hk, g.dbk);
-  // V = context·W_V + b_V: -> dW_V = contextᵀ·dV (d_model,h·d_v)
-  gemm_tn(s.d_model, hv, rows_k, ctx, s.d_model, dv, hv, g.dwv, hv, false, pool);
-  column_sums(dv, rows_k, hv, g.dbv);
+  // K = context·W_K + b_K: -> dW_K = contextᵀ·dK (d_model,h_kv·d_k)
+  gemm_tn(s.d_model, gk, rows_k, ctx, s.d_model, dk, gk, g.dwk, gk, false, pool);
+  column_sums(dk, rows_k, gk, g.dbk);
+  // V = context·W_V + b_V: -> dW_V = contextᵀ·dV (d_model,h_kv·d_v)
+  gemm_tn(s.d_model, gv, rows_k, ctx, s.d_model, dv, gv, g.dwv, gv, false, pool);
+  column_sums(dv, rows_k, gv, g.dbv);
 
   // Q = x·W_Q: dQ (batch·n_q,h·d_k), W_Q (d_model,h·d_k) -> dx = dQ·W_Qᵀ (batch·n_q,d_model)
   gemm_nt(rows_q, s.d_model, hk, dq, hk, w.wq, hk, g.dx, s.d_model, false, pool);
@@ -211,8 +253,8 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   // for self-attention context is x, and these add to dx.
   const bool self = !context;
   float* d_ctx = self ? g.dx : g.d_context;
-  gemm_nt(rows_k, s.d_model, hk, dk, hk, w.wk, hk, d_ctx, s.d_model, /*accumulate=*/self, pool);
-  gemm_nt(rows_k, s.d_model, hv, dv, hv, w.wv, hv, d_ctx, s.d_model, true, pool);
+  gemm_nt(rows_k, s.d_model, gk, dk, gk, w.wk, gk, d_ctx, s.d_model, /*accumulate=*/self, pool);
+  gemm_nt(rows_k, s.d_model, gv, dv, gv, w.wv, gv, d_ctx, s.d_model, true, pool);
 }
 
 }  // namespace wa

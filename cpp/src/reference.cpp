@@ -7,8 +7,7 @@
 #include <limits>
 
 #include "softmax_rows.h"
-
-#include "softmax_rows.h"
+#include "wa/rotary.h"
 
 namespace wa::ref {
 namespace {
@@ -167,14 +166,44 @@ AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const D
 
 MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v;
   return {to_doubles(w.wq, s.d_model * hk),
-          to_doubles(w.wk, s.d_model * hk),
-          to_doubles(w.wv, s.d_model * hv),
+          to_doubles(w.wk, s.d_model * gk),
+          to_doubles(w.wv, s.d_model * gv),
           to_doubles(w.wo, hv * s.d_model),
           to_doubles(w.bq, hk),
-          to_doubles(w.bk, hk),
-          to_doubles(w.bv, hv),
+          to_doubles(w.bk, gk),
+          to_doubles(w.bv, gv),
           to_doubles(w.bo, s.d_model)};
+}
+
+// m (rows,heads·d), in place: in each head, row i's pairs of its first dims entries turned by
+// the angles of position r.offset + i (wa/rotary.h), all in double; sign −1 turns them back.
+// No-op for a null r.
+void rotate_d(Doubles& m, size_t rows, size_t heads, size_t d, const Rotary* r, double sign) {
+  if (!r) return;
+  const size_t dims = r->dims ? r->dims : d, half = dims / 2;
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t t = 0; t < half; ++t) {
+      const double angle = static_cast<double>(r->offset + i) *
+                           std::pow(r->base, -2.0 * static_cast<double>(t) / dims);
+      const double c = std::cos(angle), sn = sign * std::sin(angle);
+      for (size_t h = 0; h < heads; ++h) {
+        double* row = &m[i * heads * d + h * d];
+        double& xa = row[r->interleaved ? 2 * t : t];
+        double& xb = row[r->interleaved ? 2 * t + 1 : t + half];
+        const double a = xa, b = xb;
+        xa = a * c - b * sn;
+        xb = a * sn + b * c;
+      }
+    }
+}
+
+// m (rows,stride) columns [c0, c0+width) += d (rows,width)
+void add_columns(Doubles& m, size_t rows, size_t stride, size_t c0, size_t width,
+                 const Doubles& d) {
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t c = 0; c < width; ++c) m[r * stride + c0 + c] += d[r * width + c];
 }
 
 // x (n,d_model), w (d_model,cols), bias (cols or empty) -> x·w + bias (n,cols)
@@ -189,7 +218,7 @@ Doubles project_d(const double* x, size_t n, size_t d_model, const Doubles& w, c
 
 // One sequence through the layer, every intermediate the backward needs kept.
 struct SequenceD {
-  Doubles q, k, v;  // (n_q,h·d_k), (n_k,h·d_k), (n_k,h·d_v)
+  Doubles q, k, v;  // (n_q,h·d_k), (n_k,h_kv·d_k), (n_k,h_kv·d_v); q and k rotated
   Doubles concat;   // (n_q,h·d_v)
   Doubles out;      // (n_q,d_model)
 };
@@ -198,14 +227,18 @@ struct SequenceD {
 // receives the heads' attention intermediates of sequence b.
 SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const double* xb,
                              const double* cb, float scale, const ScoreMask& mask,
-                             const MhaTrace* trace, size_t b) {
+                             const MhaTrace* trace, size_t b, const Rotary* rotary) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v, group = s.heads / s.kv();
   SequenceD f;
   f.q = project_d(xb, s.n_q, s.d_model, w.wq, w.bq, hk);
-  f.k = project_d(cb, s.n_k, s.d_model, w.wk, w.bk, hk);
-  f.v = project_d(cb, s.n_k, s.d_model, w.wv, w.bv, hv);
+  f.k = project_d(cb, s.n_k, s.d_model, w.wk, w.bk, gk);
+  f.v = project_d(cb, s.n_k, s.d_model, w.wv, w.bv, gv);
+  rotate_d(f.q, s.n_q, s.heads, s.d_k, rotary, 1.0);
+  rotate_d(f.k, s.n_k, s.kv(), s.d_k, rotary, 1.0);
   f.concat.assign(s.n_q * hv, 0.0);
   for (size_t h = 0; h < s.heads; ++h) {
+    const size_t g = h / group;  // the kv head query head h reads
     AttentionTrace th{};
     if (trace) {
       const size_t offset = (b * s.heads + h) * s.n_q * s.n_k;
@@ -213,8 +246,8 @@ SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const
             trace->weights + offset};
     }
     const Doubles o = attention_d(columns(f.q, s.n_q, hk, h * s.d_k, s.d_k),
-                                  columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
-                                  columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
+                                  columns(f.k, s.n_k, gk, g * s.d_k, s.d_k),
+                                  columns(f.v, s.n_k, gv, g * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
                                   s.d_v, scale, mask, trace ? &th : nullptr);
     set_columns(f.concat, s.n_q, hv, h * s.d_v, s.d_v, o);
   }
@@ -261,37 +294,42 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
 }
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace) {
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace,
+                 const Rotary* rotary) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+  const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v;
   const MhaWeightsDouble wd = to_doubles(s, w);
   const Doubles xd = to_doubles(x, s.batch * s.n_q * s.d_model);
   const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * s.d_model) : xd;
   for (size_t b = 0; b < s.batch; ++b) {
-    const SequenceD f = sequence_forward_d(s, wd, &xd[b * s.n_q * s.d_model],
-                                           &cd[b * s.n_k * s.d_model], scale, mask, trace, b);
+    const SequenceD f =
+        sequence_forward_d(s, wd, &xd[b * s.n_q * s.d_model], &cd[b * s.n_k * s.d_model], scale,
+                           mask, trace, b, rotary);
     store(f.out, out + b * s.n_q * s.d_model);
     if (trace) {
       store(f.q, trace->q + b * s.n_q * hk);
-      store(f.k, trace->k + b * s.n_k * hk);
-      store(f.v, trace->v + b * s.n_k * hv);
+      store(f.k, trace->k + b * s.n_k * gk);
+      store(f.v, trace->v + b * s.n_k * gv);
       store(f.concat, trace->concat + b * s.n_q * hv);
     }
   }
 }
 
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads) {
+                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads,
+                  const Rotary* rotary) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v, dm = s.d_model;
+  const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v, group = s.heads / s.kv();
   const MhaWeightsDouble wd = to_doubles(s, w);
   const Doubles xd = to_doubles(x, s.batch * s.n_q * dm);
   const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * dm) : xd;
-  Doubles dwq(dm * hk, 0.0), dwk(dm * hk, 0.0), dwv(dm * hv, 0.0), dwo(hv * dm, 0.0);
-  Doubles dbq(hk, 0.0), dbk(hk, 0.0), dbv(hv, 0.0), dbo(dm, 0.0);
+  Doubles dwq(dm * hk, 0.0), dwk(dm * gk, 0.0), dwv(dm * gv, 0.0), dwo(hv * dm, 0.0);
+  Doubles dbq(hk, 0.0), dbk(gk, 0.0), dbv(gv, 0.0), dbo(dm, 0.0);
 
   for (size_t b = 0; b < s.batch; ++b) {
     const double* xb = &xd[b * s.n_q * dm];
     const double* cb = &cd[b * s.n_k * dm];
-    const SequenceD f = sequence_forward_d(s, wd, xb, cb, scale, mask, nullptr, b);
+    const SequenceD f = sequence_forward_d(s, wd, xb, cb, scale, mask, nullptr, b, rotary);
     const Doubles d_out_b = to_doubles(d_out + b * s.n_q * dm, s.n_q * dm);
 
     // out = concat·W_O + b_O -> dW_O += concatᵀ·d_out, db_O += Σ_rows d_out, dconcat = d_out·W_Oᵀ
@@ -299,17 +337,22 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     add_column_sums(dbo, d_out_b, s.n_q, dm);
     const Doubles d_concat = matmul_nt_d(d_out_b.data(), wd.wo.data(), s.n_q, hv, dm);
 
-    // head_i = attention(Q_i, K_i, V_i) -> the heads' column slices of dQ, dK, dV
-    Doubles dq(s.n_q * hk), dk(s.n_k * hk), dv(s.n_k * hv);
+    // head_i = attention(Q_i, K_g, V_g) -> the heads' column slices of dQ, and of dK, dV summed
+    // over the query heads of kv head g
+    Doubles dq(s.n_q * hk), dk(s.n_k * gk, 0.0), dv(s.n_k * gv, 0.0);
     for (size_t h = 0; h < s.heads; ++h) {
+      const size_t kg = h / group;
       const AttentionGradsD g = attention_backward_d(
-          columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, hk, h * s.d_k, s.d_k),
-          columns(f.v, s.n_k, hv, h * s.d_v, s.d_v), columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v),
-          s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
+          columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, gk, kg * s.d_k, s.d_k),
+          columns(f.v, s.n_k, gv, kg * s.d_v, s.d_v),
+          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
       set_columns(dq, s.n_q, hk, h * s.d_k, s.d_k, g.dq);
-      set_columns(dk, s.n_k, hk, h * s.d_k, s.d_k, g.dk);
-      set_columns(dv, s.n_k, hv, h * s.d_v, s.d_v, g.dv);
+      add_columns(dk, s.n_k, gk, kg * s.d_k, s.d_k, g.dk);
+      add_columns(dv, s.n_k, gv, kg * s.d_v, s.d_v, g.dv);
     }
+    // Q, K turned by rotary -> dQ, dK turned back
+    rotate_d(dq, s.n_q, s.heads, s.d_k, rotary, -1.0);
+    rotate_d(dk, s.n_k, s.kv(), s.d_k, rotary, -1.0);
 
     // Q = x·W_Q + b_Q -> dW_Q += xᵀ·dQ, db_Q += Σ_rows dQ, dx = dQ·W_Qᵀ
     add_to(dwq, matmul_tn_d(xb, dq.data(), dm, hk, s.n_q));
@@ -317,12 +360,12 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     Doubles dx = matmul_nt_d(dq.data(), wd.wq.data(), s.n_q, dm, hk);
     // K = context·W_K + b_K, V = context·W_V + b_V -> dW_K, dW_V, db_K, db_V,
     //   d_context = dK·W_Kᵀ + dV·W_Vᵀ
-    add_to(dwk, matmul_tn_d(cb, dk.data(), dm, hk, s.n_k));
-    add_to(dwv, matmul_tn_d(cb, dv.data(), dm, hv, s.n_k));
-    add_column_sums(dbk, dk, s.n_k, hk);
-    add_column_sums(dbv, dv, s.n_k, hv);
-    Doubles d_context = matmul_nt_d(dk.data(), wd.wk.data(), s.n_k, dm, hk);
-    add_to(d_context, matmul_nt_d(dv.data(), wd.wv.data(), s.n_k, dm, hv));
+    add_to(dwk, matmul_tn_d(cb, dk.data(), dm, gk, s.n_k));
+    add_to(dwv, matmul_tn_d(cb, dv.data(), dm, gv, s.n_k));
+    add_column_sums(dbk, dk, s.n_k, gk);
+    add_column_sums(dbv, dv, s.n_k, gv);
+    Doubles d_context = matmul_nt_d(dk.data(), wd.wk.data(), s.n_k, dm, gk);
+    add_to(d_context, matmul_nt_d(dv.data(), wd.wv.data(), s.n_k, dm, gv));
 
     if (context) {
       store(d_context, grads.d_context + b * s.n_k * dm);
@@ -348,13 +391,15 @@ Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubl
 }
 
 Doubles mha_forward_double(const MhaShape& s, const MhaWeightsDouble& w, const Doubles& x,
-                           const Doubles& context, float scale, const ScoreMask& mask) {
+                           const Doubles& context, float scale, const ScoreMask& mask,
+                           const Rotary* rotary) {
   const Doubles& ctx = context.empty() ? x : context;
   Doubles out;
   out.reserve(s.batch * s.n_q * s.d_model);
   for (size_t b = 0; b < s.batch; ++b) {
-    const SequenceD f = sequence_forward_d(s, w, &x[b * s.n_q * s.d_model],
-                                           &ctx[b * s.n_k * s.d_model], scale, mask, nullptr, b);
+    const SequenceD f =
+        sequence_forward_d(s, w, &x[b * s.n_q * s.d_model], &ctx[b * s.n_k * s.d_model], scale,
+                           mask, nullptr, b, rotary);
     out.insert(out.end(), f.out.begin(), f.out.end());
   }
   return out;

@@ -236,7 +236,7 @@ TEST_CASE(
       attention_heads_backward(f.shape, f.Q(a), f.kv(f.k.data(), a, a.d_k),
                                f.kv(f.v.data(), a, a.d_v), f.qo(d_out.data(), a, a.d_v),
                                f.qo(dq.data(), a, a.d_k), f.kv(dk.data(), a, a.d_k),
-                               f.kv(dv.data(), a, a.d_v), f.scale, f.mask, pool);
+                               f.kv(dv.data(), a, a.d_v), f.scale, f.mask, nullptr, pool);
       CHECK(worst(dq, want.dq) <= 1e-4);
       CHECK(worst(dk, want.dk) <= 1e-4);
       CHECK(worst(dv, want.dv) <= 1e-4);

@@ -230,7 +230,7 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), trace, nullptr,
                                     l.scale(), m, g.grads()),
                        "multi-head attention backward: x, d_out and the four weight matrices are "
-                       "required: batch 1, n_q 4, n_k 5, d_model 8, h 2, d_k 4, d_v 4",
+                       "required: batch 1, n_q 4, n_k 5, d_model 8, h 2, h_kv 2, d_k 4, d_v 4",
                        std::invalid_argument);
   MhaTrace no_concat = trace;
   no_concat.concat = nullptr;

@@ -20,15 +20,17 @@ struct MhaLayer {
 
   // cross: a context of its own (else self-attention, n_k = n_q); bias: the four biases.
   MhaLayer(MhaShape shape, bool cross, bool bias, uint32_t seed) : s(shape) {
+    // h·d_k, h·d_v; h_kv·d_k, h_kv·d_v
     const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
+    const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v;
     const float r = 1.0f / std::sqrt(static_cast<float>(s.d_model));
     wq = random_floats(s.d_model * hk, seed, -r, r);
-    wk = random_floats(s.d_model * hk, seed + 1, -r, r);
-    wv = random_floats(s.d_model * hv, seed + 2, -r, r);
+    wk = random_floats(s.d_model * gk, seed + 1, -r, r);
+    wv = random_floats(s.d_model * gv, seed + 2, -r, r);
     wo = random_floats(hv * s.d_model, seed + 3, -r, r);
     if (bias) {
-      bq = random_floats(hk, seed + 4), bk = random_floats(hk, seed + 5);
-      bv = random_floats(hv, seed + 6), bo = random_floats(s.d_model, seed + 7);
+      bq = random_floats(hk, seed + 4), bk = random_floats(gk, seed + 5);
+      bv = random_floats(gv, seed + 6), bo = random_floats(s.d_model, seed + 7);
     }
     x = random_floats(s.batch * s.n_q * s.d_model, seed + 8, -2.0f, 2.0f);
     if (cross)
@@ -55,8 +57,8 @@ struct MhaTraceBuffers {
   std::vector<float> q, k, v, scores, scaled, masked, weights, concat;
   explicit MhaTraceBuffers(const MhaShape& s)
       : q(s.batch * s.n_q * s.heads * s.d_k),
-        k(s.batch * s.n_k * s.heads * s.d_k),
-        v(s.batch * s.n_k * s.heads * s.d_v),
+        k(s.batch * s.n_k * s.kv() * s.d_k),
+        v(s.batch * s.n_k * s.kv() * s.d_v),
         scores(s.batch * s.heads * s.n_q * s.n_k),
         scaled(scores.size()),
         masked(scores.size()),

@@ -591,7 +591,7 @@ describe('errors', () => {
       'unknown key',
       mk({ dModel: 8, heads: 2, head: 2 }),
       TypeError,
-      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, dK, dV, bias, weights, seed\)$/,
+      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, weights, seed\)$/,
     );
     run(
       'dModel 0',
@@ -867,7 +867,7 @@ describe('errors', () => {
       'unknown option casual',
       () => layer.forward(t2(5, 8), { casual: true }),
       TypeError,
-      new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace\\)$`),
+      new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace, cache\\)$`),
     );
     run(
       'trace not a boolean',

@@ -206,3 +206,110 @@ function scoreRow(a, p, b, h, i) {
   }
   return { raw, capped, masked, weights };
 }
+
+// A multi-head attention layer with the modern options, in float64, its attention part the
+// operator above in the 3-D layout (the projections' (batch·n, heads·d) rows are [B,S,H·D]):
+//   Q = x·wq + bq [B,nQ,Hq·dK], K = ctx·wk + bk [B,nK,Hkv·dK], V = ctx·wv + bv [B,nK,Hkv·dV]
+//   concat = attention(Q, K, V) [B,nQ,Hq·dV], output = concat·wo + bo [B,nQ,dModel]
+// l: { batch, nQ, nK, dModel, heads, kvHeads, dK, dV, causal, scale, softcap, left, right,
+//      rotary } and the layer's weights { wq, wk, wv, wo, bq?, bk?, bv?, bo? } (arrays);
+// x and context (or undefined: self-attention) as flat arrays.
+function mhaAttention(l, x, context, w) {
+  const { batch, nQ, dModel, heads, kvHeads, dK, dV } = l;
+  const ctx = context ?? x;
+  const nK = context ? l.nK : nQ;
+  const Q = project(x, batch * nQ, dModel, w.wq, w.bq, heads * dK);
+  const K = project(ctx, batch * nK, dModel, w.wk, w.bk, kvHeads * dK);
+  const V = project(ctx, batch * nK, dModel, w.wv, w.bv, kvHeads * dV);
+  const a = {
+    batch,
+    qHeads: heads,
+    kvHeads,
+    nQ,
+    nNew: nK,
+    dK,
+    dV,
+    threeD: true,
+    q: Q,
+    k: K,
+    v: V,
+    causal: l.causal ?? false,
+    scale: l.scale,
+    softcap: l.softcap ?? 0,
+    left: l.left ?? -1,
+    right: l.right ?? -1,
+    rotary: l.rotary ?? undefined,
+  };
+  return { a, nK, ctx, concat: onnxAttentionRef(a).y };
+}
+
+// x (rows,inner)·w (inner,cols) + bias (cols, optional), float64
+function project(x, rows, inner, w, bias, cols) {
+  const out = new Float64Array(rows * cols);
+  for (let r = 0; r < rows; ++r)
+    for (let c = 0; c < cols; ++c) {
+      let acc = bias ? bias[c] : 0;
+      for (let t = 0; t < inner; ++t) acc += x[r * inner + t] * w[t * cols + c];
+      out[r * cols + c] = acc;
+    }
+  return out;
+}
+
+// aᵀ (m,k)ᵀ·b (k,n) -> (m,n) for a (k,m)
+function projectTn(a, b, k, m, n) {
+  const out = new Float64Array(m * n);
+  for (let p = 0; p < k; ++p)
+    for (let i = 0; i < m; ++i) for (let j = 0; j < n; ++j) out[i * n + j] += a[p * m + i] * b[p * n + j];
+  return out;
+}
+
+// a (m,k)·bᵀ for b (n,k) -> (m,n)
+function projectNt(a, b, m, k, n) {
+  const out = new Float64Array(m * n);
+  for (let i = 0; i < m; ++i)
+    for (let j = 0; j < n; ++j) {
+      let acc = 0;
+      for (let t = 0; t < k; ++t) acc += a[i * k + t] * b[j * k + t];
+      out[i * n + j] = acc;
+    }
+  return out;
+}
+
+const columnSums = (m, rows, cols) => {
+  const out = new Float64Array(cols);
+  for (let r = 0; r < rows; ++r) for (let c = 0; c < cols; ++c) out[c] += m[r * cols + c];
+  return out;
+};
+
+export function mhaModernRef(l, x, context, w) {
+  const { concat } = mhaAttention(l, x, context, w);
+  return project(concat, l.batch * l.nQ, l.heads * l.dV, w.wo, w.bo, l.dModel);
+}
+
+// Gradients of sum(dOut ⊙ output) -> { dx, dContext?, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo }
+export function mhaModernBackwardRef(l, x, context, w, dOut) {
+  const { batch, nQ, dModel, heads, kvHeads, dK, dV } = l;
+  const { a, nK, ctx, concat } = mhaAttention(l, x, context, w);
+  const rq = batch * nQ,
+    rk = batch * nK;
+  const g = {
+    dwo: projectTn(concat, dOut, rq, heads * dV, dModel),
+    dbo: columnSums(dOut, rq, dModel),
+  };
+  const dConcat = projectNt(dOut, w.wo, rq, dModel, heads * dV);
+  const { dq, dk, dv } = onnxAttentionBackwardRef(a, dConcat); // before rotation, 3-D
+  g.dwq = projectTn(x, dq, rq, dModel, heads * dK);
+  g.dbq = columnSums(dq, rq, heads * dK);
+  g.dwk = projectTn(ctx, dk, rk, dModel, kvHeads * dK);
+  g.dbk = columnSums(dk, rk, kvHeads * dK);
+  g.dwv = projectTn(ctx, dv, rk, dModel, kvHeads * dV);
+  g.dbv = columnSums(dv, rk, kvHeads * dV);
+  const dx = projectNt(dq, w.wq, rq, heads * dK, dModel);
+  const dCtx = projectNt(dk, w.wk, rk, kvHeads * dK, dModel);
+  const dCtxV = projectNt(dv, w.wv, rk, kvHeads * dV, dModel);
+  for (let i = 0; i < dCtx.length; ++i) dCtx[i] += dCtxV[i];
+  if (context) g.dContext = dCtx;
+  else for (let i = 0; i < dx.length; ++i) dx[i] += dCtx[i];
+  g.dx = dx;
+  return g;
+}

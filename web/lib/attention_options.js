@@ -226,14 +226,14 @@ function checkHeadsMask(where, mask, s, nTotal) {
 }
 
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
-function checkWindow(where, window) {
+export function checkWindow(where, window) {
   if (window === undefined) return { left: -1, right: -1 };
   const w = plainObject(where, 'window', window, ['left', 'right']);
   const side = (name) => (w[name] === undefined ? -1 : integerAtLeast(where, `window.${name}`, w[name], -1));
   return { left: side('left'), right: side('right') };
 }
 
-function checkSoftcap(where, softcap) {
+export function checkSoftcap(where, softcap) {
   if (softcap === undefined) return 0;
   if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
   if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
@@ -270,7 +270,7 @@ function checkKvLength(where, kvLength, batch, nTotal) {
 
 // rotary: true or { offset = 0, base = 10000, interleaved = false, dims = dK } -> wa::Rotary
 // fields (dims 0 = all), offset before the earlier keys are added.
-function checkRotary(where, rotary, dK) {
+export function checkRotary(where, rotary, dK) {
   if (rotary === undefined || rotary === false) return null;
   const r = rotary === true ? {} : plainObject(where, 'rotary', rotary, ['offset', 'base', 'interleaved', 'dims']);
   const offset = r.offset === undefined ? 0 : integerAtLeast(where, 'rotary.offset', r.offset, 0);

@@ -43,8 +43,8 @@ export const scoreMask = struct(
 export const attentionTrace = struct('AttentionTrace', ['scores', 'scaled', 'masked', 'weights', 'capped']);
 // wa::AttentionBackwardTrace: P, dP, dS (nQ,nK); all 0 = no trace.
 export const attentionBackwardTrace = struct('AttentionBackwardTrace', ['weights', 'dWeights', 'dScores']);
-// wa::MhaShape.
-export const mhaShape = struct('MhaShape', ['batch', 'nQ', 'nK', 'dModel', 'heads', 'dK', 'dV']);
+// wa::MhaShape; kvHeads 0 = heads.
+export const mhaShape = struct('MhaShape', ['batch', 'nQ', 'nK', 'dModel', 'heads', 'dK', 'dV', 'kvHeads']);
 // wa::MhaWeights: wq, wk, wv, wo, and the biases (0 = none).
 export const mhaWeights = struct('MhaWeights', ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo']);
 // wa::MhaTrace: the forward's outputs q, k, v, concat (what the backward reads back) and the

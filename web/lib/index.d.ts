@@ -152,17 +152,17 @@ export interface AttentionResult {
 export interface MultiHeadWeights {
   /** [dModel, heads·dK] */
   wq: Tensor;
-  /** [dModel, heads·dK] */
+  /** [dModel, kvHeads·dK] */
   wk: Tensor;
-  /** [dModel, heads·dV] */
+  /** [dModel, kvHeads·dV] */
   wv: Tensor;
   /** [heads·dV, dModel] */
   wo: Tensor;
   /** [heads·dK], with bias */
   bq?: Tensor;
-  /** [heads·dK], with bias */
+  /** [kvHeads·dK], with bias */
   bk?: Tensor;
-  /** [heads·dV], with bias */
+  /** [kvHeads·dV], with bias */
   bv?: Tensor;
   /** [dModel], with bias */
   bo?: Tensor;
@@ -171,26 +171,56 @@ export interface MultiHeadWeights {
 export interface MultiHeadConfig {
   dModel: number;
   heads: number;
+  /** Key/value heads, dividing heads (default heads): query head h reads kv head
+   *  ⌊h/(heads/kvHeads)⌋ (grouped-query attention; 1: multi-query attention). wk is then
+   *  [dModel,kvHeads·dK], wv [dModel,kvHeads·dV]. */
+  kvHeads?: number;
   /** Per-head query/key width; default dModel / heads. */
   dK?: number;
   /** Per-head value width; default dK. */
   dV?: number;
   /** Add biases to the four projections (default false). */
   bias?: boolean;
+  /** Rotary positions (RoPE) on every head's q and k after the projections: row i at
+   *  offset + i (+ cache.length over a cache). */
+  rotary?: boolean | RotaryOptions;
+  /** A sliding window: key j is kept for query i when −left <= j − i' <= right (i' = i, or
+   *  i + cache.length over a cache); -1 or absent = unbounded. */
+  window?: { left?: number; right?: number };
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  softcap?: number;
   /** Initial weights; without them, seeded Xavier-uniform (biases zero). */
   weights?: MultiHeadWeights;
   /** Seed of the initialization, 0 to 2^32-1 (default 0). */
   seed?: number;
 }
 
-/** A layer's forward options: attention()'s 2-D ones (the layer's heads come from its config;
- *  kvHeads, rotary, windows and a cache for layers are not there yet). */
+/** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
+ *  softcap come from the layer's config). */
 export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'> {
-  /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head. */
+  /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head
+   *  ([nQ, cache.length + nQ] over a cache). */
   mask?: Mask;
   /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
   context?: Tensor;
+  /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
+   *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
+   *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
+  cache?: KvCache;
 }
+
+/** A layer's config as it took it, defaults filled in. */
+export type MultiHeadLayerConfig = Readonly<{
+  dModel: number;
+  heads: number;
+  kvHeads: number;
+  dK: number;
+  dV: number;
+  bias: boolean;
+  rotary: Readonly<{ offset: number; base: number; dims: number; interleaved: boolean }> | null;
+  window: Readonly<{ left: number; right: number }>;
+  softcap: number;
+}>;
 
 export interface HeadTrace {
   /** [batch?, nQ, dK] */
@@ -257,8 +287,9 @@ export interface MatmulOptions {
 }
 
 export interface MultiHeadAttention {
-  readonly config: Readonly<{ dModel: number; heads: number; dK: number; dV: number; bias: boolean }>;
-  /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs. */
+  readonly config: MultiHeadLayerConfig;
+  /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs
+   *  (not over a cache). */
   forward(x: Tensor, options?: ForwardOptions): ForwardResult;
   /** Gradients of the most recent forward for dOutput = ∂L/∂output (the output's shape). */
   backward(dOutput: Tensor): MultiHeadGradients;
@@ -308,8 +339,9 @@ export interface TransferOption {
 
 /** A MultiHeadAttention living in the worker: the same members, with Promise results. */
 export interface AsyncMultiHeadAttention {
-  readonly config: Readonly<{ dModel: number; heads: number; dK: number; dV: number; bias: boolean }>;
-  forward(x: Tensor, options?: ForwardOptions & TransferOption): Promise<ForwardResult>;
+  readonly config: MultiHeadLayerConfig;
+  /** Without a cache: a cache cannot cross to the worker (a TypeError says so). */
+  forward(x: Tensor, options?: Omit<ForwardOptions, 'cache'> & TransferOption): Promise<ForwardResult>;
   backward(dOutput: Tensor, options?: TransferOption): Promise<MultiHeadGradients>;
   step(grads: Partial<MultiHeadGradients>, learningRate: number, options?: TransferOption): Promise<void>;
   /** The current weights (copies). */

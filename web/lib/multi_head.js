@@ -1,9 +1,16 @@
 // A multi-head attention layer whose weights live in wasm memory until dispose().
-//   Q = x·wq + bq [n,h·dK], K = context·wk + bk, V = context·wv + bv [nK,h·dV]
-//   head i: attention over columns [i·dK,(i+1)·dK) of Q and K and [i·dV,(i+1)·dV) of V
+//   Q = x·wq + bq [n,h·dK], K = context·wk + bk [nK,hKv·dK], V = context·wv + bv [nK,hKv·dV]
+//   (hKv = kvHeads divides h: grouped-query attention; 1: multi-query attention)
+//   rotary: Q's and K's heads turned to their positions (RoPE, wa/rotary.h)
+//   head i: attention over columns [i·dK,(i+1)·dK) of Q and, g = ⌊i/(h/hKv)⌋, columns
+//   [g·dK,(g+1)·dK) of K and [g·dV,(g+1)·dV) of V, with the layer's window and softcap
 //   output = concat(heads)·wo + bo [n,dModel]
-import { mhaGrads, mhaShape, mhaTrace, mhaWeights, scoreMask } from './binding.js';
+// forward(x, { cache }) decodes: x holds only the new tokens, whose K and V join the cache
+// (wa::mha_forward_cached).
+import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
+import { mhaGrads, mhaShape, mhaTrace, mhaWeights, rotary as rotaryStruct, scoreMask } from './binding.js';
 import { random, xavierUniform } from './init.js';
+import { cacheFor } from './kv_cache.js';
 import {
   checkBoolean,
   checkFinite,
@@ -66,13 +73,33 @@ export class MultiHeadAttention {
   // with the call's sizes and options. Null before a forward, after step() and dispose().
   #saved = null;
   #holder = { saved: null }; // #saved's offsets, for the finalizer (which cannot see #saved)
+  #cachedLast = false; // the most recent forward ran over a cache (backward() says so)
 
   constructor(rt, config) {
     const where = 'multiHeadAttention';
     this.#rt = rt;
-    const c = checkOptions(where, config, ['dModel', 'heads', 'dK', 'dV', 'bias', 'weights', 'seed']);
+    const c = checkOptions(where, config, [
+      'dModel',
+      'heads',
+      'kvHeads',
+      'dK',
+      'dV',
+      'bias',
+      'rotary',
+      'window',
+      'softcap',
+      'weights',
+      'seed',
+    ]);
     checkPositiveInteger(where, 'dModel', c.dModel);
     checkPositiveInteger(where, 'heads', c.heads);
+    const kvHeads = c.kvHeads ?? c.heads;
+    checkPositiveInteger(where, 'kvHeads', kvHeads);
+    if (c.heads % kvHeads !== 0) {
+      throw new RangeError(
+        `${where}: kvHeads (${kvHeads}) does not divide heads (${c.heads}): query head h reads kv head ⌊h/(heads/kvHeads)⌋`,
+      );
+    }
     if (c.dK === undefined && c.dModel % c.heads !== 0) {
       throw new RangeError(
         `${where}: heads (${c.heads}) does not divide dModel (${c.dModel}): pass dK (and dV) explicitly`,
@@ -84,17 +111,30 @@ export class MultiHeadAttention {
     checkPositiveInteger(where, 'dV', dV);
     const bias = checkBoolean(where, 'bias', c.bias);
     if (c.seed !== undefined) checkUint32(where, 'seed', c.seed);
+    const rotary = checkRotary(where, c.rotary, dK);
+    const window = checkWindow(where, c.window);
+    const softcap = checkSoftcap(where, c.softcap);
     const { dModel, heads } = c;
-    this.config = Object.freeze({ dModel, heads, dK, dV, bias });
+    this.config = Object.freeze({
+      dModel,
+      heads,
+      kvHeads,
+      dK,
+      dV,
+      bias,
+      rotary: rotary && Object.freeze(rotary),
+      window: Object.freeze(window),
+      softcap,
+    });
 
     const shapes = {
       wq: [dModel, heads * dK],
-      wk: [dModel, heads * dK],
-      wv: [dModel, heads * dV],
+      wk: [dModel, kvHeads * dK],
+      wv: [dModel, kvHeads * dV],
       wo: [heads * dV, dModel],
       bq: [heads * dK],
-      bk: [heads * dK],
-      bv: [heads * dV],
+      bk: [kvHeads * dK],
+      bv: [kvHeads * dV],
       bo: [dModel],
     };
     checkLayerFits(where, this.config, shapes); // before any array is made
@@ -107,7 +147,7 @@ export class MultiHeadAttention {
         if (given.shape.some((d, i) => d !== shapes[name][i])) {
           throw new RangeError(
             `${where}: weights.${name} is ${showShape(given.shape)} but ` +
-              `dModel ${dModel}, heads ${heads}, dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`,
+              `dModel ${dModel}, heads ${heads}, ${kvHeads === heads ? '' : `kvHeads ${kvHeads}, `}dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`,
           );
         }
         values[name] = given.data;
@@ -138,11 +178,27 @@ export class MultiHeadAttention {
     if (!this.#ptrs) throw new TypeError(`${where}: this layer was disposed`);
   }
 
+  // The layer's rotary, window and softcap with this call's causal and mask, as the core's
+  // ScoreMask and Rotary (with `rotated`: whether there is one).
+  #attentionArgs({ causal, keep, bias }) {
+    const { rotary, window, softcap } = this.config;
+    return {
+      mask: scoreMask({ causal, keep, bias, left: window.left, right: window.right, softcap }),
+      rotary: rotaryStruct(rotary ?? {}),
+      rotated: rotary !== null,
+    };
+  }
+
   // x [n,dModel] or [batch,n,dModel] -> { output } of the same shape.
   // options: context (the keys' and values' sequence, same rank and batch as x), causal,
   // mask ([nQ,nK], shared by the batch and the heads), scale (1/sqrt(dK)), trace:
   //   heads: [{ q [n,dK], k [nK,dK], v [nK,dV], scores, scaled, masked, weights [n,nK], output [n,dV] }]
+  //   (q and k rotated when the layer has rotary; head h's k and v are its kv head's)
   //   concat [n,heads·dV]   (each with the leading batch size when x has one)
+  // cache (attn.kvCache({ batch, kvHeads, dK, dV, capacity })): x holds only the new tokens;
+  // their keys and values join the cache and the new queries attend over all of it, causal
+  // aligned bottom-right, rotary positions continuing from the cache's length; mask is then
+  // [nQ, cache.length + nQ]. Not with context or trace; backward() does not follow it.
   forward(xArg, options) {
     const where = 'multiHeadAttention.forward';
     this.#checkAlive(where);
@@ -156,7 +212,8 @@ export class MultiHeadAttention {
         `${where}: x is ${showShape(x.shape)} but this layer has dModel ${dModel}: its last size must be ${dModel}`,
       );
     }
-    const o = checkOptions(where, options, ['context', 'causal', 'mask', 'scale', 'trace']);
+    const o = checkOptions(where, options, ['context', 'causal', 'mask', 'scale', 'trace', 'cache']);
+    if (o.cache !== undefined) return this.#forwardCached(where, x, o, { batch, nQ });
     let nK = nQ;
     const context =
       o.context === undefined
@@ -178,9 +235,15 @@ export class MultiHeadAttention {
     const { keep, bias: additive } = checkMask(where, o.mask, nQ, nK);
 
     const { heap } = this.#rt;
+    const { kvHeads } = this.config;
     const hk = heads * dK,
       hv = heads * dV;
-    const savedSizes = { q: batch * nQ * hk, k: batch * nK * hk, v: batch * nK * hv, concat: batch * nQ * hv };
+    const savedSizes = {
+      q: batch * nQ * hk,
+      k: batch * nK * kvHeads * dK,
+      v: batch * nK * kvHeads * dV,
+      concat: batch * nQ * hv,
+    };
     for (const [name, size] of Object.entries(savedSizes)) heap.checkFits(4 * size, `${where}: ${name}`);
     this.#releaseSaved();
     const saved = {};
@@ -214,13 +277,75 @@ export class MultiHeadAttention {
     }
   }
 
+  // forward(x, { cache, causal, mask, scale }): the new tokens through the layer over the cache.
+  #forwardCached(where, x, o, { batch, nQ }) {
+    const { dModel, heads, kvHeads, dK, dV } = this.config;
+    for (const name of ['context', 'trace'])
+      if (o[name] !== undefined && o[name] !== false)
+        throw new TypeError(
+          `${where}: ${name} cannot be used with a cache (a cache holds this layer's own keys and values, one token at a time)`,
+        );
+    const causal = checkBoolean(where, 'causal', o.causal);
+    const scale = checkScale(where, o.scale, dK);
+    const rt = this.#rt;
+    let cache = cacheFor(where, o.cache, rt);
+    const layerNeeds = `batch ${batch}, kvHeads ${kvHeads}, dK ${dK}, dV ${dV}`;
+    if (cache.batch !== batch || cache.kvHeads !== kvHeads || cache.dK !== dK || cache.dV !== dV) {
+      throw new RangeError(
+        `${where}: the cache is [batch ${cache.batch}, kvHeads ${cache.kvHeads}, dK ${cache.dK}, dV ${cache.dV}] but this layer with x ${showShape(x.shape)} needs ${layerNeeds}`,
+      );
+    }
+    const past = cache.length();
+    if (nQ > cache.capacity - past) {
+      throw new RangeError(
+        `${where}: x has ${nQ} new tokens but the cache holds ${past} of its capacity ${cache.capacity}: ${past + nQ} do not fit`,
+      );
+    }
+    const { keep, bias: additive } = checkMask(where, o.mask, nQ, past + nQ);
+    // Reading the options may have run the caller's code (a getter disposing or appending to
+    // the cache): the cache must still be the one measured above.
+    this.#checkAlive(where);
+    cache = cacheFor(where, o.cache, rt);
+    if (cache.length() !== past)
+      throw new TypeError(`${where}: the cache changed while this call read its options; call forward() again`);
+    this.#releaseSaved(); // the most recent forward is this one, which backward() does not follow
+    this.#cachedLast = true;
+    const { heap } = rt;
+    return heap.scoped(where, (s) => {
+      const xPtr = s.putFinite(x.data, 'x.data');
+      const out = s.alloc(4 * batch * nQ * dModel, 'the output');
+      const args = this.#attentionArgs({
+        causal,
+        keep: keep ? s.put(keep, 'mask') : 0,
+        bias: additive ? s.put(additive, 'mask') : 0,
+      });
+      rt.call(
+        where,
+        'mhaForwardCached',
+        mhaShape({ batch, nQ, nK: nQ, dModel, heads, kvHeads, dK, dV }),
+        mhaWeights(this.#ptrs),
+        xPtr,
+        cache.handle,
+        out,
+        scale,
+        args.mask,
+        args.rotary,
+        args.rotated,
+      );
+      return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
+    });
+  }
+
   // The forward's wasm call over the saved buffers, and its results read back.
   #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
-    const { dModel, heads, dK, dV } = this.config;
+    const { dModel, heads, kvHeads, dK, dV } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
     const hk = heads * dK,
       hv = heads * dV,
+      gk = kvHeads * dK,
+      gv = kvHeads * dV,
+      group = heads / kvHeads,
       nn = nQ * nK;
     return heap.scoped(where, (s) => {
       const out = s.alloc(batch * nQ * dModel * 4, 'the output');
@@ -235,17 +360,20 @@ export class MultiHeadAttention {
       if (trace)
         for (const [name, size] of Object.entries(scoreSizes)) traced[name] = s.alloc(size * 4, `the trace's ${name}`);
       const traceSizes = { ...savedSizes, ...scoreSizes };
+      const args = this.#attentionArgs({ causal, keep: saved.keep, bias: saved.bias });
       rt.call(
         where,
         'mhaForward',
-        mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }),
+        mhaShape({ batch, nQ, nK, dModel, heads, kvHeads, dK, dV }),
         mhaWeights(this.#ptrs),
         saved.x,
         saved.context,
         out,
         scale,
-        scoreMask({ causal, keep: saved.keep, bias: saved.bias }),
+        args.mask,
         mhaTrace(traced),
+        args.rotary,
+        args.rotated,
       );
 
       const lead = rank === 3 ? [batch] : [];
@@ -264,8 +392,8 @@ export class MultiHeadAttention {
       };
       result.heads = Array.from({ length: heads }, (_, h) => ({
         q: tensor(columns(all.q, batch * nQ, hk, h * dK, dK), [...lead, nQ, dK]),
-        k: tensor(columns(all.k, batch * nK, hk, h * dK, dK), [...lead, nK, dK]),
-        v: tensor(columns(all.v, batch * nK, hv, h * dV, dV), [...lead, nK, dV]),
+        k: tensor(columns(all.k, batch * nK, gk, Math.floor(h / group) * dK, dK), [...lead, nK, dK]),
+        v: tensor(columns(all.v, batch * nK, gv, Math.floor(h / group) * dV, dV), [...lead, nK, dV]),
         scores: tensor(perHead(all.scores, h), [...lead, nQ, nK]),
         scaled: tensor(perHead(all.scaled, h), [...lead, nQ, nK]),
         masked: tensor(perHead(all.masked, h), [...lead, nQ, nK]),
@@ -284,12 +412,17 @@ export class MultiHeadAttention {
     const where = 'multiHeadAttention.backward';
     this.#checkAlive(where);
     const saved = this.#saved;
+    if (!saved && this.#cachedLast) {
+      throw new TypeError(
+        `${where}: the last forward ran over a cache, which backward() does not follow: call forward() without a cache to differentiate`,
+      );
+    }
     if (!saved) {
       throw new TypeError(
         `${where}: there is no forward to differentiate: call forward() first (step() and a failed forward clear it)`,
       );
     }
-    const { dModel, heads, dK, dV, bias } = this.config;
+    const { dModel, heads, kvHeads, dK, dV, bias } = this.config;
     const { batch, nQ, nK, rank } = saved;
     const outShape = [...saved.xShape];
     const dOut = checkTensor(where, 'dOutput', dOutput, [rank], showShape(outShape));
@@ -325,18 +458,21 @@ export class MultiHeadAttention {
         if (shape) grads[name] = s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`);
       }
       const { x, context, keep, bias: additive, q, k, v, concat } = saved.ptrs;
+      const args = this.#attentionArgs({ causal: saved.causal, keep, bias: additive });
       rt.call(
         where,
         'mhaBackward',
-        mhaShape({ batch, nQ, nK, dModel, heads, dK, dV }),
+        mhaShape({ batch, nQ, nK, dModel, heads, kvHeads, dK, dV }),
         mhaWeights(this.#ptrs),
         x,
         context,
         mhaTrace({ q, k, v, concat }),
         dOutPtr,
         saved.scale,
-        scoreMask({ causal: saved.causal, keep, bias: additive }),
+        args.mask,
         mhaGrads(grads),
+        args.rotary,
+        args.rotated,
       );
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
@@ -404,6 +540,7 @@ export class MultiHeadAttention {
     if (this.#saved && !this.#rt.disposed) for (const p of Object.values(this.#saved.ptrs)) this.#rt.heap.free(p);
     this.#saved = null;
     this.#holder.saved = null;
+    this.#cachedLast = false;
   }
 
   // The current weights as tensors (copies): wq, wk, wv, wo, and bq, bk, bv, bo with bias.

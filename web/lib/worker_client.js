@@ -202,6 +202,11 @@ class AsyncMultiHeadAttention {
   forward(x, options) {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
+      if (options !== null && typeof options === 'object' && options.cache !== undefined) {
+        throw new TypeError(
+          `${where}: cache is not supported in the worker form (a cache lives in the instance that made it and cannot cross to the worker); decode with createAttention() without { worker: true }`,
+        );
+      }
       const t = takeTransfer(where, options);
       return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
     });

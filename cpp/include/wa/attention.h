@@ -17,6 +17,8 @@
 namespace wa {
 
 class ThreadPool;
+class KvCache;
+struct Rotary;
 
 // A matrix in memory: rows x cols floats, row r starting at data + r*ld.
 struct ConstMatrix {
@@ -71,35 +73,44 @@ struct AttentionBackwardTrace {
   float* d_scores;  // dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale; 0 where masked
 };
 
-// Multi-head attention over a batch of sequences.
+// Multi-head attention over a batch of sequences, with h query heads and h_kv key/value heads
+// (h_kv divides h; h_kv = h is classic multi-head attention, h_kv < h grouped-query attention,
+// h_kv = 1 multi-query attention).
 //   x (batch,n_q,d_model): the queries' sequence; context (batch,n_k,d_model): the keys' and
 //   values' sequence (cross-attention), or null for self-attention (context = x, n_k = n_q).
-//   Q = x·W_Q + b_Q (n_q,h·d_k); K = context·W_K + b_K (n_k,h·d_k); V = context·W_V + b_V (n_k,h·d_v)
-//   head i uses columns [i·d_k,(i+1)·d_k) of Q and K and [i·d_v,(i+1)·d_v) of V:
-//   head_i = attention(Q_i, K_i, V_i) (n_q,d_v); concat = [head_0 .. head_h-1] (n_q,h·d_v)
+//   Q = x·W_Q + b_Q (n_q,h·d_k); K = context·W_K + b_K (n_k,h_kv·d_k);
+//   V = context·W_V + b_V (n_k,h_kv·d_v)
+//   rotary (wa/rotary.h), when given, turns each head's rows of Q and K to their positions
+//   (row i of both at rotary.offset + i)
+//   query head i uses columns [i·d_k,(i+1)·d_k) of Q, and kv head g = i / (h/h_kv) columns
+//   [g·d_k,(g+1)·d_k) of K and [g·d_v,(g+1)·d_v) of V:
+//   head_i = attention(Q_i, K_g, V_g) (n_q,d_v); concat = [head_0 .. head_h-1] (n_q,h·d_v)
 //   out = concat·W_O + b_O (n_q,d_model)
-// The scale and the mask (keep, bias: (n_q,n_k)) are shared by every sequence of the batch and
-// every head.
+// The attention part is attention_heads_forward (wa/attention_heads.h) over Q, K, V as they lie:
+// (batch·n, heads·d) is its 3-D layout. The scale and the mask (keep, bias: (n_q,n_k), causal,
+// offset, window, softcap) are shared by every sequence of the batch and every head.
 struct MhaShape {
   size_t batch = 1, n_q = 0, n_k = 0, d_model = 0, heads = 1, d_k = 0, d_v = 0;
+  size_t kv_heads = 0;  // h_kv; 0 = heads
+  size_t kv() const { return kv_heads ? kv_heads : heads; }
 };
 struct MhaWeights {
   const float* wq;            // (d_model, h·d_k)
-  const float* wk;            // (d_model, h·d_k)
-  const float* wv;            // (d_model, h·d_v)
+  const float* wk;            // (d_model, h_kv·d_k)
+  const float* wv;            // (d_model, h_kv·d_v)
   const float* wo;            // (h·d_v, d_model)
   const float* bq = nullptr;  // (h·d_k), null = no bias
-  const float* bk = nullptr;  // (h·d_k)
-  const float* bv = nullptr;  // (h·d_v)
+  const float* bk = nullptr;  // (h_kv·d_k)
+  const float* bv = nullptr;  // (h_kv·d_v)
   const float* bo = nullptr;  // (d_model)
 };
 // Every intermediate, caller-owned. q, k, v and concat are set together; so are scores,
 // scaled, masked and weights, and those four may be left null: the trace then holds only
 // O(n·d_model) values, what mha_backward needs to recompute the rest.
 struct MhaTrace {
-  float* q;        // (batch, n_q, h·d_k)
-  float* k;        // (batch, n_k, h·d_k)
-  float* v;        // (batch, n_k, h·d_v)
+  float* q;        // (batch, n_q, h·d_k), rotated when rotary is given
+  float* k;        // (batch, n_k, h_kv·d_k), rotated when rotary is given
+  float* v;        // (batch, n_k, h_kv·d_v)
   float* scores;   // (batch, h, n_q, n_k) q·kᵀ per head
   float* scaled;   // (batch, h, n_q, n_k)
   float* masked;   // (batch, h, n_q, n_k)
@@ -109,7 +120,20 @@ struct MhaTrace {
 
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
                  float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
-                 ThreadPool* pool = nullptr);
+                 ThreadPool* pool = nullptr, const Rotary* rotary = nullptr);
+
+// Self-attention of n_q new tokens over a key/value cache (wa/kv_cache.h), for decoding:
+//   x (batch,n_q,d_model) -> K, V (batch,n_q,h_kv·d) of the new tokens, rotated (rotary) to
+//   positions rotary.offset + L + i, L = cache.length() before the call, appended to the cache;
+//   then the new queries (at the same positions) attend over all L + n_q cached rows through
+//   attention_heads_forward(shape, q, cache, ...), causal and windows aligned bottom-right
+//   (mask.offset is set to L); out (batch,n_q,d_model).
+// shape.n_k is not read; shape.batch, kv heads, d_k, d_v must be the cache's. mask's keep and
+// bias, when set, are (n_q, L + n_q). Throws std::invalid_argument on a mismatch or when the new
+// rows do not fit; on any error the cache keeps its first L rows, as before the call.
+void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float* x, KvCache& cache,
+                        float* out, float scale, const ScoreMask& mask, ThreadPool* pool = nullptr,
+                        const Rotary* rotary = nullptr);
 
 // Gradients of mha_forward, each the shape of what it differentiates. Caller-owned; written,
 // not accumulated; weight and bias gradients are summed over the batch.
@@ -118,27 +142,31 @@ struct MhaGrads {
   float* d_context = nullptr;  // (batch, n_k, d_model); null for self-attention, whose
                                // context is x: dx then carries the K and V terms too
   float* dwq;                  // (d_model, h·d_k)
-  float* dwk;                  // (d_model, h·d_k)
-  float* dwv;                  // (d_model, h·d_v)
+  float* dwk;                  // (d_model, h_kv·d_k)
+  float* dwv;                  // (d_model, h_kv·d_v)
   float* dwo;                  // (h·d_v, d_model)
   float* dbq = nullptr;        // (h·d_k); set exactly when w.bq is
-  float* dbk = nullptr;        // (h·d_k); set exactly when w.bk is
-  float* dbv = nullptr;        // (h·d_v); set exactly when w.bv is
+  float* dbk = nullptr;        // (h_kv·d_k); set exactly when w.bk is
+  float* dbv = nullptr;        // (h_kv·d_v); set exactly when w.bv is
   float* dbo = nullptr;        // (d_model); set exactly when w.bo is
 };
 
 // The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
 // saved is the trace of the forward call with these same arguments; the backward reads its
 // q, k, v and concat, and its weights if set (else it recomputes them, head by head, from q
-// and k: one more q·kᵀ and softmax instead of keeping (batch,h,n_q,n_k) floats). In reverse:
+// and k: one more q·kᵀ and softmax instead of keeping (batch,h,n_q,n_k) floats). rotary: the
+// forward's. In reverse:
 //   out = concat·W_O + b_O          -> dW_O = concatᵀ·d_out, db_O = Σ_rows d_out, dconcat = d_out·W_Oᵀ
-//   head_i = attention(Q_i,K_i,V_i) -> dQ_i, dK_i, dV_i as attention_backward, from the saved weights
+//   head_i = attention(Q_i,K_g,V_g) -> dQ_i, and dK_g, dV_g summed over the query heads of kv
+//                                      head g: attention_heads_backward
+//   Q, K turned by rotary           -> dQ, dK turned back (rotary_backward)
 //   Q = x·W_Q + b_Q                 -> dW_Q = xᵀ·dQ, db_Q = Σ_rows dQ, dx = dQ·W_Qᵀ
 //   K = context·W_K + b_K           -> dW_K = contextᵀ·dK, db_K = Σ_rows dK, d_context = dK·W_Kᵀ
 //   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
 // Throws std::invalid_argument on impossible shapes or missing buffers.
 void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
                   const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
-                  const MhaGrads& grads, ThreadPool* pool = nullptr);
+                  const MhaGrads& grads, ThreadPool* pool = nullptr,
+                  const Rotary* rotary = nullptr);
 
 }  // namespace wa

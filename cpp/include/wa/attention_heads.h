@@ -68,11 +68,16 @@ void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
 
 // The backward of attention_heads_forward: d_out (batch,hq,n_q,d_v) -> dq (batch,hq,n_q,d_k),
 // dk (batch,hkv,n_k,d_k), dv (batch,hkv,n_k,d_v), written. Per head, attention_backward; a kv
-// head's dk and dv sum over the query heads that read it.
+// head's dk and dv sum over the query heads that read it, in query-head order.
+// weights (batch,hq,n_q,n_k), dense: the forward's (its trace's weights), or null: each head's
+// are recomputed from q and k. One task per (sequence, kv head) when there are several (its
+// query heads one after another, so nothing races on dk and dv); a single one uses the pool
+// inside its passes instead. Either way the result does not depend on the thread count.
 void attention_heads_backward(const HeadsShape& shape, HeadTensor<const float> q,
                               HeadTensor<const float> k, HeadTensor<const float> v,
                               HeadTensor<const float> d_out, HeadTensor<float> dq,
                               HeadTensor<float> dk, HeadTensor<float> dv, float scale,
-                              const HeadsMask& mask, ThreadPool* pool = nullptr);
+                              const HeadsMask& mask, const float* weights = nullptr,
+                              ThreadPool* pool = nullptr);
 
 }  // namespace wa

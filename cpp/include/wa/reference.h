@@ -11,6 +11,10 @@
 #include "wa/gemm.h"
 #include "wa/softmax.h"
 
+namespace wa {
+struct Rotary;
+}
+
 namespace wa::ref {
 
 void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,
@@ -23,8 +27,10 @@ void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float 
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace = nullptr);
 
+// rotary (wa/rotary.h), when set, turns Q and K in double, as wa::mha_forward does.
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr);
+                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
+                 const Rotary* rotary = nullptr);
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask);
@@ -32,7 +38,8 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
 // As wa::mha_backward, but without the saved trace: the reference recomputes every
 // intermediate of the forward in double instead of reading the forward's float copies.
 void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
-                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads);
+                  const float* d_out, float scale, const ScoreMask& mask, const MhaGrads& grads,
+                  const Rotary* rotary = nullptr);
 
 // ---- The forwards in double throughout: inputs and outputs too ----
 // What finite differences of the backwards need: a step of 1e-5 is below a float's resolution
@@ -52,6 +59,7 @@ struct MhaWeightsDouble {
 // x (batch,n_q,d_model), context (batch,n_k,d_model) or empty for self-attention
 //   -> out (batch,n_q,d_model)
 Doubles mha_forward_double(const MhaShape& shape, const MhaWeightsDouble& w, const Doubles& x,
-                           const Doubles& context, float scale, const ScoreMask& mask);
+                           const Doubles& context, float scale, const ScoreMask& mask,
+                           const Rotary* rotary = nullptr);
 
 }  // namespace wa::ref
