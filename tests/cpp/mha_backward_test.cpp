@@ -18,43 +18,8 @@ namespace {
 
 using test::or_null;
 
-// The shared random layer and a fixed random d_out (batch,n_q,d_model).
-struct Layer : test::MhaLayer {
-  std::vector<float> d_out;
-  Layer(MhaShape shape, bool cross, bool bias, uint32_t seed)
-      : MhaLayer(shape, cross, bias, seed),
-        d_out(test::random_floats(s.batch * s.n_q * s.d_model, seed + 10)) {}
-};
-
-// Every gradient of a layer; bias gradients only for the biases it has, d_context only for cross.
-struct Grads {
-  std::vector<float> dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
-  explicit Grads(const Layer& l)
-      : dx(l.x.size()),
-        d_context(l.context.size()),
-        dwq(l.wq.size()),
-        dwk(l.wk.size()),
-        dwv(l.wv.size()),
-        dwo(l.wo.size()),
-        dbq(l.bq.size()),
-        dbk(l.bk.size()),
-        dbv(l.bv.size()),
-        dbo(l.bo.size()) {}
-  MhaGrads grads() {
-    return {dx.data(),  or_null(d_context), dwq.data(),   dwk.data(),   dwv.data(),
-            dwo.data(), or_null(dbq),       or_null(dbk), or_null(dbv), or_null(dbo)};
-  }
-  // name and values of every gradient present, for loops over them
-  std::vector<std::pair<const char*, const std::vector<float>*>> all() const {
-    std::vector<std::pair<const char*, const std::vector<float>*>> v = {
-        {"dx", &dx},   {"d_context", &d_context},
-        {"dwq", &dwq}, {"dwk", &dwk},
-        {"dwv", &dwv}, {"dwo", &dwo},
-        {"dbq", &dbq}, {"dbk", &dbk},
-        {"dbv", &dbv}, {"dbo", &dbo}};
-    return v;
-  }
-};
+using Layer = test::MhaBackwardLayer;
+using Grads = test::MhaGradBuffers;
 
 using Saved = test::MhaTraceBuffers;  // the forward's trace: what mha_backward reads back
 

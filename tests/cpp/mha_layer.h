@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "testing.h"
@@ -67,6 +68,44 @@ struct MhaTraceBuffers {
   MhaTrace trace() {
     return {q.data(),      k.data(),      v.data(),       scores.data(),
             scaled.data(), masked.data(), weights.data(), concat.data()};
+  }
+};
+
+// The shared random layer and a fixed random d_out (batch,n_q,d_model).
+struct MhaBackwardLayer : MhaLayer {
+  std::vector<float> d_out;
+  MhaBackwardLayer(MhaShape shape, bool cross, bool bias, uint32_t seed)
+      : MhaLayer(shape, cross, bias, seed),
+        d_out(random_floats(s.batch * s.n_q * s.d_model, seed + 10)) {}
+};
+
+// Every gradient of a layer; bias gradients only for the biases it has, d_context only for cross.
+struct MhaGradBuffers {
+  std::vector<float> dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
+  explicit MhaGradBuffers(const MhaBackwardLayer& l)
+      : dx(l.x.size()),
+        d_context(l.context.size()),
+        dwq(l.wq.size()),
+        dwk(l.wk.size()),
+        dwv(l.wv.size()),
+        dwo(l.wo.size()),
+        dbq(l.bq.size()),
+        dbk(l.bk.size()),
+        dbv(l.bv.size()),
+        dbo(l.bo.size()) {}
+  MhaGrads grads() {
+    return {dx.data(),  or_null(d_context), dwq.data(),   dwk.data(),   dwv.data(),
+            dwo.data(), or_null(dbq),       or_null(dbk), or_null(dbv), or_null(dbo)};
+  }
+  // name and values of every gradient present, for loops over them
+  std::vector<std::pair<const char*, const std::vector<float>*>> all() const {
+    std::vector<std::pair<const char*, const std::vector<float>*>> v = {
+        {"dx", &dx},   {"d_context", &d_context},
+        {"dwq", &dwq}, {"dwk", &dwk},
+        {"dwv", &dwv}, {"dwo", &dwo},
+        {"dbq", &dbq}, {"dbk", &dbk},
+        {"dbv", &dbv}, {"dbo", &dbo}};
+    return v;
   }
 };
 

@@ -20,38 +20,8 @@ namespace {
 
 using test::or_null;
 
-struct Layer : test::MhaLayer {
-  std::vector<float> d_out;
-  Layer(MhaShape shape, bool cross, bool bias, uint32_t seed)
-      : MhaLayer(shape, cross, bias, seed),
-        d_out(test::random_floats(s.batch * s.n_q * s.d_model, seed + 10)) {}
-};
-
-struct Grads {
-  std::vector<float> dx, d_context, dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo;
-  explicit Grads(const Layer& l)
-      : dx(l.x.size()),
-        d_context(l.context.size()),
-        dwq(l.wq.size()),
-        dwk(l.wk.size()),
-        dwv(l.wv.size()),
-        dwo(l.wo.size()),
-        dbq(l.bq.size()),
-        dbk(l.bk.size()),
-        dbv(l.bv.size()),
-        dbo(l.bo.size()) {}
-  MhaGrads grads() {
-    return {dx.data(),  or_null(d_context), dwq.data(),   dwk.data(),   dwv.data(),
-            dwo.data(), or_null(dbq),       or_null(dbk), or_null(dbv), or_null(dbo)};
-  }
-  std::vector<std::pair<const char*, const std::vector<float>*>> all() const {
-    return {{"dx", &dx},   {"d_context", &d_context},
-            {"dwq", &dwq}, {"dwk", &dwk},
-            {"dwv", &dwv}, {"dwo", &dwo},
-            {"dbq", &dbq}, {"dbk", &dbk},
-            {"dbv", &dbv}, {"dbo", &dbo}};
-  }
-};
+using Layer = test::MhaBackwardLayer;
+using Grads = test::MhaGradBuffers;
 
 // A traced forward, then the backward from its weights or (keep_weights false) recomputing
 // them, both on pool.
