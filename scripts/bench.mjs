@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { caseIdsOf, parseArgs } from './bench/args.mjs';
 import { measureReadBandwidth } from './bench/bandwidth.mjs';
 import { compareRows } from './bench/compare.mjs';
+import { emptyResults } from './bench/results.mjs';
 import { runKernels } from './bench/kernels.mjs';
 import { measureLong } from './bench/longseq.mjs';
 import { machineInfo } from './bench/machine.mjs';
@@ -62,21 +63,7 @@ if (options.browser) {
   finish(results, 'results-browser');
 }
 
-const results = {
-  startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-  options,
-  machine: machineInfo(),
-  notes: [],
-  peers: {},
-  peak: null,
-  bandwidth: null,
-  rows: [],
-  startup: null,
-  firstCall: null,
-  sizes: null,
-  long: null,
-  targets: [],
-};
+const results = emptyResults(options, machineInfo());
 const { machine } = results;
 if (machine.loadAverage[0] > 0.25 * machine.cores) {
   results.notes.push(

@@ -20,6 +20,7 @@ import { describeHead } from '../web/page/model/head_stats.js';
 import { packTensors } from '../web/page/model/weights.js';
 import { createAdam } from '../web/page/model/adam.js';
 import {
+  classCounts,
   createModel,
   evaluate,
   isWord,
@@ -67,13 +68,7 @@ const V = vocab.length,
   { n } = CONFIG;
 const trainIds = train.map((doc) => toIds(doc, vocab));
 const heldIds = heldOut.map((doc) => toIds(doc, vocab));
-const counts = new Float64Array(V);
-let total = 0;
-for (const ids of trainIds)
-  for (const c of ids) {
-    ++counts[c];
-    ++total;
-  }
+const { counts, total } = classCounts(trainIds, V);
 const byCount = [...counts.keys()].sort((a, b) => counts[b] - counts[a] || a - b);
 const baseline = byCount.slice(0, 10);
 const wordBaseline = byCount.filter((c) => isWord(vocab[c])).slice(0, 10);

@@ -6,6 +6,7 @@
 import { compareRows } from '/bench-src/compare.mjs';
 import { GROUPS, failedRows } from '/bench-src/groups.mjs';
 import { peerNotes } from '/bench-src/notes.mjs';
+import { emptyResults } from '/bench-src/results.mjs';
 import { measureOneThread, peakRecord, probeModule } from '/bench-src/peak_probe.mjs';
 import { checkTargets } from '/bench-src/targets.mjs';
 
@@ -81,26 +82,16 @@ async function browserName() {
 export async function runBench({ quick = true, caseIds, log = () => {} }) {
   const started = performance.now();
   const cores = navigator.hardwareConcurrency || 1;
-  const results = {
-    startedAt: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-    options: { quick, browser: true, cases: caseIds },
-    machine: {
+  const results = emptyResults(
+    { quick, browser: true, cases: caseIds },
+    {
       browser: await browserName(),
       userAgent: navigator.userAgent,
       cpuModel: null, // a page cannot see it
       cores,
       crossOriginIsolated: globalThis.crossOriginIsolated === true,
     },
-    notes: [],
-    peers: {},
-    peak: null,
-    rows: [],
-    startup: null,
-    firstCall: null,
-    sizes: null,
-    long: null,
-    targets: [],
-  };
+  );
   if (!results.machine.crossOriginIsolated)
     results.notes.push('the page is not cross-origin isolated: every library runs one thread');
   const peersOk = await peersServed();

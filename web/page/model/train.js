@@ -38,6 +38,19 @@ export function toIds(doc, vocab) {
   return Int32Array.from(doc, (w) => id.get(w) ?? unk);
 }
 
+// idDocs (class ids per document), V -> { counts (V) of each class, total }: what the output
+// layer's starting bias (the unigram distribution) and the baselines are made from
+export function classCounts(idDocs, V) {
+  const counts = new Float64Array(V);
+  let total = 0;
+  for (const ids of idDocs)
+    for (const c of ids) {
+      ++counts[c];
+      ++total;
+    }
+  return { counts, total };
+}
+
 // Training windows of n+1 tokens: a document chosen in proportion to its length, then a start in
 // it, both from next() (uniform in [0,1)). -> () => { words (n+1 norms), ids (n+1) }
 export function windowSampler(docs, idDocs, n, next) {

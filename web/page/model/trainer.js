@@ -17,7 +17,7 @@
 import { random } from '../../lib/init.js';
 import { createAdam } from './adam.js';
 import { forwardLayers } from './lm.js';
-import { createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from './train.js';
+import { classCounts, createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from './train.js';
 
 export function createTrainer(
   attn,
@@ -40,13 +40,7 @@ export function createTrainer(
   const V = vocab.length,
     d = emb.dim;
   const idDocs = docs.map((doc) => toIds(doc, vocab));
-  const counts = new Float64Array(V);
-  let tokens = 0;
-  for (const ids of idDocs)
-    for (const c of ids) {
-      ++counts[c];
-      ++tokens;
-    }
+  const { counts, total: tokens } = classCounts(idDocs, V);
   const sample = windowSampler(docs, idDocs, n, random(seed)); // RangeError when the text is too short
   const model = createModel(attn, {
     d,
