@@ -10,8 +10,8 @@
 // work) run on the package's matmul: the model keeps `attn` for that.
 //
 //   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, tensors }) -> { attn, p, layers }
-//   trainStep(model, emb, vocab, batch, adam, lr, { attnLr }) -> loss; attnLr scales the
-//     attention layers' learning rate (their step() gets lr·attnLr)
+//   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, timings }) -> loss; attnLr scales the
+//     attention layers' learning rate (their step() gets lr·attnLr); timings: ms by part, below
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   evaluate(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
 import { sinusoidalPositions } from '../embeddings.js';
@@ -156,18 +156,37 @@ function headBackward(attn, p, words, h, z, dlogits, T, d, V) {
   };
 }
 
+// timings (optional): an object trainStep adds each part's milliseconds to (scripts/train/
+// profile_step.mjs): words, layersForward, headForward, crossEntropy, headBackward,
+// layersBackward (with their Adam directions and step()), headAdam. -> lap(part)
+function stopwatch(timings) {
+  if (!timings) return () => {};
+  let t = performance.now();
+  return (part) => {
+    const now = performance.now();
+    timings[part] = (timings[part] ?? 0) + now - t;
+    t = now;
+  };
+}
+
 // One step on a batch: forward, loss, backward, Adam directions, step(). Returns the loss.
-export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1 } = {}) {
+export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timings = null } = {}) {
+  const lap = stopwatch(timings);
   const { layers, p } = model;
   const [B, n, d] = batch.x.shape;
   const T = B * n,
     V = vocab.length;
   const words = outputWords(emb, vocab, p.unk, p.wdelta);
+  lap('words');
   const { hs } = forwardLayers(layers, batch.x);
   const h = hs[hs.length - 1];
+  lap('layersForward');
   const { z, logits } = headForward(model.attn, p, words, h, T, d, V);
+  lap('headForward');
   const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V);
+  lap('crossEntropy');
   const g = headBackward(model.attn, p, words, h, z, dlogits, T, d, V);
+  lap('headBackward');
   adam.tick();
   // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx
   let dh = g.dh;
@@ -182,6 +201,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1 } = {
     layers[L].step(dirs, lr * attnLr);
     dh = next;
   }
+  lap('layersBackward');
   for (const [name, grad] of [
     ['wout', g.dwout],
     ['bout', g.dbout],
@@ -190,6 +210,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1 } = {
     const dir = adam.direction(name, grad);
     for (let i = 0; i < dir.length; ++i) p[name][i] -= lr * dir[i];
   }
+  lap('headAdam');
   return loss;
 }
 

@@ -10,8 +10,9 @@
 //     warmup  steps over which the learning rate rises linearly to the one asked for
 //     outputDelta, attnLr  as train_model.mjs (learned output-vector corrections; the attention
 //             layers' learning-rate factor)
-//   -> { step(lr) -> loss of the batch before the step, heads(norms) -> { n, weights }, steps,
-//        tokens, dispose() }
+//   -> { step(lr, timings) -> loss of the batch before the step, heads(norms) -> { n, weights },
+//        steps, tokens, dispose() }
+//   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
 //   heads(norms): the sentence's X (n,d) = E + P as the trainer builds it, then both layers with
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 import { random } from '../../lib/init.js';
@@ -59,10 +60,12 @@ export function createTrainer(
       return steps;
     },
     tokens,
-    step(lr) {
+    step(lr, timings = null) {
+      const t = timings ? performance.now() : 0;
       const b = makeBatch(Array.from({ length: batch }, sample), n, d, vec, positionScale);
+      if (timings) timings.batch = (timings.batch ?? 0) + performance.now() - t;
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
-      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr });
+      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr, timings });
       ++steps;
       return loss;
     },

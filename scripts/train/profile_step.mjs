@@ -1,0 +1,71 @@
+// npm run train-model:profile: where a training step's time goes, for the page's live training
+// (one thread, batches of 8, as train_worker.js) and for `npm run train-model` (threads 'auto',
+// batches of 16), both on the page's training excerpt with the shipped model's settings.
+// Prints ms per step by part (train.js' trainStep timings, plus makeBatch), steps/s, and a hash
+// of the losses: the same hash before and after a change means bitwise the same training.
+// Environment: PROFILE_STEPS (timed steps per setting, default 60; 5 more untimed first).
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createAttention } from '../../web/lib/index.js';
+import { parseEmbeddings } from '../../web/page/embeddings.js';
+import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
+import { createTrainer } from '../../web/page/model/trainer.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const data = path.join(ROOT, 'web/page/data');
+const STEPS = Number(process.env.PROFILE_STEPS ?? 60);
+const SETTINGS = [
+  { name: 'page (Worker): 1 thread, batch 8', threads: 1, batch: 8 },
+  { name: 'train-model: threads auto, batch 16', threads: 'auto', batch: 16 },
+];
+
+const emb = parseEmbeddings(
+  fs.readFileSync(path.join(data, 'embeddings-100d.bin')),
+  fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
+);
+const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model/manifest.json'), 'utf8'));
+const vocab = fs
+  .readFileSync(path.join(data, 'model/vocab.txt'), 'utf8')
+  .split('\n')
+  .filter((w) => w !== '');
+const docs = tokenizeDocs(splitAddresses(fs.readFileSync(path.join(data, 'corpus/sotu-excerpt.txt'), 'utf8')), emb);
+
+// FNV-1a over the losses' float64 bytes
+function hashLosses(losses) {
+  const bytes = new Uint8Array(Float64Array.from(losses).buffer);
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
+}
+
+for (const { name, threads, batch } of SETTINGS) {
+  const attn = await createAttention({ threads });
+  const m = manifest.model;
+  const trainer = createTrainer(attn, {
+    emb,
+    vocab,
+    docs,
+    batch,
+    n: m.n,
+    heads: m.heads,
+    layers: m.layers,
+    positionScale: m.positionScale,
+    outputDelta: true,
+    attnLr: manifest.training.attnLr,
+  });
+  const losses = [];
+  for (let i = 0; i < 5; ++i) losses.push(trainer.step(manifest.training.lr));
+  const timings = {};
+  const t0 = performance.now();
+  for (let i = 0; i < STEPS; ++i) losses.push(trainer.step(manifest.training.lr, timings));
+  const total = performance.now() - t0;
+  console.log(`${name}: ${(total / STEPS).toFixed(1)} ms per step, ${((1000 * STEPS) / total).toFixed(2)} steps/s`);
+  const parts = Object.entries(timings).sort((a, b) => b[1] - a[1]);
+  const counted = parts.reduce((a, [, ms]) => a + ms, 0);
+  for (const [part, ms] of [...parts, ['(other)', total - counted]])
+    console.log(`  ${(ms / STEPS).toFixed(2).padStart(7)} ms  ${part}`);
+  console.log(`  losses ${losses.length}, hash ${hashLosses(losses)}, last ${losses.at(-1)}`);
+  trainer.dispose();
+  attn.dispose();
+}
