@@ -18,6 +18,7 @@ const STEPS = Number(process.env.PROFILE_STEPS ?? 60);
 const SETTINGS = [
   { name: 'page (Worker): 1 thread, batch 8', threads: 1, batch: 8 },
   { name: 'train-model: threads auto, batch 16', threads: 'auto', batch: 16 },
+  { name: 'train-model batch 16 on 1 thread', threads: 1, batch: 16 },
 ];
 
 const emb = parseEmbeddings(

@@ -69,9 +69,12 @@ export function windowSampler(docs, idDocs, n, next) {
 
 // windows [{ words (n+1 norms), ids (n+1) }] -> { x (B,n,d) tensor, targets (B·n) };
 // X = E + P with P = positionScale × the sinusoidal positions (as the page's input.js builds it)
+const positions = new Map(); // `${n},${d},${positionScale}` -> P (n,d), made once
 export function makeBatch(windows, n, d, vec, positionScale) {
   const B = windows.length;
-  const P = sinusoidalPositions(n, d).map((v) => v * positionScale);
+  const key = `${n},${d},${positionScale}`;
+  let P = positions.get(key);
+  if (!P) positions.set(key, (P = sinusoidalPositions(n, d).map((v) => v * positionScale)));
   const x = new Float32Array(B * n * d);
   const targets = new Int32Array(B * n);
   windows.forEach(({ words, ids }, b) => {
@@ -156,6 +159,26 @@ function headBackward(attn, p, words, h, z, dlogits, T, d, V) {
   };
 }
 
+// lm.js' outputWords(emb, vocab, p.unk, p.wdelta) for a step, the same floats: the vocabulary's
+// vectors looked up once per model, then each step the unk row and the corrections wdelta into
+// one buffer per model (a step's products copy it into wasm; nothing holds it past the step).
+const scratch = new WeakMap(); // model -> { vectors (V,d) with a zero unk row, words (V,d) }
+function stepWords(model, emb, vocab) {
+  const { p } = model;
+  let s = scratch.get(model);
+  if (!s) {
+    const vectors = outputWords(emb, vocab, new Float32Array(emb.dim));
+    scratch.set(model, (s = { vectors, words: new Float32Array(vectors.length) }));
+  }
+  const { vectors, words } = s;
+  const u = vectors.length - emb.dim;
+  words.set(vectors.subarray(0, u));
+  words.set(p.unk, u);
+  const delta = p.wdelta;
+  if (delta) for (let i = 0; i < words.length; ++i) words[i] += delta[i];
+  return words;
+}
+
 // timings (optional): an object trainStep adds each part's milliseconds to (scripts/train/
 // profile_step.mjs): words, layersForward, headForward, crossEntropy, headBackward,
 // layersBackward (with their Adam directions and step()), headAdam. -> lap(part)
@@ -176,7 +199,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
   const [B, n, d] = batch.x.shape;
   const T = B * n,
     V = vocab.length;
-  const words = outputWords(emb, vocab, p.unk, p.wdelta);
+  const words = stepWords(model, emb, vocab);
   lap('words');
   const { hs } = forwardLayers(layers, batch.x);
   const h = hs[hs.length - 1];
@@ -207,8 +230,9 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
     ['bout', g.dbout],
     p.wdelta ? ['wdelta', g.dwdelta] : ['unk', g.dunk],
   ]) {
-    const dir = adam.direction(name, grad);
-    for (let i = 0; i < dir.length; ++i) p[name][i] -= lr * dir[i];
+    const dir = adam.direction(name, grad),
+      w = p[name];
+    for (let i = 0; i < dir.length; ++i) w[i] -= lr * dir[i];
   }
   lap('headAdam');
   return loss;
