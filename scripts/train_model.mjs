@@ -15,22 +15,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAttention } from '../web/lib/index.js';
 import { random } from '../web/lib/init.js';
-import { parseEmbeddings } from '../web/page/embeddings.js';
 import { describeHead } from '../web/page/model/head_stats.js';
 import { packTensors } from '../web/page/model/weights.js';
 import { createAdam } from '../web/page/model/adam.js';
-import {
-  classCounts,
-  createModel,
-  evaluate,
-  isWord,
-  makeBatch,
-  trainStep,
-  vectorCache,
-  windowSampler,
-  windowsOf,
-} from '../web/page/model/train.js';
-import { buildVocab, CORPUS, corpusVersion, loadCorpus, toIds } from './train/corpus.mjs';
+import { createModel, evaluate, makeBatch, trainStep, vectorCache, windowSampler } from '../web/page/model/train.js';
+import { CORPUS, corpusVersion } from './train/corpus.mjs';
+import { loadTrainingData } from './train/data.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = process.env.TRAIN_OUT ? path.resolve(process.env.TRAIN_OUT) : path.join(ROOT, 'web/page/data/model');
@@ -56,22 +46,11 @@ if (process.env.TRAIN_STEPS) CONFIG.steps = Number(process.env.TRAIN_STEPS);
 const t0 = performance.now();
 const log = (msg) => console.log(`[${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${msg}`);
 
-const dataDir = path.join(ROOT, 'web/page/data');
-const emb = parseEmbeddings(
-  fs.readFileSync(path.join(dataDir, 'embeddings-100d.bin')),
-  fs.readFileSync(path.join(dataDir, 'embeddings-vocab.txt'), 'utf8'),
-);
-const { train, heldOut, files } = loadCorpus(emb);
-const vocab = buildVocab(train, emb, CONFIG.vocab);
+const { emb, files, train, heldOut, vocab, trainIds, heldIds, counts, total, baseline, wordBaseline, held } =
+  loadTrainingData(CONFIG);
 const V = vocab.length,
   d = emb.dim,
   { n } = CONFIG;
-const trainIds = train.map((doc) => toIds(doc, vocab));
-const heldIds = heldOut.map((doc) => toIds(doc, vocab));
-const { counts, total } = classCounts(trainIds, V);
-const byCount = [...counts.keys()].sort((a, b) => counts[b] - counts[a] || a - b);
-const baseline = byCount.slice(0, 10);
-const wordBaseline = byCount.filter((c) => isWord(vocab[c])).slice(0, 10);
 log(
   `${files.length} addresses: ${total} training tokens in ${train.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldOut.length}; ${V} classes`,
 );
@@ -89,7 +68,6 @@ const model = createModel(attn, {
 const adam = createAdam();
 const next = random(CONFIG.seed);
 const vec = vectorCache(emb);
-const held = windowsOf(heldOut, heldIds, n, CONFIG.heldOutWindows);
 
 // Training windows: a document chosen in proportion to its length, then a start in it.
 const sample = windowSampler(train, trainIds, n, next);

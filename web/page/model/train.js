@@ -13,7 +13,7 @@
 //   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, timings }) -> loss; attnLr scales the
 //     attention layers' learning rate (their step() gets lr·attnLr); timings: ms by part, below
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
-//   evaluate(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
+//   evaluate(...), accuracyTally(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
 import { sinusoidalPositions } from '../embeddings.js';
 import { headStats } from './head_stats.js';
 import { layerWeights } from './weights.js';
@@ -238,26 +238,71 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
   return loss;
 }
 
-// Held-out figures over `windows` (batches of B), over every position and over word positions:
-//   all positions: loss, top1, top10 of the model, and baselineTop1/baselineTop10 of always
+// Next-token accuracy over targets y, given each prediction's classes best first (at least 10):
+//   all positions: top1, top10 of the predictions, and baselineTop1/baselineTop10 of always
 //     guessing `baseline` (the 10 most frequent classes in training, "<unk>" and punctuation too);
 //   word positions (targets that are words of the vocabulary: isWord, so not punctuation, not
-//     "<unk>"): wordTokens, wordTop1, wordTop10 of the same predictions over all V classes, and
+//     "<unk>"): wordTokens, wordTop1, wordTop10 of the same predictions (over all classes), and
 //     baselineWordTop1/baselineWordTop10 of always guessing `wordBaseline` (the 10 most frequent
-//     words in training);
-//   heads: per-head stats (head_stats.js).
+//     words in training).
+// The one definition for evaluate() and the count models of scripts/train/ceilings.mjs.
+//   accuracyTally(vocab, baseline, wordBaseline) -> { add(best, y), result() -> figures above }
+export function accuracyTally(vocab, baseline, wordBaseline) {
+  const V = vocab.length;
+  const word = vocab.map((w, c) => c < V - 1 && isWord(w));
+  const guess = new Set(baseline),
+    wordGuess = new Set(wordBaseline);
+  const sum = { top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
+  const words = { top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
+  return {
+    add(best, y) {
+      const hit1 = best[0] === y;
+      let hit10 = false;
+      for (let i = 0; i < 10; ++i) hit10 ||= best[i] === y;
+      sum.top1 += hit1;
+      sum.top10 += hit10;
+      sum.base1 += baseline[0] === y;
+      sum.base10 += guess.has(y);
+      ++sum.count;
+      if (word[y]) {
+        words.top1 += hit1;
+        words.top10 += hit10;
+        words.base1 += wordBaseline[0] === y;
+        words.base10 += wordGuess.has(y);
+        ++words.count;
+      }
+    },
+    result() {
+      const c = sum.count,
+        w = words.count;
+      return {
+        tokens: c,
+        top1: sum.top1 / c,
+        top10: sum.top10 / c,
+        baselineTop1: sum.base1 / c,
+        baselineTop10: sum.base10 / c,
+        wordTokens: w,
+        wordTop1: words.top1 / w,
+        wordTop10: words.top10 / w,
+        baselineWordTop1: words.base1 / w,
+        baselineWordTop10: words.base10 / w,
+      };
+    },
+  };
+}
+
+// Held-out figures over `windows` (batches of B): loss over every position, accuracyTally's
+// figures of the model's top 10 classes, and heads: per-head stats (head_stats.js).
 export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, wordBaseline, positionScale }) {
   const { layers, p, attn } = model;
   const d = emb.dim,
     V = vocab.length;
   const words = outputWords(emb, vocab, p.unk, p.wdelta);
   const vec = vectorCache(emb);
-  const word = vocab.map((w, c) => c < V - 1 && isWord(w));
-  const guess = new Set(baseline),
-    wordGuess = new Set(wordBaseline);
+  const tally = accuracyTally(vocab, baseline, wordBaseline);
   const perHead = layers.map((l) => Array.from({ length: l.config.heads }, () => []));
-  const sum = { loss: 0, top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
-  const words_ = { top1: 0, top10: 0, base1: 0, base10: 0, count: 0 };
+  let loss = 0,
+    count = 0;
   for (let s = 0; s < windows.length; s += B) {
     const batch = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
     const [b] = batch.x.shape;
@@ -265,45 +310,24 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, word
     const { hs, traces } = forwardLayers(layers, batch.x, { trace: true });
     const h = hs[hs.length - 1];
     const { logits } = attn ? headForward(attn, p, words, h, T, d, V) : forwardHead(p, words, h, T, d, V);
-    sum.loss += crossEntropy(logits, batch.targets, T, V).loss * T;
-    for (let t = 0; t < T; ++t) {
-      const best = topK(logits, t * V, V, 10).map((e) => e.c);
-      const y = batch.targets[t];
-      const hit1 = best[0] === y,
-        hit10 = best.includes(y);
-      sum.top1 += hit1;
-      sum.top10 += hit10;
-      sum.base1 += baseline[0] === y;
-      sum.base10 += guess.has(y);
-      ++sum.count;
-      if (word[y]) {
-        words_.top1 += hit1;
-        words_.top10 += hit10;
-        words_.base1 += wordBaseline[0] === y;
-        words_.base10 += wordGuess.has(y);
-        ++words_.count;
-      }
-    }
+    loss += crossEntropy(logits, batch.targets, T, V).loss * T;
+    count += T;
+    for (let t = 0; t < T; ++t)
+      tally.add(
+        topK(logits, t * V, V, 10).map((e) => e.c),
+        batch.targets[t],
+      );
     traces.forEach((heads, L) =>
       heads.forEach((hd, h) => {
         for (let k = 0; k < b; ++k) perHead[L][h].push(hd.weights.data.subarray(k * n * n, (k + 1) * n * n));
       }),
     );
   }
-  const c = sum.count,
-    w = words_.count;
+  const { tokens, ...figures } = tally.result();
   return {
-    tokens: c,
-    loss: sum.loss / c,
-    top1: sum.top1 / c,
-    top10: sum.top10 / c,
-    baselineTop1: sum.base1 / c,
-    baselineTop10: sum.base10 / c,
-    wordTokens: w,
-    wordTop1: words_.top1 / w,
-    wordTop10: words_.top10 / w,
-    baselineWordTop1: words_.base1 / w,
-    baselineWordTop10: words_.base10 / w,
+    tokens,
+    loss: loss / count,
+    ...figures,
     heads: perHead.flatMap((hl, L) => hl.map((list, h) => ({ layer: L, head: h, ...headStats(list, n) }))),
   };
 }
