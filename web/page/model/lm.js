@@ -75,21 +75,23 @@ export function forwardHead(p, words, h, T, d, V) {
 }
 
 // logits (T,V), targets (T) -> { loss (mean), dlogits (T,V) = (softmax − onehot)/T }; softmax
-// as max, exp-minus-max with sum, scale.
-export function crossEntropy(logits, targets, T, V) {
-  const dlogits = new Float32Array(T * V);
+// as max, exp-minus-max with sum, scale. dlogits: a new array, or `out` (logits itself may be
+// given: a training step needs no logits after this).
+export function crossEntropy(logits, targets, T, V, out = null) {
+  const dlogits = out ?? new Float32Array(T * V);
   let loss = 0;
   for (let t = 0; t < T; ++t) {
     const o = t * V;
     let max = -Infinity;
     for (let c = 0; c < V; ++c) if (logits[o + c] > max) max = logits[o + c];
+    const target = logits[o + targets[t]];
     let sum = 0;
     for (let c = 0; c < V; ++c) {
       const e = Math.exp(logits[o + c] - max);
       dlogits[o + c] = e;
       sum += e;
     }
-    loss += Math.log(sum) + max - logits[o + targets[t]];
+    loss += Math.log(sum) + max - target;
     for (let c = 0; c < V; ++c) dlogits[o + c] /= sum * T;
     dlogits[o + targets[t]] -= 1 / T;
   }

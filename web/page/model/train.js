@@ -206,7 +206,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
   lap('layersForward');
   const { z, logits } = headForward(model.attn, p, words, h, T, d, V);
   lap('headForward');
-  const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V);
+  const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V, logits); // in place
   lap('crossEntropy');
   const g = headBackward(model.attn, p, words, h, z, dlogits, T, d, V);
   lap('headBackward');
