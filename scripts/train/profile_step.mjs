@@ -1,8 +1,9 @@
 // npm run train-model:profile: where a training step's time goes, for the page's live training
 // (one thread, batches of 8, as train_worker.js) and for `npm run train-model` (threads 'auto',
 // batches of 16), both on the page's training excerpt with the shipped model's settings.
-// Prints ms per step by part (train.js' trainStep timings, plus makeBatch), steps/s, and a hash
-// of the losses: the same hash before and after a change means bitwise the same training.
+// Prints the median ms per step and by part (train.js' trainStep timings, plus makeBatch), steps/s
+// from the median step, and a hash of the losses: the same hash before and after a change means
+// bitwise the same training.
 // Environment: PROFILE_STEPS (timed steps per setting, default 60; 5 more untimed first).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -57,15 +58,26 @@ for (const { name, threads, batch } of SETTINGS) {
   });
   const losses = [];
   for (let i = 0; i < 5; ++i) losses.push(trainer.step(manifest.training.lr));
-  const timings = {};
-  const t0 = performance.now();
-  for (let i = 0; i < STEPS; ++i) losses.push(trainer.step(manifest.training.lr, timings));
-  const total = performance.now() - t0;
-  console.log(`${name}: ${(total / STEPS).toFixed(1)} ms per step, ${((1000 * STEPS) / total).toFixed(2)} steps/s`);
-  const parts = Object.entries(timings).sort((a, b) => b[1] - a[1]);
-  const counted = parts.reduce((a, [, ms]) => a + ms, 0);
-  for (const [part, ms] of [...parts, ['(other)', total - counted]])
-    console.log(`  ${(ms / STEPS).toFixed(2).padStart(7)} ms  ${part}`);
+  // per step: its parts' ms; the medians stand up to the other work of a shared machine
+  const samples = [];
+  for (let i = 0; i < STEPS; ++i) {
+    const timings = {};
+    const t = performance.now();
+    losses.push(trainer.step(manifest.training.lr, timings));
+    timings.step = performance.now() - t;
+    samples.push(timings);
+  }
+  const median = (part) => {
+    const xs = samples.map((x) => x[part] ?? 0).sort((a, b) => a - b);
+    return (xs[(xs.length - 1) >> 1] + xs[xs.length >> 1]) / 2;
+  };
+  const step = median('step');
+  console.log(`${name}: median ${step.toFixed(1)} ms per step, ${(1000 / step).toFixed(2)} steps/s`);
+  const parts = Object.keys(samples[0])
+    .filter((k) => k !== 'step')
+    .map((k) => [k, median(k)])
+    .sort((a, b) => b[1] - a[1]);
+  for (const [part, ms] of parts) console.log(`  ${ms.toFixed(2).padStart(7)} ms  ${part}`);
   console.log(`  losses ${losses.length}, hash ${hashLosses(losses)}, last ${losses.at(-1)}`);
   trainer.dispose();
   attn.dispose();
