@@ -39,6 +39,7 @@ export const CONFIG = {
   warmup: 50,
   evalEvery: 500,
   heldOutWindows: 400,
+  threads: 'auto', // the package's threads: the same weights with any number
   ...JSON.parse(process.env.TRAIN_CONFIG ?? '{}'),
 };
 if (process.env.TRAIN_STEPS) CONFIG.steps = Number(process.env.TRAIN_STEPS);
@@ -55,7 +56,7 @@ log(
   `${files.length} addresses: ${total} training tokens in ${train.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldOut.length}; ${V} classes`,
 );
 
-const attn = await createAttention();
+const attn = await createAttention({ threads: CONFIG.threads });
 const model = createModel(attn, {
   d,
   heads: CONFIG.heads,
@@ -174,6 +175,14 @@ const manifest = {
   heads: ev.heads,
   tensors,
 };
+// the count models' figures (npm run train-model:ceilings) depend on the split, classes, n and
+// windows only: kept from the manifest this run replaces where those are the same
+const previousFile = path.join(OUT, 'manifest.json');
+if (fs.existsSync(previousFile)) {
+  const previous = JSON.parse(fs.readFileSync(previousFile, 'utf8'));
+  const same = (m) => [m.corpus.version, m.model.classes, m.model.n, m.heldOut.windows].join();
+  if (previous.ceilings && same(previous) === same(manifest)) manifest.ceilings = previous.ceilings;
+}
 fs.mkdirSync(OUT, { recursive: true });
 fs.writeFileSync(path.join(OUT, 'model.bin'), bin);
 fs.writeFileSync(path.join(OUT, 'vocab.txt'), `${vocab.join('\n')}\n`);
