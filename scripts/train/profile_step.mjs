@@ -3,7 +3,8 @@
 // batches of 16), both on the page's training excerpt with the shipped model's settings.
 // Prints the median ms per step and by part (train.js' trainStep timings, plus makeBatch), steps/s
 // from the median step, and a hash of the losses: the same hash before and after a change means
-// bitwise the same training.
+// bitwise the same training. CPU ms per step (process.cpuUsage, every thread of the process)
+// changes less than the wall clock with the machine's other work.
 // Environment: PROFILE_STEPS (timed steps per setting, default 60; 5 more untimed first).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -60,6 +61,7 @@ for (const { name, threads, batch } of SETTINGS) {
   for (let i = 0; i < 5; ++i) losses.push(trainer.step(manifest.training.lr));
   // per step: its parts' ms; the medians stand up to the other work of a shared machine
   const samples = [];
+  const cpu0 = process.cpuUsage();
   for (let i = 0; i < STEPS; ++i) {
     const timings = {};
     const t = performance.now();
@@ -67,12 +69,16 @@ for (const { name, threads, batch } of SETTINGS) {
     timings.step = performance.now() - t;
     samples.push(timings);
   }
+  const { user, system } = process.cpuUsage(cpu0);
+  const cpu = (user + system) / 1000 / STEPS;
   const median = (part) => {
     const xs = samples.map((x) => x[part] ?? 0).sort((a, b) => a - b);
     return (xs[(xs.length - 1) >> 1] + xs[xs.length >> 1]) / 2;
   };
   const step = median('step');
-  console.log(`${name}: median ${step.toFixed(1)} ms per step, ${(1000 / step).toFixed(2)} steps/s`);
+  console.log(
+    `${name}: median ${step.toFixed(1)} ms per step, ${(1000 / step).toFixed(2)} steps/s; CPU ${cpu.toFixed(1)} ms per step (all threads)`,
+  );
   const parts = Object.keys(samples[0])
     .filter((k) => k !== 'step')
     .map((k) => [k, median(k)])
