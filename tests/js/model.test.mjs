@@ -33,7 +33,8 @@ const emb = parseEmbeddings(
 );
 
 // The issue asks for twice the baseline's word top-10. Not met: the shipped model reaches 1.29×
-// (the previous one 1.23×; a count-based bigram table 1.40×), see the README. This holds the
+// (the previous one 1.23×); the best count models on the same windows (Kneser-Ney, manifest
+// `ceilings`, npm run train-model:ceilings) about 1.55×, see the README. This holds the
 // shipped model to what it reaches.
 const TOP10_RATIO = 1.25;
 
@@ -130,6 +131,22 @@ describe('trained page model', () => {
     assert.ok(wordTop10 >= TOP10_RATIO * baselineWordTop10, `top-10 ${wordTop10} vs ${baselineWordTop10}`);
     assert.ok(wordTop1 >= 1.1 * baselineWordTop1, `top-1 ${wordTop1} vs ${baselineWordTop1}`);
     assert.ok(loss < Math.log(vocab.length) - 1, `loss ${loss}`);
+  });
+
+  test("the ceilings are count models' figures on the same windows and the same baseline", () => {
+    // written by npm run train-model:ceilings; its unigram row is the manifest's baseline
+    const { ceilings } = manifest;
+    const r = ceilings.heldOut;
+    assert.equal(r.windows, manifest.heldOut.windows);
+    assert.equal(r.wordTokens, measured.wordTokens);
+    assert.ok(Math.abs(r.unigram.top10 - measured.baselineWordTop10) < 1e-12);
+    assert.ok(Math.abs(r.unigram.top1 - measured.baselineWordTop1) < 1e-12);
+    for (const k of ['2-gram', '3-gram', '4-gram', '5-gram']) {
+      assert.ok(Math.abs(r[k].top10Ratio - r[k].top10 / r.unigram.top10) < 1e-12, k);
+      assert.ok(r[k].top10 > r.unigram.top10 && r[k].top10 < 1 && r[k].top1 <= r[k].top10, k);
+    }
+    // more context helps a count model up to 3 tokens on this text
+    assert.ok(r['2-gram'].loss > r['3-gram'].loss && r['3-gram'].loss > r['4-gram'].loss);
   });
 
   test('one head puts at least half of its weight on the previous word', () => {
