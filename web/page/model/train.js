@@ -230,9 +230,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
     ['bout', g.dbout],
     p.wdelta ? ['wdelta', g.dwdelta] : ['unk', g.dunk],
   ]) {
-    const dir = adam.direction(name, grad),
-      w = p[name];
-    for (let i = 0; i < dir.length; ++i) w[i] -= lr * dir[i];
+    adam.update(name, grad, p[name], lr);
   }
   lap('headAdam');
   return loss;
