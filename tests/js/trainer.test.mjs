@@ -12,7 +12,11 @@ import { corpusDir } from '../../scripts/train/corpus.mjs';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
 import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
+import { createAdam } from '../../web/page/model/adam.js';
+import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../web/page/model/lm.js';
+import { createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from '../../web/page/model/train.js';
 import { createTrainer } from '../../web/page/model/trainer.js';
+import { random } from '../../web/lib/init.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -124,6 +128,38 @@ describe('live training', () => {
     const r = mean([random.step(lr), random.step(lr)]),
       t = mean([trained.step(lr), trained.step(lr)]);
     assert.ok(t < r - 0.2, `trained ${t}, random ${r}`);
+  });
+
+  test("a step's loss is lm.js' plain forward with the current output vectors, step after step", () => {
+    // trainStep keeps the vocabulary's vectors per model and adds unk and wdelta each step; here
+    // the plain lm.js path (outputWords, forwardHead) from the model's weights before each step
+    const d = emb.dim,
+      V = vocab.length,
+      n = 12,
+      B = 2;
+    const model = createModel(attn, { d, heads: 4, layers: 2, tensors });
+    const adam = createAdam();
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const sample = windowSampler(
+      docs,
+      docs.map((doc) => toIds(doc, vocab)),
+      n,
+      random(3),
+    );
+    const vec = vectorCache(emb);
+    try {
+      for (let step = 0; step < 3; ++step) {
+        const batch = makeBatch(Array.from({ length: B }, sample), n, d, vec, manifest.model.positionScale);
+        const words = outputWords(emb, vocab, model.p.unk, model.p.wdelta);
+        const { hs } = forwardLayers(model.layers, batch.x);
+        const { logits } = forwardHead(model.p, words, hs.at(-1), B * n, d, V);
+        const expected = crossEntropy(logits, batch.targets, B * n, V).loss;
+        const loss = trainStep(model, emb, vocab, batch, adam, 1e-2, { attnLr: 3 });
+        assert.ok(Math.abs(loss - expected) < 1e-4, `step ${step + 1}: loss ${loss}, plain ${expected}`);
+      }
+    } finally {
+      for (const l of model.layers) l.dispose();
+    }
   });
 
   test('a text shorter than one window is a RangeError', () => {
