@@ -73,6 +73,9 @@ namespace {
 // Keys per packed run of a kv head when k and v come as tensors: the packed run is at most
 // 4 MiB (4096 keys of d_k + d_v = 256), so a long prefill needs no whole-head copy.
 constexpr size_t kPackedRunFloats = size_t(1) << 20;
+// Packed runs per pass of forward_rows: as many kv heads as 4 MiB of them hold (8 heads of
+// 512 keys at d_k = d_v = 64 take 2 MiB), at least one.
+constexpr size_t kPassFloats = size_t(1) << 20;
 // Query rows below which a call is a decode: the keys of each kv head are split into runs,
 // each a task with the group's query rows stacked (they share every key panel read), and the
 // runs' partial softmax states are combined in run order (split-K, "flash decoding").
@@ -128,7 +131,11 @@ void forward_traced(const HeadsShape& s, HeadTensor<const float> q, const KvSour
 // Blocks of query rows (n_q >= kDecodeRows), fused: each kv head's keys a packed run at a time
 // (the whole head from a cache; runs of at most kPackedRunFloats from tensors), the online
 // softmax state carried across runs in the output rows (the running Σ p·v) and a (max, sum)
-// per row. Beyond its inputs and output: one packed run and 2·group·n_q floats.
+// per row. The kv heads (b, g) go in passes of as many as kPassFloats of packed runs hold:
+// per pass and run, one parallel call packs the run of every head of the pass, one more runs
+// every row block of their query heads, so that the pool is called twice per pass rather
+// than twice per head, and the threads wait for each other once per pass. Beyond its inputs
+// and output: the packed runs of a pass and 2·group·n_q floats per kv head of a pass.
 void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
                   HeadTensor<float> out, float scale, const std::vector<ScoreMask>& masks,
                   ThreadPool* pool) {
@@ -137,43 +144,53 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
   const size_t run =
       src.packed ? s.n_k : std::max<size_t>(256, kPackedRunFloats / (s.d_k + s.d_v) / 256 * 256);
   const size_t runs = (s.n_k + run - 1) / run;
+  const size_t heads = checked_product({s.batch, s.kv_heads});  // kv heads (b, g), b·hkv + g
+  const size_t run_floats = src.packed ? 0 : packed_kv_floats(std::min(run, s.n_k), s.d_k, s.d_v);
+  const size_t pass = std::clamp<size_t>(kPassFloats / std::max<size_t>(run_floats, 1), 1, heads);
+  const size_t state_floats = 2 * group * s.n_q;  // per kv head: row_max, row_sum of its rows
+  float* state = thread_scratch(ScratchSlot::attention_partials, pass * state_floats);
+  float* buffer = src.packed ? nullptr : thread_scratch(ScratchSlot::packed_kv, pass * run_floats);
   const double flops = static_cast<double>(group) * s.n_q * s.n_k * (s.d_k + s.d_v);
-  float* state = thread_scratch(ScratchSlot::attention_partials, 2 * group * s.n_q);
-  float* buffer = src.packed ? nullptr
-                             : thread_scratch(ScratchSlot::packed_kv,
-                                              packed_kv_floats(std::min(run, s.n_k), s.d_k, s.d_v));
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t g = 0; g < s.kv_heads; ++g)
-      for (size_t c = 0; c < runs; ++c) {
-        const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
-        const PackedKV kv = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
-                                       : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
-                                                      const_head(src.v, b, g, s.n_k, s.d_v), k0,
-                                                      k1 - k0, buffer, pool_for(pool, flops));
-        // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row
-        // block row_blocks − 1 − t % row_blocks: the last rows first, which see the most keys
-        // under a causal mask, so that the threads end together
-        parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
-          const size_t hg = t / row_blocks, h = g * group + hg;
-          const size_t r0 = (row_blocks - 1 - t % row_blocks) * kAttentionRowBlock;
-          const size_t rows = std::min(s.n_q, r0 + kAttentionRowBlock) - r0;
-          const Matrix oh = head(out, b, h, s.n_q, s.d_v);
-          float* o = oh.data + r0 * oh.ld;
-          float* row_max = state + hg * s.n_q + r0;
-          float* row_sum = state + (group + hg) * s.n_q + r0;
-          if (c == 0) {
-            std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
-            std::fill(row_sum, row_sum + rows, 0.0f);
-            for (size_t r = 0; r < rows; ++r) std::fill(o + r * oh.ld, o + r * oh.ld + s.d_v, 0.0f);
-          }
-          const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
-          const OnlineRows rows_state{
-              qh.data + r0 * qh.ld,     qh.ld, o, oh.ld, row_max, row_sum, 1, rows, r0,
-              &masks[b * s.q_heads + h]};
-          attention_rows_online(rows_state, kv, k0, k1, scale);
-          if (c + 1 == runs) attention_online_finish(o, oh.ld, row_sum, rows, s.d_v, o, oh.ld);
-        });
-      }
+  std::vector<PackedKV> kv(pass);
+  for (size_t first = 0; first < heads; first += pass) {
+    const size_t count = std::min(pass, heads - first);
+    ThreadPool* threads = pool_for(pool, flops * static_cast<double>(count));
+    for (size_t c = 0; c < runs; ++c) {
+      const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
+      // for (i = 0; i < count; ++i) kv head first + i, keys [k0, k1): packed (or the cache's)
+      parallel_for(src.packed ? nullptr : threads, count, [&](size_t i) {
+        const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+        kv[i] = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                           : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
+                                          const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
+                                          buffer + i * run_floats, nullptr);
+      });
+      // for (t = 0; t < row_blocks·count·group; ++t) row block row_blocks − 1 − t / (count·group)
+      // of query head (t / group % count, t % group) of the pass: the last rows first, which
+      // see the most keys under a causal mask, so that the threads end together
+      parallel_for(threads, row_blocks * count * group, [&](size_t t) {
+        const size_t i = t / group % count, hg = t % group;
+        const size_t b = (first + i) / s.kv_heads, h = (first + i) % s.kv_heads * group + hg;
+        const size_t r0 = (row_blocks - 1 - t / (count * group)) * kAttentionRowBlock;
+        const size_t rows = std::min(s.n_q, r0 + kAttentionRowBlock) - r0;
+        const Matrix oh = head(out, b, h, s.n_q, s.d_v);
+        float* o = oh.data + r0 * oh.ld;
+        float* row_max = state + i * state_floats + hg * s.n_q + r0;
+        float* row_sum = state + i * state_floats + (group + hg) * s.n_q + r0;
+        if (c == 0) {
+          std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
+          std::fill(row_sum, row_sum + rows, 0.0f);
+          for (size_t r = 0; r < rows; ++r) std::fill(o + r * oh.ld, o + r * oh.ld + s.d_v, 0.0f);
+        }
+        const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
+        const OnlineRows rows_state{
+            qh.data + r0 * qh.ld,     qh.ld, o, oh.ld, row_max, row_sum, 1, rows, r0,
+            &masks[b * s.q_heads + h]};
+        attention_rows_online(rows_state, kv[i], k0, k1, scale);
+        if (c + 1 == runs) attention_online_finish(o, oh.ld, row_sum, rows, s.d_v, o, oh.ld);
+      });
+    }
+  }
 }
 
 // A few query rows (n_q < kDecodeRows): tasks (b, g, tile of the group's query heads, run of

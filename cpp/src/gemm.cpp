@@ -1,8 +1,9 @@
 // GEMM dispatch: packing, cache blocking, tails and threads around the 4x8 micro-kernel.
 //
 // op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
-// each task then owns a block of c (kMC rows x kNC columns) and, per kKC slice of k, packs its
-// rows of op(a) into kMR-row panels and runs the kernel over the block, b panels outer, a panels inner (BLIS
+// each task then owns kMC rows of c over a group of kNC-column blocks (every column, when m has
+// kMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into kMR-row panels
+// once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
 // order: one b panel stays in L1 while the a block streams from L2). Transposed operands
 // are handled by the packing, so all three forms run the same kernel. A task's result
 // depends only on its block, never on the thread running it.
@@ -110,6 +111,10 @@ void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float*
   });
 }
 
+// Tasks a product is split into, at least, where it has the rows for it: enough for a few
+// threads to share and end together.
+constexpr size_t kMinTasks = 8;
+
 void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
                    const float* packed_b, size_t packed_k, float* c, size_t ldc, bool accumulate,
                    ThreadPool* pool) {
@@ -121,16 +126,24 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
   }
   pool = pool_for(pool, static_cast<double>(m) * n * k);
 
+  // Tasks own whole rows of c blocks (kMC rows, every column) when there are rows enough for
+  // kMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
+  // row of c (a cache line at a block edge would go back and forth between two cores). With
+  // fewer row blocks, the columns are split in groups of blocks too.
   const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
-  // for (block = 0; block < row_blocks·col_blocks; ++block) its (MC,NC) tile of c
-  parallel_for(pool, row_blocks * col_blocks, [&](size_t t) {
-    const size_t i0 = t / col_blocks * kMC, j0 = t % col_blocks * kNC;
-    const size_t mc = std::min(kMC, m - i0), nc = std::min(kNC, n - j0);
+  const size_t groups = std::min(col_blocks, (kMinTasks + row_blocks - 1) / row_blocks);
+  const size_t group_blocks = (col_blocks + groups - 1) / groups;  // column blocks per group
+  const size_t col_groups = (col_blocks + group_blocks - 1) / group_blocks;
+  // for (t = 0; t < row_blocks·col_groups; ++t) rows [i0, i0+kMC) of c, column group t % col_groups
+  parallel_for(pool, row_blocks * col_groups, [&](size_t t) {
+    const size_t i0 = t / col_groups * kMC, mc = std::min(kMC, m - i0);
+    const size_t j_first = t % col_groups * group_blocks * kNC;
+    const size_t j_end = std::min(n, j_first + group_blocks * kNC);
     float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, kMR) * kKC);
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
       pack_a(ta, a, lda, m, i0, mc, p0, kc, packed_a);
-      for (size_t j = j0; j < j0 + nc; j += kNR) {
+      for (size_t j = j_first; j < j_end; j += kNR) {  // kNC divides into kNR panels
         const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
         const size_t nr = std::min(kNR, n - j);
         for (size_t i = i0; i < i0 + mc; i += kMR) {

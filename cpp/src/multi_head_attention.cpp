@@ -3,6 +3,7 @@
 // Backward: the same passes in reverse, the attention part attention_heads_backward (one task
 // per (sequence, kv head); dK and dV sum over every query of the sequence and of the group).
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,14 +110,15 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
                rows_k = checked_product({s.batch, s.n_k});
 
   const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
-  std::vector<float> workspace;
+  std::unique_ptr<float[]> workspace;  // not zeroed (serial time): every float is written first
   float *q, *k, *v, *concat;
   if (trace) {
     q = trace->q, k = trace->k, v = trace->v, concat = trace->concat;
   } else {
-    workspace.resize(checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, gk}),
-                                  checked_product({rows_k, gv}), checked_product({rows_q, hv})}));
-    q = workspace.data();
+    workspace.reset(
+        new float[checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, gk}),
+                               checked_product({rows_k, gv}), checked_product({rows_q, hv})})]);
+    q = workspace.get();
     k = q + rows_q * hk;
     v = k + rows_k * gk;
     concat = v + rows_k * gv;
@@ -165,10 +167,11 @@ void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float*
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
   const size_t gk = checked_product({s.kv(), s.d_k}), gv = checked_product({s.kv(), s.d_v});
   const size_t rows = checked_product({s.batch, s.n_q});
-  std::vector<float> workspace(
-      checked_sum({checked_product({rows, hk}), checked_product({rows, gk}),
-                   checked_product({rows, gv}), checked_product({rows, hv})}));
-  float* q = workspace.data();    // (batch·n_q, h·d_k)
+  // not zeroed (serial time): every float is written before it is read
+  const std::unique_ptr<float[]> workspace(
+      new float[checked_sum({checked_product({rows, hk}), checked_product({rows, gk}),
+                             checked_product({rows, gv}), checked_product({rows, hv})})]);
+  float* q = workspace.get();     // (batch·n_q, h·d_k)
   float* k = q + rows * hk;       // (batch·n_q, h_kv·d_k)
   float* v = k + rows * gk;       // (batch·n_q, h_kv·d_v)
   float* concat = v + rows * gv;  // (batch·n_q, h·d_v)

@@ -7,13 +7,19 @@
 // is forbidden (Emscripten turns it into a busy-wait and warns). It takes the mutex with
 // try_lock and waits for the workers by spinning on an atomic count; both waits are short.
 //
-// A worker that finished spins a little on the generation before it sleeps: attention makes
-// several calls back to back, and waking a sleeping thread (a futex, Atomics.notify in wasm)
-// costs tens of microseconds each time.
+// A worker that finished spins on the generation for kSpin before it sleeps. A multi-head
+// attention makes about ten calls, a GEMM two; between two of them the worker waits for the
+// caller's last task (up to a task's length, ~0.5 ms) and the serial code in between, and
+// waking a sleeping thread (a futex, Atomics.notify in wasm) costs from tens of microseconds
+// to, on a busy or virtual machine, milliseconds, which the caller waits out (busy). So the
+// spin outlasts a task: the workers stay awake through one library call and into the next
+// one a loop makes, and sleep kSpin after the last. (With a 30 µs spin, the threaded wasm
+// build's worker slept and was woken before nearly every call of a multi-head attention.)
 #include "wa/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -22,6 +28,9 @@
 #include <vector>
 
 namespace wa {
+
+// How long a worker that ran out of tasks spins before it sleeps (see the top of this file).
+constexpr std::chrono::microseconds kSpin{2000};
 
 struct ThreadPool::State {
   std::vector<std::thread> workers;
@@ -50,12 +59,17 @@ struct ThreadPool::State {
     }
   }
 
-  // Spins about 30 µs for a new generation; false if none came.
+  // Spins up to kSpin for a new generation (reading the clock every few hundred polls: it is
+  // a call into JS in wasm); false if none came.
   bool spin_for_work(uint64_t seen) const {
-    for (int i = 0; i < (1 << 14); ++i)
-      if (generation.load(std::memory_order_acquire) != seen ||
-          stop.load(std::memory_order_acquire))
-        return true;
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point until = Clock::now() + kSpin;
+    do {
+      for (int i = 0; i < 256; ++i)
+        if (generation.load(std::memory_order_acquire) != seen ||
+            stop.load(std::memory_order_acquire))
+          return true;
+    } while (Clock::now() < until);
     return false;
   }
 

@@ -158,6 +158,10 @@ std::vector<Case> cases() {
           true,
           100};
   cs.push_back(wc);
+  // 2100 keys of d 64 pack into ~1 MiB per kv head: the 4 kv heads go in passes of 3 and 1
+  // (attention_heads.cpp, kPassFloats)
+  Case passes{"kv heads in two passes, GQA, causal", 2, 4, 2, 33, 0, 2100, 64, 64, false, true};
+  cs.push_back(passes);
   Case kv{"kv_length per batch + causal", 3, 2, 2, 4, 0, 37, 8, 8, false, true};
   kv.kv_length = true;
   cs.push_back(kv);

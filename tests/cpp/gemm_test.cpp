@@ -82,6 +82,11 @@ TEST_CASE("gemm handles k past one packed slice, wide c and strided rows, with t
         check_case({ta, tb, 65, 300, k, 3}, &test::test_pool(), seed++);
         check_case({ta, tb, 129, 17, k, 0, true}, &test::test_pool(), seed++);
       }
+  // rows enough for tasks over whole rows of blocks (gemm.cpp, kMinTasks), with row, column
+  // and k tails
+  for (Transpose ta : {Transpose::no, Transpose::yes})
+    for (Transpose tb : {Transpose::no, Transpose::yes})
+      check_case({ta, tb, 523, 530, 41, 1, ta == tb}, &test::test_pool(), seed++);
 }
 
 TEST_CASE("gemm accumulate adds to c, and k = 0 gives zero or leaves c") {

@@ -47,6 +47,13 @@ TEST_CASE("1 thread and N threads give bitwise identical results") {
   gemm_nt(m, n, k, a.data(), k, b.data(), k, cn.data(), n, false, nullptr);
   CHECK(test::bitwise_equal(c1, c3));
   CHECK(test::bitwise_equal(c1, cn));
+  // tall enough for tasks over whole rows of blocks
+  const size_t tall = 523;
+  const std::vector<float> at = test::random_floats(tall * k, 8);
+  std::vector<float> t1(tall * n), t2(tall * n);
+  gemm_nt(tall, n, k, at.data(), k, b.data(), k, t1.data(), n, false, nullptr);
+  gemm_nt(tall, n, k, at.data(), k, b.data(), k, t2.data(), n, false, &two);
+  CHECK(test::bitwise_equal(t1, t2));
 
   // multi-head attention, causal, batch of 2
   const MhaShape s{2, 97, 97, 32, 4, 8, 8};
