@@ -1,0 +1,49 @@
+// The GEMM micro-kernel's k loop written directly in the wasm text format: what V8 makes of
+// exactly the instruction mix of f32_gemm_4x8_*.cpp with nothing around it (no call, no c
+// loads and stores, no tails), on panels hot in L1. Between the peak probe (peak_probe.mjs:
+// multiply-adds only) and the kernel (gemm_probe.mjs), it says how much the loop's own loads
+// and overhead cost, and how much the code around the loop does.
+// Per k step: 2 v128.load of b, 4 v128.load32_splat of a, 8 multiply-adds into 8 accumulators
+// (f32x4.mul + f32x4.add, or f32x4.relaxed_madd with fma), over a (KC,4) a panel and a (KC,8)
+// b panel, KC steps per pass.
+const KC = 256;
+export const FLOPS_PER_PASS = KC * 4 * 8 * 2;
+
+// run(passes: i32) -> f32 (the accumulators' first lanes, so nothing is dead code)
+export async function kernelShapeModule({ fma = false } = {}) {
+  const acc = [0, 1, 2, 3].flatMap((i) => [`$c${i}x0123`, `$c${i}x4567`]);
+  const step = ['(local.set $b0 (v128.load (local.get $pb)))', '(local.set $b1 (v128.load offset=16 (local.get $pb)))'];
+  for (let i = 0; i < 4; ++i) {
+    step.push(`(local.set $a (v128.load32_splat offset=${4 * i} (local.get $pa)))`);
+    for (let j = 0; j < 2; ++j) {
+      const c = acc[2 * i + j];
+      step.push(
+        fma
+          ? `(local.set ${c} (f32x4.relaxed_madd (local.get $a) (local.get $b${j}) (local.get ${c})))`
+          : `(local.set ${c} (f32x4.add (f32x4.mul (local.get $a) (local.get $b${j})) (local.get ${c})))`,
+      );
+    }
+  }
+  const text = `(module (memory (export "memory") 1)
+    (func (export "run") (param $passes i32) (result f32)
+      (local $pa i32) (local $pb i32) (local $k i32) (local $a v128) (local $b0 v128) (local $b1 v128)
+      ${acc.map((c) => `(local ${c} v128)`).join(' ')}
+      (block (loop
+        (local.set $pa (i32.const 0)) (local.set $pb (i32.const ${KC * 16})) (local.set $k (i32.const ${KC}))
+        (block (loop
+          ${step.join('\n          ')}
+          (local.set $pa (i32.add (local.get $pa) (i32.const 16)))
+          (local.set $pb (i32.add (local.get $pb) (i32.const 32)))
+          (br_if 0 (local.tee $k (i32.sub (local.get $k) (i32.const 1))))))
+        (br_if 0 (local.tee $passes (i32.sub (local.get $passes) (i32.const 1))))))
+      ${acc.slice(1).reduce((s, c) => `(f32.add ${s} (f32x4.extract_lane 0 (local.get ${c})))`, `(f32x4.extract_lane 0 (local.get ${acc[0]}))`)}))`;
+  const { default: wabt } = await import('wabt');
+  return (await wabt()).parseWat('shape.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
+}
+
+// bytes -> run(passes), its panels filled with small values (no denormals, no overflow)
+export function instantiate(bytes) {
+  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes));
+  new Float32Array(exports.memory.buffer, 0, KC * 12).fill(1e-3);
+  return exports.run;
+}
