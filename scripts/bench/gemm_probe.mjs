@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Where a 1-thread 512³ matmul's time goes, in one process, side by side:
-//   node scripts/bench/gemm_probe.mjs [--rounds N] [--also DIR]
+//   node scripts/bench/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles]
 // For the SIMD128 and the relaxed-SIMD builds, as GFLOP/s and % of the mul+add peak:
 //   loop     the kernel's k loop alone, written in wasm text (kernel_shape.mjs): the ceiling of
 //            its instruction mix in this engine
@@ -14,8 +14,12 @@
 //   pack_b   packing b alone, as a share of gemm's time
 // from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built by scripts/build.sh),
 // and the peak probes (peak_probe.mjs: mul+add chains, relaxed_madd chains). Rounds interleave
-// everything; medians are printed, best in brackets (on a shared machine the best is the
-// figure least disturbed by neighbours).
+// everything; medians are printed, best in brackets. Times are this process's CPU time
+// (process.cpuUsage), not wall time: on a shared machine a neighbour that takes the core away
+// then costs nothing, so the figures compare even when the machine is busy (everything here
+// runs on this one thread).
+// --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 2x16 (the
+// 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more accumulators, fewer loads per multiply-add).
 // --also DIR: the probe modules of another build too (a copy of build/wasm/bench/ from before a
 // change), measured in the same rounds, to compare side by side; its rows are marked with DIR's
 // name and have no loop or matmul row (those are this checkout's).
@@ -23,8 +27,8 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { FLOPS_PER_PASS, instantiate, kernelShapeModule } from './kernel_shape.mjs';
-import { measureOneThread, probeModule } from './peak_probe.mjs';
+import { flopsPerPass, instantiate, kernelShapeModule } from './kernel_shape.mjs';
+import { FLOPS_PER_ITERATION, probeModule } from './peak_probe.mjs';
 import { RELAXED_SIMD_FLAG } from './spawn.mjs';
 
 if (!process.execArgv.includes(RELAXED_SIMD_FLAG)) {
@@ -63,10 +67,10 @@ const gemmFlops = 2 * size ** 3;
 const gemmReps = 4; // ~1 GFLOP
 const hotFlops = 2 * HOT[0] * HOT[1] * HOT[2];
 const hotReps = Math.round(1e9 / hotFlops);
-const loopPasses = Math.round(1e9 / FLOPS_PER_PASS);
+const loopPasses = Math.round(1e9 / flopsPerPass());
 // name -> (v) => [flops, run()]
 const PIECES = {
-  loop: (v) => [FLOPS_PER_PASS * loopPasses, () => v.loop(loopPasses)],
+  loop: (v) => [flopsPerPass() * loopPasses, () => v.loop(loopPasses)],
   hot: (v) => [hotFlops * hotReps, () => v.probe('packed')(0, hotReps)],
   packed: (v) => [gemmFlops * gemmReps, () => v.probe('packed')(1, gemmReps)],
   gemm: (v) => [gemmFlops * gemmReps, () => v.probe('gemm')(1, gemmReps)],
@@ -80,9 +84,15 @@ const PIECES = {
 };
 
 const gflops = (flops, run) => {
-  const t0 = performance.now();
+  const t0 = process.cpuUsage();
   run();
-  return flops / (performance.now() - t0) / 1e6;
+  const { user, system } = process.cpuUsage(t0);
+  return flops / (user + system) / 1e3;
+};
+// peak_probe.mjs's module -> run(iterations), ~50 ms of it
+const peakRun = (bytes) => {
+  const { run } = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports;
+  return () => run(2e6);
 };
 const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 
@@ -96,15 +106,28 @@ if (also) {
   variants.push(await variant('simd128', 'gemm_probe_simd.js', also, label));
   variants.push(await variant('relaxed-simd', 'gemm_probe_relaxed.js', also, label));
 }
+const TILES = process.argv.includes('--tiles') ? ['4x8', '2x16', '5x8', '3x12', '6x8', '4x12'] : [];
+const tiles = [];
+for (const tile of TILES) {
+  const [mr, nr] = tile.split('x').map(Number);
+  for (const fma of [false, true]) {
+    const run = instantiate(await kernelShapeModule({ fma, mr, nr }));
+    const passes = Math.round(1e9 / flopsPerPass(mr, nr));
+    tiles.push([`tile ${tile} loop${fma ? ', FMA' : ''}`, [flopsPerPass(mr, nr) * passes, () => run(passes)]]);
+  }
+}
 const piecesOf = (v) => Object.entries(PIECES).filter(([name]) => v.attn || !['matmul', 'loop'].includes(name));
-const peaks = { 'mul+add': await probeModule(), fma: await probeModule({ fma: true }) };
+const peaks = { 'mul+add': peakRun(await probeModule()), fma: peakRun(await probeModule({ fma: true })) };
 const samples = {}; // key -> GFLOP/s per round
 const record = (key, value) => (samples[key] ??= []).push(value);
 
 for (const v of variants) for (const [, piece] of piecesOf(v)) piece(v)[1](); // warm up: TurboFan
+for (const run of Object.values(peaks)) for (let i = 0; i < 5; ++i) run();
+for (const [, [, run]] of tiles) run();
 for (let r = 0; r < rounds; ++r) {
-  for (const [name, bytes] of Object.entries(peaks)) record(`peak ${name}`, measureOneThread(bytes, 5));
+  for (const [name, run] of Object.entries(peaks)) record(`peak ${name}`, gflops(2e6 * FLOPS_PER_ITERATION, run));
   for (const v of variants) for (const [name, piece] of piecesOf(v)) record(`${v.isa} ${name}`, gflops(...piece(v)));
+  for (const [name, piece] of tiles) record(name, gflops(...piece));
   process.stderr.write(`round ${r + 1}/${rounds}\n`);
 }
 
@@ -128,6 +151,13 @@ for (const v of variants) {
       `  ${v.isa.padEnd(24)} ${name.padEnd(7)} ${m.toFixed(1).padStart(5)} [${Math.max(...xs).toFixed(1)}] GFLOP/s  ${((100 * m) / peak).toFixed(1).padStart(5)}% of mul+add peak`,
     );
   }
+}
+for (const [name] of tiles) {
+  const xs = samples[name];
+  const m = median(xs);
+  out.push(
+    `  ${name.padEnd(32)} ${m.toFixed(1).padStart(5)} [${Math.max(...xs).toFixed(1)}] GFLOP/s  ${((100 * m) / peak).toFixed(1).padStart(5)}% of mul+add peak`,
+  );
 }
 for (const v of variants) v.attn?.dispose();
 console.log(out.join('\n'));

@@ -5,18 +5,22 @@
 // and overhead cost, and how much the code around the loop does.
 // Per k step: 2 v128.load of b, 4 v128.load32_splat of a, 8 multiply-adds into 8 accumulators
 // (f32x4.mul + f32x4.add, or f32x4.relaxed_madd with fma), over a (KC,4) a panel and a (KC,8)
-// b panel, KC steps per pass.
+// b panel, KC steps per pass. Other tiles (mr rows, nr = 4·vectors columns) the same way, to
+// see which ones V8 compiles without spilling and how fast.
 const KC = 256;
-export const FLOPS_PER_PASS = KC * 4 * 8 * 2;
+export const flopsPerPass = (mr = 4, nr = 8) => KC * mr * nr * 2;
 
 // run(passes: i32) -> f32 (the accumulators' first lanes, so nothing is dead code)
-export async function kernelShapeModule({ fma = false } = {}) {
-  const acc = [0, 1, 2, 3].flatMap((i) => [`$c${i}x0123`, `$c${i}x4567`]);
-  const step = ['(local.set $b0 (v128.load (local.get $pb)))', '(local.set $b1 (v128.load offset=16 (local.get $pb)))'];
-  for (let i = 0; i < 4; ++i) {
+export async function kernelShapeModule({ fma = false, mr = 4, nr = 8 } = {}) {
+  const nb = nr / 4;
+  const rows = Array.from({ length: mr }, (_, i) => i);
+  const cols = Array.from({ length: nb }, (_, j) => j);
+  const acc = rows.flatMap((i) => cols.map((j) => `$c${i}x${j}`));
+  const step = cols.map((j) => `(local.set $b${j} (v128.load offset=${16 * j} (local.get $pb)))`);
+  for (const i of rows) {
     step.push(`(local.set $a (v128.load32_splat offset=${4 * i} (local.get $pa)))`);
-    for (let j = 0; j < 2; ++j) {
-      const c = acc[2 * i + j];
+    for (const j of cols) {
+      const c = acc[nb * i + j];
       step.push(
         fma
           ? `(local.set ${c} (f32x4.relaxed_madd (local.get $a) (local.get $b${j}) (local.get ${c})))`
@@ -26,14 +30,14 @@ export async function kernelShapeModule({ fma = false } = {}) {
   }
   const text = `(module (memory (export "memory") 1)
     (func (export "run") (param $passes i32) (result f32)
-      (local $pa i32) (local $pb i32) (local $k i32) (local $a v128) (local $b0 v128) (local $b1 v128)
+      (local $pa i32) (local $pb i32) (local $k i32) (local $a v128) ${cols.map((j) => `(local $b${j} v128)`).join(' ')}
       ${acc.map((c) => `(local ${c} v128)`).join(' ')}
       (block (loop
-        (local.set $pa (i32.const 0)) (local.set $pb (i32.const ${KC * 16})) (local.set $k (i32.const ${KC}))
+        (local.set $pa (i32.const 0)) (local.set $pb (i32.const ${KC * 4 * mr})) (local.set $k (i32.const ${KC}))
         (block (loop
           ${step.join('\n          ')}
-          (local.set $pa (i32.add (local.get $pa) (i32.const 16)))
-          (local.set $pb (i32.add (local.get $pb) (i32.const 32)))
+          (local.set $pa (i32.add (local.get $pa) (i32.const ${4 * mr})))
+          (local.set $pb (i32.add (local.get $pb) (i32.const ${4 * nr})))
           (br_if 0 (local.tee $k (i32.sub (local.get $k) (i32.const 1))))))
         (br_if 0 (local.tee $passes (i32.sub (local.get $passes) (i32.const 1))))))
       ${acc.slice(1).reduce((s, c) => `(f32.add ${s} (f32x4.extract_lane 0 (local.get ${c})))`, `(f32x4.extract_lane 0 (local.get ${acc[0]}))`)}))`;
@@ -44,6 +48,6 @@ export async function kernelShapeModule({ fma = false } = {}) {
 // bytes -> run(passes), its panels filled with small values (no denormals, no overflow)
 export function instantiate(bytes) {
   const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes));
-  new Float32Array(exports.memory.buffer, 0, KC * 12).fill(1e-3);
+  new Float32Array(exports.memory.buffer).fill(1e-3);
   return exports.run;
 }

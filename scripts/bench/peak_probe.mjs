@@ -17,7 +17,7 @@
 // (worker_threads), web/bench/page.js in a browser (Web Workers).
 const CHAINS = 14;
 const UNROLL = 4;
-const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
+export const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
 
 // run(iterations: i32) -> f32, the sum of the chains' first lanes (so nothing is dead code).
 // fma: the chains use f32x4.relaxed_madd (needs relaxed SIMD in the engine).
