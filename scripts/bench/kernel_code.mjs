@@ -132,10 +132,21 @@ function summarize(body, kMR = 4) {
   return { steps, ...c };
 }
 
+// "family F model M" from /proc/cpuinfo (Linux), which names the core where the model string does not
+function cpuFamily() {
+  try {
+    const info = readFileSync('/proc/cpuinfo', 'utf8');
+    const field = (name) => new RegExp(`^${name}\\s*:\\s*(\\S+)`, 'm').exec(info)?.[1];
+    return field('cpu family') ? `, family ${field('cpu family')} model ${field('model')}` : '';
+  } catch {
+    return '';
+  }
+}
+
 function report() {
   const lines = [];
   const say = (s = '') => lines.push(s);
-  say(`V8 ${process.versions.v8} (Node ${process.version}), ${cpus()[0]?.model ?? 'CPU not named'}`);
+  say(`V8 ${process.versions.v8} (Node ${process.version}), ${cpus()[0]?.model ?? 'CPU not named'}${cpuFamily()}`);
   say('TurboFan x64 code (--no-liftoff --print-wasm-code) of the GEMM micro-kernel loop in the shipped');
   say('single-thread modules, found by shape (wabt), cut from the function that holds it.');
   return { lines, say };
