@@ -18,8 +18,9 @@
 // (process.cpuUsage), not wall time: on a shared machine a neighbour that takes the core away
 // then costs nothing, so the figures compare even when the machine is busy (everything here
 // runs on this one thread).
-// --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 2x16 (the
-// 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more accumulators, fewer loads per multiply-add).
+// --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 4x8 with
+// XNNPACK's "splat" broadcasts, 2x16 (the 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more
+// accumulators, fewer loads per multiply-add).
 // --also DIR: the probe modules of another build too (a copy of build/wasm/bench/ from before a
 // change), measured in the same rounds, to compare side by side; its rows are marked with DIR's
 // name and have no loop or matmul row (those are this checkout's).
@@ -106,12 +107,12 @@ if (also) {
   variants.push(await variant('simd128', 'gemm_probe_simd.js', also, label));
   variants.push(await variant('relaxed-simd', 'gemm_probe_relaxed.js', also, label));
 }
-const TILES = process.argv.includes('--tiles') ? ['4x8', '2x16', '5x8', '3x12', '6x8', '4x12'] : [];
+const TILES = process.argv.includes('--tiles') ? ['4x8', '4x8 splat', '2x16', '5x8', '3x12', '6x8', '4x12'] : [];
 const tiles = [];
 for (const tile of TILES) {
-  const [mr, nr] = tile.split('x').map(Number);
+  const [mr, nr] = tile.split(' ')[0].split('x').map(Number);
   for (const fma of [false, true]) {
-    const run = instantiate(await kernelShapeModule({ fma, mr, nr }));
+    const run = instantiate(await kernelShapeModule({ fma, mr, nr, splat: tile.endsWith('splat') }));
     const passes = Math.round(1e9 / flopsPerPass(mr, nr));
     tiles.push([`tile ${tile} loop${fma ? ', FMA' : ''}`, [flopsPerPass(mr, nr) * passes, () => run(passes)]]);
   }
