@@ -20,9 +20,13 @@
 //                               every other module above runs in both (web/bench.html)
 //   browser_run, browser_bundles  --browser: Chromium driving web/bench.html
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
-//   peak                        the SIMD peak probe, a module in the wasm text format (wabt)
+//   peak                        the SIMD peak probe, a module in the wasm text format (wabt);
+//                               its relaxed_madd (FMA) twin is printed beside it
 //   bandwidth                   the memory read probe decoding is measured against (same way)
 //   table, svg, compare         the report
+// Two GEMM tools run on their own (see their headers): `node scripts/bench/kernel_code.mjs`
+// prints V8's x64 code for the GEMM micro-kernel loop; `node scripts/bench/gemm_probe.mjs`
+// splits a 1-thread 512³ matmul's time (kernel_shape.mjs: the kernel's loop in wasm text).
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -83,7 +87,8 @@ for (const name of Object.keys(PEER_VERSIONS)) results.peers[name] = installedVe
 log('measuring the wasm SIMD peak');
 results.peak = await measurePeak();
 log(
-  `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores`,
+  `peak: ${results.peak.perCoreGflops.toFixed(1)} GFLOP/s per core, ${results.peak.allCoresGflops.toFixed(1)} on ${results.peak.cores} cores` +
+    (results.peak.fmaPerCoreGflops ? `; FMA (relaxed_madd) ${results.peak.fmaPerCoreGflops.toFixed(1)} per core` : ''),
 );
 
 if (want('decode')) {

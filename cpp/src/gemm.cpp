@@ -29,8 +29,12 @@ constexpr size_t kLanes = 4;  // floats per f32x4
 static_assert(kMR == kLanes && kNR == 2 * kLanes,
               "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
 
-constexpr size_t kKC = 256;  // k per packed slice: a 4x256 a panel is 4 KB, an 8x256 b panel 8 KB
-constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 64 KB, in L2
+// k per packed slice: a 4x512 a panel is 8 KB, an 8x512 b panel 16 KB, together in a 32 KB L1.
+// 512 rather than 256: each c tile is loaded, stored and set up for once per slice, and at
+// 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
+// (scripts/bench/gemm_probe.mjs, the two side by side).
+constexpr size_t kKC = 512;
+constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 128 KB, in L2
 constexpr size_t kNC = 256;  // columns of c per task
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }

@@ -7,21 +7,27 @@
 // EPYC: 8 chains give ~75% of the rate, 14 ~100%, 16 no more). x = 0.5·x + 0.5 converges to
 // 1: no overflow, no denormals. FLOPs: each f32x4.mul and f32x4.add counts 4 (one per lane);
 // V8 does not fuse them into FMAs (wasm has no fused op without relaxed SIMD), so this is the
-// peak for code like ours.
+// peak for code like ours. probeModule({ fma: true }) is the same with x = relaxed_madd(x, m, a)
+// (f32x4.relaxed_madd, 8 FLOPs): the peak of the relaxed-SIMD kernel, where the engine fuses it.
+// Their ratio says what FMA can buy on this CPU: ~2 where multiplies, adds and FMAs share
+// ports (Intel), ~1 where separate add pipes run beside the FMA pipes (AMD Zen).
 //
 // Per core: best of several timed calls on one thread. All cores: the same on one worker
 // thread per core at once, summed (what the 2-thread rows are compared to): peak.mjs in Node
 // (worker_threads), web/bench/page.js in a browser (Web Workers).
 const CHAINS = 14;
 const UNROLL = 4;
-const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
+export const FLOPS_PER_ITERATION = CHAINS * UNROLL * 2 * 4;
 
-// run(iterations: i32) -> f32, the sum of the chains' first lanes (so nothing is dead code)
-export async function probeModule() {
+// run(iterations: i32) -> f32, the sum of the chains' first lanes (so nothing is dead code).
+// fma: the chains use f32x4.relaxed_madd (needs relaxed SIMD in the engine).
+export async function probeModule({ fma = false } = {}) {
   const x = Array.from({ length: CHAINS }, (_, c) => `$x${c}`);
   const splat = (v) => `(v128.const f32x4 ${v} ${v} ${v} ${v})`;
-  const step = x.map(
-    (xc) => `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) (local.get $m)) (local.get $a)))`,
+  const step = x.map((xc) =>
+    fma
+      ? `(local.set ${xc} (f32x4.relaxed_madd (local.get ${xc}) (local.get $m) (local.get $a)))`
+      : `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) (local.get $m)) (local.get $a)))`,
   );
   const firstLanes = x.map((xc) => `(f32x4.extract_lane 0 (local.get ${xc}))`);
   const text = `(module
@@ -35,7 +41,7 @@ export async function probeModule() {
         (br_if 0 (local.tee $iterations (i32.sub (local.get $iterations) (i32.const 1))))))
       ${firstLanes.slice(1).reduce((sum, lane) => `(f32.add ${sum} ${lane})`, firstLanes[0])}))`;
   const { default: wabt } = await import('wabt'); // only here: a worker measuring needs no wabt
-  return (await wabt()).parseWat('peak.wat', text, { simd: true }).toBinary({}).buffer;
+  return (await wabt()).parseWat('peak.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
 }
 
 // GFLOP/s of one thread: warm up (V8 compiles with Liftoff first and tiers up to TurboFan
@@ -64,12 +70,14 @@ export function measureOneThread(bytes, calls = 15) {
 }
 
 export const METHOD = `${CHAINS} independent f32x4 mul+add chains, unrolled ${UNROLL}×, hand-written wasm text; best call of ~50 ms`;
+export const FMA_METHOD = `the same with f32x4.relaxed_madd chains`;
 
 // The measured rates -> the peak record of a run. On a busy machine one probe can lose its
 // core for a while: a core is credited with at least its share of the all-cores figure.
 // forThreads(t): the peak for a row on t threads: t cores' worth, at most what all cores gave
 // together. (A record that went through JSON gets it back from here.)
-export function peakRecord({ perCoreGflops, allCoresGflops, cores }) {
+// fmaPerCoreGflops: the relaxed_madd probe on one core (null: not measured, no relaxed SIMD).
+export function peakRecord({ perCoreGflops, allCoresGflops, cores, fmaPerCoreGflops = null }) {
   const perCore = Math.max(perCoreGflops, allCoresGflops / cores);
   const allCores = Math.max(allCoresGflops, perCore);
   return {
@@ -78,5 +86,7 @@ export function peakRecord({ perCoreGflops, allCoresGflops, cores }) {
     cores,
     allCoresGflops: allCores,
     forThreads: (t) => (t <= 1 ? perCore : t >= cores ? allCores : t * perCore),
+    fmaMethod: FMA_METHOD,
+    fmaPerCoreGflops,
   };
 }

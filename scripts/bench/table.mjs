@@ -85,6 +85,10 @@ export function renderReport(results) {
   out.push(
     `wasm SIMD peak: ${peak.perCoreGflops.toFixed(1)} GFLOP/s on one core, ${peak.allCoresGflops.toFixed(1)} on all ${peak.cores} (${peak.method})`,
   );
+  if (peak.fmaPerCoreGflops)
+    out.push(
+      `wasm relaxed-SIMD FMA peak: ${peak.fmaPerCoreGflops.toFixed(1)} GFLOP/s on one core, ${(peak.fmaPerCoreGflops / peak.perCoreGflops).toFixed(2)}× the mul+add peak (${peak.fmaMethod})`,
+    );
   if (results.bandwidth)
     out.push(`memory read probe: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s (${results.bandwidth.method})`);
   out.push('');

@@ -78,7 +78,8 @@ TEST_CASE("gemm handles k past one packed slice, wide c and strided rows, with t
   uint32_t seed = 100;
   for (Transpose ta : {Transpose::no, Transpose::yes})
     for (Transpose tb : {Transpose::no, Transpose::yes})
-      for (size_t k : {size_t{255}, size_t{256}, size_t{257}, size_t{600}}) {
+      for (size_t k : {size_t{255}, size_t{256}, size_t{257}, size_t{511}, size_t{512}, size_t{513},
+                       size_t{1100}}) {
         check_case({ta, tb, 65, 300, k, 3}, &test::test_pool(), seed++);
         check_case({ta, tb, 129, 17, k, 0, true}, &test::test_pool(), seed++);
       }
