@@ -35,7 +35,8 @@ function sourceLine(step, ctx) {
 }
 
 // The step's heatmap containers in `box`: in a row, as small multiples, or behind a disclosure.
-// Returns place(spec) -> the container a spec's heatmap goes in; finish() drops the empty ones.
+// Returns place(spec) -> the container a spec's heatmap goes in (shown from then on); finish()
+// drops the ones no heatmap went in.
 function matrixBoxes(box, step) {
   box.replaceChildren();
   const main = document.createElement('div');
@@ -51,11 +52,18 @@ function matrixBoxes(box, step) {
     details.innerHTML = `<summary>${step.detailsHtml ?? `The projection matrices ${names.map((m) => m.labelHtml).join(', ')} (${fmtShape(names[0].shape)} each)`}</summary>`;
     details.append(detailsRow);
   }
-  box.append(main, multiples, details);
+  // Hidden until their first heatmap (a long input's come a task apart), in this order.
+  const boxes = [main, multiples, details];
+  for (const el of boxes) el.hidden = true;
+  box.append(...boxes);
   return {
-    place: (spec) => ({ details: detailsRow, multiples })[spec.place] ?? main,
+    place(spec) {
+      const [el, inner] = { details: [details, detailsRow], multiples: [multiples] }[spec.place] ?? [main];
+      el.hidden = false;
+      return inner ?? el;
+    },
     finish() {
-      for (const el of [main, multiples, details]) if (!el.querySelector('figure')) el.remove();
+      for (const el of boxes) if (el.hidden) el.remove();
     },
   };
 }
