@@ -43,6 +43,7 @@ import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
 import { readSettingsQuery, writeUrlSettings } from './url_state.js';
+import { nextTask } from './pieces.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -104,6 +105,7 @@ async function refreshInWorker() {
   $('busy').hidden = false;
   try {
     const hasTokens = await offload.recompute();
+    await nextTask(); // the drawing in tasks of its own, after the one that took the result
     if (hasTokens !== null) await showComputed(hasTokens);
   } catch (e) {
     showError(e);

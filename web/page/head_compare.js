@@ -17,7 +17,7 @@
 import { weightTop } from './colors.js';
 import { esc, fmt, quote } from './format.js';
 import { createHeatmap } from './heatmap.js';
-import { createOverviewHeatmap, isLong } from './overview.js';
+import { LONG_ROWS, createOverviewHeatmap, isLong } from './overview.js';
 import { createPieces } from './pieces.js';
 
 const value = ({ layer, head }) => `${layer},${head}`;
@@ -26,6 +26,8 @@ const parse = (v) => {
   return { layer, head };
 };
 const name = ({ layer, head }) => `layer ${layer + 1}, head ${head + 1}`;
+
+const afterQuery = (r, c) => c > r; // the causal mask; one function, so that rasters are reused
 
 // a − b, element by element, in float32 as drawn.
 export function headDifference(a, b) {
@@ -87,46 +89,51 @@ export function createHeadCompare(box, { a: selectA, b: selectB, note, onChange 
     const n = ctx.n;
     const wa = heads[pick.a.layer][pick.a.head].data;
     const wb = heads[pick.b.layer][pick.b.head].data;
-    const diff = headDifference(wa, wb);
-    let largest = 0,
-      far = 0;
-    for (let k = 0; k < wa.length; ++k) {
-      largest = Math.max(largest, wa[k], wb[k]);
-      if (Math.abs(diff[k]) > Math.abs(diff[far])) far = k;
-    }
-    const top = weightTop(largest);
-    const masked = (r, c) => c > r;
-    const square = {
-      rowLabels: ctx.labels,
-      colLabels: ctx.labels,
-      unknown: ctx.unknown,
-      rowNoun: 'query',
-      colNoun: 'key',
-      selectableRows: false,
-      maskedCells: masked,
-    };
-    const specs = [
-      { name: 'compare_a', label: `A: ${name(pick.a)}`, data: wa, scale: 'unit', domainMax: top },
-      { name: 'compare_b', label: `B: ${name(pick.b)}`, data: wb, scale: 'unit', domainMax: top },
-      {
-        name: 'compare_diff',
-        label: 'A − B',
-        data: diff,
-        scale: 'signed',
-        description: `head A's weights minus head B's: red where A puts more weight, blue where B does`,
-      },
-    ].map((s) => ({ ...square, ...s, shape: [n, n] }));
+    let diff, top, specs;
     const heatmaps = [];
     shown = null;
     box.replaceChildren();
-    const [i, j] = [Math.floor(far / n), far % n];
-    note.innerHTML =
-      diff[far] === 0
-        ? 'A and B put exactly the same weights everywhere.'
-        : `Red: A puts more weight there; blue: B does. The largest difference, ${esc(fmt(diff[far], 2))}, is where ${esc(quote(ctx.labels[i]))} (query ${i + 1}) looks at ${esc(quote(ctx.labels[j]))} (key ${j + 1}).`;
+    // The difference, its largest cell and the range; the three heatmaps.
+    function measure() {
+      diff = headDifference(wa, wb);
+      let largest = 0,
+        far = 0;
+      for (let k = 0; k < wa.length; ++k) {
+        largest = Math.max(largest, wa[k], wb[k]);
+        if (Math.abs(diff[k]) > Math.abs(diff[far])) far = k;
+      }
+      top = weightTop(largest);
+      const square = {
+        rowLabels: ctx.labels,
+        colLabels: ctx.labels,
+        unknown: ctx.unknown,
+        rowNoun: 'query',
+        colNoun: 'key',
+        selectableRows: false,
+        maskedCells: afterQuery,
+      };
+      specs = [
+        { name: 'compare_a', label: `A: ${name(pick.a)}`, data: wa, scale: 'unit', domainMax: top },
+        { name: 'compare_b', label: `B: ${name(pick.b)}`, data: wb, scale: 'unit', domainMax: top },
+        {
+          name: 'compare_diff',
+          label: 'A − B',
+          data: diff,
+          scale: 'signed',
+          description: `head A's weights minus head B's: red where A puts more weight, blue where B does`,
+        },
+      ].map((s) => ({ ...square, ...s, shape: [n, n] }));
+      const [i, j] = [Math.floor(far / n), far % n];
+      note.innerHTML =
+        diff[far] === 0
+          ? 'A and B put exactly the same weights everywhere.'
+          : `Red: A puts more weight there; blue: B does. The largest difference, ${esc(fmt(diff[far], 2))}, is where ${esc(quote(ctx.labels[i]))} (query ${i + 1}) looks at ${esc(quote(ctx.labels[j]))} (key ${j + 1}).`;
+    }
     return inPieces(
       [
-        ...specs.map((spec) => () => {
+        measure,
+        ...[0, 1, 2].map((k) => () => {
+          const spec = specs[k];
           const hm = (isLong(spec) ? createOverviewHeatmap : createHeatmap)(spec);
           heatmaps.push({ name: spec.name, hm });
           box.append(hm.element);
@@ -135,7 +142,7 @@ export function createHeadCompare(box, { a: selectA, b: selectB, note, onChange 
           shown = { a: pick.a, b: pick.b, n, top, data: { a: wa, b: wb, diff }, heatmaps };
         },
       ],
-      isLong(specs[0]),
+      n > LONG_ROWS,
     );
   }
 

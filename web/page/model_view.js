@@ -90,46 +90,59 @@ export function createModelView(box, { onOpen, onUseTrained }) {
     }
     const { heads, manifest } = ctx.trained;
     const n = ctx.n;
-    let largest = 0;
-    for (const layer of heads) for (const w of layer) for (const v of w.data) if (v > largest) largest = v;
-    const top = weightTop(largest);
+    const all = heads.flatMap((layer, L) => layer.map((w, h) => ({ L, h, data: w.data })));
+    let top = 1;
     const tiles = [];
-    const draws = []; // one piece per tile: its heatmap
-    const parts = heads.map((layer, L) => {
-      const section = document.createElement('div');
-      section.className = 'mv-layer';
-      section.innerHTML = `<h3 class="sub-label">Layer ${L + 1} <span class="muted">${LAYER_NOTE[L] ?? ''}</span></h3>`;
-      const list = document.createElement('ul');
-      list.className = 'mv-grid';
-      list.setAttribute('aria-label', `Layer ${L + 1}: its ${layer.length} heads`);
-      layer.forEach((w, h) => {
-        const stats = manifest.heads.find((s) => s.layer === L && s.head === h);
-        const description = stats ? describeHead(stats) : 'not measured';
-        const current = settings.layer === L && settings.head === h;
-        tiles.push({ layer: L, head: h, description, current, data: w.data });
-        const item = document.createElement('li');
-        const button = document.createElement('button');
-        button.type = 'button';
-        button.className = 'mv-tile';
-        button.dataset.layer = String(L);
-        button.dataset.head = String(h);
-        if (current) button.setAttribute('aria-current', 'true');
-        button.innerHTML =
-          `<span class="mv-name">Layer ${L + 1}, head ${h + 1}</span>` +
-          `<span class="mv-desc">${esc(description)}</span>` +
-          `<span class="visually-hidden">. Open it in the steps.</span>`;
-        draws.push(() => button.querySelector('.mv-name').after(drawTile(w.data, n, top)));
-        item.append(button);
-        list.append(item);
+    const buttons = []; // all's tiles' buttons
+    // The layers' sections of tile buttons, each without its heatmap yet.
+    function build() {
+      const parts = heads.map((layer, L) => {
+        const section = document.createElement('div');
+        section.className = 'mv-layer';
+        section.innerHTML = `<h3 class="sub-label">Layer ${L + 1} <span class="muted">${LAYER_NOTE[L] ?? ''}</span></h3>`;
+        const list = document.createElement('ul');
+        list.className = 'mv-grid';
+        list.setAttribute('aria-label', `Layer ${L + 1}: its ${layer.length} heads`);
+        layer.forEach((w, h) => {
+          const stats = manifest.heads.find((s) => s.layer === L && s.head === h);
+          const description = stats ? describeHead(stats) : 'not measured';
+          const current = settings.layer === L && settings.head === h;
+          tiles.push({ layer: L, head: h, description, current, data: w.data });
+          const item = document.createElement('li');
+          const button = document.createElement('button');
+          button.type = 'button';
+          button.className = 'mv-tile';
+          button.dataset.layer = String(L);
+          button.dataset.head = String(h);
+          if (current) button.setAttribute('aria-current', 'true');
+          button.innerHTML =
+            `<span class="mv-name">Layer ${L + 1}, head ${h + 1}</span>` +
+            `<span class="mv-desc">${esc(description)}</span>` +
+            `<span class="visually-hidden">. Open it in the steps.</span>`;
+          buttons.push(button);
+          item.append(button);
+          list.append(item);
+        });
+        section.append(list);
+        return section;
       });
-      section.append(list);
-      return section;
-    });
-    box.replaceChildren(...parts, legend(top));
+      box.replaceChildren(...parts, legend(top));
+    }
     shown = null;
+    // A long input's: the range, the buttons, then each tile's heatmap, a task each.
     return inPieces(
       [
-        ...draws,
+        () => {
+          let largest = 0;
+          for (const { data } of all) for (let k = 0; k < data.length; ++k) if (data[k] > largest) largest = data[k];
+          top = weightTop(largest);
+        },
+        build,
+        ...all.map(
+          ({ data }, k) =>
+            () =>
+              buttons[k].querySelector('.mv-name').after(drawTile(data, n, top)),
+        ),
         () => {
           shown = { top, tiles };
         },
