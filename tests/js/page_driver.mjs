@@ -6,7 +6,8 @@ export function pageDriver(from, to = null) {
     page.evaluate(
       ([a, b]) => ({
         state: window.attentionPage.state,
-        steps: window.attentionPage.steps.slice(a, b ?? undefined),
+        // (the hook copies every step's matrices: none at all when none are asked for)
+        steps: b !== null && b <= a ? [] : window.attentionPage.steps.slice(a, b ?? undefined),
       }),
       [from, to],
     );

@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 
 import { startServer } from '../../scripts/serve.mjs';
 import { launchBrowser, openPage } from './browser.mjs';
+import { busyLoopSeen, longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/page/', import.meta.url));
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -51,24 +52,14 @@ async function axeViolations(page, selector) {
 test('trains in a worker: responsive for 10 s, loss falls, pause stops, reset repeats, trained starts lower', async () => {
   const { page, errors } = await open(servers.isolated.url);
   assert.equal(await page.evaluate(() => window.attentionTraining.state), 'idle', 'the worker started before Start');
-  assert.ok(
-    await page.evaluate(() => PerformanceObserver.supportedEntryTypes.includes('longtask')),
-    'this Chromium reports no long tasks',
-  );
-  await page.evaluate(() => {
-    window.longTasks = [];
-    new PerformanceObserver((list) => {
-      for (const e of list.getEntries()) window.longTasks.push({ start: e.startTime, duration: e.duration });
-    }).observe({ type: 'longtask' });
-  });
+  await watchLongTasks(page);
   await page.click('#train-run');
   // the window opens once set up (the worker loaded, the grid built) and training
   await waitFor(page, 't.step >= 1 && t.headsShown >= 1');
-  const t0 = await page.evaluate(() => performance.now());
+  const t0 = await now(page);
   await page.waitForTimeout(10000);
   const after10 = await training(page);
-  const long = await page.evaluate((from) => window.longTasks.filter((e) => e.start >= from && e.duration > 100), t0);
-  assert.deepEqual(long, [], 'main-thread tasks over 100 ms while training');
+  assert.deepEqual(await longTasksSince(page, t0), [], 'main-thread tasks over 100 ms while training');
   assert.equal(after10.state, 'running');
   assert.ok(after10.step >= 3, `${after10.step} steps in 10 s`);
   assert.ok(after10.perSecond > 0, `steps per second ${after10.perSecond}`);
@@ -76,16 +67,7 @@ test('trains in a worker: responsive for 10 s, loss falls, pause stops, reset re
   assert.ok(after10.headsShown >= 2, `the heads were drawn ${after10.headsShown} times`);
   assert.equal(await page.locator('#train-heads figure.heatmap').count(), 8, 'one heatmap per head, 2 layers × 4');
   // The observer sees a long task when there is one (so that the check above can fail).
-  const control = await page.evaluate(async () => {
-    const seen = window.longTasks.length;
-    setTimeout(() => {
-      const from = performance.now();
-      while (performance.now() - from < 150);
-    });
-    await new Promise((r) => setTimeout(r, 600));
-    return window.longTasks.slice(seen).filter((e) => e.duration >= 150).length;
-  });
-  assert.ok(control >= 1, 'a 150 ms busy loop was not reported as a long task');
+  assert.ok(await busyLoopSeen(page), 'a 150 ms busy loop was not reported as a long task');
 
   // The loss falls: deterministic from seed 1 (seen: 5.01 for the first 10 steps, 4.74 at 31-40).
   await waitFor(page, 't.step >= 40');

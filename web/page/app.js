@@ -12,12 +12,12 @@
 // step_view.js  the current step on the page; sgd_panel.js the gradient-descent panel
 // compute.js    every library call;  debug_hook.js  window.attentionPage, for tests
 // train_panel.js  "Train it yourself": the model trained live in a Worker (train_worker.js)
-// offload.js    long inputs (> WORKER_TOKENS) computed by the library's worker form
+// offload.js    long inputs (> WORKER_TOKENS) computed by the library's worker form, their SGD steps too
 // url_state.js  the settings in the address: a link reproduces the view
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 // model_view.js every head of the trained model at a glance; head_compare.js two heads and A − B
 import { renderChips, setPressed } from './chips.js';
-import { loadLibrary } from './compute.js';
+import { loadLibrary, sgdStep } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
 import { loadEmbeddings } from './embeddings.js';
@@ -43,6 +43,7 @@ import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
 import { readSettingsQuery, writeUrlSettings } from './url_state.js';
+import { nextTask } from './pieces.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -61,10 +62,8 @@ const compare = createHeadCompare($('compare'), {
   note: $('compare-note'),
   onChange: () => rendered(),
 });
-const showViews = () => {
-  modelView.render(state);
-  compare.render(state);
-};
+// The model view and the comparison; resolves once both are drawn (a long input's in pieces).
+const showViews = () => Promise.all([modelView.render(state), compare.render(state)]);
 const hook = installDebugHook(state, stepView, { modelView, compare });
 const offload = createOffload(state);
 
@@ -72,9 +71,9 @@ const rendered = () => {
   writeUrlSettings(state.settings);
   state.version += 1;
 };
-const showStep = () => {
-  stepView.show();
-  rendered();
+// Resolves once the step is drawn (a long input's takes a few tasks: step_view.js).
+const showStep = async () => {
+  if (await stepView.show()) rendered();
 };
 const showTimings = () => renderTimings($('hood-timings').tBodies[0], allTimings(state));
 
@@ -99,14 +98,15 @@ function attempt(action) {
 function refresh() {
   if (tokenCount(state) > WORKER_TOKENS) return refreshInWorker();
   offload.supersede();
-  showComputed(recompute(state));
+  return showComputed(recompute(state)).catch(showError);
 }
 
 async function refreshInWorker() {
   $('busy').hidden = false;
   try {
     const hasTokens = await offload.recompute();
-    if (hasTokens !== null) showComputed(hasTokens);
+    await nextTask(); // the drawing in tasks of its own, after the one that took the result
+    if (hasTokens !== null) await showComputed(hasTokens);
   } catch (e) {
     showError(e);
   } finally {
@@ -114,9 +114,10 @@ async function refreshInWorker() {
   }
 }
 
-function showComputed(hasTokens) {
+// Everything drawn for a new result; resolves once drawn.
+async function showComputed(hasTokens) {
   renderTokenStatus($('token-status'), state.input);
-  showViews();
+  await showViews();
   if (!hasTokens) return;
   const { settings, input } = state;
   const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.emb.dim };
@@ -125,7 +126,7 @@ function showComputed(hasTokens) {
   setPressed($('chips'), settings.focus);
   syncControls(settings, sizes);
   renderWeightsNote($('weights-note'), settings, sizes);
-  showStep();
+  await showStep();
 }
 
 // The backward for a new followed token or target (by the worker when it computed the input);
@@ -143,6 +144,18 @@ async function backward() {
   }
 }
 
+// One SGD step of the panel: by the worker when it computed the input (a long one).
+async function sgdStepFor(options) {
+  if (!state.ctx.worker) return sgdStep(state.attn, options);
+  $('busy').hidden = false;
+  try {
+    const res = await offload.sgdStep(options);
+    return res && { ...res, worker: state.ctx.worker };
+  } finally {
+    $('busy').hidden = !offload.busy;
+  }
+}
+
 // The followed token is also the loss's i: the backward steps are recomputed for it.
 async function setFocus(i) {
   if (!isRow(state, i)) return;
@@ -150,12 +163,8 @@ async function setFocus(i) {
   setPressed($('chips'), i);
   if (!(await backward())) return;
   showTimings();
-  if (state.steps[state.settings.step].part === 'back') {
-    showStep();
-  } else {
-    stepView.follow(i);
-    rendered();
-  }
+  if (state.steps[state.settings.step].part === 'back') showStep();
+  else if (await stepView.follow(i)) rendered();
 }
 
 async function setTarget(j) {
@@ -196,6 +205,7 @@ async function start() {
       rendered();
     },
     onError: showError,
+    step: sgdStepFor,
   });
   bindTrainPanel({ sentence: $('sentence') });
 

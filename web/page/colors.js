@@ -49,20 +49,27 @@ function lookupTable(stops, size = 256) {
   });
 }
 
-const DIVERGING = lookupTable(DIVERGING_STOPS);
-const SEQUENTIAL = lookupTable(SEQUENTIAL_STOPS);
+export const DIVERGING = lookupTable(DIVERGING_STOPS);
+export const SEQUENTIAL = lookupTable(SEQUENTIAL_STOPS);
 
 // v in [-maxAbs, maxAbs] -> entry; 0 -> white.
-export function diverging(v, maxAbs) {
+export const diverging = (v, maxAbs) => DIVERGING[divergingIndex(v, maxAbs)];
+export function divergingIndex(v, maxAbs) {
   const t = maxAbs > 0 ? Math.max(-1, Math.min(1, v / maxAbs)) : 0;
-  return DIVERGING[Math.round(((t + 1) / 2) * (DIVERGING.length - 1))];
+  return Math.round(((t + 1) / 2) * (DIVERGING.length - 1));
 }
 
 // v in [0,1] -> entry.
-export function sequential(v) {
+export const sequential = (v) => SEQUENTIAL[sequentialIndex(v)];
+export function sequentialIndex(v) {
   const t = Math.max(0, Math.min(1, v));
-  return SEQUENTIAL[Math.round(t * (SEQUENTIAL.length - 1))];
+  return Math.round(t * (SEQUENTIAL.length - 1));
 }
+
+// The tables' rgb as bytes (entry k at 3k), for the loops that colour every cell of a matrix.
+const bytes = (table) => Uint8Array.from(table.flatMap((e) => e.rgb));
+export const DIVERGING_RGB = bytes(DIVERGING);
+export const SEQUENTIAL_RGB = bytes(SEQUENTIAL);
 
 // The top of the weights' colour range: the smallest of 0.05, 0.1, 0.2, 0.25, 0.5, 1 that is
 // >= the largest weight, so that flat rows (every weight near 1/n) still show their pattern.

@@ -8,7 +8,8 @@
 //              seed, heads, dK, head (followed head, 0-based), causal, scaling, positions,
 //              step (0-based), stepId, focus (followed row, 0-based; also the loss's i), target
 //              (the loss's j, 0-based), loss, lr (the SGD learning rate), sgdLosses (the loss
-//              before and after each SGD step taken, [] before the first), backend, isolated,
+//              before and after each SGD step taken, [] before the first), sgdWorker (the latest
+//              SGD step ran in the library's worker form: a long input's), backend, isolated,
 //              renderMs, worker (true when the library's worker form computed the input: a long one) }
 //   steps      [{ id, title, matrices: [{ name, shape: [rows, cols], data: number[] }] }] for all
 //              eighteen steps: the exact float32 values each heatmap draws, row-major
@@ -61,6 +62,7 @@ export function installDebugHook(state, stepView, views = {}) {
         loss: ctx?.back?.loss ?? null,
         lr: s.lr,
         sgdLosses: sgd ? [...sgd.losses] : [],
+        sgdWorker: sgd?.worker === true,
         backend: attn?.backend ?? null,
         isolated: globalThis.crossOriginIsolated === true,
         renderMs: stepView.renderMs,

@@ -34,7 +34,8 @@
 //
 // A tap (touch) on a cell shows its value in the tooltip and in a line under the heatmap
 // (.hm-readout, announced); it does not change the followed row (a tap on a row label does).
-// Matrices of more than FAST_CELLS cells are drawn as pixels (raster.js), cells of any size.
+// Matrices of more than FAST_CELLS cells, and zoomed windows, are drawn as pixels (raster.js),
+// cells of any size.
 //
 // Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
 // and text are crisp.
@@ -268,7 +269,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     g.textAlign = 'center';
     g.textBaseline = 'middle';
     g.font = `12px ${MONO}`;
-    if (!values && rows * cols > FAST_CELLS) drawPixels(g, gap, pattern);
+    // (a zoomed window, spec.cell, too: it is redrawn each time the window moves)
+    if (!values && (rows * cols > FAST_CELLS || spec.cell)) drawPixels(g, gap, pattern);
     else
       for (let r = 0; r < rows; ++r) {
         for (let c = 0; c < cols; ++c) {
@@ -305,7 +307,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   // Many cells: one pixel each (raster.js), scaled to the grid; then the hatch over each row's runs
   // of masked cells and the white gaps between cells, where cells are big enough to show them.
   function drawPixels(g, gap, pattern) {
-    drawScaled(g, rasterize(spec, colour), x0, y0, gridW, gridH);
+    drawScaled(g, rasterize(spec), x0, y0, gridW, gridH);
     if (pattern && cw >= 2 && ch >= 2) {
       g.fillStyle = pattern;
       for (let r = 0; r < rows; ++r) {

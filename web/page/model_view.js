@@ -6,14 +6,18 @@
 //   createModelView(box, { onOpen(layer, head), onUseTrained() }) -> { render(state), snapshot() }
 //     render(state)  draws ctx.trained.heads (layers × heads of (n,n) weights) for state.ctx, the
 //                    tile of settings.layer/head marked aria-current; without the trained model
-//                    (another preset, the worked example) a line and a button to switch to it
+//                    (another preset, the worked example) a line and a button to switch to it.
+//                    A Promise of true once drawn (a long input's tiles one a task: pieces.js),
+//                    of false when a newer render took over
 //     snapshot()     { top, tiles: [{ layer, head, description, current, data }] } or null
 //
 // One colour range for every tile (0 to a round number above the largest weight, colors.js), so
 // that tiles compare; the cells a causal mask removes (key after query) are the masked grey.
-import { MASKED_FILL, SEQUENTIAL_STOPS, gradientCss, sequential, weightTop } from './colors.js';
+import { MASKED_FILL, SEQUENTIAL_RGB, SEQUENTIAL_STOPS, gradientCss, sequentialIndex, weightTop } from './colors.js';
 import { esc } from './format.js';
 import { describeHead } from './model/head_stats.js';
+import { LONG_ROWS } from './overview.js';
+import { createPieces } from './pieces.js';
 
 const SIDE = 200; // CSS px of a tile's heatmap at most (less on a phone: it fills its tile)
 const LAYER_NOTE = ['reads the words and their positions', "reads layer 1's result added to its input"];
@@ -27,10 +31,15 @@ function drawTile(weights, n, top) {
   canvas.width = canvas.height = n * k;
   canvas.setAttribute('aria-hidden', 'true');
   const small = new ImageData(n, n);
-  for (let r = 0; r < n; ++r)
-    for (let c = 0; c < n; ++c) {
-      const rgb = c > r ? MASKED_RGB : sequential(weights[r * n + c] / top).rgb;
-      small.data.set([...rgb, 255], 4 * (r * n + c));
+  const px = small.data;
+  for (let r = 0, k = 0; r < n; ++r)
+    for (let c = 0; c < n; ++c, ++k) {
+      const e = 3 * sequentialIndex(weights[k] / top);
+      const masked = c > r;
+      px[4 * k] = masked ? MASKED_RGB[0] : SEQUENTIAL_RGB[e];
+      px[4 * k + 1] = masked ? MASKED_RGB[1] : SEQUENTIAL_RGB[e + 1];
+      px[4 * k + 2] = masked ? MASKED_RGB[2] : SEQUENTIAL_RGB[e + 2];
+      px[4 * k + 3] = 255;
     }
   const tmp = document.createElement('canvas');
   tmp.width = tmp.height = n;
@@ -52,6 +61,7 @@ function legend(top) {
 
 export function createModelView(box, { onOpen, onUseTrained }) {
   let shown = null; // { top, tiles } as drawn
+  const inPieces = createPieces(); // a long input's tiles, one a task
 
   box.addEventListener('click', (e) => {
     const tile = e.target.closest('button[data-layer]');
@@ -66,57 +76,79 @@ export function createModelView(box, { onOpen, onUseTrained }) {
 
   function render(state) {
     const { ctx, settings } = state;
-    if (!ctx) {
+    if (!ctx || !ctx.trained) {
+      inPieces([], false); // stops a long input's tiles still being drawn
       shown = null;
-      box.replaceChildren();
-      return;
-    }
-    if (!ctx.trained) {
-      renderOff(
-        ctx.worked
-          ? 'The model view shows the trained model on your sentence.'
-          : 'The model view shows the trained model: these weights are not it.',
-      );
-      return;
+      if (!ctx) box.replaceChildren();
+      else
+        renderOff(
+          ctx.worked
+            ? 'The model view shows the trained model on your sentence.'
+            : 'The model view shows the trained model: these weights are not it.',
+        );
+      return Promise.resolve(true);
     }
     const { heads, manifest } = ctx.trained;
     const n = ctx.n;
-    let largest = 0;
-    for (const layer of heads) for (const w of layer) for (const v of w.data) largest = Math.max(largest, v);
-    const top = weightTop(largest);
+    const all = heads.flatMap((layer, L) => layer.map((w, h) => ({ L, h, data: w.data })));
+    let top = 1;
     const tiles = [];
-    const parts = heads.map((layer, L) => {
-      const section = document.createElement('div');
-      section.className = 'mv-layer';
-      section.innerHTML = `<h3 class="sub-label">Layer ${L + 1} <span class="muted">${LAYER_NOTE[L] ?? ''}</span></h3>`;
-      const list = document.createElement('ul');
-      list.className = 'mv-grid';
-      list.setAttribute('aria-label', `Layer ${L + 1}: its ${layer.length} heads`);
-      layer.forEach((w, h) => {
-        const stats = manifest.heads.find((s) => s.layer === L && s.head === h);
-        const description = stats ? describeHead(stats) : 'not measured';
-        const current = settings.layer === L && settings.head === h;
-        tiles.push({ layer: L, head: h, description, current, data: w.data });
-        const item = document.createElement('li');
-        const button = document.createElement('button');
-        button.type = 'button';
-        button.className = 'mv-tile';
-        button.dataset.layer = String(L);
-        button.dataset.head = String(h);
-        if (current) button.setAttribute('aria-current', 'true');
-        button.innerHTML =
-          `<span class="mv-name">Layer ${L + 1}, head ${h + 1}</span>` +
-          `<span class="mv-desc">${esc(description)}</span>` +
-          `<span class="visually-hidden">. Open it in the steps.</span>`;
-        button.querySelector('.mv-name').after(drawTile(w.data, n, top));
-        item.append(button);
-        list.append(item);
+    const buttons = []; // all's tiles' buttons
+    // The layers' sections of tile buttons, each without its heatmap yet.
+    function build() {
+      const parts = heads.map((layer, L) => {
+        const section = document.createElement('div');
+        section.className = 'mv-layer';
+        section.innerHTML = `<h3 class="sub-label">Layer ${L + 1} <span class="muted">${LAYER_NOTE[L] ?? ''}</span></h3>`;
+        const list = document.createElement('ul');
+        list.className = 'mv-grid';
+        list.setAttribute('aria-label', `Layer ${L + 1}: its ${layer.length} heads`);
+        layer.forEach((w, h) => {
+          const stats = manifest.heads.find((s) => s.layer === L && s.head === h);
+          const description = stats ? describeHead(stats) : 'not measured';
+          const current = settings.layer === L && settings.head === h;
+          tiles.push({ layer: L, head: h, description, current, data: w.data });
+          const item = document.createElement('li');
+          const button = document.createElement('button');
+          button.type = 'button';
+          button.className = 'mv-tile';
+          button.dataset.layer = String(L);
+          button.dataset.head = String(h);
+          if (current) button.setAttribute('aria-current', 'true');
+          button.innerHTML =
+            `<span class="mv-name">Layer ${L + 1}, head ${h + 1}</span>` +
+            `<span class="mv-desc">${esc(description)}</span>` +
+            `<span class="visually-hidden">. Open it in the steps.</span>`;
+          buttons.push(button);
+          item.append(button);
+          list.append(item);
+        });
+        section.append(list);
+        return section;
       });
-      section.append(list);
-      return section;
-    });
-    box.replaceChildren(...parts, legend(top));
-    shown = { top, tiles };
+      box.replaceChildren(...parts, legend(top));
+    }
+    shown = null;
+    // A long input's: the range, the buttons, then each tile's heatmap, a task each.
+    return inPieces(
+      [
+        () => {
+          let largest = 0;
+          for (const { data } of all) for (let k = 0; k < data.length; ++k) if (data[k] > largest) largest = data[k];
+          top = weightTop(largest);
+        },
+        build,
+        ...all.map(
+          ({ data }, k) =>
+            () =>
+              buttons[k].querySelector('.mv-name').after(drawTile(data, n, top)),
+        ),
+        () => {
+          shown = { top, tiles };
+        },
+      ],
+      n > LONG_ROWS,
+    );
   }
 
   return {

@@ -5,7 +5,7 @@
 //   WORKER_TOKENS                       the token count past which the worker computes
 //   tokenCount(state) -> n              the tokens the current settings give (before the cap)
 //   createOffload(state) -> { recompute() -> Promise<boolean | null>, recomputeBackward() ->
-//                             Promise<true | null>, supersede(), busy }
+//                             Promise<true | null>, sgdStep(options), supersede(), busy }
 //     recompute(): recomputeGen (state.js) in the worker, into a shadow of the state that the state
 //     takes over once every call has answered: until then the page keeps showing (and stepping
 //     through) the previous result. Resolves like recompute(), or null when a newer recompute
@@ -13,8 +13,10 @@
 //     when it cannot start, the calls run on the main thread (and ctx.worker stays false).
 //     recomputeBackward(): recomputeBackwardGen (a new followed token or target) the same way, for
 //     an input the worker computed; null when a newer recompute of either kind replaced it
-//     busy: a recompute is under way
-import { Superseded, drive, driveAsync, loadWorkerLibrary } from './compute.js';
+//     sgdStep(options) -> Promise of compute.js sgdStep's result, computed in the worker (the
+//     SGD panel's step for a long input), or null when a newer recompute replaced the input
+//     busy: a recompute or step is under way
+import { Superseded, drive, driveAsync, loadWorkerLibrary, sgdStepGen } from './compute.js';
 import { MAX_TOKENS } from './input.js';
 import { recomputeBackwardGen, recomputeGen } from './state.js';
 import { tokenize } from './tokenize.js';
@@ -88,9 +90,21 @@ export function createOffload(state) {
     ).then((r) => (r === null ? null : true));
   }
 
+  // One SGD step (compute.js sgdStepGen) in the worker, for the input it computed.
+  function sgdStep(options) {
+    const { ctx } = state;
+    return offloaded(
+      (shadow, attn) => sgdStepGen(attn, options),
+      null,
+      () => state.ctx === ctx,
+      () => {},
+    );
+  }
+
   return {
     recompute,
     recomputeBackward,
+    sgdStep,
     supersede() {
       generation += 1;
     },

@@ -6,9 +6,10 @@
 //
 //   isLong(spec) -> boolean      a heatmap spec (heatmap.js) with token rows, more than LONG_ROWS
 //                                of them, not a small multiple: shown by this module
-//   createOverviewHeatmap(spec, { onSelectRow })
+//   createOverviewHeatmap(spec, { onSelectRow, focusRow })
 //     -> { element, canvas, setFocusRow(i | null), cellPoint(i, j), window() }
-//     the same as createHeatmap's, in the whole matrix's indices (canvas: the zoom's); cellPoint
+//     the same as createHeatmap's, in the whole matrix's indices (canvas: the zoom's); the window
+//     starts around focusRow (the followed row, when there is one: null by default); cellPoint
 //     moves the window to (i, j) first; window() is { r0, c0, rows, cols }, the zoomed region
 //
 // Keys on the overview (focusable): ↑ ↓ move the window a quarter of its height, ← → a quarter of
@@ -36,14 +37,14 @@ function sizes(spec, square) {
   return { overviewSide, cell: square ? cell : undefined, rows, cols: square ? rows : spec.shape[1] };
 }
 
-export function createOverviewHeatmap(spec, { onSelectRow } = {}) {
+export function createOverviewHeatmap(spec, { onSelectRow, focusRow = null } = {}) {
   const [rows, cols] = spec.shape;
   const square = Boolean(spec.colLabels);
   const size = sizes(spec, square);
   const wr = Math.min(rows, size.rows),
     wc = Math.min(cols, size.cols);
   const scale = colourScale(spec);
-  const raster = rasterize(spec, scale.colour);
+  const raster = rasterize(spec);
   let r0 = 0,
     c0 = 0,
     focus = null,
@@ -221,7 +222,13 @@ export function createOverviewHeatmap(spec, { onSelectRow } = {}) {
     moveTo(m[0], m[1]);
   });
 
-  // Start on the rows around the followed row (set by setFocusRow before the first paint).
+  // Start on the first rows, or around the followed row when it is not among them (as
+  // setFocusRow moves the window), so that the zoom is built once.
+  focus = focusRow;
+  if (focus !== null && focus >= wr) {
+    r0 = clamp(Math.round(focus - wr / 2), 0, rows - wr);
+    c0 = square ? clamp(Math.round(focus - wc / 2), 0, cols - wc) : 0;
+  }
   drawOverview();
   buildDetail();
 

@@ -3,11 +3,15 @@
 // loss before and after each.
 //
 //   renderSgd(state)                            #sgd-result, #sgd-reset and #lr from the state
-//   bindSgdPanel(state, { onChange, onError })  the learning rate, "Take one SGD step", "Start over";
-//                                               onChange('lr' | 'sgd') after each
+//   bindSgdPanel(state, { onChange, onError, step })  the learning rate, "Take one SGD step",
+//                                               "Start over"; onChange('lr' | 'sgd') after each;
+//                                               step(options) -> (a Promise of) compute.js
+//                                               sgdStep's result or null: who computes it
+//                                               (default: sgdStep on the page's library)
 //
 // state.sgd: null, or { weights (the latest), losses (before the first step, then after each),
-// rates (the learning rate of each step), timings (the latest step's library calls) }.
+// rates (the learning rate of each step), timings (the latest step's library calls), worker (the
+// latest step ran in the library's worker form: step() said so with worker: true) }.
 import { sgdStep } from './compute.js';
 import { fmt } from './format.js';
 
@@ -38,11 +42,13 @@ export function renderSgd({ ctx, sgd, settings }) {
     `<span class="sgd-note">${count} step${count > 1 ? 's' : ''} (lr ${[...new Set(sgd.rates)].join(', ')}): ${change}.</span>`;
 }
 
-// One more step for the current loss, from the weights the last step left (or the layer's).
-function takeStep(state) {
+// One more step for the current loss, from the weights the last step left (or the layer's), by
+// step(options) (compute.js sgdStep's, or the worker's); false when the input or the steps
+// changed meanwhile.
+async function takeStep(state, step) {
   const { ctx, sgd, settings } = state;
   const b = ctx.back;
-  const res = sgdStep(state.attn, {
+  const res = await step({
     x: ctx.x,
     weights: sgd?.weights ?? ctx.result.weights,
     heads: ctx.heads,
@@ -53,28 +59,34 @@ function takeStep(state) {
     target: b.target,
     learningRate: settings.lr,
   });
+  if (res === null || state.ctx !== ctx || state.ctx.back !== b || state.sgd !== sgd) return false;
   state.sgd = {
     weights: res.weights,
     losses: [...(sgd?.losses ?? [res.before]), res.after],
     rates: [...(sgd?.rates ?? []), settings.lr],
     timings: res.timings,
+    worker: res.worker === true,
   };
+  return true;
 }
 
-export function bindSgdPanel(state, { onChange, onError }) {
+export function bindSgdPanel(state, { onChange, onError, step = (options) => sgdStep(state.attn, options) }) {
+  let queue = Promise.resolve(); // clicks while a step runs each take one more step, in turn
   $('lr').addEventListener('change', (e) => {
     state.settings.lr = Number(e.target.value);
     onChange('lr');
   });
   $('sgd-step').addEventListener('click', () => {
-    try {
-      takeStep(state);
-    } catch (e) {
-      onError(e);
-      return;
-    }
-    renderSgd(state);
-    onChange('sgd');
+    queue = queue.then(async () => {
+      try {
+        if (!(await takeStep(state, step))) return;
+      } catch (e) {
+        onError(e);
+        return;
+      }
+      renderSgd(state);
+      onChange('sgd');
+    });
   });
   $('sgd-reset').addEventListener('click', () => {
     state.sgd = null;

@@ -39,6 +39,8 @@ export function createState(text) {
       focus: null, // the followed row (the loss's i); null: "it", or the first token
       target: null, // the loss's j; null: a default picked from the tokens (see defaultTarget)
       lr: 0.01, // the SGD learning rate
+      compareA: '0,0', // the head comparison's heads A and B: 'layer,head' (head_compare.js)
+      compareB: '1,0',
     },
     attn: null, // the library, once loaded
     emb: null, // the word vectors, once loaded (emb.dim is d_model)

@@ -4,6 +4,9 @@
 //   createStepView(state, { onSelectRow }) -> { show(), follow(i), cellPoint(name, i, j), renderMs }
 //     show()      draws state.steps[settings.step] for state.ctx
 //     follow(i)   outlines row i in every heatmap and redraws the side panel (a forward step)
+//     Both return a Promise of true once drawn, or of false when a newer show() or follow() took
+//     over first. A long input's (more than LONG_ROWS tokens) are drawn a piece a task (the
+//     step's text, each heatmap, the side panel), so that the page keeps answering meanwhile.
 //     cellPoint   the viewport point of cell (i, j) of heatmap `name`, scrolled into view
 //     renderMs    how long the last show() took
 //
@@ -14,8 +17,9 @@ import { esc, fmtShape } from './format.js';
 import { addExportButtons } from './export.js';
 import { createHeatmap, hideTooltip } from './heatmap.js';
 import { renderInspector } from './inspector.js';
+import { createPieces } from './pieces.js';
 import { renderLossBar } from './loss_bar.js';
-import { createOverviewHeatmap, isLong } from './overview.js';
+import { LONG_ROWS, createOverviewHeatmap, isLong } from './overview.js';
 import { renderSgd } from './sgd_panel.js';
 import { renderStepList, stepKicker } from './step_list.js';
 
@@ -30,10 +34,11 @@ function sourceLine(step, ctx) {
   return `Computed by <code>${esc(step.source)}</code>${step.timing ? ` in ${ms.toFixed(2)} ms` : ''}.`;
 }
 
-// The step's heatmaps into `box`: in a row, as small multiples, or behind a disclosure.
-function renderMatrices(box, step, focus, onSelectRow) {
+// The step's heatmap containers in `box`: in a row, as small multiples, or behind a disclosure.
+// Returns place(spec) -> the container a spec's heatmap goes in (shown from then on); finish()
+// drops the ones no heatmap went in.
+function matrixBoxes(box, step) {
   box.replaceChildren();
-  const heatmaps = [];
   const main = document.createElement('div');
   main.className = 'matrix-row';
   const multiples = document.createElement('div');
@@ -42,68 +47,118 @@ function renderMatrices(box, step, focus, onSelectRow) {
   details.className = 'weights-details';
   const detailsRow = document.createElement('div');
   detailsRow.className = 'matrix-row';
-  for (const spec of step.matrices) {
-    const hm = (isLong(spec) ? createOverviewHeatmap : createHeatmap)(spec, { onSelectRow });
-    addExportButtons(hm, spec);
-    if (spec.rowLabels && spec.selectableRows !== false) hm.setFocusRow(focus);
-    heatmaps.push({ name: spec.name, hm });
-    (({ details: detailsRow, multiples })[spec.place] ?? main).append(hm.element);
-  }
-  if (main.childElementCount) box.append(main);
-  if (multiples.childElementCount) box.append(multiples);
-  if (detailsRow.childElementCount) {
-    const names = step.matrices.filter((m) => m.place === 'details');
+  const names = step.matrices.filter((m) => m.place === 'details');
+  if (names.length) {
     details.innerHTML = `<summary>${step.detailsHtml ?? `The projection matrices ${names.map((m) => m.labelHtml).join(', ')} (${fmtShape(names[0].shape)} each)`}</summary>`;
     details.append(detailsRow);
-    box.append(details);
   }
-  return heatmaps;
+  // Hidden until their first heatmap (a long input's come a task apart), in this order.
+  const boxes = [main, multiples, details];
+  for (const el of boxes) el.hidden = true;
+  box.append(...boxes);
+  return {
+    place(spec) {
+      const [el, inner] = { details: [details, detailsRow], multiples: [multiples] }[spec.place] ?? [main];
+      el.hidden = false;
+      return inner ?? el;
+    },
+    finish() {
+      for (const el of boxes) if (el.hidden) el.remove();
+    },
+  };
+}
+
+// One heatmap for a step's matrix spec: a long input's token matrix as overview and zoom.
+function heatmapOf(spec, focus, onSelectRow) {
+  const follows = spec.rowLabels && spec.selectableRows !== false;
+  if (isLong(spec)) return createOverviewHeatmap(spec, { onSelectRow, focusRow: follows ? focus : null });
+  const hm = createHeatmap(spec, { onSelectRow });
+  if (follows) hm.setFocusRow(focus);
+  return hm;
 }
 
 export function createStepView(state, { onSelectRow }) {
   let heatmaps = []; // [{ name, hm }] of the step shown
   let renderMs = 0;
+  const inPieces = createPieces(); // show() and follow(): a newer one stops an older one
+  let drawn = Promise.resolve(true); // the latest show()
+  const apart = () => state.ctx.n > LONG_ROWS;
 
   function show() {
-    const t0 = performance.now();
-    const {
-      ctx,
-      steps,
-      settings: { step: index, focus },
-    } = state;
+    let ms = 0;
+    const timed = (piece) => () => {
+      const t0 = performance.now();
+      piece();
+      ms += performance.now() - t0;
+    };
+    const { ctx, steps } = state;
+    const index = state.settings.step;
     const step = steps[index];
-    hideTooltip();
-    renderStepList($('step-list'), steps, index);
-    $('prev').disabled = index === 0;
-    $('next').disabled = index === steps.length - 1;
-    $('step-kicker').textContent = stepKicker(step, index, steps.length, ctx);
-    $('step-title').innerHTML = `${index + 1}. ${step.titleHtml ?? esc(step.title)}`;
-    $('step-formula').innerHTML = step.formulaHtml;
-    $('step-shapes').innerHTML = step.shapes.map((s) => `<li>${esc(s)}</li>`).join('');
-    $('step-explain').innerHTML = step.explainHtml;
-    const hand = (ctx.worked && step.hand?.(ctx)) || null;
-    $('step-hand').hidden = !hand;
-    $('step-hand').innerHTML = hand ?? '';
-    $('step-source').innerHTML = sourceLine(step, ctx);
-    const back = step.part === 'back';
-    $('backward-bar').hidden = !back;
-    if (back) renderLossBar(ctx);
-    markTarget($('chips'), back ? ctx.back.target : null);
-    $('sgd').hidden = !step.sgd;
-    if (step.sgd) renderSgd(state);
-    heatmaps = renderMatrices($('matrices'), step, focus, onSelectRow);
-    renderInspector($('inspector'), step, ctx, focus);
-    $('live').textContent = `Step ${index + 1} of ${steps.length}: ${step.title}`;
-    renderMs = performance.now() - t0;
-    const { library, embeddings } = state.loadMs;
-    $('hood-extra').textContent =
-      `Drawing step ${index + 1} took ${renderMs.toFixed(1)} ms (page code, not the library). ` +
-      `Loading: the library ${library.toFixed(0)} ms, the word vectors ${embeddings.toFixed(0)} ms.`;
+    let boxes;
+    heatmaps = [];
+    const pieces = [
+      () => {
+        hideTooltip();
+        renderStepList($('step-list'), steps, index);
+        $('prev').disabled = index === 0;
+        $('next').disabled = index === steps.length - 1;
+        $('step-kicker').textContent = stepKicker(step, index, steps.length, ctx);
+        $('step-title').innerHTML = `${index + 1}. ${step.titleHtml ?? esc(step.title)}`;
+        $('step-formula').innerHTML = step.formulaHtml;
+        $('step-shapes').innerHTML = step.shapes.map((s) => `<li>${esc(s)}</li>`).join('');
+        $('step-explain').innerHTML = step.explainHtml;
+        const hand = (ctx.worked && step.hand?.(ctx)) || null;
+        $('step-hand').hidden = !hand;
+        $('step-hand').innerHTML = hand ?? '';
+        $('step-source').innerHTML = sourceLine(step, ctx);
+        const back = step.part === 'back';
+        $('backward-bar').hidden = !back;
+        if (back) renderLossBar(ctx);
+        markTarget($('chips'), back ? ctx.back.target : null);
+        $('sgd').hidden = !step.sgd;
+        if (step.sgd) renderSgd(state);
+        boxes = matrixBoxes($('matrices'), step);
+      },
+      ...step.matrices.map((spec) => () => {
+        const hm = heatmapOf(spec, state.settings.focus, onSelectRow);
+        addExportButtons(hm, spec);
+        heatmaps.push({ name: spec.name, hm });
+        boxes.place(spec).append(hm.element);
+      }),
+      () => {
+        boxes.finish();
+        renderInspector($('inspector'), step, ctx, state.settings.focus);
+        $('live').textContent = `Step ${index + 1} of ${steps.length}: ${step.title}`;
+      },
+    ].map(timed);
+    drawn = inPieces(pieces, apart()).then((done) => {
+      if (!done) return false;
+      renderMs = ms;
+      const { library, embeddings } = state.loadMs;
+      $('hood-extra').textContent =
+        `Drawing step ${index + 1} took ${renderMs.toFixed(1)} ms (page code, not the library). ` +
+        `Loading: the library ${library.toFixed(0)} ms, the word vectors ${embeddings.toFixed(0)} ms.`;
+      return true;
+    });
+    return drawn;
   }
 
-  function follow(i) {
-    for (const { hm } of heatmaps) hm.setFocusRow(i);
-    renderInspector($('inspector'), state.steps[state.settings.step], state.ctx, i);
+  async function follow(i) {
+    const shown = drawn;
+    // After the step's heatmaps exist; a newer show() draws row i itself.
+    if (!(await shown) || shown !== drawn) return false;
+    const step = state.steps[state.settings.step];
+    return inPieces(
+      [
+        ...heatmaps.map(
+          ({ hm }) =>
+            () =>
+              hm.setFocusRow(i),
+        ),
+        () => renderInspector($('inspector'), step, state.ctx, i),
+      ],
+      apart(),
+    );
   }
 
   function cellPoint(name, i, j) {

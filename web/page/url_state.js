@@ -1,6 +1,6 @@
 // The settings in the page's address, so that a link reproduces the view: the sentence, the
-// weights, heads, d_k, options, the layer, the step, the followed token and head, the target and
-// the learning rate (state.js's settings), as a query string kept up to date with
+// weights, heads, d_k, options, the layer, the step, the followed token and head, the target,
+// the learning rate and the two heads compared (state.js's settings), as a query string kept up to date with
 // history.replaceState (no new history entry per change).
 //
 //   settingsQuery(settings) -> 'mode=sentence&text=…&…'   every field below; focus and target
@@ -20,6 +20,7 @@ const int = (lo, hi) => (s) => {
 };
 const bool = (s) => (s === '1' ? true : s === '0' ? false : undefined);
 const text = (s) => s;
+const pair = (s) => (/^\d,\d{1,2}$/.test(s) ? s : undefined); // 'layer,head', 0-based
 
 // name -> parse(string) -> value, or undefined when invalid. Fields with a null value are left out.
 const FIELDS = {
@@ -38,6 +39,8 @@ const FIELDS = {
   focus: int(0, 511),
   target: int(0, 511),
   lr: oneOf([0.001, 0.003, 0.01, 0.03, 0.1]), // the #lr choices
+  compareA: pair, // the head comparison's two heads
+  compareB: pair,
 };
 
 const format = (v) => (typeof v === 'boolean' ? (v ? '1' : '0') : String(v));

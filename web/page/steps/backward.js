@@ -20,9 +20,10 @@ const dZMatrix = (ctx) => tokenMatrix(ctx, 'dZ', 'dZ', `${d(v('Z'))}`, ctx.back.
 const aMatrix = (ctx) =>
   square(ctx, 'weights', 'A (forward)', `${v('A')} (forward)`, ctx.back.grads.weights, { scale: 'unit' });
 const dAMatrix = (ctx) => square(ctx, 'dA', 'dA', d(v('A')), ctx.back.grads.dWeights);
+const afterQuery = (r, c) => c > r; // one function, so that the drawn pixels are reused (raster.js)
 const dSMatrix = (ctx, rest) =>
   square(ctx, 'dS', 'dS', d(v('S')), ctx.back.grads.dScores, {
-    maskedCells: ctx.causal ? (r, c) => c > r : undefined,
+    maskedCells: ctx.causal ? afterQuery : undefined,
     ...rest,
   });
 

@@ -417,7 +417,8 @@ export const FORWARD_STEPS = [
       const m = ctx.result.multi;
       const compact = h > 2 || n > 24;
       // One colour range for all heads, so that the grids compare.
-      const headsTop = Math.max(...m.heads.map((hd) => hd.weights.data.reduce((a, b) => Math.max(a, b), 0)));
+      let headsTop = 0;
+      for (const hd of m.heads) for (const w of hd.weights.data) if (w > headsTop) headsTop = w;
       const domainMax = weightTop(headsTop);
       return {
         title: h === 1 ? "The head's weights" : `All ${h} heads`,
@@ -440,16 +441,24 @@ export const FORWARD_STEPS = [
     inspect(ctx, i) {
       const I = i + 1;
       const parts = ctx.result.multi.heads.map((hd, k) => {
-        const w = Array.from(row(hd.weights, i));
-        const top = w
-          .map((x, j) => j)
-          .sort((a, b) => w[b] - w[a])
-          .slice(0, 3);
-        const summary = top.map((j) => `${esc(ctx.labels[j])} ${fmt(w[j], 2)}`).join(', ');
-        const rows = w.map((x, j) => [keyCell(ctx, j), fmt(x)]);
-        return `<details><summary><strong>head ${k + 1}</strong>: ${summary}</summary>${table(['key j', 'A'], rows, i)}</details>`;
+        const w = row(hd.weights, i);
+        const order = Array.from(w.keys()).sort((a, b) => w[b] - w[a] || a - b);
+        const summary = order
+          .slice(0, 3)
+          .map((j) => `${esc(ctx.labels[j])} ${fmt(w[j], 2)}`)
+          .join(', ');
+        return `<details data-more="${k}"><summary><strong>head ${k + 1}</strong>: ${summary}</summary></details>`;
       });
       return `<p>Where token ${I} looks in each head (the top three keys; open a head for its whole row):</p>${parts.join('')}`;
+    },
+    // Head k's whole row, when its disclosure opens (four tables of 512 rows take a while).
+    inspectMore(ctx, i, k) {
+      const w = row(ctx.result.multi.heads[Number(k)].weights, i);
+      return table(
+        ['key j', 'A'],
+        Array.from(w, (x, j) => [keyCell(ctx, j), fmt(x)]),
+        i,
+      );
     },
   },
 

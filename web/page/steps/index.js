@@ -12,6 +12,8 @@
 //             what the step shows; sourceHtml replaces the source line, detailsHtml the summary
 //             of the matrices placed behind a disclosure; matrices: heatmap specs (steps/markup.js)
 //   inspect(ctx, i) -> HTML     the side panel for the followed row i
+//   inspectMore(ctx, i, key) -> HTML   optional: the body of the panel's <details data-more="key">,
+//                                      made when it first opens (inspector.js)
 //   hand(ctx) -> HTML | null    optional: the worked example's values by hand (worked_example.js)
 //   sgd       optional, true: the gradient-descent panel (sgd_panel.js) shows under the step
 //
@@ -23,5 +25,13 @@ import { FORWARD_STEPS } from './forward.js';
 
 export const STEPS = [...FORWARD_STEPS, ...BACKWARD_STEPS];
 
+const built = (ctx) => (step) => ({ ...step, ...step.view(ctx) });
+// ctx.result -> the forward steps built for it: a new backward (another followed token or target)
+// keeps them, since no forward view reads ctx.back (and a 512-token input's take a while).
+const forwardOf = new WeakMap();
+
 // The steps for one input: each descriptor with its view's fields.
-export const buildSteps = (ctx) => STEPS.map((step) => ({ ...step, ...step.view(ctx) }));
+export function buildSteps(ctx) {
+  if (!forwardOf.has(ctx.result)) forwardOf.set(ctx.result, FORWARD_STEPS.map(built(ctx)));
+  return [...forwardOf.get(ctx.result), ...BACKWARD_STEPS.map(built(ctx))];
+}
