@@ -26,8 +26,10 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
     88,
     '%',
   );
-  add('matmul 512³, 1 thread: faster than tfjs-wasm', faster(m1, row('matmul', 'tfjs-1')), 1.25);
-  add('matmul 512³, 1 thread: faster than onnxruntime-web', faster(m1, row('matmul', 'ort-1')), 1.25);
+  // the peer margins of issue 11 part 2, which must hold on any x86 CPU: matmul ≥ 1.4× both,
+  // single-head ≥ 1.4× the faster, multi-head ≥ 1.5× both (tfjs: 1.6×, an earlier issue's goal)
+  add('matmul 512³, 1 thread: faster than tfjs-wasm', faster(m1, row('matmul', 'tfjs-1')), 1.4);
+  add('matmul 512³, 1 thread: faster than onnxruntime-web', faster(m1, row('matmul', 'ort-1')), 1.4);
   add('matmul 512³: 2 threads over our 1 thread', faster(m2, m1), 1.85);
   add('multi-head attention: 2 threads over our 1 thread', faster(row('mha', 'ours-2'), row('mha', 'ours-1')), 1.85);
 
@@ -42,9 +44,9 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
   const peerBest = [row('attention', 'tfjs-1'), row('attention', 'ort-1')]
     .filter(Boolean)
     .sort((x, y) => x.ms - y.ms)[0];
-  add('attention n=512 d=64, 1 thread: faster than the faster of tfjs and onnxruntime', faster(a1, peerBest), 1.15);
+  add('attention n=512 d=64, 1 thread: faster than the faster of tfjs and onnxruntime', faster(a1, peerBest), 1.4);
   const h1 = row('mha', 'ours-1');
-  add('multi-head attention, 1 thread: faster than onnxruntime-web', faster(h1, row('mha', 'ort-1')), 1.25);
+  add('multi-head attention, 1 thread: faster than onnxruntime-web', faster(h1, row('mha', 'ort-1')), 1.5);
   add("multi-head attention, 1 thread: faster than tfjs's best formulation", faster(h1, row('mha', 'tfjs-1')), 1.6);
 
   // backward GFLOP/s (nominal 2× the forward's FLOPs) over the forward's, same shape, 1 thread
