@@ -27,42 +27,44 @@ const std::vector<std::pair<const char*, test::GemmMicrokernel>> kKernels = {
 #endif
 };
 
-TEST_CASE("f32 gemm 4x8: a whole tile, every k") {
+// Runs test(kernel) for every kernel of kKernels, its name in the failure messages.
+template <class Test>
+void for_each_kernel(Test&& test) {
   for (const auto& [name, kernel] : kKernels) {
     const char* kernel_name = name;  // INFO captures by reference: not a structured binding
     INFO(kernel_name);
-    for (size_t k : kDepths)
-      GemmMicrokernelTester().m(kMR).n(kNR).k(k).seed(static_cast<uint32_t>(k)).Test(kernel);
+    test(kernel);
   }
 }
 
+TEST_CASE("f32 gemm 4x8: a whole tile, every k") {
+  for_each_kernel([](test::GemmMicrokernel kernel) {
+    for (size_t k : kDepths)
+      GemmMicrokernelTester().m(kMR).n(kNR).k(k).seed(static_cast<uint32_t>(k)).Test(kernel);
+  });
+}
+
 TEST_CASE("f32 gemm 4x8: every m and n below the tile (row and column tails)") {
-  for (const auto& [name, kernel] : kKernels) {
-    const char* kernel_name = name;  // INFO captures by reference: not a structured binding
-    INFO(kernel_name);
+  for_each_kernel([](test::GemmMicrokernel kernel) {
     uint32_t seed = 100;
     for (size_t m = 1; m <= kMR; ++m)
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t k : kDepths) GemmMicrokernelTester().m(m).n(n).k(k).seed(seed++).Test(kernel);
-  }
+  });
 }
 
 TEST_CASE("f32 gemm 4x8: c with a row stride past n") {
-  for (const auto& [name, kernel] : kKernels) {
-    const char* kernel_name = name;  // INFO captures by reference: not a structured binding
-    INFO(kernel_name);
+  for_each_kernel([](test::GemmMicrokernel kernel) {
     uint32_t seed = 2000;
     for (size_t m = 1; m <= kMR; ++m)
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t stride : {n + 1, size_t{11}, size_t{37}})
           GemmMicrokernelTester().m(m).n(n).k(17).cm_stride(stride).seed(seed++).Test(kernel);
-  }
+  });
 }
 
 TEST_CASE("f32 gemm 4x8: accumulate adds to c, full tiles and tails, strided") {
-  for (const auto& [name, kernel] : kKernels) {
-    const char* kernel_name = name;  // INFO captures by reference: not a structured binding
-    INFO(kernel_name);
+  for_each_kernel([](test::GemmMicrokernel kernel) {
     uint32_t seed = 3000;
     for (size_t m = 1; m <= kMR; ++m)
       for (size_t n = 1; n <= kNR; ++n)
@@ -76,13 +78,11 @@ TEST_CASE("f32 gemm 4x8: accumulate adds to c, full tiles and tails, strided") {
                 .accumulate(true)
                 .seed(seed++)
                 .Test(kernel);
-  }
+  });
 }
 
 TEST_CASE("f32 gemm 4x8: k = 0 leaves c as it was when accumulating, zero when not") {
-  for (const auto& [name, kernel] : kKernels) {
-    const char* kernel_name = name;  // INFO captures by reference: not a structured binding
-    INFO(kernel_name);
+  for_each_kernel([](test::GemmMicrokernel kernel) {
     std::vector<float> c(kMR * kNR, 3.0f);
     const float unused = 0.0f;  // no step is read
     kernel(kMR, kNR, 0, &unused, &unused, c.data(), kNR, true);
@@ -90,7 +90,7 @@ TEST_CASE("f32 gemm 4x8: k = 0 leaves c as it was when accumulating, zero when n
     kernel(2, 5, 0, &unused, &unused, c.data(), kNR, false);
     for (size_t i = 0; i < kMR; ++i)
       for (size_t j = 0; j < kNR; ++j) CHECK(c[i * kNR + j] == (i < 2 && j < 5 ? 0.0f : 3.0f));
-  }
+  });
 }
 
 }  // namespace
