@@ -14,7 +14,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The softmax input x_ij of wa/softmax.h for raw score s, in double.
+// The softmax input x_ij of wa/score_mask.h for raw score s, in double.
 double softmax_input_d(const ScoreMask& m, size_t n_k, size_t i, size_t j, double s, float scale) {
   if (is_masked(m, n_k, i, j)) return -kInf;
   double y = s * scale;
@@ -22,7 +22,7 @@ double softmax_input_d(const ScoreMask& m, size_t n_k, size_t i, size_t j, doubl
   return y + (m.bias ? mask_row(m.bias, m, n_k, i)[j] : 0.0);
 }
 
-// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/softmax.h.
+// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/score_mask.h.
 Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
   Doubles w(n_q * n_k, 0.0);
   for (size_t i = 0; i < n_q; ++i) {

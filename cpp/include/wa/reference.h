@@ -9,7 +9,7 @@
 
 #include "wa/attention.h"
 #include "wa/gemm.h"
-#include "wa/softmax.h"
+#include "wa/score_mask.h"
 
 namespace wa {
 struct Rotary;
