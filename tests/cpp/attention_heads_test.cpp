@@ -5,9 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "onnx_attention_reference.h"
 #include "testing.h"
 #include "wa/attention_heads.h"
+#include "wa/reference.h"
 
 namespace wa {
 namespace {
