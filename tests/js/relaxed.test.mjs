@@ -119,7 +119,7 @@ describe('Node', () => {
   });
 });
 
-// Chromium's V8 no longer has a flag that turns relaxed SIMD off, so a browser without it is
+// Chromium's V8 has no flag that turns relaxed SIMD off, so a browser without it is
 // simulated: WebAssembly.validate answers false for the detection module (as such an engine
 // would) and everything else runs as it is.
 function withoutRelaxedSimd() {
