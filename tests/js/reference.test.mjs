@@ -20,6 +20,21 @@ import {
 const close = (got, want, tol = 1e-12, what = '') =>
   assert.ok(Math.abs(got - want) <= tol, `${what} ${got} vs ${want}`);
 
+// grad (theta's length) against central differences of loss(), which reads theta (changed in
+// place and restored), within 1e-7.
+function checkGradient(name, theta, grad, loss) {
+  for (let e = 0; e < theta.length; ++e) {
+    const at = theta[e],
+      h = 1e-6;
+    theta[e] = at + h;
+    const up = loss();
+    theta[e] = at - h;
+    const down = loss();
+    theta[e] = at;
+    close(grad[e], (up - down) / (2 * h), 1e-7, `${name}[${e}]`);
+  }
+}
+
 function randomCase(seed, extra = {}) {
   const next = rng(seed);
   const a = { batch: 2, qHeads: 4, kvHeads: 2, nQ: 3, nNew: 5, dK: 4, dV: 3, ...extra };
@@ -95,18 +110,8 @@ test('onnx reference backward matches central differences (GQA, 3-D, causal, win
     ['k', g.dk],
     ['v', g.dv],
   ]) {
-    const theta = Float64Array.from(a[name]);
-    a[name] = theta;
-    for (let e = 0; e < theta.length; ++e) {
-      const at = theta[e],
-        h = 1e-6;
-      theta[e] = at + h;
-      const up = loss();
-      theta[e] = at - h;
-      const down = loss();
-      theta[e] = at;
-      close(grad[e], (up - down) / (2 * h), 1e-7);
-    }
+    a[name] = Float64Array.from(a[name]);
+    checkGradient(name, a[name], grad, loss);
   }
 });
 
@@ -155,14 +160,5 @@ test('the layer: projections by hand around the operator; its backward against c
     ['wk', w.wk, g.dwk],
     ['bq', w.bq, g.dbq],
   ])
-    for (let e = 0; e < theta.length; ++e) {
-      const at = theta[e],
-        h = 1e-6;
-      theta[e] = at + h;
-      const up = loss();
-      theta[e] = at - h;
-      const down = loss();
-      theta[e] = at;
-      close(grad[e], (up - down) / (2 * h), 1e-7, name);
-    }
+    checkGradient(name, theta, grad, loss);
 });
