@@ -1,7 +1,9 @@
 // Picks a build of the wasm module and instantiates it. Two choices, each a variant:
 //
-//   threads  simd-mt  pthreads: Node, and browsers where the page is cross-origin isolated
-//                     (SharedArrayBuffer exists only there)
+//   threads  simd-mt  pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
+//                     isolated; in all of them only where a shared WebAssembly.Memory can be
+//                     made (features.js). Where the threads' workers fail to start, the loader
+//                     falls back to one thread (and says why on the console).
 //            simd     one thread: everywhere else, and whenever one thread is asked for
 //   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
 //                     where the engine validates it (features.js)
@@ -10,8 +12,8 @@
 // Its files are found next to this module, or wherever options.locateFile says: in a browser
 // the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
 
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+import { sharedMemoryAvailable } from './features.js';
+import { isNode, nodeBuiltin } from './host.js';
 
 // file name -> URL, for every file a variant loads at run time. Each is a literal
 // new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
@@ -38,13 +40,6 @@ const files = {
     'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
   }),
 };
-
-// Node's built-in modules, fetched so that bundlers for the browser never see an import.
-async function nodeBuiltin(name) {
-  if (process.getBuiltinModule) return process.getBuiltinModule(name);
-  const specifier = `node:${name}`;
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
-}
 
 // file name -> blob: URL, for each script of urls that a bundler inlined as a data: URL
 // (Vite inlines files under 4 KiB, the pthread worker's among them). A worker started from a
@@ -75,29 +70,43 @@ function packagedFiles(base) {
   }
 }
 
-// Rejects when one of the pool's workers fails before the module is ready (its script or the
-// glue it imports did not load, or was blocked): the factory's own promise would wait forever.
-function workerFailure(settings, base) {
-  return new Promise((_, reject) => {
-    for (const worker of settings.PThread?.unusedWorkers ?? []) {
-      worker.addEventListener(
-        'error',
-        (e) =>
-          reject(
-            new Error(
-              `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
-                `${base}.worker.js and ${base}.js must be served from the page's origin, ` +
-                'next to the .wasm or where locateFile says',
-            ),
-          ),
-        { once: true },
+// -> { failed, stop }: failed rejects when one of the pool's workers fails
+// before the module is ready (its script or the glue it imports did not load, was blocked, or
+// threw): the factory's own promise would wait forever. The glue's own handler
+// (Module.onWorkerError, scripts/patch_glue.mjs) reports to it instead of rethrowing, which
+// would kill a Node or Deno process. stop() takes the listeners off once the module is ready.
+function watchWorkers(settings, base) {
+  let fail;
+  const failed = new Promise((_, reject) => {
+    fail = (e) => {
+      e?.preventDefault?.(); // a browser's error event: handled here, not reported as uncaught
+      const where = isNode ? 'must be' : "must be served from the page's origin,";
+      reject(
+        new Error(
+          `wasm-attention: a thread's worker failed to start (${e?.message || 'its script did not load'}): ` +
+            `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`,
+        ),
       );
-    }
+    };
   });
+  settings.onWorkerError = fail;
+  const workers = [...(settings.PThread?.unusedWorkers ?? [])];
+  for (const worker of workers) {
+    if (isNode) worker.on('error', fail);
+    else worker.addEventListener('error', fail);
+  }
+  const stop = () => {
+    delete settings.onWorkerError;
+    for (const worker of workers) {
+      if (isNode) worker.off('error', fail);
+      else worker.removeEventListener('error', fail);
+    }
+  };
+  return { failed, stop };
 }
 
 export function threadsAvailable() {
-  return isNode || (globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
+  return (isNode || globalThis.crossOriginIsolated === true) && sharedMemoryAvailable();
 }
 
 export async function defaultThreads() {
@@ -109,9 +118,22 @@ export async function defaultThreads() {
 }
 
 // isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
-// -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
+// -> { module, variant } with the module's thread pool started: threads, or 1 without threads,
+// or 1 where the threaded build failed to start (its workers, or the engine sending them the
+// shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given
 export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
-  const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
+  if (threads > 1 && threadsAvailable()) {
+    try {
+      return await loadVariant({ threads, isa, locateFile, wasmBinary, variant: 'simd-mt' });
+    } catch (e) {
+      if (wasmBinary) throw e;
+      console.warn(`wasm-attention: the threaded build did not start, running on one thread: ${e.message}`);
+    }
+  }
+  return loadVariant({ threads: 1, isa, locateFile, wasmBinary, variant: 'simd' });
+}
+
+async function loadVariant({ threads, isa, locateFile, wasmBinary, variant }) {
   const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
   // Literal specifiers, so that bundlers include every build.
   const { default: wrapped } = await {
@@ -151,15 +173,18 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   }
 
   let module;
+  let watch;
   try {
     const ready = factory(settings); // the pool's workers exist once this returns
-    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings, base)]));
+    watch = watchWorkers(settings, base);
+    module = await Promise.race([ready, watch.failed]);
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
     // otherwise keep a Node process alive.
     settings.PThread?.terminateAllThreads();
     throw e;
   } finally {
+    watch?.stop();
     revokeScripts(); // the pool's workers are all started by now
   }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);

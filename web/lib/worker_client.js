@@ -15,10 +15,8 @@
 // and detached here (the whole buffer, also when the array is a view on part of it).
 // SharedArrayBuffers are shared, never transferred.
 
+import { isNode, nodeBuiltin } from './host.js';
 import { checkBoolean } from './tensor.js';
-
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
 const instanceDisposed = (where) =>
@@ -83,13 +81,6 @@ function takeTransfer(where, options) {
   }
   const { transfer, ...rest } = options;
   return { options: Object.keys(rest).length ? rest : undefined, transfer: checkBoolean(where, 'transfer', transfer) };
-}
-
-// Node's built-in modules, fetched so that bundlers for the browser never see an import.
-async function nodeBuiltin(name) {
-  if (process.getBuiltinModule) return process.getBuiltinModule(name);
-  const specifier = `node:${name}`;
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
 }
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.

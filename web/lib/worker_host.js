@@ -4,6 +4,7 @@
 //
 //   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
 //                            or { id, error: { name, message } }
+import { isNode, nodeBuiltin } from './host.js';
 import { createAttention } from './index.js';
 import { STAND_IN } from './worker_client.js';
 
@@ -92,19 +93,10 @@ const receive = (reply) => (message) => {
   queue = queue.then(() => handle(message, reply));
 };
 
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
-// Node's built-in module fetched so that bundlers for the browser never see an import.
-async function workerThreads() {
-  if (process.getBuiltinModule) return process.getBuiltinModule('worker_threads');
-  const specifier = 'node:worker_threads';
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
-}
-
 // No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
 // In Node, messages sent before the listener is attached wait in the port's queue.
 if (isNode) {
-  workerThreads().then(({ parentPort }) => {
+  nodeBuiltin('worker_threads').then(({ parentPort }) => {
     parentPort.on(
       'message',
       receive((message, transfer) => parentPort.postMessage(message, transfer)),
