@@ -85,3 +85,26 @@ test('both builds compute the worked example and agree bitwise', () => {
   }
   assert.equal(results.isolated.bigSum, results.plain.bigSum);
 });
+
+// The pthread worker's script swapped, through locateFile, for one that throws at once.
+test("an isolated page whose threads' workers fail to start gets one thread, with no uncaught error", async () => {
+  const { page, errors } = await openPage(browser, servers.isolated.url);
+  const warnings = [];
+  page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+  const backend = await page.evaluate(async () => {
+    const { createAttention } = await import('/lib/index.js');
+    const broken = URL.createObjectURL(new Blob(["throw new Error('this worker cannot start')"]));
+    const locateFile = (name) => (name.endsWith('.worker.js') ? broken : `/lib/wasm/${name}`);
+    const attn = await createAttention({ threads: 2, locateFile });
+    await new Promise((resolve) => setTimeout(resolve, 200)); // any late error from the worker
+    return attn.backend;
+  });
+  assert.equal(backend.threads, 1);
+  assert.equal(backend.variant, 'simd');
+  assert.deepEqual(errors(), []);
+  assert.ok(
+    warnings.some((w) => /running on one thread/.test(w)),
+    `warnings: ${JSON.stringify(warnings)}`,
+  );
+  await page.close();
+});
