@@ -74,7 +74,8 @@ function packagedFiles(base) {
 // before the module is ready (its script or the glue it imports did not load, was blocked, or
 // threw): the factory's own promise would wait forever. The glue's own handler
 // (Module.onWorkerError, scripts/patch_glue.mjs) reports to it instead of rethrowing, which
-// would kill a Node or Deno process. stop() takes the listeners off once the module is ready.
+// would kill a Node or Deno process. stop() takes the listeners off once the module is ready;
+// a worker failing later is the glue's to report, as it always was.
 function watchWorkers(settings, base) {
   let fail;
   const failed = new Promise((_, reject) => {
@@ -173,18 +174,18 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, variant }) {
   }
 
   let module;
-  let watch;
   try {
     const ready = factory(settings); // the pool's workers exist once this returns
-    watch = watchWorkers(settings, base);
+    const watch = watchWorkers(settings, base);
     module = await Promise.race([ready, watch.failed]);
+    watch.stop();
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
-    // otherwise keep a Node process alive.
+    // otherwise keep a Node process alive. Their listeners stay: an error a failed worker
+    // still reports (Chromium may dispatch one after the first) is handled, not rethrown.
     settings.PThread?.terminateAllThreads();
     throw e;
   } finally {
-    watch?.stop();
     revokeScripts(); // the pool's workers are all started by now
   }
   const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
