@@ -274,29 +274,38 @@ test('plain: relative locateFile answers serve the threaded build and the worker
 });
 
 // A worker script that does not load (missing here; elsewhere a wrong path or a blocked
-// request) rejects createAttention with a message, where the factory alone would wait forever.
-test('plain: a worker script that does not load rejects createAttention', async () => {
+// request): createAttention falls back to one thread, with a warning that says why, where the
+// factory alone would wait forever.
+test('plain: a worker script that does not load gives one thread and a warning', async () => {
   const dir = await build('plain');
   const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
   const page = await browser.newPage();
+  const warnings = [];
+  page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
   try {
     await page.goto(server.url);
-    const message = await page.evaluate(async () => {
+    const outcome = await page.evaluate(async () => {
       const { createAttention } = await import('wasm-attention');
       const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
       const locateFile = (name) => new URL(name.endsWith('.worker.js') ? 'missing.worker.js' : name, folder).href;
       const timeout = new Promise((resolve) => setTimeout(resolve, 20_000, 'still pending after 20 s'));
       return Promise.race([
         createAttention({ threads: 2, locateFile }).then(
-          () => 'resolved',
+          (attn) => attn.backend,
           (e) => e.message,
         ),
         timeout,
       ]);
     });
-    assert.match(
-      message,
-      /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/,
+    assert.equal(outcome.threads, 1, JSON.stringify(outcome));
+    assert.equal(outcome.variant, 'simd');
+    assert.ok(
+      warnings.some((w) =>
+        /running on one thread: wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/.test(
+          w,
+        ),
+      ),
+      `warnings: ${JSON.stringify(warnings)}`,
     );
   } finally {
     await page.close();
