@@ -655,7 +655,7 @@ describe('binding contract (web/lib/binding.js)', () => {
   });
 
   test('the module returns a core error as a Status: its kind and the core message', async () => {
-    const { module } = await loadModule({ threads: 1 });
+    const { module } = await loadModule({ threads: 1, isa: 'simd128' });
     try {
       const { matrix, attentionBackwardTrace } = binding;
       const nowhere = 64; // an offset the core never reads: each call below fails first

@@ -14,32 +14,7 @@
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
-
-// file name -> URL, for every file a variant loads at run time. Each is a literal
-// new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
-// @web/rollup-plugin-import-meta-assets) follow, copying the file into the app's build and
-// rewriting the URL. A folder URL joined to a file name would be invisible to them. esbuild
-// leaves these URLs as they are: its users copy the wasm/ folder next to their bundle.
-const files = {
-  wasm_attention_mt: () => ({
-    'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
-    // the pthread workers' script: Emscripten's glue asks locateFile() for it by this name
-    'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
-    // the classic glue each worker loads with importScripts() (Module.mainScriptUrlOrBlob)
-    'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
-  }),
-  wasm_attention_st: () => ({
-    'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
-  }),
-  wasm_attention_relaxed_mt: () => ({
-    'wasm_attention_relaxed_mt.wasm': new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
-    'wasm_attention_relaxed_mt.worker.js': new URL('./wasm/wasm_attention_relaxed_mt.worker.js', import.meta.url),
-    'wasm_attention_relaxed_mt.js': new URL('./wasm/wasm_attention_relaxed_mt.js', import.meta.url),
-  }),
-  wasm_attention_relaxed_st: () => ({
-    'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
-  }),
-};
+import { variantFor } from './variants.js';
 
 // file name -> blob: URL, for each script of urls that a bundler inlined as a data: URL
 // (Vite inlines files under 4 KiB, the pthread worker's among them). A worker started from a
@@ -56,12 +31,12 @@ async function sameOriginScripts(urls) {
   return scripts;
 }
 
-// -> file name -> URL of the build's files (base: its name, as in files), with a message a
-// person can act on where the bundler left no import.meta.url (esbuild's default iife format
-// replaces import.meta by {}).
-function packagedFiles(base) {
+// -> file name -> URL of the build's files (variants.js), with a message a person can act on
+// where the bundler left no import.meta.url (esbuild's default iife format replaces
+// import.meta by {}).
+function packagedFiles(build) {
   try {
-    return files[base]();
+    return build.urls();
   } catch {
     throw new Error(
       `wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
@@ -135,7 +110,8 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
 }
 
 async function loadVariant({ threads, isa, locateFile, wasmBinary, variant }) {
-  const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
+  const build = variantFor(isa, variant === 'simd-mt');
+  const { base } = build;
   // Literal specifiers, so that bundlers include every build.
   const { default: wrapped } = await {
     wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
@@ -144,7 +120,7 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, variant }) {
     wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
   }[base]();
 
-  const urls = locateFile ? {} : packagedFiles(base);
+  const urls = locateFile ? {} : packagedFiles(build);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
   let revokeScripts = () => {};

@@ -17,23 +17,16 @@
 
 import { isNode, nodeBuiltin } from './host.js';
 import { checkBoolean } from './tensor.js';
+import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
 const instanceDisposed = (where) =>
   new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
 const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
 
-// The files the loader may ask locateFile() about (loader.js). A function cannot cross
+// The files the loader may ask locateFile() about (variants.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
-// Threaded builds also have the pthread workers' script.
-const WASM_FILES = [
-  'wasm_attention_mt',
-  'wasm_attention_st',
-  'wasm_attention_relaxed_mt',
-  'wasm_attention_relaxed_st',
-].flatMap((base) =>
-  (base.endsWith('_mt') ? ['.wasm', '.js', '.worker.js'] : ['.wasm', '.js']).map((ext) => base + ext),
-);
+const WASM_FILES = VARIANTS.flatMap((v) => v.files);
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
 const ERROR_CLASSES = {
