@@ -11,17 +11,30 @@
 //   engineMissing(engine)        null when the engine's programs are installed, else a sentence
 //                                naming what is missing (for `describe(engine, { skip })`;
 //                                scripts/setup.sh installs them all)
-//   launchBrowser(engine)        -> browser, with close(). Chromium's is playwright's Browser, as
+//   launchBrowser(engine, { env })
+//                                -> browser, with close(). Chromium's is playwright's Browser, as
 //                                it always was; the others carry only newPage() and close().
+//                                env (WebKit): more environment for its processes, such as
+//                                JavaScriptCore's options (JSC_useSharedArrayBuffer: '1').
 //                                close() ends every process the launch started (browser,
 //                                driver, Xvfb); so does the test process's exit, if a test
 //                                never gets to close().
 //   engineOf(browser)            'chromium' | 'firefox' | 'webkit'
+//   describeEngines(name, body, configs = ENGINES)
+//                                a suite `name` with one sub-suite per engine (or configuration:
+//                                WEBKIT_AS_SAFARI), body({ engine, launch, gets }) its tests:
+//                                launchBrowser(engine, launch) gives its browser, gets is what
+//                                the package should pick there (ENGINE_GETS). The engines run
+//                                side by side (each one's tests one after another); an engine
+//                                whose programs are missing is skipped, saying what is missing.
+//   ENGINE_GETS[engine]          { isa, threads }: the instruction set the package picks there,
+//                                and whether an isolated page gets threads
 //   openPage(browser, url, { init })
-//                                -> { page, errors }: a new page at url; errors() lists every
-//                                console.error and uncaught error (exceptions and unhandled
-//                                rejections) of the page so far, as 'console.error: TEXT' or
-//                                'uncaught: MESSAGE'. init (a function) runs in the page before
+//                                -> { page, errors, warnings }: a new page at url; errors()
+//                                lists every console.error and uncaught error (exceptions and
+//                                unhandled rejections) of the page so far, as
+//                                'console.error: TEXT' or 'uncaught: MESSAGE'; warnings() the
+//                                text of each console.warn. init (a function) runs in the page before
 //                                its own scripts (Chromium and Firefox; WebDriver without BiDi
 //                                cannot, so WebKit throws).
 //   page, in every engine        goto(url), evaluate(fn, arg), waitForFunction(fn, arg,
@@ -32,13 +45,15 @@
 //                                runs on every engine keeps to this list.
 //
 // WebKit specifics: evaluate() results travel as JSON (undefined becomes null, typed arrays
-// are not kept); errors are caught by a hook the driver puts into the page after each load (it
-// wraps console.error and listens for 'error' and 'unhandledrejection') and are read back with
-// every evaluate(), so an error thrown while the page loads, before the hook is in, is missed.
+// are not kept); errors and warnings are caught by a hook the driver puts into the page after
+// each load (it wraps console.error and console.warn and listens for 'error' and
+// 'unhandledrejection') and are read back with every evaluate(), so what the page reports
+// while it loads, before the hook is in, is missed.
 import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
+import { describe } from 'node:test';
 
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
@@ -48,6 +63,42 @@ export const FIREFOX = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
 export const MINIBROWSER = process.env.MINIBROWSER_PATH ?? '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 
 export const ENGINES = ['chromium', 'firefox', 'webkit'];
+
+// What the package gets in each engine by default: its instruction set (relaxed SIMD validates
+// in Chromium since 114 and Firefox since 145, not in WebKit) and whether a cross-origin isolated
+// page gets threads. WebKitGTK's JavaScriptCore runs with useSharedArrayBuffer off: it makes a
+// shared WebAssembly.Memory but cannot post it to a worker (DataCloneError), so one thread; with
+// JSC_useSharedArrayBuffer=true in its environment it has what Safari has on such a page.
+export const ENGINE_GETS = {
+  chromium: { isa: 'relaxed-simd', threads: true },
+  firefox: { isa: 'relaxed-simd', threads: true },
+  webkit: { isa: 'simd128', threads: false },
+};
+
+// configs: engine names, or { name, engine, launch (launchBrowser's options), gets (as
+// ENGINE_GETS) } for an engine under other settings.
+export function describeEngines(name, body, configs = ENGINES) {
+  describe(name, { concurrency: true }, () => {
+    for (const config of configs) {
+      const {
+        engine,
+        launch = {},
+        gets = ENGINE_GETS[engine],
+        ...rest
+      } = typeof config === 'string' ? { engine: config } : config;
+      const skip = engineMissing(engine) ?? false;
+      describe(rest.name ?? engine, { concurrency: 1, skip }, () => body({ engine, launch, gets }));
+    }
+  });
+}
+
+// WebKitGTK with SharedArrayBuffer on, as Safari has it on a cross-origin isolated page.
+export const WEBKIT_AS_SAFARI = {
+  name: 'webkit, SharedArrayBuffer on (as Safari)',
+  engine: 'webkit',
+  launch: { env: { JSC_useSharedArrayBuffer: 'true' } },
+  gets: { isa: 'simd128', threads: true },
+};
 
 // engine -> [program, Debian package that has it]
 const PROGRAMS = {
@@ -83,10 +134,10 @@ export function engineMissing(engine) {
 const engines = new WeakMap(); // browser -> engine
 export const engineOf = (browser) => engines.get(browser);
 
-export async function launchBrowser(engine = 'chromium') {
+export async function launchBrowser(engine = 'chromium', options = {}) {
   const missing = engineMissing(engine);
   if (missing) throw new Error(`launchBrowser: ${missing}`);
-  const browser = await { chromium: launchChromium, firefox: launchFirefox, webkit: launchWebKit }[engine]();
+  const browser = await { chromium: launchChromium, firefox: launchFirefox, webkit: launchWebKit }[engine](options);
   engines.set(browser, engine);
   return browser;
 }
@@ -97,23 +148,25 @@ export async function openPage(browser, url, { init } = {}) {
     if (init) throw new Error('openPage: init scripts need WebDriver BiDi, which WebKitWebDriver lacks');
     const page = await browser.newPage();
     await page.goto(url);
-    return { page, errors: () => page.errors };
+    return { page, errors: () => page.errors, warnings: () => page.warnings };
   }
   // Chromium (playwright) and Firefox (puppeteer) report console messages and uncaught errors
-  // alike.
+  // alike, but for console.warn's type: 'warning' in playwright, 'warn' in puppeteer.
   const page = await browser.newPage();
   const problems = [];
+  const warnings = [];
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console.error: ${m.text()}`);
+    if (m.type() === 'warning' || m.type() === 'warn') warnings.push(m.text());
   });
-  // (Firefox's message starts with the error's name, Chromium's does not: without it in both)
   page.on('pageerror', (e) => {
+    // (Firefox's message starts with the error's name, Chromium's does not: without it in both)
     const named = e.message.startsWith(`${e.name}: `);
     problems.push(`uncaught: ${named ? e.message.slice(e.name.length + 2) : e.message}`);
   });
   if (init) await (engine === 'firefox' ? page.evaluateOnNewDocument(init) : page.addInitScript(init));
   await page.goto(url);
-  return { page, errors: () => problems };
+  return { page, errors: () => problems, warnings: () => warnings };
 }
 
 function launchChromium() {
@@ -196,10 +249,10 @@ const freePort = () =>
   });
 
 // WebKitWebDriver on a free port, once it answers /status.
-async function startDriver(display) {
+async function startDriver(display, env) {
   const port = await freePort();
   const driver = start('WebKitWebDriver', [`--port=${port}`], {
-    env: { ...process.env, DISPLAY: display },
+    env: { ...process.env, ...env, DISPLAY: display },
     stdio: 'ignore',
   });
   const url = `http://127.0.0.1:${port}`;
@@ -215,13 +268,13 @@ async function startDriver(display) {
   }
 }
 
-async function launchWebKit() {
+async function launchWebKit({ env = {} } = {}) {
   let xvfb, driver;
   try {
     let display;
     ({ xvfb, display } = await startXvfb());
     let url;
-    ({ driver, url } = await startDriver(display));
+    ({ driver, url } = await startDriver(display, env));
     const session = await webDriver(url, 'POST', '/session', {
       capabilities: {
         alwaysMatch: {
@@ -305,22 +358,28 @@ class WebKitBrowser {
   }
 }
 
-// Puts the error hook into the page (once) and returns what it caught since the last call.
-function drainErrors() {
-  if (!window.__driverErrors) {
-    const errors = (window.__driverErrors = []);
+// Puts the hook into the page (once) and returns what it caught since the last call:
+// { errors, warnings } as openPage() reports them.
+function drainConsole() {
+  if (!window.__driverConsole) {
+    const caught = (window.__driverConsole = { errors: [], warnings: [] });
     const text = (x) => (x instanceof Error ? x.message : String(x));
-    const consoleError = console.error;
+    const { error, warn } = console;
     console.error = function (...args) {
-      errors.push(`console.error: ${args.map(text).join(' ')}`);
-      return consoleError.apply(this, args);
+      caught.errors.push(`console.error: ${args.map(text).join(' ')}`);
+      return error.apply(this, args);
+    };
+    console.warn = function (...args) {
+      caught.warnings.push(args.map(text).join(' '));
+      return warn.apply(this, args);
     };
     addEventListener('error', (e) =>
-      errors.push(`uncaught: ${e.error instanceof Error ? e.error.message : e.message}`),
+      caught.errors.push(`uncaught: ${e.error instanceof Error ? e.error.message : e.message}`),
     );
-    addEventListener('unhandledrejection', (e) => errors.push(`uncaught: ${text(e.reason)}`));
+    addEventListener('unhandledrejection', (e) => caught.errors.push(`uncaught: ${text(e.reason)}`));
   }
-  return window.__driverErrors.splice(0);
+  const { errors, warnings } = window.__driverConsole;
+  return { errors: errors.splice(0), warnings: warnings.splice(0) };
 }
 
 // WebDriver key codes of the keys the tests press
@@ -330,6 +389,7 @@ class WebKitPage {
   #browser;
   #handle;
   errors = [];
+  warnings = [];
 
   constructor(browser, handle) {
     this.#browser = browser;
@@ -359,20 +419,21 @@ class WebKitPage {
 
   async goto(url) {
     await this.#command('POST', '/url', { url });
-    await this.evaluate(() => null); // puts the error hook in
+    await this.evaluate(() => null); // puts the console hook in
   }
 
   // fn(arg) in the page, awaited; its result as JSON. A throw in the page throws here.
   async evaluate(fn, arg) {
     const call = typeof fn === 'function' ? `(${fn})(arg)` : `(${fn})`;
     const script = `const [arg, done] = arguments;
-      const drain = ${drainErrors};
+      const drain = ${drainConsole};
       Promise.resolve()
         .then(() => ${call})
-        .then((value) => done({ value, errors: drain() }),
-              (e) => done({ thrown: e instanceof Error ? e.name + ': ' + e.message : String(e), errors: drain() }));`;
-    const { value, thrown, errors } = await this.#command('POST', '/execute/async', { script, args: [arg ?? null] });
-    this.errors.push(...errors);
+        .then((value) => done({ value, console: drain() }),
+              (e) => done({ thrown: e instanceof Error ? e.name + ': ' + e.message : String(e), console: drain() }));`;
+    const { value, thrown, console } = await this.#command('POST', '/execute/async', { script, args: [arg ?? null] });
+    this.errors.push(...console.errors);
+    this.warnings.push(...console.warnings);
     if (thrown !== undefined) throw new Error(`page.evaluate: ${thrown}`);
     return value;
   }
