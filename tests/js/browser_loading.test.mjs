@@ -1,20 +1,32 @@
 // The package in real browsers: Chromium, Firefox and WebKitGTK (as shipped, and with
 // SharedArrayBuffer on as in Safari) each load it from the dev server with and without
 // cross-origin isolation, pick the threaded build only where the engine can run it and the
-// engine's instruction set (ENGINE_GETS), and compute the same numbers either way.
+// engine's instruction set (ENGINE_GETS), and compute the same numbers either way; bad input
+// gets the same error classes and messages as in Node.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
 import { describeEngines, ENGINES, launchBrowser, openPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { badCalls } from './error_cases.mjs';
 
 const servers = {};
+let inNode; // badCalls' results in Node
 before(async () => {
+  inNode = await badCalls(await import('../../web/lib/index.js'));
   servers.isolated = await startServer({ port: 9301, isolation: true, quiet: true });
   servers.plain = await startServer({ port: 9321, isolation: false, quiet: true });
 });
 after(async () => {
   for (const s of Object.values(servers)) await s.close();
+});
+
+test('in Node, each bad call throws an Error of its class and leaves the package as it was', () => {
+  for (const { call, error, instanceOfError } of inNode.results) {
+    assert.match(error ?? '', /^(TypeError|RangeError): (attention|multiHeadAttention\.\w+|createAttention): /, call);
+    assert.ok(instanceOfError, call);
+  }
+  assert.ok(inNode.unchanged, 'a correct call after the bad ones gave other bits, or a weight changed');
 });
 
 // In the page: load the package, ask for 2 threads, run the seed's worked example
@@ -94,6 +106,17 @@ describeEngines(
         );
       }
       assert.equal(results.isolated.bigSum, results.plain.bigSum);
+    });
+
+    test('bad input gets the error classes and messages it gets in Node, and changes nothing', async () => {
+      const { page, errors } = await openPage(browser, servers.plain.url);
+      const inPage = await page.evaluate(
+        async (source) => (0, eval)(`(${source})`)(await import('/lib/index.js')),
+        badCalls.toString(),
+      );
+      assert.deepEqual(inPage, inNode);
+      assert.deepEqual(errors(), []);
+      await page.close();
     });
   },
   [...ENGINES, WEBKIT_AS_SAFARI],
