@@ -197,13 +197,26 @@ async function launchFirefox() {
 
 // ---- WebKitGTK: Xvfb + WebKitWebDriver + MiniBrowser, over W3C WebDriver --------------------
 
-// Processes this test process started and has not ended yet: killed on exit whatever happens.
+// Processes this test process started and has not ended yet: killed when it exits, and when a
+// signal ends it (the signal then goes on to its other listeners, or kills it as it would have).
 const children = new Set();
-process.on('exit', () => {
+const killChildren = () => {
   for (const child of children) child.kill('SIGKILL');
-});
+};
+let watching = false;
+function watchExit() {
+  if (watching) return;
+  watching = true;
+  process.on('exit', killChildren);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+    process.once(signal, () => {
+      killChildren();
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
+}
 
 function start(program, args, options) {
+  watchExit();
   const child = spawn(program, args, options);
   children.add(child);
   const exited = new Promise((resolve) => child.once('exit', resolve));
