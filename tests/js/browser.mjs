@@ -37,6 +37,10 @@
 //                                text of each console.warn. init (a function) runs in the page before
 //                                its own scripts (Chromium and Firefox; WebDriver without BiDi
 //                                cannot, so WebKit throws).
+//   serveBlankPage({ port, isolation })
+//                                scripts/serve.mjs's startServer for an empty page at / and the
+//                                package at /lib/ (where the dev server has it): for tests of
+//                                the package, which need no tutorial page loading beside them
 //   page, in every engine        goto(url), evaluate(fn, arg), waitForFunction(fn, arg,
 //                                { timeout }), click(selector), fill(selector, text),
 //                                check(selector), uncheck(selector), keyboard.press(key),
@@ -50,13 +54,17 @@
 // 'unhandledrejection') and are read back with every evaluate(), so what the page reports
 // while it loads, before the hook is in, is missed.
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { describe } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
+
+import { startServer } from '../../scripts/serve.mjs';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const FIREFOX = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
@@ -133,6 +141,22 @@ export function engineMissing(engine) {
 
 const engines = new WeakMap(); // browser -> engine
 export const engineOf = (browser) => engines.get(browser);
+
+// A folder with index.html (empty) and lib -> web/lib, made once per test process.
+let blankSite;
+export function serveBlankPage({ port, isolation = true } = {}) {
+  if (!blankSite) {
+    blankSite = mkdtempSync(join(tmpdir(), 'wasm-attention-blank-'));
+    process.on('exit', () => rmSync(blankSite, { recursive: true, force: true }));
+    writeFileSync(
+      join(blankSite, 'index.html'),
+      '<!doctype html><html lang="en"><head><meta charset="utf-8" /><link rel="icon" href="data:," />' +
+        '<title>wasm-attention tests</title></head><body></body></html>\n',
+    );
+    symlinkSync(fileURLToPath(new URL('../../web/lib', import.meta.url)), join(blankSite, 'lib'));
+  }
+  return startServer({ port, isolation, quiet: true, root: blankSite });
+}
 
 export async function launchBrowser(engine = 'chromium', options = {}) {
   const missing = engineMissing(engine);

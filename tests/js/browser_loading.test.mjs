@@ -6,16 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { describeEngines, ENGINES, launchBrowser, openPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { describeEngines, ENGINES, launchBrowser, openPage, serveBlankPage, WEBKIT_AS_SAFARI } from './browser.mjs';
 import { badCalls } from './error_cases.mjs';
 
 const servers = {};
 let inNode; // badCalls' results in Node
 before(async () => {
   inNode = await badCalls(await import('../../web/lib/index.js'));
-  servers.isolated = await startServer({ port: 9301, isolation: true, quiet: true });
-  servers.plain = await startServer({ port: 9321, isolation: false, quiet: true });
+  servers.isolated = await serveBlankPage({ port: 9301, isolation: true });
+  servers.plain = await serveBlankPage({ port: 9321, isolation: false });
 });
 after(async () => {
   for (const s of Object.values(servers)) await s.close();
@@ -89,13 +88,13 @@ describeEngines(
       await page.close();
     });
 
+    let plainPage; // kept open for the bad calls below (a page load fewer)
     test(`a plain static page falls back to one thread without error (${isa}, 1 thread)`, async () => {
-      const { page, errors } = await openPage(browser, servers.plain.url);
-      results.plain = await runInPage(page);
+      plainPage = await openPage(browser, servers.plain.url);
+      results.plain = await runInPage(plainPage.page);
       assert.equal(results.plain.isolated, false);
       assert.deepEqual(results.plain.backend, { simd: true, threads: 1, variant: 'simd', isa });
-      assert.deepEqual(errors(), []);
-      await page.close();
+      assert.deepEqual(plainPage.errors(), []);
     });
 
     test('both builds compute the worked example and agree bitwise', () => {
@@ -109,7 +108,7 @@ describeEngines(
     });
 
     test('bad input gets the error classes and messages it gets in Node, and changes nothing', async () => {
-      const { page, errors } = await openPage(browser, servers.plain.url);
+      const { page, errors } = plainPage;
       const inPage = await page.evaluate(
         async (source) => (0, eval)(`(${source})`)(await import('/lib/index.js')),
         badCalls.toString(),

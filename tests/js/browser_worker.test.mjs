@@ -5,13 +5,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { describeEngines, ENGINES, launchBrowser, openPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { describeEngines, ENGINES, launchBrowser, openPage, serveBlankPage, WEBKIT_AS_SAFARI } from './browser.mjs';
 
 const servers = {};
 before(async () => {
-  servers.isolated = await startServer({ port: 9341, isolation: true, quiet: true });
-  servers.plain = await startServer({ port: 9361, isolation: false, quiet: true });
+  servers.isolated = await serveBlankPage({ port: 9341, isolation: true });
+  servers.plain = await serveBlankPage({ port: 9361, isolation: false });
 }, [...ENGINES, WEBKIT_AS_SAFARI]);
 after(async () => {
   for (const s of Object.values(servers)) await s.close();
