@@ -15,7 +15,7 @@
 //                                -> browser, with close(). Chromium's is playwright's Browser, as
 //                                it always was; the others carry only newPage() and close().
 //                                env (WebKit): more environment for its processes, such as
-//                                JavaScriptCore's options (JSC_useSharedArrayBuffer: '1').
+//                                JavaScriptCore's options (JSC_useSharedArrayBuffer: 'true').
 //                                close() ends every process the launch started (browser,
 //                                driver, Xvfb); so does the test process's exit, if a test
 //                                never gets to close().
@@ -34,9 +34,9 @@
 //                                lists every console.error and uncaught error (exceptions and
 //                                unhandled rejections) of the page so far, as
 //                                'console.error: TEXT' or 'uncaught: MESSAGE'; warnings() the
-//                                text of each console.warn. init (a function) runs in the page before
-//                                its own scripts (Chromium and Firefox; WebDriver without BiDi
-//                                cannot, so WebKit throws).
+//                                text of each console.warn. init (a function) runs in the page
+//                                before its own scripts (Chromium and Firefox; WebDriver without
+//                                BiDi cannot, so WebKit throws).
 //   serveBlankPage({ port, isolation })
 //                                scripts/serve.mjs's startServer for an empty page at / and the
 //                                package at /lib/ (where the dev server has it): for tests of
@@ -58,7 +58,7 @@ import { accessSync, constants, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { describe } from 'node:test';
+import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
@@ -94,8 +94,11 @@ export function describeEngines(name, body, configs = ENGINES) {
         gets = ENGINE_GETS[engine],
         ...rest
       } = typeof config === 'string' ? { engine: config } : config;
-      const skip = engineMissing(engine) ?? false;
-      describe(rest.name ?? engine, { concurrency: 1, skip }, () => body({ engine, launch, gets }));
+      const missing = engineMissing(engine);
+      describe(rest.name ?? engine, { concurrency: 1 }, () =>
+        // (a skipped test, not a skipped suite: the runner's closing lines count it)
+        missing ? test('its tests', { skip: missing }, () => {}) : body({ engine, launch, gets }),
+      );
     }
   });
 }
@@ -136,7 +139,9 @@ export function engineMissing(engine) {
     throw new RangeError(`engineMissing: engine must be one of ${ENGINES.join(', ')}, got '${engine}'`);
   const absent = PROGRAMS[engine].filter(([program]) => !executable(program));
   if (absent.length === 0) return null;
-  return `${engine}: ${absent.map(([p]) => p).join(', ')} not installed (Debian ${[...new Set(absent.map(([, pkg]) => pkg))].join(', ')}; scripts/setup.sh installs them)`;
+  const programs = absent.map(([program]) => program).join(', ');
+  const packages = [...new Set(absent.map(([, pkg]) => pkg))].join(', ');
+  return `${engine}: ${programs} not installed (Debian ${packages}; scripts/setup.sh installs them)`;
 }
 
 const engines = new WeakMap(); // browser -> engine
@@ -285,8 +290,9 @@ const freePort = () =>
     });
   });
 
-// WebKitWebDriver on a free port, once it answers /status.
-async function startDriver(display, env) {
+// WebKitWebDriver on a free port, once it answers /status; on another port if one it was
+// given was taken in the meantime.
+async function startDriver(display, env, tries = 3) {
   const port = await freePort();
   const driver = start('WebKitWebDriver', [`--port=${port}`], {
     env: { ...process.env, ...env, DISPLAY: display },
@@ -294,13 +300,19 @@ async function startDriver(display, env) {
   });
   const url = `http://127.0.0.1:${port}`;
   for (const t0 = Date.now(); ;) {
-    if (driver.exitCode !== null) throw new Error(`WebKitWebDriver exited (${driver.exitCode}) on port ${port}`);
+    if (driver.exitCode !== null) {
+      if (tries > 1) return startDriver(display, env, tries - 1);
+      throw new Error(`WebKitWebDriver exited (${driver.exitCode}) on port ${port}`);
+    }
     try {
       if ((await fetch(`${url}/status`)).ok) return { driver, url };
     } catch {
       // not listening yet
     }
-    if (Date.now() - t0 > 10000) throw new Error(`WebKitWebDriver did not answer on port ${port} within 10 s`);
+    if (Date.now() - t0 > 10000) {
+      await driver.stop();
+      throw new Error(`WebKitWebDriver did not answer on port ${port} within 10 s`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 }
