@@ -2,8 +2,9 @@
 //
 //   threads  simd-mt  pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
 //                     isolated; in all of them only where a shared WebAssembly.Memory can be
-//                     made (features.js). Where the threads' workers fail to start, the loader
-//                     falls back to one thread (and says why on the console).
+//                     made and posted to a worker (features.js). Where the threaded build
+//                     fails to start, the loader falls back to one thread (and says why on
+//                     the console).
 //            simd     one thread: everywhere else, and whenever one thread is asked for
 //   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
 //                     where the engine validates it (features.js)
@@ -45,12 +46,12 @@ function packagedFiles(build) {
   }
 }
 
-// -> { failed, stop }: failed rejects when one of the pool's workers fails
-// before the module is ready (its script or the glue it imports did not load, was blocked, or
-// threw): the factory's own promise would wait forever. The glue's own handler
-// (Module.onWorkerError, scripts/patch_glue.mjs) reports to it instead of rethrowing, which
-// would kill a Node or Deno process. stop() takes the listeners off once the module is ready;
-// a worker failing later is the glue's to report, as it always was.
+// -> { failed, stop }: failed rejects when one of the pool's workers fails before the module
+// is ready (its script or the glue it imports did not load, was blocked, or threw): the
+// factory's own promise would wait forever. The glue's own handler (Module.onWorkerError,
+// scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
+// process. stop() takes the listeners off once the module is ready; a worker failing later is
+// the glue's to report, as it always was.
 function watchWorkers(settings, base) {
   let fail;
   const failed = new Promise((_, reject) => {
