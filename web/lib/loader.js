@@ -109,17 +109,12 @@ export async function defaultThreads() {
 }
 
 // isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
+// glue: base name -> () => Promise of the build's glue module (glue.js, glue_static.js).
 // -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
-export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
+export async function loadModule({ threads, isa, locateFile, wasmBinary, glue }) {
   const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
   const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
-  // Literal specifiers, so that bundlers include every build.
-  const { default: wrapped } = await {
-    wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
-    wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
-    wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
-    wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
-  }[base]();
+  const { default: wrapped } = await glue[base]();
 
   const urls = locateFile ? {} : packagedFiles(base);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };

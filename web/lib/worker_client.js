@@ -15,6 +15,7 @@
 // and detached here (the whole buffer, also when the array is a view on part of it).
 // SharedArrayBuffers are shared, never transferred.
 
+import { STAND_IN } from './stand_in.js';
 import { checkBoolean } from './tensor.js';
 
 const isNode =
@@ -61,7 +62,6 @@ function rebuildError({ name, message }) {
 // stand-ins (worker_host.js turns them back into a function or a symbol, so that its checks
 // throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to
 // `buffers` for transfer. Maps, Dates and the like go as structured cloning copies them.
-export const STAND_IN = '__wasmAttentionStandIn';
 function encode(value, buffers, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
@@ -303,14 +303,20 @@ class AsyncAttention {
   }
 }
 
+// The worker's script in Node, named so that bundlers see no worker here: they follow only
+// new Worker(new URL('<literal>', import.meta.url), <literal options>), and options that are
+// not literal stop Vite 5's build (its message: "the worker options ... not static").
+const NODE_WORKER = './worker_host.js';
+
 async function startWorker() {
   if (isNode) {
     const { Worker } = await nodeBuiltin('worker_threads');
     // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    return new Worker(new URL('./worker_host.js', import.meta.url), { execArgv });
+    return new Worker(new URL(NODE_WORKER, import.meta.url), { execArgv });
   }
-  // A literal URL and { type: 'module' }: the pattern bundlers recognize and follow.
+  // A literal URL and literal options with { type: 'module' }: the pattern bundlers follow,
+  // building worker_host.js and its imports into the app as a worker script of its own.
   return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });
 }
 
