@@ -303,17 +303,19 @@ class AsyncAttention {
   }
 }
 
-// The worker's script in Node, named so that bundlers see no worker here: they follow only
-// new Worker(new URL('<literal>', import.meta.url), <literal options>), and options that are
-// not literal stop Vite 5's build (its message: "the worker options ... not static").
-const NODE_WORKER = './worker_host.js';
+// This module's URL, for the worker's script in Node: new URL('./worker_host.js', here) is
+// not the pattern bundlers follow (new Worker(new URL('<literal>', import.meta.url), <literal
+// options>)), so they take no second worker from it. Options that are not literal stop Vite
+// 5's build ("unable to parse the worker options"), and webpack takes a URL that is not
+// literal for a folder's files (its "Critical dependency" warning).
+const here = import.meta.url;
 
 async function startWorker() {
   if (isNode) {
     const { Worker } = await nodeBuiltin('worker_threads');
     // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    return new Worker(new URL(NODE_WORKER, import.meta.url), { execArgv });
+    return new Worker(new URL('./worker_host.js', here), { execArgv });
   }
   // A literal URL and literal options with { type: 'module' }: the pattern bundlers follow,
   // building worker_host.js and its imports into the app as a worker script of its own.
