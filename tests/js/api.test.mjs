@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import * as binding from '../../web/lib/binding.js';
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { glue } from '../../web/lib/glue.js';
 import { loadModule } from '../../web/lib/loader.js';
 import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from './reference.mjs';
 
@@ -655,7 +656,7 @@ describe('binding contract (web/lib/binding.js)', () => {
   });
 
   test('the module returns a core error as a Status: its kind and the core message', async () => {
-    const { module } = await loadModule({ threads: 1, isa: 'simd128' });
+    const { module } = await loadModule({ threads: 1, isa: 'simd128', glue });
     try {
       const { matrix, attentionBackwardTrace } = binding;
       const nowhere = 64; // an offset the core never reads: each call below fails first

@@ -1,6 +1,7 @@
 // The package's table of builds (web/lib/variants.js) against what CMakeLists.txt makes: the
 // same builds, each with its ISA and threads, and every file the table names on disk after the
-// build. The loader, the worker form and the kernel bench read the table.
+// build; and the glue tables (glue.js, glue_static.js) with a loader for each. The loader, the
+// worker form and the kernel bench read the table.
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
@@ -54,6 +55,17 @@ test("each build's files: the .wasm and glue, the pthread workers' script with t
         existsSync(fileURLToPath(new URL(`../../web/lib/wasm/${file}`, import.meta.url))),
         `${file} is not built`,
       );
+    }
+  }
+});
+
+test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker form) load every build', async () => {
+  for (const path of ['../../web/lib/glue.js', '../../web/lib/glue_static.js']) {
+    const { glue } = await import(path);
+    assert.deepEqual(Object.keys(glue).sort(), VARIANTS.map((v) => v.base).sort(), path);
+    for (const [base, load] of Object.entries(glue)) {
+      const { default: wrapped } = await load();
+      assert.equal(typeof wrapped, 'function', `${path}: ${base}`);
     }
   }
 });

@@ -97,29 +97,24 @@ export async function defaultThreads() {
 // isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
 // -> { module, variant } with the module's thread pool started: threads, or 1 without threads,
 // or 1 where the threaded build failed to start (its workers, or the engine sending them the
-// shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given
-export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
+// shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given.
+// glue: base name -> () => Promise of the build's glue module (glue.js, glue_static.js).
+export async function loadModule({ threads, isa, locateFile, wasmBinary, glue }) {
   if (threads > 1 && threadsAvailable()) {
     try {
-      return await loadVariant({ threads, isa, locateFile, wasmBinary, variant: 'simd-mt' });
+      return await loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant: 'simd-mt' });
     } catch (e) {
       if (wasmBinary) throw e;
       console.warn(`wasm-attention: the threaded build did not start, running on one thread: ${e.message}`);
     }
   }
-  return loadVariant({ threads: 1, isa, locateFile, wasmBinary, variant: 'simd' });
+  return loadVariant({ threads: 1, isa, locateFile, wasmBinary, glue, variant: 'simd' });
 }
 
-async function loadVariant({ threads, isa, locateFile, wasmBinary, variant }) {
+async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant }) {
   const build = variantFor(isa, variant === 'simd-mt');
   const { base } = build;
-  // Literal specifiers, so that bundlers include every build.
-  const { default: wrapped } = await {
-    wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
-    wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
-    wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
-    wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
-  }[base]();
+  const { default: wrapped } = await glue[base]();
 
   const urls = locateFile ? {} : packagedFiles(build);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };

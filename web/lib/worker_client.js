@@ -16,6 +16,7 @@
 // SharedArrayBuffers are shared, never transferred.
 
 import { isNode, nodeBuiltin } from './host.js';
+import { STAND_IN } from './stand_in.js';
 import { checkBoolean } from './tensor.js';
 import { VARIANTS } from './variants.js';
 
@@ -52,7 +53,6 @@ function rebuildError({ name, message }) {
 // stand-ins (worker_host.js turns them back into a function or a symbol, so that its checks
 // throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to
 // `buffers` for transfer. Maps, Dates and the like go as structured cloning copies them.
-export const STAND_IN = '__wasmAttentionStandIn';
 function encode(value, buffers, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
@@ -287,14 +287,22 @@ class AsyncAttention {
   }
 }
 
+// This module's URL, for the worker's script in Node: new URL('./worker_host.js', here) is
+// not the pattern bundlers follow (new Worker(new URL('<literal>', import.meta.url), <literal
+// options>)), so they take no second worker from it. Options that are not literal stop Vite
+// 5's build ("unable to parse the worker options"), and webpack takes a URL that is not
+// literal for a folder's files (its "Critical dependency" warning).
+const here = import.meta.url;
+
 async function startWorker() {
   if (isNode) {
     const { Worker } = await nodeBuiltin('worker_threads');
     // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    return new Worker(new URL('./worker_host.js', import.meta.url), { execArgv });
+    return new Worker(new URL('./worker_host.js', here), { execArgv });
   }
-  // A literal URL and { type: 'module' }: the pattern bundlers recognize and follow.
+  // A literal URL and literal options with { type: 'module' }: the pattern bundlers follow,
+  // building worker_host.js and its imports into the app as a worker script of its own.
   return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });
 }
 

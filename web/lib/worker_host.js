@@ -4,9 +4,10 @@
 //
 //   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
 //                            or { id, error: { name, message } }
+import { createAttentionWith } from './create.js';
+import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
-import { createAttention } from './index.js';
-import { STAND_IN } from './worker_client.js';
+import { STAND_IN } from './stand_in.js';
 
 let attn = null;
 const layers = new Map(); // id -> a MultiHeadAttention of attn
@@ -48,7 +49,7 @@ const ops = {
           throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
         return located[file];
       });
-    attn = await createAttention({ threads, isa, locateFile, wasmBinary });
+    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue });
     return attn.backend;
   },
   attention: (...args) => attn.attention(...args),
