@@ -6,7 +6,7 @@
 // to tests/artifacts/runtimes.json (the README's runtime rows).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -83,7 +83,8 @@ describe('Deno and Bun', { concurrency: true }, () => {
   });
 
   for (const runtime of ['deno', 'bun'])
-    describe(runtime, () => {
+    // a runtime not installed shows as skipped, with the reason, in the runner's closing lines
+    describe(runtime, { skip: !existsSync(bin(runtime)) && `${bin(runtime)} is missing: run npm ci` }, () => {
       test(`${runtime}: the build it gets (ISA, threads), the same numbers as Node, the fallback`, async (t) => {
         nodeProbe ??= probe('node');
         const [node, p] = await Promise.all([nodeProbe, probe(runtime)]);
