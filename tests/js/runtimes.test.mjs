@@ -1,9 +1,10 @@
 // The package under Deno and Bun (the npm packages `deno` and `bun` ship their executables):
 // each runtime's own test runner (`deno test -A`, `bun test`) runs a representative part of the
 // Node suites as they are (API, errors, heads and caches, layers, the worker form, hostile
-// inputs, leaks), and tests/js/runtime_probe.mjs reports the build each runtime ends up on,
-// checked against what it should get and against Node's own numbers. Each runtime's results go
-// to tests/artifacts/runtimes.json (the README's runtime rows).
+// inputs, and errors.test's checks that wasm memory does not leak), and
+// tests/js/runtime_probe.mjs reports the build each runtime ends up on, checked against what it
+// should get and against Node's own numbers. Each runtime's results go to
+// tests/artifacts/runtimes.json (the README's runtime rows).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -66,7 +67,7 @@ function counts(runtime, output) {
 
 async function probe(runtime) {
   const [file, args] = RUNTIMES[runtime].run;
-  const r = await exec(file, [...args, 'tests/js/runtime_probe.mjs'], 60_000);
+  const r = await exec(file, [...args, 'tests/js/runtime_probe.mjs'], 120_000);
   assert.equal(r.code, 0, `${runtime} exited with ${r.code}:\n${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
@@ -100,9 +101,6 @@ describe('Deno and Bun', { concurrency: true }, () => {
         assert.ok(difference < 1e-3, `sum ${p.sums[2]}, Node's ${node.sums[2]}`);
         assert.deepEqual(p.fallback, { simd: true, isa, variant: 'simd', threads: 1 });
         assert.deepEqual(p.globalsChanged, []);
-        // A thread's scratch grows once, on the first task that thread happens to pick up (some
-        // KiB, whenever the race gives it one); 20 leaked layers would be 20 × 64 KiB of weights.
-        assert.ok(p.grownBytes < 64 << 10, `${p.grownBytes} bytes more after 20 layers made and disposed`);
       });
 
       test(`${runtime}: its test runner passes the Node suites`, async (t) => {
