@@ -49,8 +49,16 @@ async function runInPage(page) {
       [n, d],
     );
     const bigOut = attn.attention(big, big, big, { causal: true }).output.data;
+    // What threads need of the engine: a shared memory that a worker can be sent.
+    let sharesMemory = true;
+    try {
+      new MessageChannel().port1.postMessage(new WebAssembly.Memory({ shared: true, initial: 1, maximum: 1 }));
+    } catch {
+      sharesMemory = false;
+    }
     return {
       isolated: globalThis.crossOriginIsolated,
+      sharesMemory,
       backend: attn.backend,
       output: Array.from(worked.output.data),
       scores: Array.from(worked.heads[0].scores.data),
@@ -78,6 +86,11 @@ describeEngines(
       const { page, errors } = await openPage(browser, servers.isolated.url);
       results.isolated = await runInPage(page);
       assert.equal(results.isolated.isolated, true);
+      assert.equal(
+        results.isolated.sharesMemory,
+        gets.threads,
+        `${engine} ${gets.threads ? 'cannot' : 'can'} send a shared WebAssembly.Memory to a worker: ENGINE_GETS is out of date`,
+      );
       assert.deepEqual(results.isolated.backend, {
         simd: true,
         threads,
