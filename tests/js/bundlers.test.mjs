@@ -78,17 +78,14 @@ before(async () => {
   // Packed once into build/; each example's copy names it by its absolute path.
   // --ignore-scripts: the tests run after the build; packing must not rebuild.
   await sh('npm', ['pack', '--ignore-scripts', '--pack-destination', join(repo, 'build')], repo);
-  // Every app is built one after the other from now on, while the tests load the ones built:
-  // a bundler takes one core, the browser the other. A failed build fails its tests.
-  Object.keys(BUILDS)
-    .reduce((previous, name) => previous.then(() => build(name)).catch(() => {}), Promise.resolve())
-    .catch(() => {});
 });
 after(async () => {
   await Promise.all(Object.values(browsers).map(async (b) => (await b).close()));
   if (cells.length) writeFileSync(join(scratch, 'cells.json'), `${JSON.stringify(cells, null, 1)}\n`);
 });
 
+// Built when a test first needs it, one app at a time: building the next app while the
+// browser loads the last one measured no faster on 2 cores.
 // Copies the example, installs the tarball (offline: it has no dependencies), links the
 // bundler's commands from the root's node_modules/ into the copy's node_modules/.bin (first on
 // the PATH npm run makes) and builds it with the example's own build script -> the copy's folder.
