@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { engineMissing, launchBrowser, openPage } from './browser.mjs';
 import { attentionRef } from './reference.mjs';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -42,7 +42,7 @@ const BUILDS = {
 
 // The browser engines every app is loaded in, and the instruction set each runs: both have
 // relaxed SIMD (Chromium since 114, Firefox since 145).
-const ENGINES = { chromium: 'relaxed-simd' };
+const ENGINES = { chromium: 'relaxed-simd', firefox: 'relaxed-simd' };
 
 const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
 const examplePackage = (name) => readJson(join(repo, 'web/examples', name, 'package.json'));
@@ -84,6 +84,8 @@ after(async () => {
   if (cells.length) writeFileSync(join(scratch, 'cells.json'), `${JSON.stringify(cells, null, 1)}\n`);
 });
 
+// Built when a test first needs it, one app at a time: building the next app while the
+// browser loads the last one measured no faster on 2 cores.
 // Copies the example, installs the tarball (offline: it has no dependencies), links the
 // bundler's commands from the root's node_modules/ into the copy's node_modules/.bin (first on
 // the PATH npm run makes) and builds it with the example's own build script -> the copy's folder.
@@ -118,22 +120,30 @@ function build(name) {
 async function load(engine, url) {
   const { page, errors } = await openPage(await browserFor(engine), url);
   try {
-    await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, {
-      timeout: 60_000,
-    });
-    const shown = await page.evaluate(() => {
-      const text = (id) => document.getElementById(id).textContent;
-      const numbers = (id) => text(id).split(/\s+/).filter(Boolean).map(Number);
-      return {
-        status: text('status'),
-        variant: text('variant'),
-        output: numbers('output'),
-        workerVariant: text('worker-variant'),
-        workerOutput: numbers('worker-output'),
-        isolated: globalThis.crossOriginIsolated,
-      };
-    });
-    return { ...shown, errors: errors() };
+    const read = () =>
+      page.evaluate(() => {
+        const text = (id) => document.getElementById(id).textContent;
+        const numbers = (id) => text(id).split(/\s+/).filter(Boolean).map(Number);
+        return {
+          status: text('status'),
+          variant: text('variant'),
+          output: numbers('output'),
+          workerVariant: text('worker-variant'),
+          workerOutput: numbers('worker-output'),
+          isolated: globalThis.crossOriginIsolated,
+        };
+      });
+    try {
+      await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, {
+        timeout: 60_000,
+      });
+    } catch (e) {
+      // what the app got to, for the failure's message
+      throw new Error(`${e.message}; the page shows ${JSON.stringify(await read())}, errors ${errors()}`, {
+        cause: e,
+      });
+    }
+    return { ...(await read()), errors: errors() };
   } finally {
     await page.close();
   }
@@ -214,34 +224,41 @@ const variantSaid = (isolated) => (isolated ? 'runs simd-mt' : 'runs simd');
 
 for (const [name, { serve, bundled, vite }] of Object.entries(BUILDS)) {
   for (const engine of Object.keys(ENGINES)) {
+    const skip = engineMissing(engine) ?? false;
     for (const isolated of [true, false]) {
       // Vite's isolated page is served by `vite preview` (below): the app's own server.
       if (vite && isolated) continue;
-      test(`${name}, ${engine}: built app on a ${isolated ? 'cross-origin isolated' : 'plain'} page ${variantSaid(isolated)}`, async () => {
-        const { dir } = await build(name);
-        // vite preview and the dev server still need the copy's node_modules/.bin/vite; a
-        // static server of dist/ reaches no node_modules/ anyway
-        if (bundled && !vite) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
-        assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
-        const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
-        try {
-          checkShown(await load(engine, server.url), { build: name, engine, servedBy: 'static', isolated });
-        } finally {
-          await server.close();
-        }
-      });
+      test(
+        `${name}, ${engine}: built app on a ${isolated ? 'cross-origin isolated' : 'plain'} page ${variantSaid(isolated)}`,
+        { skip },
+        async () => {
+          const { dir } = await build(name);
+          // vite preview and the dev server still need the copy's node_modules/.bin/vite; a
+          // static server of dist/ reaches no node_modules/ anyway
+          if (bundled && !vite) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+          assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
+          const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
+          try {
+            checkShown(await load(engine, server.url), { build: name, engine, servedBy: 'static', isolated });
+          } finally {
+            await server.close();
+          }
+        },
+      );
     }
     if (vite) {
-      test(`${name}, ${engine}: vite preview runs simd-mt`, () =>
+      test(`${name}, ${engine}: vite preview runs simd-mt`, { skip }, () =>
         withVite(name, ['preview'], async (url) =>
           checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite preview', isolated: true }),
-        ));
+        ),
+      );
       // The dev server serves the package through its dependency pre-bundling, a path the
       // build does not take.
-      test(`${name}, ${engine}: the dev server runs simd-mt`, () =>
+      test(`${name}, ${engine}: the dev server runs simd-mt`, { skip }, () =>
         withVite(name, [], async (url) =>
           checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite dev', isolated: true }),
-        ));
+        ),
+      );
     }
   }
 }
