@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "onnx_attention_reference.h"
 #include "testing.h"
@@ -245,6 +246,46 @@ TEST_CASE(
       CHECK(worst(dk, want.dk) <= 1e-4);
       CHECK(worst(dv, want.dv) <= 1e-4);
     }
+  }
+}
+
+TEST_CASE("a window of 2^31 − 1 keys is no window, also for queries standing before key 0") {
+  // n_q 40 queries over n_k 24 keys, kv_length 5 and 24: offsets 5 − 40 and 24 − 40 put the
+  // first queries before key 0; windows reaching 2^31 − 1 keys must not wrap around
+  constexpr long kFar = 2147483647;
+  const HeadsShape s{2, 2, 1, 40, 24, 8, 8};
+  const std::vector<float> q = test::random_floats(2 * 2 * 40 * 8, 31);
+  const std::vector<float> k = test::random_floats(2 * 24 * 8, 32);
+  const std::vector<float> v = test::random_floats(2 * 24 * 8, 33);
+  const std::vector<float> d_out = test::random_floats(2 * 2 * 40 * 8, 34);
+  const int32_t kv_length[] = {5, 24};
+  struct Run {
+    std::vector<float> out, dq, dk, dv;
+  };
+  const auto run = [&](long left, long right) {
+    Run r{std::vector<float>(q.size()), std::vector<float>(q.size()), std::vector<float>(k.size()),
+          std::vector<float>(v.size())};
+    HeadsMask m;
+    m.mask.left = left, m.mask.right = right;
+    m.kv_length = kv_length;
+    attention_heads_forward(s, heads_4d(q.data(), 2, 40, 8), heads_4d(k.data(), 1, 24, 8),
+                            heads_4d(v.data(), 1, 24, 8), heads_4d(r.out.data(), 2, 40, 8), 0.5f,
+                            m);
+    attention_heads_backward(s, heads_4d(q.data(), 2, 40, 8), heads_4d(k.data(), 1, 24, 8),
+                             heads_4d(v.data(), 1, 24, 8), heads_4d(d_out.data(), 2, 40, 8),
+                             heads_4d(r.dq.data(), 2, 40, 8), heads_4d(r.dk.data(), 1, 24, 8),
+                             heads_4d(r.dv.data(), 1, 24, 8), 0.5f, m);
+    return r;
+  };
+  const Run none = run(-1, -1);
+  for (const std::pair<long, long> w :
+       {std::pair{kFar, -1L}, {-1L, kFar}, {kFar, kFar}, {-1L, kFar - 30}, {kFar - 1, kFar - 2}}) {
+    INFO("window left " << w.first << ", right " << w.second);
+    const Run far = run(w.first, w.second);
+    CHECK(test::bitwise_equal(far.out, none.out));
+    CHECK(test::bitwise_equal(far.dq, none.dq));
+    CHECK(test::bitwise_equal(far.dk, none.dk));
+    CHECK(test::bitwise_equal(far.dv, none.dv));
   }
 }
 

@@ -561,3 +561,62 @@ describe('threads and memory', () => {
       }
     });
 });
+
+describe('a window reaching 2^31 − 1 keys', () => {
+  let attn;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
+  after(() => attn.dispose());
+
+  const FAR = 2 ** 31 - 1;
+  const windows = [
+    { left: FAR },
+    { right: FAR },
+    { left: FAR, right: FAR },
+    { right: FAR - 20 },
+    { left: FAR - 1, right: FAR - 2 },
+  ];
+  const same = (got, want, what) =>
+    assert.ok(
+      got.length === want.length && got.every((x, i) => Object.is(x, want[i])),
+      `${what}: not bitwise the same as no window (max abs diff ${maxAbsDiff(got, want)})`,
+    );
+
+  test('is no window in 4-D calls with kvLength (queries before key 0), attentionBackward, caches and layers', () => {
+    // nQ 30 queries over 12 keys, kvLength 4 and 12: the first queries stand before key 0
+    const c = makeCase(90, { batch: 2, qHeads: 2, kvHeads: 1, nQ: 30, nNew: 12, dK: 4, dV: 3, kvLength: [4, 12] });
+    const [q, k, v, o] = packageArgs(c);
+    const dy = tensor(uniform(rng(91), 2 * 2 * 30 * 3), [2, 2, 30, 3]);
+    const plain = attn.attention(q, k, v, o).output.data;
+    const plainGrads = attn.attentionBackward(q, k, v, dy, o);
+    assert.ok(maxAbs(plain) > 0);
+    const layer = (window) => attn.multiHeadAttention({ dModel: 8, heads: 2, window, seed: 5 });
+    const x = tensor(uniform(rng(92), 2 * 25 * 8), [2, 25, 8]);
+    const base = layer({});
+    const layerPlain = base.forward(x, { causal: true }).output.data;
+    const cached = (a, window) => {
+      const cache = a.kvCache({ batch: 2, kvHeads: 1, dK: 4, dV: 3, capacity: 12 });
+      try {
+        return a.attention(q, k, v, { ...o, kvLength: undefined, cache, window }).output.data;
+      } finally {
+        cache.dispose();
+      }
+    };
+    const cachePlain = cached(attn, undefined);
+    for (const window of windows) {
+      const what = `window ${JSON.stringify(window)}`;
+      same(attn.attention(q, k, v, { ...o, window }).output.data, plain, `${what}: attention`);
+      const g = attn.attentionBackward(q, k, v, dy, { ...o, window });
+      for (const name of ['dq', 'dk', 'dv']) same(g[name].data, plainGrads[name].data, `${what}: ${name}`);
+      same(cached(attn, window), cachePlain, `${what}: over a cache`);
+      const l = layer(window);
+      try {
+        same(l.forward(x, { causal: true }).output.data, layerPlain, `${what}: layer`);
+      } finally {
+        l.dispose();
+      }
+    }
+    base.dispose();
+  });
+});
