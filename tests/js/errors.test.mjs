@@ -457,6 +457,18 @@ describe('errors', () => {
       /^attention: softcap must be 0 \(none\) or a positive finite number, got -1$/,
     );
     run(
+      'softcap rounding to 0 in float32 (it would run as no softcap)',
+      () => attn.attention(q4, k4, v4, { softcap: 1e-46 }),
+      RangeError,
+      /^attention: softcap 1e-46 rounds to 0 in float32, which means no softcap; give 0 for none or at least 1\.4e-45$/,
+    );
+    run(
+      'softcap rounding to 0, backward',
+      () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { softcap: 5e-324 }),
+      RangeError,
+      /^attentionBackward: softcap 5e-324 rounds to 0 in float32/,
+    );
+    run(
       'rotary dims odd',
       () => attn.attention(tensor(f32(48), [1, 4, 3, 4]), tensor(f32(40), [1, 2, 5, 4]), v4, { rotary: { dims: 3 } }),
       RangeError,
@@ -592,6 +604,12 @@ describe('errors', () => {
       mk({ dModel: 8, heads: 2, head: 2 }),
       TypeError,
       /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, weights, seed\)$/,
+    );
+    run(
+      'softcap rounding to 0 in float32',
+      mk({ dModel: 8, heads: 2, softcap: 1e-46 }),
+      RangeError,
+      /^multiHeadAttention: softcap 1e-46 rounds to 0 in float32, which means no softcap/,
     );
     run(
       'dModel 0',

@@ -238,6 +238,12 @@ export function checkSoftcap(where, softcap) {
   if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
   if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
     throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
+  // the core holds it as a float32, where 0 means none: a cap too small for float32 is refused
+  if (softcap > 0 && Math.fround(softcap) === 0) {
+    throw new RangeError(
+      `${where}: softcap ${softcap} rounds to 0 in float32, which means no softcap; give 0 for none or at least 1.4e-45`,
+    );
+  }
   return softcap;
 }
 
