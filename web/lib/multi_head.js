@@ -233,6 +233,8 @@ export class MultiHeadAttention {
     const trace = checkBoolean(where, 'trace', o.trace);
     const scale = checkScale(where, o.scale, dK);
     const { keep, bias: additive } = checkMask(where, o.mask, nQ, nK);
+    // Reading the options may have run the caller's code (a getter disposing the layer)
+    this.#checkAlive(where);
 
     const { heap } = this.#rt;
     const { kvHeads } = this.config;
@@ -501,9 +503,12 @@ export class MultiHeadAttention {
       throw new TypeError(`${where}: learningRate must be a number, got ${typeof learningRate}`);
     if (!Number.isFinite(learningRate))
       throw new RangeError(`${where}: learningRate must be finite, got ${learningRate}`);
-    const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#ptrs).map((n) => `d${n}`)]);
-    const updates = [];
-    for (const name of Object.keys(this.#ptrs)) {
+    const names = Object.keys(this.#ptrs);
+    const g = checkOptions(where, grads, ['dx', 'dContext', ...names.map((n) => `d${n}`)]);
+    // Every gradient read and copied before any weight is: reading them may run the caller's
+    // code (a getter disposing the layer)
+    const given = [];
+    for (const name of names) {
       if (g[`d${name}`] === undefined) continue;
       const grad = checkTensor(
         where,
@@ -519,8 +524,13 @@ export class MultiHeadAttention {
       }
       const data = grad.data.slice(); // small: copied and checked here, in JS
       checkFinite(where, `grads.d${name}.data`, data);
-      // The new weights, all computed (in float32, as stored) before any is written: a step
-      // that would overflow leaves every weight as it was.
+      given.push([name, data]);
+    }
+    this.#checkAlive(where);
+    // The new weights, all computed (in float32, as stored) before any is written: a step
+    // that would overflow leaves every weight as it was.
+    const updates = [];
+    for (const [name, data] of given) {
       const next = this.#rt.heap.read(this.#ptrs[name], data.length);
       for (let i = 0; i < data.length; ++i) {
         next[i] -= learningRate * data[i];
