@@ -589,6 +589,56 @@ describe('errors', () => {
     });
   });
 
+  describe('a cached layer step that fails', () => {
+    // A layer whose weights are scaled in one place: wo huge overflows the output; wk huge
+    // makes the new token's key ±Infinity (it would poison every later step over the cache)
+    const layerWith = (name, value) => {
+      const next = rng(40);
+      const weights = {};
+      for (const w of ['wq', 'wk', 'wo']) weights[w] = randomTensor(next, [8, 8]);
+      weights.wv = tensor(f32(64, 1), [8, 8]); // x of ones: every value is 8
+      weights[name] = tensor(f32(64, value), [8, 8]);
+      return attn.multiHeadAttention({ dModel: 8, heads: 2, weights });
+    };
+    for (const [name, value] of [
+      ['wo', 1e38],
+      ['wk', 1e38],
+    ]) {
+      test(`${name} = ${value}: a RangeError, and the cache is as it was`, () => {
+        const bad = layerWith(name, value);
+        const good = layerWith(name, 0.25);
+        const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+        try {
+          const x = randomTensor(rng(41), [3, 8]);
+          const before = good.forward(x, { cache, causal: true }).output.data;
+          assert.equal(cache.length, 3);
+          throwsWith(
+            () => bad.forward(t2(1, 8, 1), { cache, causal: true }),
+            RangeError,
+            /^multiHeadAttention\.forward: output\[0\] came out (NaN|-?Infinity)/,
+          );
+          assert.equal(cache.length, 3, 'the failed token left the cache');
+          // the cache still works: the next step equals one over a fresh cache
+          const one = randomTensor(rng(43), [1, 8]);
+          const next = good.forward(one, { cache, causal: true }).output.data;
+          assert.ok(next.every(Number.isFinite), 'a later step over the cache is finite');
+          const fresh = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+          try {
+            assert.deepEqual(good.forward(x, { cache: fresh, causal: true }).output.data, before);
+            assert.deepEqual(good.forward(one, { cache: fresh, causal: true }).output.data, next);
+          } finally {
+            fresh.dispose();
+          }
+        } finally {
+          cache.dispose();
+          bad.dispose();
+          good.dispose();
+        }
+        stillWorks(attn, layer);
+      });
+    }
+  });
+
   describe('multiHeadAttention: configuration', () => {
     const mk = (config) => () => attn.multiHeadAttention(config);
     const good = (next) => ({

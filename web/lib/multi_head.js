@@ -10,7 +10,7 @@
 import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
 import { mhaGrads, mhaShape, mhaTrace, mhaWeights, rotary as rotaryStruct, scoreMask } from './binding.js';
 import { random, xavierUniform } from './init.js';
-import { cacheFor } from './kv_cache.js';
+import { cacheFor, stepOver } from './kv_cache.js';
 import {
   checkBoolean,
   checkFinite,
@@ -313,29 +313,31 @@ export class MultiHeadAttention {
     this.#releaseSaved(); // the most recent forward is this one, which backward() does not follow
     this.#cachedLast = true;
     const { heap } = rt;
-    return heap.scoped(where, (s) => {
-      const xPtr = s.putFinite(x.data, 'x.data');
-      const out = s.alloc(4 * batch * nQ * dModel, 'the output');
-      const args = this.#attentionArgs({
-        causal,
-        keep: keep ? s.put(keep, 'mask') : 0,
-        bias: additive ? s.put(additive, 'mask') : 0,
-      });
-      rt.call(
-        where,
-        'mhaForwardCached',
-        mhaShape({ batch, nQ, nK: nQ, dModel, heads, kvHeads, dK, dV }),
-        mhaWeights(this.#ptrs),
-        xPtr,
-        cache.handle,
-        out,
-        scale,
-        args.mask,
-        args.rotary,
-        args.rotated,
-      );
-      return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
-    });
+    return stepOver(cache, () =>
+      heap.scoped(where, (s) => {
+        const xPtr = s.putFinite(x.data, 'x.data');
+        const out = s.alloc(4 * batch * nQ * dModel, 'the output');
+        const args = this.#attentionArgs({
+          causal,
+          keep: keep ? s.put(keep, 'mask') : 0,
+          bias: additive ? s.put(additive, 'mask') : 0,
+        });
+        rt.call(
+          where,
+          'mhaForwardCached',
+          mhaShape({ batch, nQ, nK: nQ, dModel, heads, kvHeads, dK, dV }),
+          mhaWeights(this.#ptrs),
+          xPtr,
+          cache.handle,
+          out,
+          scale,
+          args.mask,
+          args.rotary,
+          args.rotated,
+        );
+        return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
+      }),
+    );
   }
 
   // The forward's wasm call over the saved buffers, and its results read back.
