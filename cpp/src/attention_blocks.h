@@ -8,14 +8,11 @@
 
 #include <cstddef>
 
+#include "tuning.h"  // kAttentionRowBlock, kKeyBlock
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 
 namespace wa {
-
-// Query rows per task. Small enough to give two threads several tasks at n_q = 64, large
-// enough to keep the GEMM kernel's row tiles full.
-constexpr size_t kAttentionRowBlock = 32;
 
 // ---- forward: attention_forward_blocks.cpp ----
 
@@ -59,7 +56,7 @@ void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace);
 
 // The same rows, fused: one block of keys at a time with an online softmax, never more than
-// a (rows, 256) block of scores. The result matches attention_rows within float rounding.
+// a (rows, kKeyBlock) block of scores. The result matches attention_rows within float rounding.
 // (attention_rows_online over all keys, then attention_online_finish.)
 void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                           const ScoreMask& mask, size_t r0, size_t r1);
@@ -82,7 +79,7 @@ struct OnlineRows {
   const ScoreMask* masks;
 };
 // Adds keys [lo, hi) of kv (held by its panels; lo a multiple of kNR) to the rows' state, one
-// (heads·rows, 256) block of scores at a time; keys every row's mask hides are skipped.
+// (heads·rows, kKeyBlock) block of scores at a time; keys every row's mask hides are skipped.
 void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, size_t hi,
                            float scale);
 // acc (rows, d_v) -> out = acc / row_sum (a zero row where every key was masked). out may be acc.

@@ -15,12 +15,6 @@
 #include "wa/thread_pool.h"
 
 namespace wa {
-namespace {
-
-constexpr size_t kKeyBlock =
-    256;  // keys per step of the fused form: a (32,256) score block is 32 KB
-
-}  // namespace
 
 size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v) {
   return checked_sum({packed_b_floats(d_k, n_k), packed_b_floats(n_k, d_v)});

@@ -8,6 +8,7 @@
 
 #include "onnx_attention_reference.h"
 #include "testing.h"
+#include "tuning.h"
 #include "wa/attention_heads.h"
 
 namespace wa {
@@ -130,8 +131,10 @@ struct Fast {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  // sizes across row blocks (32), key blocks (256), panels (8) and tails
-  const size_t nq[] = {1, 3, 17, 65}, nk[] = {1, 5, 63, 129, 300}, dk[] = {1, 5, 17, 64};
+  // sizes across row blocks, key blocks, panels (tuning.h) and tails; n_q 1 and 3 decode
+  const size_t nq[] = {1, 3, 2 * kernels::kNR + 1, 2 * kAttentionRowBlock + 1},
+               nk[] = {1, 5, 63, 2 * kMC + 1, kKeyBlock + 44},
+               dk[] = {1, kernels::kMR + 1, 2 * kernels::kNR + 1, 64};
   for (size_t i = 0; i < 4; ++i)
     for (size_t j = 0; j < 5; ++j) {
       Case c{"plain", 1, 2, 1, nq[i], 0, nk[j], dk[(i + j) % 4], dk[(i + 2 * j + 1) % 4]};
@@ -159,9 +162,19 @@ std::vector<Case> cases() {
           true,
           100};
   cs.push_back(wc);
-  // 2100 keys of d 64 pack into ~1 MiB per kv head: the 4 kv heads go in passes of 3 and 1
-  // (attention_heads.cpp, kPassFloats)
-  Case passes{"kv heads in two passes, GQA, causal", 2, 4, 2, 33, 0, 2100, 64, 64, false, true};
+  // kPassFloats / 512 + 52 keys of d_k = d_v = 64 pack into more than a quarter of a pass per
+  // kv head: the 4 kv heads go in passes of 3 and 1 (tuning.h)
+  Case passes{"kv heads in two passes, GQA, causal",
+              2,
+              4,
+              2,
+              kDecodeRows + 1,
+              0,
+              kPassFloats / 512 + 52,
+              64,
+              64,
+              false,
+              true};
   cs.push_back(passes);
   Case kv{"kv_length per batch + causal", 3, 2, 2, 4, 0, 37, 8, 8, false, true};
   kv.kv_length = true;
@@ -278,7 +291,7 @@ TEST_CASE("a window of 2^31 − 1 keys is no window, also for queries standing b
     return r;
   };
   const Run none = run(-1, -1);
-  for (const std::pair<long, long> w :
+  for (const std::pair<long, long>& w :
        {std::pair{kFar, -1L}, {-1L, kFar}, {kFar, kFar}, {-1L, kFar - 30}, {kFar - 1, kFar - 2}}) {
     INFO("window left " << w.first << ", right " << w.second);
     const Run far = run(w.first, w.second);
