@@ -1,5 +1,6 @@
-// The units of attention work (internal), shared by attention.cpp and
-// multi_head_attention.cpp: what a thread-pool task runs, forward and backward.
+// The units of attention work (internal): what a thread-pool task runs, forward (for
+// attention_heads.cpp, which every forward goes through) and backward (attention.cpp,
+// attention_heads.cpp).
 //   forward   attention_forward_blocks.cpp: k and v packed once; a block of query rows, with
 //             every score in memory (traced) or fused with an online softmax; the weights again
 //   backward  attention_backward_blocks.cpp: the backward from the forward's weights
@@ -54,12 +55,6 @@ void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
 // with every score of the block in memory: trace points at the full (n_q,n_k) matrices.
 void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace);
-
-// The same rows, fused: one block of keys at a time with an online softmax, never more than
-// a (rows, kKeyBlock) block of scores. The result matches attention_rows within float rounding.
-// (attention_rows_online over all keys, then attention_online_finish.)
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
-                          const ScoreMask& mask, size_t r0, size_t r1);
 
 // Query rows in the middle of an online softmax over the keys of one kv head: rows
 // [row0, row0+rows) of `heads` query heads that read it, stacked head after head so that the

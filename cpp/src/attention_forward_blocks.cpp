@@ -1,8 +1,8 @@
 // The forward units of attention work (attention_blocks.h): blocks of query rows over k and v
 // packed once per attention (so every block runs the GEMM kernel on ready-made panels).
-//   attention_rows        every score of the block at once, into a trace
-//   attention_rows_fused  one key block at a time with an online softmax: (rows, kKeyBlock)
-//                         scores at most, never (n_q,n_k), so long sequences fit in memory
+//   attention_rows         every score of the block at once, into a trace
+//   attention_rows_online  one key block at a time with an online softmax: (rows, kKeyBlock)
+//                          scores at most, never (n_q,n_k), so long sequences fit in memory
 #include <algorithm>
 #include <limits>
 
@@ -109,20 +109,6 @@ void attention_online_finish(const float* acc, size_t ld_acc, const float* row_s
     const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
     for (size_t c = 0; c < d_v; ++c) out[r * ld_out + c] = acc[r * ld_acc + c] * inv;
   }
-}
-
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
-                          const ScoreMask& mask, size_t r0, size_t r1) {
-  const size_t rows = r1 - r0;
-  float* row_max = thread_scratch(ScratchSlot::attention_rows, 2 * rows);
-  float* row_sum = row_max + rows;
-  std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
-  std::fill(row_sum, row_sum + rows, 0.0f);
-  float* o = out.data + r0 * out.ld;
-  for (size_t r = 0; r < rows; ++r) std::fill(o + r * out.ld, o + r * out.ld + kv.d_v, 0.0f);
-  const OnlineRows t{q.data + r0 * q.ld, q.ld, o, out.ld, row_max, row_sum, 1, rows, r0, &mask};
-  attention_rows_online(t, kv, kv.k0, kv.n_k, scale);
-  attention_online_finish(o, out.ld, row_sum, rows, kv.d_v, o, out.ld);
 }
 
 void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,

@@ -1,6 +1,6 @@
-// Attention over heads in a tensor (wa/attention_heads.h): the same blocks as attention.cpp,
-// each kv head's k and v packed once and shared by the query heads that read it; as many kv
-// heads per pass as a few MB of packed rows hold.
+// Attention over heads in a tensor (wa/attention_heads.h), and so every attention forward (a
+// 2-D call is one head): each kv head's k and v packed once and shared by the query heads
+// that read it; as many kv heads per pass as a few MB of packed rows hold.
 #include "wa/attention_heads.h"
 
 #include <algorithm>
