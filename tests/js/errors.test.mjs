@@ -499,10 +499,10 @@ describe('errors', () => {
       /^attention: kvLength \(padded sequences\) cannot be combined with pastKey$/,
     );
     run(
-      'a new option on 2-D inputs',
-      () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { window: { left: 1 } }),
+      'a heads-only option on 2-D inputs',
+      () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { kvLength: [3] }),
       TypeError,
-      /^attention: option "window" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace$/,
+      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary$/,
     );
     run(
       'backward with a cache option',

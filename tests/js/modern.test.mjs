@@ -295,6 +295,57 @@ describe('attention on heads against the ONNX reference', () => {
     assert.deepEqual(twoD.output.shape, [5, 4]);
     assert.ok(maxAbsDiff(twoD.output.data, fourD.output.data) <= 1e-6);
   });
+
+  test('2-D calls take softcap, window and rotary: bitwise the 4-D call with one head, forward, trace and backward', () => {
+    const options = [
+      { causal: true, window: { left: 3 } },
+      { window: { left: 2, right: 1 }, softcap: 0.7, scale: 1.3 },
+      { causal: true, rotary: { offset: 3, interleaved: true } },
+      { softcap: 2, rotary: { dims: 4, base: 50 }, window: { right: 0 } },
+      { softcap: 1.1, rotary: true },
+    ];
+    // the last shapes decode: a few queries over more keys than one decode run
+    for (const [nQ, nK] of [
+      [5, 7],
+      [40, 33],
+      [2, 1300],
+    ])
+      for (const o of options) {
+        const what = `nQ ${nQ}, nK ${nK}, ${JSON.stringify(o)}`;
+        const c = makeCase(nQ + nK, { nQ, nNew: nK, dK: 6, dV: 4 });
+        const [q, k, v] = [tensor(c.q, [nQ, 6]), tensor(c.k, [nK, 6]), tensor(c.v, [nK, 4])];
+        const [q4, k4, v4] = [q, k, v].map((t) => tensor(t.data, [1, 1, ...t.shape]));
+        const same = (a, b, name) =>
+          assert.ok(
+            a.length === b.length && a.every((x, i) => Object.is(x, b[i])),
+            `${what}: ${name} not bitwise the 4-D one (max abs diff ${maxAbsDiff(a, b)})`,
+          );
+        const twoD = attn.attention(q, k, v, { ...o, trace: true });
+        const fourD = attn.attention(q4, k4, v4, { ...o, trace: true });
+        assert.deepEqual(twoD.output.shape, [nQ, 4]);
+        same(twoD.output.data, fourD.output.data, 'output');
+        same(attn.attention(q, k, v, o).output.data, attn.attention(q4, k4, v4, o).output.data, 'fused output');
+        for (const name of ['scores', 'scaled', 'masked', 'weights', ...(o.softcap ? ['capped'] : [])])
+          same(twoD[name].data, fourD[name].data, name);
+        const ref = onnxAttentionRef({
+          ...c,
+          causal: o.causal,
+          left: o.window?.left,
+          right: o.window?.right,
+          softcap: o.softcap,
+          scale: o.scale,
+          rotary: o.rotary,
+        });
+        assertClose(twoD.output.data, ref.y, `${what}: output against the reference`);
+        const dy = uniform(rng(nQ), nQ * 4);
+        const g2 = attn.attentionBackward(q, k, v, tensor(dy, [nQ, 4]), o);
+        const g4 = attn.attentionBackward(q4, k4, v4, tensor(dy, [1, 1, nQ, 4]), o);
+        for (const name of ['dq', 'dk', 'dv']) {
+          assert.deepEqual(g2[name].shape, [name === 'dq' ? nQ : nK, name === 'dv' ? 4 : 6]);
+          same(g2[name].data, g4[name].data, name);
+        }
+      }
+  });
 });
 
 describe('a KV cache', () => {

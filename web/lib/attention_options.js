@@ -25,8 +25,12 @@ export const QK_OUTPUTS = Object.freeze({
   weights: 'weights',
 });
 
-// The options only calls on heads (3-D or 4-D) take; 2-D calls refuse them by name.
-export const HEADS_ONLY = [
+// attention()'s options; a 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
+export const FORWARD_OPTIONS = [
+  'causal',
+  'mask',
+  'scale',
+  'trace',
   'softcap',
   'window',
   'heads',
@@ -37,7 +41,7 @@ export const HEADS_ONLY = [
   'rotary',
   'cache',
 ];
-const FORWARD_OPTIONS = ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY];
+export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
 // What a wrong value is, for messages.
