@@ -1,7 +1,7 @@
 // The units of attention work (internal): what a thread-pool task runs, forward (for
 // attention_heads.cpp, which every forward goes through) and backward (attention.cpp,
 // attention_heads.cpp).
-//   forward   attention_forward_blocks.cpp: k and v packed once; a block of query rows, with
+//   forward   attention_forward_blocks.cpp: k and v packed once (packed_kv.h); a block of query rows, with
 //             every score in memory (traced) or fused with an online softmax; the weights again
 //   backward  attention_backward_blocks.cpp: the backward from the forward's weights
 // Letters as in wa/attention.h.
@@ -9,7 +9,8 @@
 
 #include <cstddef>
 
-#include "tuning.h"  // kAttentionRowBlock, kKeyBlock
+#include "packed_kv.h"  // PackedKV, PackedHeads: k and v as the blocks read them
+#include "tuning.h"     // kAttentionRowBlock, kKeyBlock
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 
@@ -17,34 +18,6 @@ namespace wa {
 
 // ---- forward: attention_forward_blocks.cpp ----
 
-// k and v of one attention (or a run of its keys), packed as GEMM b operands (gemm_packed.h)
-// and shared by every row block:
-//   kt  kᵀ (d_k, keys), packed with k = d_k: one panel per kNR keys
-//   v   v (keys, d_v), packed with k = v_stride (>= the keys held): one panel per kNR columns
-// The panels hold keys [k0, k0 + keys) of the attention's n_k (k0 a multiple of kNR); a key
-// cache keeps its rows this way (v_stride = its capacity), pack_kv makes them from k and v.
-struct PackedKV {
-  const float* kt;
-  const float* v;
-  size_t n_k, d_k, d_v;
-  size_t k0 = 0, v_stride = 0;
-};
-size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v);
-// k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats of them). pool: as pack_b.
-PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
-// Keys [k0, k0+keys) of k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats(keys,
-// d_k, d_v)); k0 a multiple of kNR. pool: as pack_b.
-PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
-                      ThreadPool* pool);
-
-// The packed k and v of every kv head, already in memory (a KvCache's panels): head (b, g) at
-// base + (b·kv_heads + g)·head_floats, packed_kv_floats(capacity, d_k, d_v) floats, its kᵀ
-// panels then its v panels (v_stride = capacity); keys [0, n_k) filled.
-struct PackedHeads {
-  const float* base;
-  size_t kv_heads, capacity, head_floats;
-  PackedKV at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const;
-};
 // attention_heads_forward (wa/attention_heads.h) with every kv head read from its panels
 // instead of k and v: what attending over a KvCache runs (attention_heads.cpp).
 void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,

@@ -49,8 +49,7 @@ class KvCache {
   }
 
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
-  size_t head_floats_;  // per (b, g): kᵀ panels (round_up(capacity, 8), d_k), then v panels
-  size_t v_offset_;     // where a head's v panels start in its floats
+  size_t head_floats_;  // per (b, g): its kᵀ panels, then its v panels (cpp/src/packed_kv.h)
   std::vector<float> panels_;  // (batch, hkv, head_floats)
 };
 
