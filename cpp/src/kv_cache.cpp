@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "attention_blocks.h"
 #include "packed_kv.h"
 #include "sizes.h"
+#include "wa/finite.h"
 
 namespace wa {
 
@@ -26,6 +28,26 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
     throw std::invalid_argument("kv cache: " + std::to_string(n_new) +
                                 " new rows do not fit: length " + std::to_string(length_) +
                                 ", capacity " + std::to_string(capacity_));
+  // every new row checked before any is written: a key or value that is not finite would make
+  // every later step over the cache NaN
+  for (size_t b = 0; b < batch_; ++b)
+    for (size_t g = 0; g < kv_heads_; ++g)
+      for (size_t i = 0; i < n_new; ++i)
+        for (const auto& [row, d, what] :
+             {std::tuple{k_new.at(b, g) + i * k_new.row_stride, d_k_, "key"},
+              std::tuple{v_new.at(b, g) + i * v_new.row_stride, d_v_, "value"}}) {
+          const size_t t = first_non_finite(row, d);
+          if (t == d) continue;
+          const float x = row[t];
+          throw std::range_error(
+              std::string("kv cache: the new ") + what + " " + std::to_string(i) + " of sequence " +
+              std::to_string(b) + ", kv head " + std::to_string(g) + " holds " +
+              (x != x  ? "NaN"
+               : x > 0 ? "Infinity"
+                       : "-Infinity") +
+              " at " + std::to_string(t) +
+              ": it would make every later step over the cache NaN, so nothing was appended");
+        }
   for (size_t b = 0; b < batch_; ++b)
     for (size_t g = 0; g < kv_heads_; ++g)
       packed_kv_write_rows(head_panels(b, g), capacity_, d_k_, d_v_, length_, n_new, k_new.at(b, g),

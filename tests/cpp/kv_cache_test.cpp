@@ -2,6 +2,7 @@
 // attention over the whole sequence gives; appends write only new rows; limits hold.
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "testing.h"
 #include "tuning.h"
@@ -169,6 +170,31 @@ TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N 
       CHECK(worst(serial, want) <= 2e-5);
       CHECK(test::bitwise_equal(threaded, serial));
     }
+}
+
+TEST_CASE("a cache refuses a key or value that is not finite and keeps what it had") {
+  KvCache cache(2, 2, 3, 2, 4);
+  const std::vector<float> k = test::random_floats(2 * 2 * 2 * 3, 1),
+                           v = test::random_floats(2 * 2 * 2 * 2, 2);
+  cache.append(2, heads_4d(k.data(), 2, 2, 3), heads_4d(v.data(), 2, 2, 2));
+  for (const float bad : {INFINITY, -INFINITY, NAN})
+    for (bool in_key : {true, false}) {
+      INFO("a " << (in_key ? "key" : "value") << " holding " << bad);
+      std::vector<float> k_new(2 * 2 * 3, 0.5f), v_new(2 * 2 * 2, 0.5f);
+      // sequence 1, kv head 1
+      (in_key ? k_new[(1 * 2 + 1) * 3 + 2] : v_new[(1 * 2 + 1) * 2 + 1]) = bad;
+      const std::string want = std::string("the new ") + (in_key ? "key" : "value") +
+                               " 0 of sequence 1, kv head 1 holds";
+      CHECK_THROWS_WITH_AS(
+          cache.append(1, heads_4d(k_new.data(), 2, 1, 3), heads_4d(v_new.data(), 2, 1, 2)),
+          doctest::Contains(want.c_str()), std::range_error);
+      CHECK(cache.length() == 2);
+    }
+  // rows 0 and 1 are as appended: nothing of the refused rows was written
+  std::vector<float> k_back(k.size()), v_back(v.size());
+  cache.copy_rows(heads_4d(k_back.data(), 2, 2, 3), heads_4d(v_back.data(), 2, 2, 2));
+  CHECK(k_back == k);
+  CHECK(v_back == v);
 }
 
 TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncate and reset") {

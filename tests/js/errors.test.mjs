@@ -600,11 +600,15 @@ describe('errors', () => {
       weights[name] = tensor(f32(64, value), [8, 8]);
       return attn.multiHeadAttention({ dModel: 8, heads: 2, weights });
     };
-    for (const [name, value] of [
-      ['wo', 1e38],
-      ['wk', 1e38],
+    const refusedKey =
+      /^multiHeadAttention\.forward: kv cache: the new key 0 of sequence 0, kv head 0 holds -?Infinity at \d+: it would make every later step over the cache NaN, so nothing was appended$/;
+    for (const [name, value, message, mask] of [
+      ['wo', 1e38, /^multiHeadAttention\.forward: output\[0\] came out (NaN|-?Infinity)/],
+      ['wk', 1e38, refusedKey],
+      // the new key masked for the new query: the output is finite, the key is not
+      ['wk', 1e38, refusedKey, { data: Uint8Array.from([1, 1, 1, 0]), shape: [1, 4] }],
     ]) {
-      test(`${name} = ${value}: a RangeError, and the cache is as it was`, () => {
+      test(`${name} = ${value}${mask ? ', the new key masked' : ''}: a RangeError, and the cache is as it was`, () => {
         const bad = layerWith(name, value);
         const good = layerWith(name, 0.25);
         const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
@@ -612,11 +616,7 @@ describe('errors', () => {
           const x = randomTensor(rng(41), [3, 8]);
           const before = good.forward(x, { cache, causal: true }).output.data;
           assert.equal(cache.length, 3);
-          throwsWith(
-            () => bad.forward(t2(1, 8, 1), { cache, causal: true }),
-            RangeError,
-            /^multiHeadAttention\.forward: output\[0\] came out (NaN|-?Infinity)/,
-          );
+          throwsWith(() => bad.forward(t2(1, 8, 1), { cache, causal: true, mask }), RangeError, message);
           assert.equal(cache.length, 3, 'the failed token left the cache');
           // the cache still works: the next step equals one over a fresh cache
           const one = randomTensor(rng(43), [1, 8]);

@@ -28,8 +28,10 @@ class KvCache {
   size_t length() const { return length_; }
 
   // k_new (batch, hkv, n_new, d_k), v_new (batch, hkv, n_new, d_v) -> rows [length, length +
-  // n_new) of each head; length grows by n_new. Writes only those rows. Throws
-  // std::invalid_argument (cache untouched) when length + n_new would pass the capacity.
+  // n_new) of each head; length grows by n_new. Writes only those rows. Throws, the cache
+  // untouched, std::invalid_argument when length + n_new would pass the capacity and
+  // std::range_error when a new key or value is not finite (it would make every later step
+  // over the cache NaN).
   void append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new);
 
   // The first n rows become the cache (n <= length): undoes appends, e.g. for a rejected draft.
