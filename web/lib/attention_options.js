@@ -7,6 +7,7 @@
 // Nothing here touches wasm memory; every later step reads what these functions return.
 import { cacheFor } from './kv_cache.js';
 import {
+  checkAdditiveMask,
   checkBoolean,
   checkOptions,
   checkScale,
@@ -209,15 +210,7 @@ function checkHeadsMask(where, mask, s, nTotal) {
   const data = keep ?? bias;
   if (data.length !== count)
     throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
-  if (bias) {
-    for (let i = 0; i < bias.length; ++i) {
-      if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
-        throw new RangeError(
-          `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
-        );
-      }
-    }
-  }
+  if (bias) checkAdditiveMask(where, bias);
   const cols = dims[3];
   return {
     keep,
