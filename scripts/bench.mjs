@@ -32,6 +32,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caseIdsOf, parseArgs } from './bench/args.mjs';
 import { measureReadBandwidth } from './bench/bandwidth.mjs';
+import { caseById } from './bench/cases.mjs';
 import { compareRows } from './bench/compare.mjs';
 import { emptyResults } from './bench/results.mjs';
 import { runKernels } from './bench/kernels.mjs';
@@ -40,6 +41,7 @@ import { machineInfo } from './bench/machine.mjs';
 import { measurePeak } from './bench/peak.mjs';
 import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
 import { wasmSizes } from './bench/sizes.mjs';
+import { referenceSample } from './bench/reference_sample.mjs';
 import { RELAXED_SIMD_FLAG } from './bench/spawn.mjs';
 import { measureFirstCall, measureStartup } from './bench/startup.mjs';
 import { renderChart } from './bench/svg.mjs';
@@ -98,7 +100,16 @@ if (want('decode')) {
 }
 
 const caseIds = caseIdsOf(options);
-if (caseIds.length) results.rows = compareRows(await runKernels({ caseIds, quick: options.quick, peersOk, log }));
+if (caseIds.length) {
+  const rows = await runKernels({ caseIds, quick: options.quick, peersOk, log });
+  log('computing the float64 reference of the cases small enough for it');
+  const references = new Map();
+  for (const id of caseIds) {
+    const sampled = referenceSample(caseById(id));
+    if (sampled) references.set(id, sampled);
+  }
+  results.rows = compareRows(rows, references);
+}
 if (want('sizes')) results.sizes = wasmSizes();
 if (want('startup')) results.startup = await measureStartup({ quick: options.quick, peersOk, log });
 if (want('firstcall')) results.firstCall = await measureFirstCall({ quick: options.quick, peersOk, log });

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAttention } from '../web/lib/index.js';
-import { random } from '../web/lib/init.js';
+import { random } from '../web/lib/random.js';
 import { describeHead } from '../web/page/model/head_stats.js';
 import { packTensors } from '../web/page/model/weights.js';
 import { createAdam } from '../web/page/model/adam.js';

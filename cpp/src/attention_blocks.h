@@ -66,7 +66,7 @@ void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMas
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v), p (n_q,n_k) softmax weights, d_out (n_q,d_v)
 //   -> dq (n_q,d_k), dk (n_k,d_k), dv (n_k,d_v).
 // pool spreads each pass (null: all on the calling thread, as inside a pool task).
-// mask: the forward's (wa/softmax.h): where it hides keys (causal, windows, limits) P is zero and
+// mask: the forward's (wa/score_mask.h): where it hides keys (causal, windows, limits) P is zero and
 // that part is skipped; a softcap adds its tanh′. d_weights, d_scores (n_q,n_k), when not null,
 // receive dP and dS (AttentionBackwardTrace), computed in full.
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,

@@ -1,10 +1,16 @@
 // Scalar references with double accumulation: the spec for the fast paths.
 // Written for clarity, not speed: plain loops, one output element at a time. Every op is a
 // function over doubles; the float entry points convert in, call it, and round once at the end.
+// One head's attention (head_scores, head_forward, head_backward) and one rotation (rotary)
+// serve both families of wa/reference.h: the fast functions' arguments and the ONNX operator.
 #include "wa/reference.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "softmax_rows.h"
 #include "wa/rotary.h"
@@ -14,36 +20,58 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// The softmax input x_ij of wa/softmax.h for raw score s, in double.
-double softmax_input_d(const ScoreMask& m, size_t n_k, size_t i, size_t j, double s, float scale) {
-  if (is_masked(m, n_k, i, j)) return -kInf;
-  double y = s * scale;
-  if (m.softcap > 0) y = m.softcap * std::tanh(y / m.softcap);
-  return y + (m.bias ? mask_row(m.bias, m, n_k, i)[j] : 0.0);
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("reference: " + what);
 }
 
-// scores (n_q,n_k) -> weights (n_q,n_k), in double; row i as in wa/softmax.h.
-Doubles softmax_d(const Doubles& s, size_t n_q, size_t n_k, float scale, const ScoreMask& m) {
-  Doubles w(n_q * n_k, 0.0);
+// ---- One head in double: the core of every attention reference ----
+
+// What the masks do to key j of query i: hide it (its softmax input is −∞ whatever its score),
+// or add a bias to its capped score (−∞ hides it too, NaN + −∞ stays NaN).
+struct KeyBias {
+  bool hidden;
+  double add;
+};
+using BiasOf = std::function<KeyBias(size_t i, size_t j)>;
+
+// Every stage of one head's scores, each (n_q,n_k).
+struct HeadScores {
+  Doubles raw;      // q·kᵀ
+  Doubles scaled;   // raw·scale
+  Doubles capped;   // softcap·tanh(scaled/softcap) with a softcap, else scaled
+  Doubles masked;   // the softmax input x: capped + bias, −∞ where hidden
+  Doubles weights;  // row softmax of x: zero rows where every key is hidden, NaN rows where an
+                    // x is NaN or +∞ (an overflow upstream), as the fast paths give
+};
+
+// raw (n_q,n_k) q·kᵀ -> every stage after it.
+HeadScores score_stages(Doubles raw, size_t n_q, size_t n_k, double scale, double softcap,
+                        const BiasOf& bias) {
+  const size_t n = n_q * n_k;
+  HeadScores h{std::move(raw), Doubles(n), Doubles(n), Doubles(n), Doubles(n, 0.0)};
   for (size_t i = 0; i < n_q; ++i) {
-    Doubles x(n_k);
     double max = -kInf;
-    bool bad = false;  // a NaN or +inf input (an overflow upstream)
+    bool bad = false;
     for (size_t j = 0; j < n_k; ++j) {
-      x[j] = softmax_input_d(m, n_k, i, j, s[i * n_k + j], scale);
-      bad |= x[j] != x[j] || x[j] == kInf;
-      max = std::max(max, x[j]);
+      const size_t e = i * n_k + j;
+      h.scaled[e] = h.raw[e] * scale;
+      h.capped[e] = softcap > 0 ? softcap * std::tanh(h.scaled[e] / softcap) : h.scaled[e];
+      const KeyBias b = bias(i, j);
+      h.masked[e] = b.hidden ? -kInf : h.capped[e] + b.add;
+      bad |= h.masked[e] != h.masked[e] || h.masked[e] == kInf;
+      max = std::max(max, h.masked[e]);
     }
-    if (bad) {  // NaN weights, as the fast paths give
-      for (size_t j = 0; j < n_k; ++j) w[i * n_k + j] = std::numeric_limits<double>::quiet_NaN();
+    double* w = &h.weights[i * n_k];
+    if (bad) {
+      std::fill(w, w + n_k, std::numeric_limits<double>::quiet_NaN());
       continue;
     }
-    if (max == -kInf) continue;  // every key masked: zero weights
+    if (max == -kInf) continue;  // every key hidden: zero weights
     double sum = 0;
-    for (size_t j = 0; j < n_k; ++j) sum += std::exp(x[j] - max);
-    for (size_t j = 0; j < n_k; ++j) w[i * n_k + j] = std::exp(x[j] - max) / sum;
+    for (size_t j = 0; j < n_k; ++j) sum += w[j] = std::exp(h.masked[i * n_k + j] - max);
+    for (size_t j = 0; j < n_k; ++j) w[j] /= sum;
   }
-  return w;
+  return h;
 }
 
 // op(a) (m,k), op(b) (k,n) -> op(a)·op(b) (m,n), in double, with element (i,p) of op(a) at
@@ -71,6 +99,59 @@ Doubles matmul_nt_d(const double* a, const double* b, size_t m, size_t n, size_t
 // a (k,m), b (k,n), dense -> aᵀ·b (m,n)
 Doubles matmul_tn_d(const double* a, const double* b, size_t m, size_t n, size_t k) {
   return product_d(a, 1, m, b, n, 1, m, n, k);
+}
+
+// q (n_q,d_k), k (n_k,d_k) -> every stage of the scores
+HeadScores head_scores(const Doubles& q, const Doubles& k, size_t n_q, size_t n_k, size_t d_k,
+                       double scale, double softcap, const BiasOf& bias) {
+  return score_stages(matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k), n_q, n_k, scale, softcap,
+                      bias);
+}
+
+// weights (n_q,n_k), v (n_k,d_v) -> out (n_q,d_v)
+Doubles head_output(const HeadScores& h, const Doubles& v, size_t n_q, size_t n_k, size_t d_v) {
+  return matmul_d(h.weights.data(), n_k, v.data(), d_v, n_q, d_v, n_k);
+}
+
+struct HeadGrads {
+  Doubles dq, dk, dv;  // (n_q,d_k), (n_k,d_k), (n_k,d_v)
+};
+
+// The backward of head_scores + head_output: q, k, v, d_out (n_q,d_v) -> dq, dk, dv; its passes
+// in reverse.
+HeadGrads head_backward(const Doubles& q, const Doubles& k, const Doubles& v, const Doubles& d_out,
+                        size_t n_q, size_t n_k, size_t d_k, size_t d_v, double scale,
+                        double softcap, const BiasOf& bias) {
+  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, softcap, bias);
+  const Doubles& p = h.weights;
+  HeadGrads g;
+  // out = P·v -> dv = Pᵀ·d_out, dP = d_out·vᵀ
+  g.dv = matmul_tn_d(p.data(), d_out.data(), n_k, d_v, n_q);
+  Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
+  // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il); the bias adds no
+  //   gradient
+  // x = cap(s·scale) + bias         -> ds = dx·cap′·scale, cap′ = 1 − tanh²(s·scale/softcap) or 1
+  for (size_t i = 0; i < n_q; ++i) {
+    double dot = 0;
+    for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
+    for (size_t j = 0; j < n_k; ++j) {
+      const double t = softcap > 0 ? std::tanh(h.scaled[i * n_k + j] / softcap) : 0.0;
+      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * (1 - t * t) * scale;
+    }
+  }
+  // s = q·kᵀ -> dq = ds·k, dk = dsᵀ·q
+  g.dq = matmul_d(ds.data(), n_k, k.data(), d_k, n_q, d_k, n_k);
+  g.dk = matmul_tn_d(ds.data(), q.data(), n_k, d_k, n_q);
+  return g;
+}
+
+// ---- The fast functions' arguments: 2-D attention with a ScoreMask, multi-head layers ----
+
+// The masks of wa/score_mask.h as a head's bias.
+BiasOf bias_of(const ScoreMask& m, size_t n_k) {
+  return [&m, n_k](size_t i, size_t j) {
+    return KeyBias{is_masked(m, n_k, i, j), m.bias ? mask_row(m.bias, m, n_k, i)[j] : 0.0};
+  };
 }
 
 // sums (cols) += Σ over the rows of m (rows,cols)
@@ -116,52 +197,22 @@ void store(const Doubles& d, Matrix out) {
 Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q, size_t n_k,
                     size_t d_k, size_t d_v, float scale, const ScoreMask& m,
                     const AttentionTrace* trace) {
-  const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
-  const Doubles w = softmax_d(s, n_q, n_k, scale, m);
+  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, m.softcap, bias_of(m, n_k));
   if (trace) {
-    for (size_t i = 0; i < n_q; ++i)
-      for (size_t j = 0; j < n_k; ++j) {
-        const size_t e = i * n_k + j;
-        trace->scores[e] = static_cast<float>(s[e]);
-        trace->scaled[e] = static_cast<float>(s[e] * scale);
-        trace->masked[e] = static_cast<float>(softmax_input_d(m, n_k, i, j, s[e], scale));
-        if (trace->capped)
-          trace->capped[e] = static_cast<float>(
-              m.softcap > 0 ? m.softcap * std::tanh(s[e] * scale / m.softcap) : s[e] * scale);
-        trace->weights[e] = static_cast<float>(w[e]);
-      }
+    store(h.raw, trace->scores);
+    store(h.scaled, trace->scaled);
+    store(h.masked, trace->masked);
+    if (trace->capped) store(h.capped, trace->capped);
+    store(h.weights, trace->weights);
   }
-  return matmul_d(w.data(), n_k, v.data(), d_v, n_q, d_v, n_k);
+  return head_output(h, v, n_q, n_k, d_v);
 }
 
-struct AttentionGradsD {
-  Doubles dq, dk, dv;  // (n_q,d_k), (n_k,d_k), (n_k,d_v)
-};
-
-// The backward of attention_d: q, k, v, d_out (n_q,d_v) -> dq, dk, dv; its passes in reverse.
-AttentionGradsD attention_backward_d(const Doubles& q, const Doubles& k, const Doubles& v,
-                                     const Doubles& d_out, size_t n_q, size_t n_k, size_t d_k,
-                                     size_t d_v, float scale, const ScoreMask& m) {
-  const Doubles s = matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k);
-  const Doubles p = softmax_d(s, n_q, n_k, scale, m);
-  AttentionGradsD g;
-  // out = P·v -> dv = Pᵀ·d_out, dP = d_out·vᵀ
-  g.dv = matmul_tn_d(p.data(), d_out.data(), n_k, d_v, n_q);
-  Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
-  // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il)
-  // x = cap(s·scale) + bias         -> ds = dx·cap′·scale, cap′ = 1 − tanh²(s·scale/softcap) or 1
-  for (size_t i = 0; i < n_q; ++i) {
-    double dot = 0;
-    for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
-    for (size_t j = 0; j < n_k; ++j) {
-      const double t = m.softcap > 0 ? std::tanh(s[i * n_k + j] * scale / m.softcap) : 0.0;
-      ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * (1 - t * t) * scale;
-    }
-  }
-  // s = q·kᵀ -> dq = ds·k, dk = dsᵀ·q
-  g.dq = matmul_d(ds.data(), n_k, k.data(), d_k, n_q, d_k, n_k);
-  g.dk = matmul_tn_d(ds.data(), q.data(), n_k, d_k, n_q);
-  return g;
+// The backward of attention_d: q, k, v, d_out (n_q,d_v) -> dq, dk, dv.
+HeadGrads attention_backward_d(const Doubles& q, const Doubles& k, const Doubles& v,
+                               const Doubles& d_out, size_t n_q, size_t n_k, size_t d_k, size_t d_v,
+                               float scale, const ScoreMask& m) {
+  return head_backward(q, k, v, d_out, n_q, n_k, d_k, d_v, scale, m.softcap, bias_of(m, n_k));
 }
 
 MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
@@ -177,26 +228,17 @@ MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
           to_doubles(w.bo, s.d_model)};
 }
 
-// m (rows,heads·d), in place: in each head, row i's pairs of its first dims entries turned by
-// the angles of position r.offset + i (wa/rotary.h), all in double; sign −1 turns them back.
-// No-op for a null r.
-void rotate_d(Doubles& m, size_t rows, size_t heads, size_t d, const Rotary* r, double sign) {
+// m (rows,heads·d), in place: in each head, row i turned by rotary at position r.offset + i
+// (wa/rotary.h), inverse turning it back. No-op for a null r.
+void rotate_d(Doubles& m, size_t rows, size_t heads, size_t d, const Rotary* r, bool inverse) {
   if (!r) return;
-  const size_t dims = r->dims ? r->dims : d, half = dims / 2;
-  for (size_t i = 0; i < rows; ++i)
-    for (size_t t = 0; t < half; ++t) {
-      const double angle = static_cast<double>(r->offset + i) *
-                           std::pow(r->base, -2.0 * static_cast<double>(t) / dims);
-      const double c = std::cos(angle), sn = sign * std::sin(angle);
-      for (size_t h = 0; h < heads; ++h) {
-        double* row = &m[i * heads * d + h * d];
-        double& xa = row[r->interleaved ? 2 * t : t];
-        double& xb = row[r->interleaved ? 2 * t + 1 : t + half];
-        const double a = xa, b = xb;
-        xa = a * c - b * sn;
-        xb = a * sn + b * c;
-      }
-    }
+  std::vector<size_t> positions(rows);
+  for (size_t i = 0; i < rows; ++i) positions[i] = r->offset + i;
+  for (size_t h = 0; h < heads; ++h) {
+    Doubles head = columns(m, rows, heads * d, h * d, d);
+    rotary(head, rows, d, positions, r->base, r->dims, r->interleaved, inverse);
+    set_columns(m, rows, heads * d, h * d, d, head);
+  }
 }
 
 // m (rows,stride) columns [c0, c0+width) += d (rows,width)
@@ -234,8 +276,8 @@ SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const
   f.q = project_d(xb, s.n_q, s.d_model, w.wq, w.bq, hk);
   f.k = project_d(cb, s.n_k, s.d_model, w.wk, w.bk, gk);
   f.v = project_d(cb, s.n_k, s.d_model, w.wv, w.bv, gv);
-  rotate_d(f.q, s.n_q, s.heads, s.d_k, rotary, 1.0);
-  rotate_d(f.k, s.n_k, s.kv(), s.d_k, rotary, 1.0);
+  rotate_d(f.q, s.n_q, s.heads, s.d_k, rotary, false);
+  rotate_d(f.k, s.n_k, s.kv(), s.d_k, rotary, false);
   f.concat.assign(s.n_q * hv, 0.0);
   for (size_t h = 0; h < s.heads; ++h) {
     const size_t g = h / group;  // the kv head query head h reads
@@ -273,7 +315,10 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
 
 void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale,
              const ScoreMask& mask) {
-  store(softmax_d(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask), weights);
+  store(
+      score_stages(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask.softcap, bias_of(mask, n_k))
+          .weights,
+      weights);
 }
 
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
@@ -285,7 +330,7 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask) {
-  const AttentionGradsD g =
+  const HeadGrads g =
       attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v), to_doubles(d_out), q.rows,
                            k.rows, q.cols, v.cols, scale, mask);
   store(g.dq, dq);
@@ -342,7 +387,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
     Doubles dq(s.n_q * hk), dk(s.n_k * gk, 0.0), dv(s.n_k * gv, 0.0);
     for (size_t h = 0; h < s.heads; ++h) {
       const size_t kg = h / group;
-      const AttentionGradsD g = attention_backward_d(
+      const HeadGrads g = attention_backward_d(
           columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, gk, kg * s.d_k, s.d_k),
           columns(f.v, s.n_k, gv, kg * s.d_v, s.d_v),
           columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
@@ -351,8 +396,8 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
       add_columns(dv, s.n_k, gv, kg * s.d_v, s.d_v, g.dv);
     }
     // Q, K turned by rotary -> dQ, dK turned back
-    rotate_d(dq, s.n_q, s.heads, s.d_k, rotary, -1.0);
-    rotate_d(dk, s.n_k, s.kv(), s.d_k, rotary, -1.0);
+    rotate_d(dq, s.n_q, s.heads, s.d_k, rotary, true);
+    rotate_d(dk, s.n_k, s.kv(), s.d_k, rotary, true);
 
     // Q = x·W_Q + b_Q -> dW_Q += xᵀ·dQ, db_Q += Σ_rows dQ, dx = dQ·W_Qᵀ
     add_to(dwq, matmul_tn_d(xb, dq.data(), dm, hk, s.n_q));
@@ -405,4 +450,247 @@ Doubles mha_forward_double(const MhaShape& s, const MhaWeightsDouble& w, const D
   return out;
 }
 
+void rotary(Doubles& x, size_t rows, size_t d, const std::vector<size_t>& positions, double base,
+            size_t dims, bool interleaved, bool inverse) {
+  if (dims == 0) dims = d;
+  require(dims % 2 == 0 && dims <= d, "rotary dims must be even and at most the head size");
+  const size_t half = dims / 2;
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t t = 0; t < half; ++t) {
+      const double angle = static_cast<double>(positions[r]) * std::pow(base, -2.0 * t / dims);
+      const double c = std::cos(angle), s = inverse ? -std::sin(angle) : std::sin(angle);
+      double& xa = x[r * d + (interleaved ? 2 * t : t)];
+      double& xb = x[r * d + (interleaved ? 2 * t + 1 : t + half)];
+      const double a = xa, b = xb;
+      xa = a * c - b * s;
+      xb = a * s + b * c;
+    }
+}
+
 }  // namespace wa::ref
+
+// ---- The ONNX Attention operator, on the same head core ----
+
+namespace wa::ref::onnx {
+namespace {
+
+// Index of (b, head, row, t) in a tensor of `heads` heads, `rows` rows and head size d, in the
+// 3-D layout (b,rows,heads·d) or the 4-D layout (b,heads,rows,d).
+size_t at(bool three_d, size_t heads, size_t rows, size_t d, size_t b, size_t head, size_t row,
+          size_t t) {
+  return three_d ? ((b * rows + row) * heads + head) * d + t
+                 : ((b * heads + head) * rows + row) * d + t;
+}
+
+// x in layout `from` -> the same tensor in layout `to` (each 3-D when true, else 4-D)
+Doubles relayout(const Doubles& x, bool from, bool to, size_t batch, size_t heads, size_t rows,
+                 size_t d) {
+  require(x.size() == batch * heads * rows * d, "a tensor's size does not match its shape");
+  Doubles out(x.size());
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t t = 0; t < d; ++t)
+          out[at(to, heads, rows, d, b, h, r, t)] = x[at(from, heads, rows, d, b, h, r, t)];
+  return out;
+}
+// x in either layout -> (b,heads,rows,d), and back
+Doubles to_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t rows, size_t d) {
+  return relayout(x, three_d, false, batch, heads, rows, d);
+}
+Doubles from_4d(const Doubles& x, bool three_d, size_t batch, size_t heads, size_t rows, size_t d) {
+  return relayout(x, false, three_d, batch, heads, rows, d);
+}
+
+// Positions of q rows and new key rows: rotary_offset + n_past + row.
+std::vector<size_t> positions(const Attention& a, size_t rows) {
+  std::vector<size_t> p(rows);
+  for (size_t r = 0; r < rows; ++r) p[r] = a.rotary_offset + a.n_past + r;
+  return p;
+}
+
+// Rotates every (b, head) block of x (b,heads,rows,d) in place.
+void rotate_heads(const Attention& a, Doubles& x, size_t heads, size_t rows, size_t d,
+                  bool inverse) {
+  const std::vector<size_t> p = positions(a, rows);
+  for (size_t bh = 0; bh < a.batch * heads; ++bh) {
+    Doubles block(x.begin() + bh * rows * d, x.begin() + (bh + 1) * rows * d);
+    rotary(block, rows, d, p, a.rotary_base, a.rotary_dims, a.rotary_interleaved, inverse);
+    std::copy(block.begin(), block.end(), x.begin() + bh * rows * d);
+  }
+}
+
+// What the masks do to query i, key j in batch b, query head h: the structural masks (causal,
+// window, padding) and a boolean mask's false hide the key, an additive mask adds its value.
+struct Bias {
+  const Attention& a;
+
+  long offset(size_t b) const {
+    if (a.has_past) return static_cast<long>(a.n_past);
+    if (!a.kv_length.empty()) return static_cast<long>(a.kv_length[b]) - static_cast<long>(a.n_q);
+    return 0;
+  }
+
+  KeyBias mask(size_t b, size_t h, size_t i, size_t j) const {
+    const std::vector<size_t>& dims = a.mask.dims;
+    if (dims.empty()) return {false, 0};
+    if (j >= dims.back()) return {true, 0};  // padded column
+    const size_t full[4] = {b, h, i, j};
+    size_t index = 0;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      const size_t coord = full[4 - dims.size() + axis];
+      index = index * dims[axis] + (dims[axis] == 1 ? 0 : coord);
+    }
+    const double m = a.mask.values[index];
+    return a.mask.boolean ? KeyBias{m == 0, 0} : KeyBias{false, m};
+  }
+
+  KeyBias operator()(size_t b, size_t h, size_t i, size_t j) const {
+    const long frontier = static_cast<long>(i) + offset(b);  // the query's absolute position
+    const long key = static_cast<long>(j);
+    const bool hidden = (a.causal && key > frontier) || (a.left >= 0 && frontier - key > a.left) ||
+                        (a.right >= 0 && key - frontier > a.right) ||
+                        (!a.kv_length.empty() && key >= a.kv_length[b]);
+    return hidden ? KeyBias{true, 0} : mask(b, h, i, j);
+  }
+
+  // The bias of head (b, h) for head_scores.
+  BiasOf of(size_t b, size_t h) const {
+    return [this, b, h](size_t i, size_t j) { return (*this)(b, h, i, j); };
+  }
+};
+
+void validate(const Attention& a) {
+  require(a.batch > 0 && a.q_heads > 0 && a.kv_heads > 0 && a.n_q > 0 && a.d_k > 0 && a.d_v > 0,
+          "every size must be positive");
+  require(a.q_heads % a.kv_heads == 0, "q_heads must be a multiple of kv_heads");
+  require(a.n_past + a.n_new > 0, "there must be at least one key");
+  require(a.left >= -1 && a.right >= -1, "window sides are -1 or nonnegative");
+  require(!(a.has_past && !a.kv_length.empty()), "kv_length cannot be combined with a past");
+  require(a.kv_length.empty() || a.kv_length.size() == a.batch,
+          "kv_length needs one entry per batch");
+  if (a.has_past) {
+    require(a.past_k.size() == a.batch * a.kv_heads * a.n_past * a.d_k, "past_k's size");
+    require(a.past_v.size() == a.batch * a.kv_heads * a.n_past * a.d_v, "past_v's size");
+  } else {
+    require(a.n_past == 0, "n_past without a past");
+  }
+  const std::vector<size_t>& dims = a.mask.dims;
+  if (!dims.empty()) {
+    require(dims.size() <= 4, "a mask has rank 1 to 4");
+    const size_t n = a.n_past + a.n_new, full[4] = {a.batch, a.q_heads, a.n_q, n};
+    size_t count = 1;
+    for (size_t axis = 0; axis < dims.size(); ++axis) {
+      const size_t want = full[4 - dims.size() + axis];
+      const bool last = axis + 1 == dims.size();
+      require(dims[axis] == 1 || (last ? dims[axis] <= want : dims[axis] == want),
+              "a mask dimension is neither 1 nor its axis' size");
+      count *= dims[axis];
+    }
+    require(a.mask.values.size() == count, "mask values do not match its dims");
+  }
+}
+
+// Everything the backward needs again: the 4-D, rotated operands.
+struct Prepared {
+  size_t n;
+  double scale;
+  Doubles q, k, v;  // q (b,hq,n_q,d_k), k (b,hkv,n,d_k), v (b,hkv,n,d_v): present keys, values
+};
+
+Prepared prepare(const Attention& a) {
+  validate(a);
+  Prepared p;
+  p.n = a.n_past + a.n_new;
+  p.scale = a.scale != 0 ? a.scale : 1.0 / std::sqrt(static_cast<double>(a.d_k));
+  p.q = to_4d(a.q, a.three_d, a.batch, a.q_heads, a.n_q, a.d_k);
+  Doubles k_new = to_4d(a.k, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_k);
+  const Doubles v_new = to_4d(a.v, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_v);
+  if (a.rotary) {
+    rotate_heads(a, p.q, a.q_heads, a.n_q, a.d_k, false);
+    rotate_heads(a, k_new, a.kv_heads, a.n_new, a.d_k, false);
+  }
+  // present = concat(past, new) along the rows of each (b, kv head)
+  const auto concat = [&](const Doubles& past, const Doubles& fresh, size_t d) {
+    Doubles out(a.batch * a.kv_heads * p.n * d);
+    for (size_t bg = 0; bg < a.batch * a.kv_heads; ++bg)
+      for (size_t j = 0; j < p.n; ++j)
+        for (size_t t = 0; t < d; ++t)
+          out[(bg * p.n + j) * d + t] = j < a.n_past ? past[(bg * a.n_past + j) * d + t]
+                                                     : fresh[(bg * a.n_new + j - a.n_past) * d + t];
+    return out;
+  };
+  p.k = concat(a.past_k, k_new, a.d_k);
+  p.v = concat(a.past_v, v_new, a.d_v);
+  return p;
+}
+
+// The (b, head) block of x (b,heads,rows,d), numbered bh = b·heads + head: dense (rows,d).
+Doubles block(const Doubles& x, size_t bh, size_t rows, size_t d) {
+  return Doubles(x.begin() + bh * rows * d, x.begin() + (bh + 1) * rows * d);
+}
+
+}  // namespace
+
+Outputs attention_forward(const Attention& a) {
+  const Prepared p = prepare(a);
+  const Bias bias{a};
+  const size_t group = a.q_heads / a.kv_heads;
+  Outputs out;
+  out.present_k = p.k;
+  out.present_v = p.v;
+  Doubles y;  // (b,hq,n_q,d_v)
+  for (size_t b = 0; b < a.batch; ++b)
+    for (size_t h = 0; h < a.q_heads; ++h) {
+      const size_t bh = b * a.q_heads + h, bg = b * a.kv_heads + h / group;
+      const HeadScores s = head_scores(block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k),
+                                       a.n_q, p.n, a.d_k, p.scale, a.softcap, bias.of(b, h));
+      const Doubles* modes[4] = {&s.scaled, &s.capped, &s.masked, &s.weights};
+      for (size_t mode = 0; mode < 4; ++mode)
+        out.qk[mode].insert(out.qk[mode].end(), modes[mode]->begin(), modes[mode]->end());
+      const Doubles o = head_output(s, block(p.v, bg, p.n, a.d_v), a.n_q, p.n, a.d_v);
+      y.insert(y.end(), o.begin(), o.end());
+    }
+  out.y = from_4d(y, a.three_d, a.batch, a.q_heads, a.n_q, a.d_v);
+  return out;
+}
+
+Grads attention_backward(const Attention& a, const Doubles& dy_in) {
+  const Prepared p = prepare(a);
+  const Bias bias{a};
+  const size_t group = a.q_heads / a.kv_heads;
+  const Doubles dy = to_4d(dy_in, a.three_d, a.batch, a.q_heads, a.n_q, a.d_v);
+  Doubles dq, dk(p.k.size(), 0.0), dv(p.v.size(), 0.0);  // present-sized dk, dv
+  for (size_t b = 0; b < a.batch; ++b)
+    for (size_t h = 0; h < a.q_heads; ++h) {
+      const size_t bh = b * a.q_heads + h, bg = b * a.kv_heads + h / group;
+      // head h reads kv head g: its dk, dv add into g's, summed over the group
+      const HeadGrads g = head_backward(
+          block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k), block(p.v, bg, p.n, a.d_v),
+          block(dy, bh, a.n_q, a.d_v), a.n_q, p.n, a.d_k, a.d_v, p.scale, a.softcap, bias.of(b, h));
+      dq.insert(dq.end(), g.dq.begin(), g.dq.end());
+      for (size_t e = 0; e < g.dk.size(); ++e) dk[bg * p.n * a.d_k + e] += g.dk[e];
+      for (size_t e = 0; e < g.dv.size(); ++e) dv[bg * p.n * a.d_v + e] += g.dv[e];
+    }
+  // Keep the new keys' rows of present-sized dk, dv: (b,hkv,n,d) -> (b,hkv,n_new,d)
+  const auto new_rows = [&](const Doubles& x, size_t d) {
+    Doubles out(a.batch * a.kv_heads * a.n_new * d);
+    for (size_t bg = 0; bg < a.batch * a.kv_heads; ++bg)
+      std::copy(x.begin() + (bg * p.n + a.n_past) * d, x.begin() + (bg * p.n + p.n) * d,
+                out.begin() + bg * a.n_new * d);
+    return out;
+  };
+  Doubles dk_new = new_rows(dk, a.d_k), dv_new = new_rows(dv, a.d_v);
+  // q' = R q  ->  dq = Rᵀ dq' (the inverse rotation); likewise dk
+  if (a.rotary) {
+    rotate_heads(a, dq, a.q_heads, a.n_q, a.d_k, true);
+    rotate_heads(a, dk_new, a.kv_heads, a.n_new, a.d_k, true);
+  }
+  Grads grads;
+  grads.dq = from_4d(dq, a.three_d, a.batch, a.q_heads, a.n_q, a.d_k);
+  grads.dk = from_4d(dk_new, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_k);
+  grads.dv = from_4d(dv_new, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_v);
+  return grads;
+}
+
+}  // namespace wa::ref::onnx

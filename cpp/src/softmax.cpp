@@ -109,7 +109,7 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
         masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
     if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
-    } else if (row_max == kNegInf) {  // every key masked: a zero row, by definition (see softmax.h)
+    } else if (row_max == kNegInf) {  // every key masked: a zero row (wa/score_mask.h)
       std::fill(w, w + cols, 0.0f);
     } else {
       scale_row(w, cols, 1.0f / exp_minus_max(w, cols, row_max));  // sum >= 1: exp(0) is in it

@@ -1,5 +1,5 @@
 // The row softmax of attention, forward and backward, on blocks of score rows (internal).
-// What it computes, masks and scale included, is defined in wa/softmax.h.
+// What it computes, masks and scale included, is defined in wa/score_mask.h.
 #pragma once
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "wa/softmax.h"
+#include "wa/score_mask.h"
 
 namespace wa {
 
@@ -39,14 +39,14 @@ const T* mask_row(const T* mask, const ScoreMask& m, size_t n_k, size_t i) {
   return mask + i * (m.mask_ld == kAllKeys ? n_k : m.mask_ld);
 }
 
-// Whether key j is masked for query i by the rules of wa/softmax.h, the bias's -inf aside (it
+// Whether key j is masked for query i by the rules of wa/score_mask.h, the bias's -inf aside (it
 // is found where the bias is added). Shared by the fast path, the trace and the reference.
 inline bool is_masked(const ScoreMask& m, size_t n_k, size_t i, size_t j) {
   const KeyRange r = visible_keys(m, n_k, i);
   return j < r.lo || j >= r.hi || (m.keep && mask_row(m.keep, m, n_k, i)[j] == 0);
 }
 
-// cap(y) of wa/softmax.h: softcap·tanh(y/softcap), or y without a softcap.
+// cap(y) of wa/score_mask.h: softcap·tanh(y/softcap), or y without a softcap.
 inline float cap(float y, float softcap) {
   return softcap > 0 ? softcap * std::tanh(y / softcap) : y;
 }

@@ -14,7 +14,7 @@
 // to, on a busy or virtual machine, milliseconds, which the caller waits out (busy). So the
 // spin outlasts a task: the workers stay awake through one library call and into the next
 // one a loop makes, and sleep kSpin after the last. (With a 30 µs spin, the threaded wasm
-// build's worker slept and was woken before nearly every call of a multi-head attention.)
+// build's worker sleeps and is woken before nearly every call of a multi-head attention.)
 #include "wa/thread_pool.h"
 
 #include <algorithm>

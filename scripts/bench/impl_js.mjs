@@ -1,8 +1,8 @@
 // The plain JS baseline: Float32Array loops, no SIMD, no threads, no tricks beyond the loop
 // order a careful programmer would pick (i-k-j for GEMM, so the inner loop walks both
-// arrays contiguously). It is also an independent reference the other outputs are checked
-// against. Rows that would take more than ~2 s per run are skipped (and say so): the time
-// is estimated from the GFLOP/s of a small GEMM measured at start.
+// arrays contiguously): a speed baseline, its output checked like every row's against the
+// float64 reference (compare.mjs). Rows that would take more than ~2 s per run are skipped (and
+// say so): the time is estimated from the GFLOP/s of a small GEMM measured at start.
 // columns(t, c0, width): the tensor helper the test suites share
 import { columns } from '../../tests/js/tensors.mjs';
 import { tensor } from '../../web/lib/index.js';

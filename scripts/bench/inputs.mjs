@@ -4,7 +4,7 @@
 // computed the same thing without sending whole tensors between processes.
 
 // random(seed): mulberry32 -> uniform floats in [0, 1), the package's own seeded generator
-import { random } from '../../web/lib/init.js';
+import { random } from '../../web/lib/random.js';
 
 // FNV-1a of the name: a stable 32-bit seed per case.
 function seedOf(name) {

@@ -15,13 +15,11 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { VARIANTS } from '../../web/lib/variants.js';
 import { RELAXED_SIMD_FLAG } from './spawn.mjs';
 
 const WASM_DIR = new URL('../../web/lib/wasm/', import.meta.url);
-const BUILDS = [
-  { isa: 'simd128', file: 'wasm_attention_st.wasm' },
-  { isa: 'relaxed-simd', file: 'wasm_attention_relaxed_st.wasm' },
-];
+const BUILDS = VARIANTS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
 
 // wasm text of one module -> [{ index, loop }]: the innermost loops shaped like the kernel's
 // k loop, with their op counts per k step.

@@ -11,7 +11,7 @@
 //                    wasm up on the first session
 //   totalMs   both; sinceProcessStartMs: ready, counted from the process's start (Node's boot included)
 //
-// The first call (issue 13): right after the instance is ready, one attention call on the
+// The first call: right after the instance is ready, one attention call on the
 // tutorial's input (FIRST_CALL, 19×100), timed alone, then the second, then the steady state:
 // the median of later calls after the rows' warm-up (timing.mjs), here for its full second
 // whatever the number of calls (after the rows' 200 warm-up runs this call is still twice as

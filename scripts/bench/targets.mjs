@@ -26,14 +26,14 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
     88,
     '%',
   );
-  // the peer margins of issue 11 part 2, which must hold on any x86 CPU: matmul ≥ 1.4× both,
-  // single-head ≥ 1.4× the faster, multi-head ≥ 1.5× both (tfjs: 1.6×, an earlier issue's goal)
+  // the peer margins, which must hold on any x86 CPU: matmul ≥ 1.4× both, single-head ≥ 1.4×
+  // the faster, multi-head ≥ 1.5× onnxruntime-web and 1.6× tfjs-wasm
   add('matmul 512³, 1 thread: faster than tfjs-wasm', faster(m1, row('matmul', 'tfjs-1')), 1.4);
   add('matmul 512³, 1 thread: faster than onnxruntime-web', faster(m1, row('matmul', 'ort-1')), 1.4);
   add('matmul 512³: 2 threads over our 1 thread', faster(m2, m1), 1.85);
   add('multi-head attention: 2 threads over our 1 thread', faster(row('mha', 'ours-2'), row('mha', 'ours-1')), 1.85);
 
-  // relaxed SIMD's fused multiply-add against our SIMD128 build, same run, 1 thread (issue 11):
+  // relaxed SIMD's fused multiply-add against our SIMD128 build, same run, 1 thread:
   // GEMM ≥ 1.5× where the CPU has FMA; attention and multi-head must gain with it
   const relaxed = (id) => faster(row(id, 'ours-relaxed-1'), row(id, 'ours-1'));
   add('matmul 512³, 1 thread: relaxed SIMD over our SIMD128', relaxed('matmul'), 1.5);
@@ -64,7 +64,7 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
     0.7,
   );
 
-  // decoding and prefill (issue 9): against the faster of onnxruntime-web and tfjs at the
+  // decoding and prefill: against the faster of onnxruntime-web and tfjs at the
   // same thread count
   const fasterPeer = (id, t) =>
     faster(

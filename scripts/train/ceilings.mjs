@@ -7,7 +7,7 @@
 // and the shipped model re-evaluated. Prints a table and writes the count models' figures as the
 // `ceilings` block of web/page/data/model/manifest.json (the rest of the manifest is kept).
 // --all: also every held-out window (about 20 times the manifest's 400; some 10 minutes on a loaded
-// machine): the shipped block was written with it.
+// machine): the shipped block comes from such a run.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createAttention } from '../../web/lib/index.js';

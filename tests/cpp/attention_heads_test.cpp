@@ -6,10 +6,10 @@
 #include <string>
 #include <utility>
 
-#include "onnx_attention_reference.h"
 #include "testing.h"
 #include "tuning.h"
 #include "wa/attention_heads.h"
+#include "wa/reference.h"
 
 namespace wa {
 namespace {

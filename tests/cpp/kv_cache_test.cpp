@@ -7,37 +7,24 @@
 #include "testing.h"
 #include "tuning.h"
 #include "wa/kv_cache.h"
+#include "wa/reference.h"
 
 namespace wa {
 namespace {
 
 // q (batch,hq,n_q,d_k), k (batch,hkv,n_k,d_k), v (batch,hkv,n_k,d_v), all 4-D -> out
-// (batch,hq,n_q,d_v), in double: softmax(q·kᵀ·scale) over the keys query i sees (causal:
+// (batch,hq,n_q,d_v) by the reference: the queries are the last n_q of the n_k tokens (causal:
 // j <= i + n_k − n_q), query head h reading kv head h / (hq / hkv).
 std::vector<double> reference_heads(const HeadsShape& s, const std::vector<float>& q,
                                     const std::vector<float>& k, const std::vector<float>& v,
                                     float scale, bool causal) {
-  std::vector<double> out(s.batch * s.q_heads * s.n_q * s.d_v, 0.0), p(s.n_k);
-  const size_t group = s.q_heads / s.kv_heads;
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t h = 0; h < s.q_heads; ++h)
-      for (size_t i = 0; i < s.n_q; ++i) {
-        const size_t g = h / group, seen = causal ? i + s.n_k - s.n_q + 1 : s.n_k;
-        const float* qi = q.data() + ((b * s.q_heads + h) * s.n_q + i) * s.d_k;
-        double max = -INFINITY, sum = 0;
-        for (size_t j = 0; j < seen; ++j) {
-          const float* kj = k.data() + ((b * s.kv_heads + g) * s.n_k + j) * s.d_k;
-          double dot = 0;
-          for (size_t t = 0; t < s.d_k; ++t) dot += double(qi[t]) * kj[t];
-          p[j] = dot * scale, max = std::max(max, p[j]);
-        }
-        for (size_t j = 0; j < seen; ++j) sum += p[j] = std::exp(p[j] - max);
-        double* o = out.data() + ((b * s.q_heads + h) * s.n_q + i) * s.d_v;
-        for (size_t j = 0; j < seen; ++j)
-          for (size_t c = 0; c < s.d_v; ++c)
-            o[c] += p[j] / sum * v[((b * s.kv_heads + g) * s.n_k + j) * s.d_v + c];
-      }
-  return out;
+  ref::onnx::Attention a;
+  a.batch = s.batch, a.q_heads = s.q_heads, a.kv_heads = s.kv_heads, a.n_q = s.n_q;
+  a.n_new = s.n_k, a.d_k = s.d_k, a.d_v = s.d_v, a.causal = causal, a.scale = scale;
+  a.q.assign(q.begin(), q.end()), a.k.assign(k.begin(), k.end()), a.v.assign(v.begin(), v.end());
+  // every key real: kv_length only aligns the queries with the last keys
+  a.kv_length.assign(s.batch, static_cast<int32_t>(s.n_k));
+  return ref::onnx::attention_forward(a).y;
 }
 
 double worst(const std::vector<float>& got, const std::vector<double>& want) {

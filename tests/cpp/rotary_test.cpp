@@ -1,10 +1,10 @@
-// Rotary positions against the ONNX reference's rotary (double), in both pair layouts and with
+// Rotary positions against the reference rotation (double), in both pair layouts and with
 // partial dims, through 3-D and 4-D heads; the backward is the transpose (inverse) rotation.
 #include <cmath>
 #include <stdexcept>
 
-#include "onnx_attention_reference.h"
 #include "testing.h"
+#include "wa/reference.h"
 #include "wa/rotary.h"
 
 namespace wa {
@@ -27,12 +27,12 @@ TEST_CASE("rotary matches the reference rotation, every layout and pair order") 
           for (size_t h = 0; h < heads; ++h) {
             const HeadTensor<const float> src = three_d ? heads_3d(before.data(), heads, rows, d)
                                                         : heads_4d(before.data(), heads, rows, d);
-            ref::onnx::Doubles block;
+            ref::Doubles block;
             for (size_t i = 0; i < rows; ++i)
               for (size_t c = 0; c < d; ++c) block.push_back(src.at(b, h)[i * src.row_stride + c]);
             std::vector<size_t> pos(rows);
             for (size_t i = 0; i < rows; ++i) pos[i] = r.offset + i;
-            ref::onnx::rotary(block, rows, d, pos, r.base, dims, interleaved);
+            ref::rotary(block, rows, d, pos, r.base, dims, interleaved);
             for (size_t i = 0; i < rows; ++i)
               for (size_t c = 0; c < d; ++c)
                 worst =

@@ -6,7 +6,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import * as binding from '../../web/lib/binding.js';
+import { relaxedSimdAvailable } from '../../web/lib/features.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { glue } from '../../web/lib/glue.js';
 import { loadModule } from '../../web/lib/loader.js';
 import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from './reference.mjs';
 
@@ -98,7 +100,9 @@ for (const threads of [1, 2]) {
       assert.equal(b.threads, threads);
       assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
       assert.equal(b.simd, true);
-      assert.equal(b.isa, 'simd128'); // what simd is derived from (Node without the relaxed-SIMD flag)
+      // what simd is derived from: 'simd128' in Node without the relaxed-SIMD flag, 'relaxed-simd'
+      // in Deno and Bun (tests/js/runtimes.test.mjs pins each runtime's)
+      assert.equal(b.isa, relaxedSimdAvailable() ? 'relaxed-simd' : 'simd128');
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {
@@ -652,7 +656,7 @@ describe('binding contract (web/lib/binding.js)', () => {
   });
 
   test('the module returns a core error as a Status: its kind and the core message', async () => {
-    const { module } = await loadModule({ threads: 1 });
+    const { module } = await loadModule({ threads: 1, isa: 'simd128', glue });
     try {
       const { matrix, attentionBackwardTrace } = binding;
       const nowhere = 64; // an offset the core never reads: each call below fails first

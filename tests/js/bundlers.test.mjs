@@ -1,19 +1,21 @@
-// The package in real web apps. Each example under web/examples/ is copied to
-// build/examples/<name>, gets the packed tarball installed, is built by its own `npm run build`
-// (the real bundler, at the version the example pins, which the root package.json pins too and
-// npm ci installed), and is loaded in headless Chromium from a static server with and without
-// cross-origin isolation. It must show the worked example's output and the build it ran on:
-// simd-mt (2 threads) when isolated, simd (1 thread) otherwise.
+// The package in real web apps. Each build below copies an example under web/examples/ to
+// build/examples/<build>, installs the packed tarball in it, builds it with its own
+// `npm run build` (the real bundler, at the version the example pins, which the root
+// package.json installs too), and loads it in each browser engine from a static server with
+// and without cross-origin isolation. The app computes the worked example on the page and in
+// a worker (createAttention({ worker: true })); both must show the right output and the build
+// they ran on: the engine's instruction set, and simd-mt with 2 threads when isolated, simd
+// with 1 thread otherwise. Vite's apps are also served by `vite preview` and the dev server.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { engineMissing, launchBrowser, openPage } from './browser.mjs';
 import { attentionRef } from './reference.mjs';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -21,36 +23,31 @@ const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'))
 const tarball = `wasm-attention-${rootPackage.version}.tgz`;
 const scratch = join(repo, 'build/examples');
 
-// name -> the folder of the built app that a static server serves (relative to the example),
-// and whether that app may still read node_modules/ at run time (only the unbundled one may:
-// the bundlers' output must hold everything, so their node_modules/ is removed once built).
-// optional: its bundler is not among the root devDependencies, and its tests run only where
-// it was installed by hand at the example's versions (Rollup: the npm registry this project's
-// machines reach lacks Rollup's other platform binaries, so no lock file npm ci accepts can
-// name it).
-const EXAMPLES = {
-  vite: { serve: 'dist', bundled: true },
-  webpack: { serve: '.', bundled: true },
-  rollup: { serve: '.', bundled: true, optional: true },
-  esbuild: { serve: '.', bundled: true },
-  plain: { serve: '.', bundled: false },
+// build -> example: its folder under web/examples/; serve: the folder of the built app that a
+// static server serves (relative to the copy); bundled: the bundler's output must hold
+// everything, so the copy's node_modules/ is removed once built (only the unbundled app may
+// read it at run time); tools: the example's devDependency -> the root devDependency that runs
+// it instead (npm aliases: one Vite example built by four Vite majors installed side by side);
+// vite: served by `vite preview` and the dev server too.
+const BUILDS = {
+  vite5: { example: 'vite', serve: 'dist', bundled: true, tools: { vite: 'vite5' }, vite: true },
+  vite6: { example: 'vite', serve: 'dist', bundled: true, tools: { vite: 'vite6' }, vite: true },
+  vite7: { example: 'vite', serve: 'dist', bundled: true, tools: { vite: 'vite7' }, vite: true },
+  vite8: { example: 'vite', serve: 'dist', bundled: true, vite: true },
+  webpack: { example: 'webpack', serve: '.', bundled: true },
+  rollup: { example: 'rollup', serve: '.', bundled: true },
+  esbuild: { example: 'esbuild', serve: '.', bundled: true },
+  plain: { example: 'plain', serve: '.', bundled: false },
 };
 
-// The example's devDependencies -> null when each is installed in the repository at the pinned
-// version, else why not.
-function missingBundler(name) {
-  const pkg = JSON.parse(readFileSync(join(repo, 'web/examples', name, 'package.json'), 'utf8'));
-  for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
-    const installed = join(repo, 'node_modules', dep, 'package.json');
-    if (!existsSync(installed) || JSON.parse(readFileSync(installed, 'utf8')).version !== version) {
-      const all = Object.entries(pkg.devDependencies)
-        .map(([d, v]) => `${d}@${v}`)
-        .join(' ');
-      return `${dep}@${version} is not installed (npm install --no-save ${all} runs this test)`;
-    }
-  }
-  return null;
-}
+// The browser engines every app is loaded in, and the instruction set each runs: both have
+// relaxed SIMD (Chromium since 114, Firefox since 145).
+const ENGINES = { chromium: 'relaxed-simd', firefox: 'relaxed-simd' };
+
+const readJson = (path) => JSON.parse(readFileSync(path, 'utf8'));
+const examplePackage = (name) => readJson(join(repo, 'web/examples', name, 'package.json'));
+// The root's installed package that runs dep for build.
+const toolPackage = (build, dep) => join(repo, 'node_modules', BUILDS[build].tools?.[dep] ?? dep);
 
 // The worked example every app computes: x (3,2) is the queries and values, k (3,2) the keys;
 // the float64 reference, and the output worked by hand in tests/cpp/worked_example_test.cpp.
@@ -69,99 +66,140 @@ async function sh(cmd, args, cwd) {
   }
 }
 
-let browser;
+// engine -> its browser, launched on first use
+const browsers = {};
+const browserFor = (engine) => (browsers[engine] ??= launchBrowser(engine));
+// What each page load showed: [build, engine, served by, isolated, form, isa, variant, threads]
+const cells = [];
+
 before(async () => {
   rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch, { recursive: true });
   // Packed once into build/; each example's copy names it by its absolute path.
   // --ignore-scripts: the tests run after the build; packing must not rebuild.
   await sh('npm', ['pack', '--ignore-scripts', '--pack-destination', join(repo, 'build')], repo);
-  browser = await launchBrowser();
 });
 after(async () => {
-  await browser?.close();
+  await Promise.all(Object.values(browsers).map(async (b) => (await b).close()));
+  if (cells.length) writeFileSync(join(scratch, 'cells.json'), `${JSON.stringify(cells, null, 1)}\n`);
 });
 
-// Copies the example, installs the tarball (offline: it has no dependencies) and builds it with
-// the example's own build script. The copy's package.json leaves out the bundler, which npm run
-// finds in the repository's node_modules/.bin (npm puts every parent's on PATH) -> the copy's folder.
+// Built when a test first needs it, one app at a time: building the next app while the
+// browser loads the last one measured no faster on 2 cores.
+// Copies the example, installs the tarball (offline: it has no dependencies), links the
+// bundler's commands from the root's node_modules/ into the copy's node_modules/.bin (first on
+// the PATH npm run makes) and builds it with the example's own build script -> the copy's folder.
 const builds = {};
 function build(name) {
   builds[name] ??= (async () => {
-    const from = join(repo, 'web/examples', name);
+    const { example, tools } = BUILDS[name];
+    const from = join(repo, 'web/examples', example);
     const dir = join(scratch, name);
     cpSync(from, dir, { recursive: true, filter: (f) => !/[/\\](node_modules|dist)$/.test(f) });
-    const pkg = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8'));
+    const pkg = examplePackage(example);
+    const devDependencies = Object.keys(pkg.devDependencies ?? {});
     delete pkg.devDependencies;
     pkg.dependencies['wasm-attention'] = `file:${join(repo, 'build', tarball)}`;
     writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
     await sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock'], dir);
+    const bin = join(dir, 'node_modules/.bin');
+    mkdirSync(bin, { recursive: true });
+    for (const dep of devDependencies) {
+      const tool = toolPackage(name, dep);
+      const { bin: bins = {}, name: toolName } = readJson(join(tool, 'package.json'));
+      const entries = typeof bins === 'string' ? { [toolName]: bins } : bins;
+      for (const [command, path] of Object.entries(entries)) symlinkSync(join(tool, path), join(bin, command));
+    }
     if (pkg.scripts?.build) await sh('npm', ['run', 'build'], dir);
-    return dir;
+    return { dir, tools };
   })();
   return builds[name];
 }
 
-// Loads url, waits for the app's status line and reads what it shows.
-async function load(url) {
-  const { page, errors } = await openPage(browser, url);
+// Loads url in engine, waits for the app's status line and reads what it shows.
+async function load(engine, url) {
+  const { page, errors } = await openPage(await browserFor(engine), url);
   try {
-    await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, {
-      timeout: 60_000,
-    });
-    const shown = await page.evaluate(() => ({
-      status: document.getElementById('status').textContent,
-      variant: document.getElementById('variant').textContent,
-      output: document.getElementById('output').textContent.split(/\s+/).filter(Boolean).map(Number),
-      isolated: globalThis.crossOriginIsolated,
-    }));
-    return { ...shown, errors: errors() };
+    const read = () =>
+      page.evaluate(() => {
+        const text = (id) => document.getElementById(id).textContent;
+        const numbers = (id) => text(id).split(/\s+/).filter(Boolean).map(Number);
+        return {
+          status: text('status'),
+          variant: text('variant'),
+          output: numbers('output'),
+          workerVariant: text('worker-variant'),
+          workerOutput: numbers('worker-output'),
+          isolated: globalThis.crossOriginIsolated,
+        };
+      });
+    try {
+      await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…', null, {
+        timeout: 60_000,
+      });
+    } catch (e) {
+      // what the app got to, for the failure's message
+      throw new Error(`${e.message}; the page shows ${JSON.stringify(await read())}, errors ${errors()}`, {
+        cause: e,
+      });
+    }
+    return { ...(await read()), errors: errors() };
   } finally {
     await page.close();
   }
 }
 
-function checkShown(shown, isolated) {
+// Checks what the app showed and records the cells: build, engine, how it was served.
+function checkShown(shown, { build: name, engine, servedBy, isolated }) {
   assert.deepEqual(shown.errors, []);
   assert.equal(shown.status, 'done');
   assert.equal(shown.isolated, isolated);
-  assert.equal(shown.variant, isolated ? 'simd-mt, 2 threads' : 'simd, 1 thread');
-  assert.equal(shown.output.length, 6);
-  shown.output.forEach((v, i) => {
-    // the page shows 6 decimals: off by at most 5e-7 from the float32 result
-    assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`);
-    assert.ok(Math.abs(v - BY_HAND[i]) < 1e-6, `output[${i}] = ${v}, by hand ${BY_HAND[i]}`);
-  });
+  const expected = `${ENGINES[engine]}, ${isolated ? 'simd-mt, 2 threads' : 'simd, 1 thread'}`;
+  for (const [form, variant, output] of [
+    ['page', shown.variant, shown.output],
+    ['worker', shown.workerVariant, shown.workerOutput],
+  ]) {
+    assert.equal(variant, expected, `${form}`);
+    assert.equal(output.length, 6, `${form}`);
+    output.forEach((v, i) => {
+      // the page shows 6 decimals: off by at most 5e-7 from the float32 result
+      assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `${form}: output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`);
+      assert.ok(Math.abs(v - BY_HAND[i]) < 1e-6, `${form}: output[${i}] = ${v}, by hand ${BY_HAND[i]}`);
+    });
+    const [isa, build, threads] = variant.split(', ');
+    cells.push({ build: name, engine, servedBy, isolated, form, isa, variant: build, threads: parseInt(threads) });
+  }
 }
 
-test('every example folder is tested, and pins the bundler versions the repository installs', () => {
+test('every example folder is built, and pins the bundler versions the repository installs', () => {
   assert.deepEqual(
     readdirSync(join(repo, 'web/examples'), { withFileTypes: true })
       .filter((d) => d.isDirectory())
       .map((d) => d.name)
       .sort(),
-    Object.keys(EXAMPLES).sort(),
+    [...new Set(Object.values(BUILDS).map((b) => b.example))].sort(),
   );
-  for (const name of Object.keys(EXAMPLES)) {
-    const pkg = JSON.parse(readFileSync(join(repo, 'web/examples', name, 'package.json'), 'utf8'));
+  for (const [name, { example, tools = {} }] of Object.entries(BUILDS)) {
+    const pkg = examplePackage(example);
     assert.equal(pkg.dependencies['wasm-attention'], `file:../../../${tarball}`, `${name}: the tarball npm pack makes`);
     for (const [dep, version] of Object.entries(pkg.devDependencies ?? {})) {
-      if (EXAMPLES[name].optional)
-        assert.equal(rootPackage.devDependencies[dep], undefined, `${name} is optional but the root installs ${dep}`);
-      else
-        assert.equal(
-          rootPackage.devDependencies[dep],
-          version,
-          `${name} pins ${dep}@${version}; the root package.json must pin the same`,
-        );
+      const tool = readJson(join(toolPackage(name, dep), 'package.json'));
+      if (tools[dep]) {
+        // an alias: the root names it as npm:<package>@<version>, of the package the example names
+        assert.equal(tool.name, dep, `${name}: ${tools[dep]} is not ${dep}`);
+        assert.equal(rootPackage.devDependencies[tools[dep]], `npm:${dep}@${tool.version}`);
+      } else {
+        assert.equal(tool.version, version, `${name} pins ${dep}@${version}; the root installs ${tool.version}`);
+      }
     }
   }
 });
 
-// Vite's dev server serves the package through its dependency pre-bundling, a path the
-// build does not take; the example's vite.config.js sends the isolation headers.
-test('vite: the dev server runs simd-mt', async () => {
-  const dir = await build('vite');
-  const vite = spawn(process.execPath, [join(repo, 'node_modules/vite/bin/vite.js'), '--port', '0', '--strictPort'], {
+// The server of the example's own Vite (the copy's node_modules/.bin/vite): `vite preview` of
+// the build, or the dev server. The example's vite.config.js sends the isolation headers.
+async function withVite(name, args, fn) {
+  const { dir } = await build(name);
+  const vite = spawn(process.execPath, [join(dir, 'node_modules/.bin/vite'), ...args, '--port', '0', '--strictPort'], {
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -176,39 +214,61 @@ test('vite: the dev server runs simd-mt', async () => {
       });
       vite.on('exit', (code) => reject(new Error(`vite exited with ${code}: ${out}`)));
     });
-    checkShown(await load(url), true);
+    return await fn(url);
   } finally {
     vite.kill();
   }
-});
+}
 
-for (const [name, { serve, bundled, optional }] of Object.entries(EXAMPLES)) {
-  const skip = optional ? (missingBundler(name) ?? false) : false;
-  for (const isolated of [true, false]) {
-    test(
-      `${name}: built app on a ${isolated ? 'cross-origin isolated page runs simd-mt' : 'plain page runs simd'}`,
-      { skip },
-      async () => {
-        const dir = await build(name);
-        if (bundled) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
-        assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
-        const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
-        try {
-          checkShown(await load(server.url), isolated);
-        } finally {
-          await server.close();
-        }
-      },
-    );
+const variantSaid = (isolated) => (isolated ? 'runs simd-mt' : 'runs simd');
+
+for (const [name, { serve, bundled, vite }] of Object.entries(BUILDS)) {
+  for (const engine of Object.keys(ENGINES)) {
+    const skip = engineMissing(engine) ?? false;
+    for (const isolated of [true, false]) {
+      // Vite's isolated page is served by `vite preview` (below): the app's own server.
+      if (vite && isolated) continue;
+      test(
+        `${name}, ${engine}: built app on a ${isolated ? 'cross-origin isolated' : 'plain'} page ${variantSaid(isolated)}`,
+        { skip },
+        async () => {
+          const { dir } = await build(name);
+          // vite preview and the dev server still need the copy's node_modules/.bin/vite; a
+          // static server of dist/ reaches no node_modules/ anyway
+          if (bundled && !vite) rmSync(join(dir, 'node_modules'), { recursive: true, force: true });
+          assert.ok(existsSync(join(dir, serve, 'index.html')), `${name}: no index.html in ${serve}`);
+          const server = await startServer({ root: join(dir, serve), isolation: isolated, port: 9500, quiet: true });
+          try {
+            checkShown(await load(engine, server.url), { build: name, engine, servedBy: 'static', isolated });
+          } finally {
+            await server.close();
+          }
+        },
+      );
+    }
+    if (vite) {
+      test(`${name}, ${engine}: vite preview runs simd-mt`, { skip }, () =>
+        withVite(name, ['preview'], async (url) =>
+          checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite preview', isolated: true }),
+        ),
+      );
+      // The dev server serves the package through its dependency pre-bundling, a path the
+      // build does not take.
+      test(`${name}, ${engine}: the dev server runs simd-mt`, { skip }, () =>
+        withVite(name, [], async (url) =>
+          checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite dev', isolated: true }),
+        ),
+      );
+    }
   }
 }
 
 // Without a bundler's help: locateFile places the scripts and wasmBinary hands over the bytes
 // (locateFile names a missing .wasm, so only the bytes can have been used).
 test('plain: locateFile and wasmBinary place every file a threaded page loads', async () => {
-  const dir = await build('plain');
+  const { dir } = await build('plain');
   const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
-  const { page, errors } = await openPage(browser, server.url);
+  const { page, errors } = await openPage(await browserFor('chromium'), server.url);
   try {
     const shown = await page.evaluate(async () => {
       const { createAttention } = await import('wasm-attention');
@@ -242,9 +302,9 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
 // locateFile may answer with URLs relative to the page: the pthread workers and the worker
 // form resolve them elsewhere (their own script's URL), so the package makes them absolute.
 test('plain: relative locateFile answers serve the threaded build and the worker form', async () => {
-  const dir = await build('plain');
+  const { dir } = await build('plain');
   const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
-  const { page, errors } = await openPage(browser, server.url);
+  const { page, errors } = await openPage(await browserFor('chromium'), server.url);
   try {
     const shown = await page.evaluate(async () => {
       const { createAttention } = await import('wasm-attention');
@@ -274,29 +334,38 @@ test('plain: relative locateFile answers serve the threaded build and the worker
 });
 
 // A worker script that does not load (missing here; elsewhere a wrong path or a blocked
-// request) rejects createAttention with a message, where the factory alone would wait forever.
-test('plain: a worker script that does not load rejects createAttention', async () => {
-  const dir = await build('plain');
+// request): createAttention falls back to one thread, with a warning that says why, where the
+// factory alone would wait forever.
+test('plain: a worker script that does not load gives one thread and a warning', async () => {
+  const { dir } = await build('plain');
   const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
-  const page = await browser.newPage();
+  const page = await (await browserFor('chromium')).newPage();
+  const warnings = [];
+  page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
   try {
     await page.goto(server.url);
-    const message = await page.evaluate(async () => {
+    const outcome = await page.evaluate(async () => {
       const { createAttention } = await import('wasm-attention');
       const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
       const locateFile = (name) => new URL(name.endsWith('.worker.js') ? 'missing.worker.js' : name, folder).href;
       const timeout = new Promise((resolve) => setTimeout(resolve, 20_000, 'still pending after 20 s'));
       return Promise.race([
         createAttention({ threads: 2, locateFile }).then(
-          () => 'resolved',
+          (attn) => attn.backend,
           (e) => e.message,
         ),
         timeout,
       ]);
     });
-    assert.match(
-      message,
-      /^wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/,
+    assert.equal(outcome.threads, 1, JSON.stringify(outcome));
+    assert.equal(outcome.variant, 'simd');
+    assert.ok(
+      warnings.some((w) =>
+        /running on one thread: wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/.test(
+          w,
+        ),
+      ),
+      `warnings: ${JSON.stringify(warnings)}`,
     );
   } finally {
     await page.close();

@@ -3,12 +3,11 @@
 // After each error the instance keeps working, and nothing leaks in wasm memory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
+import { garbageCollector } from './runtime.mjs';
 
 const TOL = 1e-5;
 
@@ -1117,8 +1116,7 @@ function warmUpThreads(attn) {
 
 describe('no leaks in wasm memory', () => {
   test('a layer dropped without dispose() frees its weights and its saved forward once collected', async () => {
-    v8.setFlagsFromString('--expose-gc');
-    const gc = vm.runInNewContext('gc');
+    const gc = garbageCollector();
     const attn = await createAttention({ threads: 1 });
     try {
       const x = randomTensor(rng(12), [256, 64]);

@@ -71,6 +71,49 @@ test('createAttention() leaves the process-wide listeners as they were', async (
   assert.deepEqual(r.after, r.before);
 });
 
+test("createAttention() leaves the host's globals as they were (Worker, SharedArrayBuffer, performance)", async () => {
+  const r = report(
+    await child(`
+    const names = ['Worker', 'SharedArrayBuffer', 'performance', 'self', 'location'];
+    const before = names.map((n) => globalThis[n]);
+    const one = await createAttention({ threads: 1 });
+    const two = await createAttention({ threads: 2 });
+    const changed = names.filter((n, i) => globalThis[n] !== before[i]);
+    const threads = two.backend.threads;
+    one.dispose(); two.dispose();
+    console.log(JSON.stringify({ changed, threads }));
+  `),
+  );
+  assert.equal(r.threads, 2);
+  assert.deepEqual(r.changed, []);
+});
+
+// The pthread worker's script swapped, through locateFile, for one that throws at once.
+test('threads whose workers fail to start: one thread, a warning, and the process goes on', async () => {
+  const r = await child(`
+    import { mkdtempSync, writeFileSync } from 'node:fs';
+    import { tmpdir } from 'node:os';
+    import { join } from 'node:path';
+    import { fileURLToPath } from 'node:url';
+    const folder = fileURLToPath(new URL('wasm/', ${JSON.stringify(INDEX)}));
+    const broken = join(mkdtempSync(join(tmpdir(), 'wasm-attention-')), 'broken.worker.js');
+    writeFileSync(broken, "throw new Error('this worker cannot start');");
+    const locateFile = (name) => (name.endsWith('.worker.js') ? broken : join(folder, name));
+    const x = tensor(new Float32Array(64 * 16).map((_, i) => Math.sin(i)), [64, 16]);
+    const attn = await createAttention({ threads: 2, locateFile });
+    const one = await createAttention({ threads: 1 });
+    const a = attn.attention(x, x, x).output.data, b = one.attention(x, x, x).output.data;
+    console.log(JSON.stringify({ backend: attn.backend, same: a.every((v, i) => Object.is(v, b[i])) }));
+    attn.dispose(); one.dispose();
+  `);
+  assert.equal(r.code, 0, `exit code ${r.code}; stderr:\n${r.stderr.slice(0, 1000)}`);
+  const { backend, same } = report(r);
+  assert.equal(backend.threads, 1);
+  assert.equal(backend.variant, 'simd');
+  assert.equal(same, true);
+  assert.match(r.stderr, /running on one thread: .*this worker cannot start/);
+});
+
 test("an app's own uncaught error exits with code 1 and its own message", async () => {
   const r = await child(`
     const attn = await createAttention({ threads: 2 });

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { random } from '../../web/lib/init.js';
+import { random } from '../../web/lib/random.js';
 import { countNgrams, kneserNey } from '../../scripts/train/kneser_ney.mjs';
 
 // documents of class ids from a skewed random source with some structure (w follows w−1 often)

@@ -1,5 +1,5 @@
 // multiHeadAttention with the modern options: kvHeads (GQA, MQA), rotary, window, softcap, and
-// decoding over a kv cache, against the float64 layer of tests/js/onnx_reference.mjs; errors
+// decoding over a kv cache, against the float64 layer of tests/js/reference.mjs; errors
 // with their messages; the cache left as it was after one; nothing leaked; the README's
 // decoding example run as written.
 // run with: node --test tests/js/mha_modern.test.mjs
@@ -11,8 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { mhaModernBackwardRef, mhaModernRef } from './onnx_reference.mjs';
-import { maxAbs, maxAbsDiff, randomTensor, rng } from './reference.mjs';
+import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from './reference.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -95,11 +94,11 @@ describe('multiHeadAttention: kvHeads, rotary, window, softcap', () => {
           const w = weightsOf(layer);
           assert.deepEqual(layer.weights.wk.shape, [config.dModel, layer.config.kvHeads * layer.config.dK]);
           const r = layer.forward(x, { ...options, ...(cross && { context }) });
-          close(r.output.data, mhaModernRef(l, x.data, context?.data, w), 'output');
+          close(r.output.data, mhaRef(x.data, w, { ...l, context: context?.data }).output, 'output');
 
           const dOut = randomTensor(next, r.output.shape);
           const g = layer.backward(dOut);
-          const want = mhaModernBackwardRef(l, x.data, context?.data, w, dOut.data);
+          const want = mhaBackwardRef(x.data, w, { ...l, context: context?.data }, dOut.data);
           for (const key of ['dx', 'dwq', 'dwk', 'dwv', 'dwo', ...(cross ? ['dContext'] : [])])
             close(g[key].data, want[key], key);
           if (config.bias) for (const key of ['dbq', 'dbk', 'dbv', 'dbo']) close(g[key].data, want[key], key);

@@ -78,6 +78,15 @@ test('import works in the scratch project', () => {
   checkOutput(run(process.execPath, ['use.mjs'], scratch));
 });
 
+// Deno reads the installed package's web/lib/wasm/ as CommonJS (its package.json says so), as
+// Node does; run from a checkout, it reads the pthread worker's script as an ES module
+// (tests/js/runtimes.test.mjs): both must start threads.
+test('import works under Deno and Bun in the scratch project, with 2 threads', () => {
+  const bin = (name) => join(repo, 'node_modules/.bin', name);
+  checkOutput(run(bin('deno'), ['run', '-A', 'use.mjs'], scratch));
+  checkOutput(run(bin('bun'), ['use.mjs'], scratch));
+});
+
 test('require works in the scratch project', () => {
   writeFileSync(
     join(scratch, 'use.cjs'),

@@ -19,7 +19,7 @@ const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', '
 const long = (n, shift = 0) =>
   Array.from({ length: n }, (_, i) => WORDS[((i + shift) * 7 + ((i + shift) >> 3)) % WORDS.length]).join(' ');
 const LIMIT_MS = 100; // the longest main-thread task allowed while stepping and following
-const LOAD_LIMIT_MS = 1000; // while a new sentence is computed and drawn (it was one 2-5 s task)
+const LOAD_LIMIT_MS = 1000; // while a new sentence is computed and drawn
 
 let browser, server;
 before(async () => {

@@ -16,7 +16,7 @@ import { createAdam } from '../../web/page/model/adam.js';
 import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../web/page/model/lm.js';
 import { createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from '../../web/page/model/train.js';
 import { createTrainer } from '../../web/page/model/trainer.js';
-import { random } from '../../web/lib/init.js';
+import { random } from '../../web/lib/random.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');

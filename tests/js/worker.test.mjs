@@ -6,11 +6,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { randomTensor, rng } from './reference.mjs';
+import { evalArgs, garbageCollector } from './runtime.mjs';
 
 const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
 const WASM = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
@@ -45,11 +44,12 @@ async function errorOf(fn) {
   assert.fail('expected an error, none came');
 }
 
-// Runs a Node script that imports the package as `createAttention`, with a time limit.
+// Runs a script that imports the package as `createAttention` in a fresh process of this
+// runtime, with a time limit.
 function runChild(body, timeout = 30000) {
   const script = `import { createAttention } from ${JSON.stringify(INDEX)};\n${body}`;
   const started = Date.now();
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout });
+  const r = spawnSync(process.execPath, evalArgs(script), { encoding: 'utf8', timeout });
   return { ...r, seconds: (Date.now() - started) / 1000 };
 }
 
@@ -199,8 +199,7 @@ describe('the worker form', () => {
         await (await own.multiHeadAttention(config)).forward(x);
       })(); // never disposed
       assert.ok((await own.memory()).allocatedBytes > baseline);
-      v8.setFlagsFromString('--expose-gc');
-      const gc = vm.runInNewContext('gc');
+      const gc = garbageCollector();
       for (let i = 0; i < 20 && (await own.memory()).allocatedBytes !== baseline; ++i) {
         gc();
         await new Promise((resolve) => setTimeout(resolve, 10));

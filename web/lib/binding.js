@@ -35,7 +35,7 @@ function struct(name, fields, defaults = {}) {
 export const ALL_KEYS = 2 ** 32 - 1;
 // wa::ScoreMask: causal, keep (Uint8Array) or bias (Float32Array) offsets read at row
 // i·maskLd (0: one row for all) with maskCols columns, offset (key position of query 0), the
-// window left/right (-1 unbounded), keyLimit and softcap (0: none); see wa/softmax.h.
+// window left/right (-1 unbounded), keyLimit and softcap (0: none); see wa/score_mask.h.
 export const scoreMask = struct(
   'ScoreMask',
   ['causal', 'keep', 'bias', 'offset', 'left', 'right', 'keyLimit', 'maskLd', 'maskCols', 'softcap'],

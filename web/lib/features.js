@@ -53,3 +53,32 @@ export function relaxedSimdAvailable() {
   relaxed ??= typeof WebAssembly === 'object' && WebAssembly.validate(RELAXED_MADD_MODULE);
   return relaxed;
 }
+
+let sharedMemory;
+
+// Whether threads can share a WebAssembly.Memory here: one can be made shared (its buffer a
+// SharedArrayBuffer) and be posted on a MessagePort, as the glue posts it to each thread's
+// worker. Asked of WebAssembly itself, not of the global SharedArrayBuffer, which an engine may
+// leave out while it shares memories. WebKitGTK 2.50 on a cross-origin isolated page makes
+// shared memories but refuses to post them (DataCloneError), and has no global
+// SharedArrayBuffer; with JavaScriptCore's SharedArrayBuffer on (as in Safari) it posts them.
+// (structuredClone would not do: WebKit refuses to clone a memory it posts.) Asked once; the
+// one-page memory is left to the collector.
+export function sharedMemoryAvailable() {
+  if (sharedMemory === undefined) {
+    try {
+      const memory = new WebAssembly.Memory({ shared: true, initial: 1, maximum: 1 });
+      const { port1, port2 } = new MessageChannel();
+      try {
+        port1.postMessage(memory);
+      } finally {
+        port1.close();
+        port2.close();
+      }
+      sharedMemory = !(memory.buffer instanceof ArrayBuffer);
+    } catch {
+      sharedMemory = false;
+    }
+  }
+  return sharedMemory;
+}

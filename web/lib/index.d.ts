@@ -65,8 +65,9 @@ export interface RotaryOptions {
 
 export interface CreateAttentionOptions {
   /** Threads to run on: an integer from 1 to 64 (a RangeError past it) or 'auto' (default):
-   *  the cores reported, up to 16. A browser page that is not cross-origin isolated gets 1,
-   *  without error. */
+   *  the cores reported, up to 16. A browser page that is not cross-origin isolated, or an
+   *  engine that cannot share a WebAssembly.Memory with workers, gets 1, without error; so
+   *  does a threaded build whose workers fail to start (with a console warning saying why). */
   threads?: number | 'auto';
   /** Where the package's .wasm/.js files are, if not next to the module: a URL (browser) or path (Node). */
   locateFile?: (fileName: string) => string;

@@ -1,7 +1,10 @@
 // Picks a build of the wasm module and instantiates it. Two choices, each a variant:
 //
-//   threads  simd-mt  pthreads: Node, and browsers where the page is cross-origin isolated
-//                     (SharedArrayBuffer exists only there)
+//   threads  simd-mt  pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
+//                     isolated; in all of them only where a shared WebAssembly.Memory can be
+//                     made and posted to a worker (features.js). Where the threaded build
+//                     fails to start, the loader falls back to one thread (and says why on
+//                     the console).
 //            simd     one thread: everywhere else, and whenever one thread is asked for
 //   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
 //                     where the engine validates it (features.js)
@@ -10,41 +13,9 @@
 // Its files are found next to this module, or wherever options.locateFile says: in a browser
 // the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
 
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
-
-// file name -> URL, for every file a variant loads at run time. Each is a literal
-// new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
-// @web/rollup-plugin-import-meta-assets) follow, copying the file into the app's build and
-// rewriting the URL. A folder URL joined to a file name would be invisible to them. esbuild
-// leaves these URLs as they are: its users copy the wasm/ folder next to their bundle.
-const files = {
-  wasm_attention_mt: () => ({
-    'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
-    // the pthread workers' script: Emscripten's glue asks locateFile() for it by this name
-    'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
-    // the classic glue each worker loads with importScripts() (Module.mainScriptUrlOrBlob)
-    'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
-  }),
-  wasm_attention_st: () => ({
-    'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
-  }),
-  wasm_attention_relaxed_mt: () => ({
-    'wasm_attention_relaxed_mt.wasm': new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
-    'wasm_attention_relaxed_mt.worker.js': new URL('./wasm/wasm_attention_relaxed_mt.worker.js', import.meta.url),
-    'wasm_attention_relaxed_mt.js': new URL('./wasm/wasm_attention_relaxed_mt.js', import.meta.url),
-  }),
-  wasm_attention_relaxed_st: () => ({
-    'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
-  }),
-};
-
-// Node's built-in modules, fetched so that bundlers for the browser never see an import.
-async function nodeBuiltin(name) {
-  if (process.getBuiltinModule) return process.getBuiltinModule(name);
-  const specifier = `node:${name}`;
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
-}
+import { sharedMemoryAvailable } from './features.js';
+import { isNode, nodeBuiltin } from './host.js';
+import { variantFor } from './variants.js';
 
 // file name -> blob: URL, for each script of urls that a bundler inlined as a data: URL
 // (Vite inlines files under 4 KiB, the pthread worker's among them). A worker started from a
@@ -61,12 +32,12 @@ async function sameOriginScripts(urls) {
   return scripts;
 }
 
-// -> file name -> URL of the build's files (base: its name, as in files), with a message a
-// person can act on where the bundler left no import.meta.url (esbuild's default iife format
-// replaces import.meta by {}).
-function packagedFiles(base) {
+// -> file name -> URL of the build's files (variants.js), with a message a person can act on
+// where the bundler left no import.meta.url (esbuild's default iife format replaces
+// import.meta by {}).
+function packagedFiles(build) {
   try {
-    return files[base]();
+    return build.urls();
   } catch {
     throw new Error(
       `wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
@@ -75,29 +46,44 @@ function packagedFiles(base) {
   }
 }
 
-// Rejects when one of the pool's workers fails before the module is ready (its script or the
-// glue it imports did not load, or was blocked): the factory's own promise would wait forever.
-function workerFailure(settings, base) {
-  return new Promise((_, reject) => {
-    for (const worker of settings.PThread?.unusedWorkers ?? []) {
-      worker.addEventListener(
-        'error',
-        (e) =>
-          reject(
-            new Error(
-              `wasm-attention: a thread's worker failed to start (${e.message || 'its script did not load'}): ` +
-                `${base}.worker.js and ${base}.js must be served from the page's origin, ` +
-                'next to the .wasm or where locateFile says',
-            ),
-          ),
-        { once: true },
+// -> { failed, stop }: failed rejects when one of the pool's workers fails before the module
+// is ready (its script or the glue it imports did not load, was blocked, or threw): the
+// factory's own promise would wait forever. The glue's own handler (Module.onWorkerError,
+// scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
+// process. stop() takes the listeners off once the module is ready; a worker failing later is
+// the glue's to report, as it always was.
+function watchWorkers(settings, base) {
+  let fail;
+  const failed = new Promise((_, reject) => {
+    fail = (e) => {
+      e?.preventDefault?.(); // a browser's error event: handled here, not reported as uncaught
+      const where = isNode ? 'must be' : "must be served from the page's origin,";
+      reject(
+        new Error(
+          `wasm-attention: a thread's worker failed to start (${e?.message || 'its script did not load'}): ` +
+            `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`,
+        ),
       );
-    }
+    };
   });
+  settings.onWorkerError = fail;
+  const workers = [...(settings.PThread?.unusedWorkers ?? [])];
+  for (const worker of workers) {
+    if (isNode) worker.on('error', fail);
+    else worker.addEventListener('error', fail);
+  }
+  const stop = () => {
+    delete settings.onWorkerError;
+    for (const worker of workers) {
+      if (isNode) worker.off('error', fail);
+      else worker.removeEventListener('error', fail);
+    }
+  };
+  return { failed, stop };
 }
 
 export function threadsAvailable() {
-  return isNode || (globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
+  return (isNode || globalThis.crossOriginIsolated === true) && sharedMemoryAvailable();
 }
 
 export async function defaultThreads() {
@@ -109,19 +95,28 @@ export async function defaultThreads() {
 }
 
 // isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
-// -> { module, variant } with the module's thread pool started (threads, or 1 without threads)
-export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
-  const variant = threads > 1 && threadsAvailable() ? 'simd-mt' : 'simd';
-  const base = `wasm_attention_${isa === 'relaxed-simd' ? 'relaxed_' : ''}${variant === 'simd-mt' ? 'mt' : 'st'}`;
-  // Literal specifiers, so that bundlers include every build.
-  const { default: wrapped } = await {
-    wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
-    wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
-    wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
-    wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
-  }[base]();
+// -> { module, variant } with the module's thread pool started: threads, or 1 without threads,
+// or 1 where the threaded build failed to start (its workers, or the engine sending them the
+// shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given.
+// glue: base name -> () => Promise of the build's glue module (glue.js, glue_static.js).
+export async function loadModule({ threads, isa, locateFile, wasmBinary, glue }) {
+  if (threads > 1 && threadsAvailable()) {
+    try {
+      return await loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant: 'simd-mt' });
+    } catch (e) {
+      if (wasmBinary) throw e;
+      console.warn(`wasm-attention: the threaded build did not start, running on one thread: ${e.message}`);
+    }
+  }
+  return loadVariant({ threads: 1, isa, locateFile, wasmBinary, glue, variant: 'simd' });
+}
 
-  const urls = locateFile ? {} : packagedFiles(base);
+async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant }) {
+  const build = variantFor(isa, variant === 'simd-mt');
+  const { base } = build;
+  const { default: wrapped } = await glue[base]();
+
+  const urls = locateFile ? {} : packagedFiles(build);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
   let revokeScripts = () => {};
@@ -153,10 +148,13 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary }) {
   let module;
   try {
     const ready = factory(settings); // the pool's workers exist once this returns
-    module = await (isNode ? ready : Promise.race([ready, workerFailure(settings, base)]));
+    const watch = watchWorkers(settings, base);
+    module = await Promise.race([ready, watch.failed]);
+    watch.stop();
   } catch (e) {
     // The factory's module object is `settings`: stop the workers it started, which would
-    // otherwise keep a Node process alive.
+    // otherwise keep a Node process alive. Their listeners stay: an error a failed worker
+    // still reports (Chromium may dispatch one after the first) is handled, not rethrown.
     settings.PThread?.terminateAllThreads();
     throw e;
   } finally {

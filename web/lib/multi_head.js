@@ -9,7 +9,7 @@
 // (wa::mha_forward_cached).
 import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
 import { mhaGrads, mhaShape, mhaTrace, mhaWeights, rotary as rotaryStruct, scoreMask } from './binding.js';
-import { random, xavierUniform } from './init.js';
+import { random, xavierUniform } from './random.js';
 import { cacheFor, stepOver } from './kv_cache.js';
 import {
   checkBoolean,

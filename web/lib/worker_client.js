@@ -15,27 +15,19 @@
 // and detached here (the whole buffer, also when the array is a view on part of it).
 // SharedArrayBuffers are shared, never transferred.
 
+import { isNode, nodeBuiltin } from './host.js';
+import { STAND_IN } from './stand_in.js';
 import { checkBoolean } from './tensor.js';
-
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
 const instanceDisposed = (where) =>
   new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
 const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
 
-// The files the loader may ask locateFile() about (loader.js). A function cannot cross
+// The files the loader may ask locateFile() about (variants.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
-// Threaded builds also have the pthread workers' script.
-const WASM_FILES = [
-  'wasm_attention_mt',
-  'wasm_attention_st',
-  'wasm_attention_relaxed_mt',
-  'wasm_attention_relaxed_st',
-].flatMap((base) =>
-  (base.endsWith('_mt') ? ['.wasm', '.js', '.worker.js'] : ['.wasm', '.js']).map((ext) => base + ext),
-);
+const WASM_FILES = VARIANTS.flatMap((v) => v.files);
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
 const ERROR_CLASSES = {
@@ -61,7 +53,6 @@ function rebuildError({ name, message }) {
 // stand-ins (worker_host.js turns them back into a function or a symbol, so that its checks
 // throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to
 // `buffers` for transfer. Maps, Dates and the like go as structured cloning copies them.
-export const STAND_IN = '__wasmAttentionStandIn';
 function encode(value, buffers, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
@@ -83,13 +74,6 @@ function takeTransfer(where, options) {
   }
   const { transfer, ...rest } = options;
   return { options: Object.keys(rest).length ? rest : undefined, transfer: checkBoolean(where, 'transfer', transfer) };
-}
-
-// Node's built-in modules, fetched so that bundlers for the browser never see an import.
-async function nodeBuiltin(name) {
-  if (process.getBuiltinModule) return process.getBuiltinModule(name);
-  const specifier = `node:${name}`;
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
 }
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
@@ -303,14 +287,22 @@ class AsyncAttention {
   }
 }
 
+// This module's URL, for the worker's script in Node: new URL('./worker_host.js', here) is
+// not the pattern bundlers follow (new Worker(new URL('<literal>', import.meta.url), <literal
+// options>)), so they take no second worker from it. Options that are not literal stop Vite
+// 5's build ("unable to parse the worker options"), and webpack takes a URL that is not
+// literal for a folder's files (its "Critical dependency" warning).
+const here = import.meta.url;
+
 async function startWorker() {
   if (isNode) {
     const { Worker } = await nodeBuiltin('worker_threads');
     // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    return new Worker(new URL('./worker_host.js', import.meta.url), { execArgv });
+    return new Worker(new URL('./worker_host.js', here), { execArgv });
   }
-  // A literal URL and { type: 'module' }: the pattern bundlers recognize and follow.
+  // A literal URL and literal options with { type: 'module' }: the pattern bundlers follow,
+  // building worker_host.js and its imports into the app as a worker script of its own.
   return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });
 }
 

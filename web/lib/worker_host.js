@@ -4,8 +4,10 @@
 //
 //   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
 //                            or { id, error: { name, message } }
-import { createAttention } from './index.js';
-import { STAND_IN } from './worker_client.js';
+import { createAttentionWith } from './create.js';
+import { glue } from './glue_static.js';
+import { isNode, nodeBuiltin } from './host.js';
+import { STAND_IN } from './stand_in.js';
 
 let attn = null;
 const layers = new Map(); // id -> a MultiHeadAttention of attn
@@ -47,7 +49,7 @@ const ops = {
           throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
         return located[file];
       });
-    attn = await createAttention({ threads, isa, locateFile, wasmBinary });
+    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue });
     return attn.backend;
   },
   attention: (...args) => attn.attention(...args),
@@ -92,19 +94,10 @@ const receive = (reply) => (message) => {
   queue = queue.then(() => handle(message, reply));
 };
 
-const isNode =
-  typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
-// Node's built-in module fetched so that bundlers for the browser never see an import.
-async function workerThreads() {
-  if (process.getBuiltinModule) return process.getBuiltinModule('worker_threads');
-  const specifier = 'node:worker_threads';
-  return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
-}
-
 // No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
 // In Node, messages sent before the listener is attached wait in the port's queue.
 if (isNode) {
-  workerThreads().then(({ parentPort }) => {
+  nodeBuiltin('worker_threads').then(({ parentPort }) => {
     parentPort.on(
       'message',
       receive((message, transfer) => parentPort.postMessage(message, transfer)),

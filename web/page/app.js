@@ -24,8 +24,8 @@ import { loadEmbeddings } from './embeddings.js';
 import { createHeadCompare } from './head_compare.js';
 import { createModelView } from './model_view.js';
 import { loadModelFiles } from './model/weights.js';
-import { renderBuild, renderTimings } from './hood.js';
-import { renderTokenStatus, renderWeightsNote } from './notes.js';
+import { renderBuild, renderTimings } from './under_the_hood.js';
+import { renderTokenStatus, renderWeightsNote } from './input_notes.js';
 import { WORKER_TOKENS, createOffload, tokenCount } from './offload.js';
 import { bindSgdPanel } from './sgd_panel.js';
 import {

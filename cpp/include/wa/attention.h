@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "wa/softmax.h"
+#include "wa/score_mask.h"
 
 namespace wa {
 
@@ -37,11 +37,11 @@ struct AttentionTrace {
   float* scaled;            // q·kᵀ·scale
   float* masked;            // scaled + bias, -inf where masked: the softmax input
   float* weights;           // row softmax of masked
-  float* capped = nullptr;  // cap(scaled) (wa/softmax.h's softcap), or null: not wanted
+  float* capped = nullptr;  // cap(scaled) (wa/score_mask.h's softcap), or null: not wanted
 };
 
 // q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v) = softmax(mask(q·kᵀ·scale))·v,
-// scale usually 1/sqrt(d_k); mask and the softmax as in wa/softmax.h.
+// scale usually 1/sqrt(d_k); mask and the softmax as in wa/score_mask.h.
 // trace, when not null, receives every intermediate. Throws std::invalid_argument on shapes
 // that do not fit together.
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,

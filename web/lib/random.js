@@ -1,4 +1,5 @@
-// Seeded weight initialization: the same seed gives the same weights everywhere.
+// Seeded random numbers: a small generator, and the Xavier-uniform weights multiHeadAttention
+// draws from it; the same seed gives the same numbers everywhere.
 
 // mulberry32: a small 32-bit generator -> uniform floats in [0, 1).
 export function random(seed) {

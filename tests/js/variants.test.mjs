@@ -1,0 +1,71 @@
+// The package's table of builds (web/lib/variants.js) against what CMakeLists.txt makes: the
+// same builds, each with its ISA and threads, and every file the table names on disk after the
+// build; and the glue tables (glue.js, glue_static.js) with a loader for each. The loader, the
+// worker form and the kernel bench read the table.
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { VARIANTS, variantFor } from '../../web/lib/variants.js';
+
+const cmake = readFileSync(new URL('../../CMakeLists.txt', import.meta.url), 'utf8');
+
+// wa_module(<base> <core> <export name> [THREADED]); a core made by wa_relaxed_core() has
+// relaxed SIMD, the others SIMD128 alone.
+function cmakeBuilds() {
+  const relaxedCores = new Set([...cmake.matchAll(/^wa_relaxed_core\((\w+)/gm)].map((m) => m[1]));
+  return [...cmake.matchAll(/^wa_module\((\w+) (\w+) \w+( THREADED)?\)/gm)].map(([, base, core, threaded]) => ({
+    base,
+    isa: relaxedCores.has(core) ? 'relaxed-simd' : 'simd128',
+    threads: Boolean(threaded),
+  }));
+}
+
+const byBase = (a, b) => a.base.localeCompare(b.base);
+
+test('the table lists the builds CMakeLists.txt makes, with their ISA and threads', () => {
+  const made = cmakeBuilds();
+  assert.equal(made.length, 4, `wa_module calls found: ${JSON.stringify(made)}`);
+  assert.deepEqual(VARIANTS.map(({ base, isa, threads }) => ({ base, isa, threads })).sort(byBase), made.sort(byBase));
+});
+
+test('each ISA has one build with threads and one without', () => {
+  for (const isa of ['simd128', 'relaxed-simd']) {
+    for (const threads of [true, false]) {
+      const matches = VARIANTS.filter((v) => v.isa === isa && v.threads === threads);
+      assert.equal(matches.length, 1, `${isa}, threads ${threads}`);
+      assert.equal(variantFor(isa, threads), matches[0]);
+    }
+  }
+});
+
+test("each build's files: the .wasm and glue, the pthread workers' script with threads; all built", () => {
+  for (const { base, threads, files, urls } of VARIANTS) {
+    const expected = [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
+    assert.deepEqual([...files].sort(), expected.sort(), base);
+    const browserFiles = threads ? [`${base}.wasm`, `${base}.worker.js`, `${base}.js`] : [`${base}.wasm`];
+    assert.deepEqual(Object.keys(urls()).sort(), browserFiles.sort(), `${base}: the files a browser loads`);
+    for (const [file, url] of Object.entries(urls())) {
+      assert.ok(url.href.endsWith(`/web/lib/wasm/${file}`), `${file}: ${url.href}`);
+      assert.ok(existsSync(fileURLToPath(url)), `${file} is not built`);
+    }
+    for (const file of files) {
+      assert.ok(
+        existsSync(fileURLToPath(new URL(`../../web/lib/wasm/${file}`, import.meta.url))),
+        `${file} is not built`,
+      );
+    }
+  }
+});
+
+test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker form) load every build', async () => {
+  for (const path of ['../../web/lib/glue.js', '../../web/lib/glue_static.js']) {
+    const { glue } = await import(path);
+    assert.deepEqual(Object.keys(glue).sort(), VARIANTS.map((v) => v.base).sort(), path);
+    for (const [base, load] of Object.entries(glue)) {
+      const { default: wrapped } = await load();
+      assert.equal(typeof wrapped, 'function', `${path}: ${base}`);
+    }
+  }
+});

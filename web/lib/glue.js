@@ -1,0 +1,10 @@
+// The four builds' Emscripten glue, each imported when first run: base name -> () => Promise
+// of its module (default export: load(require, __dirname) -> the module factory). Literal
+// specifiers, so that bundlers include every build, each in a chunk of its own that only the
+// apps running it fetch. The package's entry (index.js) loads through this table.
+export const glue = {
+  wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
+  wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
+  wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
+  wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
+};

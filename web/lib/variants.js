@@ -1,0 +1,67 @@
+// The builds of the wasm module, one row each, as CMakeLists.txt makes them (its wa_module
+// calls; tests/js/variants.test.mjs holds the two equal).
+//
+//   base     the stem of the build's file names
+//   isa      'simd128': SIMD128 alone; 'relaxed-simd': plus relaxed SIMD's fused multiply-add
+//   threads  true: pthreads (backend.variant 'simd-mt'); false: one thread ('simd')
+//   files    every file locateFile() may be asked about: the .wasm, the classic glue .js, and
+//            with threads the pthread workers' script .worker.js
+//   urls     () -> file name -> URL, for every file the build loads in a browser: the .wasm,
+//            and with threads the pthread workers' script (Emscripten's glue asks locateFile()
+//            for it by this name) and the classic glue each worker loads with importScripts()
+//            (Module.mainScriptUrlOrBlob). Each is a literal
+//            new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
+//            @web/rollup-plugin-import-meta-assets) follow, copying the file into the app's build
+//            and rewriting the URL. A folder URL joined to a file name would be invisible to
+//            them. esbuild leaves these URLs as they are: its users copy the wasm/ folder next
+//            to their bundle.
+
+const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
+
+export const VARIANTS = [
+  {
+    base: 'wasm_attention_mt',
+    isa: 'simd128',
+    threads: true,
+    files: files('wasm_attention_mt', true),
+    urls: () => ({
+      'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
+      'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
+      'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
+    }),
+  },
+  {
+    base: 'wasm_attention_st',
+    isa: 'simd128',
+    threads: false,
+    files: files('wasm_attention_st', false),
+    urls: () => ({
+      'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
+    }),
+  },
+  {
+    base: 'wasm_attention_relaxed_mt',
+    isa: 'relaxed-simd',
+    threads: true,
+    files: files('wasm_attention_relaxed_mt', true),
+    urls: () => ({
+      'wasm_attention_relaxed_mt.wasm': new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
+      'wasm_attention_relaxed_mt.worker.js': new URL('./wasm/wasm_attention_relaxed_mt.worker.js', import.meta.url),
+      'wasm_attention_relaxed_mt.js': new URL('./wasm/wasm_attention_relaxed_mt.js', import.meta.url),
+    }),
+  },
+  {
+    base: 'wasm_attention_relaxed_st',
+    isa: 'relaxed-simd',
+    threads: false,
+    files: files('wasm_attention_relaxed_st', false),
+    urls: () => ({
+      'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
+    }),
+  },
+];
+
+// -> the row of the build with isa ('simd128' or 'relaxed-simd') and threads (a boolean)
+export function variantFor(isa, threads) {
+  return VARIANTS.find((v) => v.isa === isa && v.threads === threads);
+}
