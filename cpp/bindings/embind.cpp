@@ -37,6 +37,7 @@ enum ErrorKind : int {
   kInvalidArgument = 1,  // shapes or buffers that do not fit together (a bug in the JS layer)
   kOutOfMemory = 2,      // wasm memory could not hold the inputs and their intermediates
   kOther = 3,
+  kOutOfRange = 4,  // values a float32 cannot carry on (a non-finite key for a cache)
 };
 struct Status {
   int kind = kOk;
@@ -54,6 +55,8 @@ Status guarded(F&& call) {
               "out of memory: the inputs and their intermediates do not fit in wasm memory"};
   } catch (const std::invalid_argument& e) {
     status = {kInvalidArgument, e.what()};
+  } catch (const std::range_error& e) {
+    status = {kOutOfRange, e.what()};
   } catch (const std::exception& e) {
     status = {kOther, e.what()};
   }

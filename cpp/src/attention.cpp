@@ -1,19 +1,17 @@
 // Scaled dot-product attention, forward and backward: the public entries. They check shapes
-// and hand the work to the blocks of attention_blocks.h:
-//   forward   blocks of query rows over k and v packed once:
-//             s = q_block·kᵀ; w = softmax(mask(s·scale)); out_block = w·v
-//   backward  the weights recomputed in the same blocks, then the backward from them.
-#include <algorithm>
+// and hand the work on:
+//   forward   a matrix is one head of one sequence: attention_heads_forward with
+//             batch = heads = 1 (attention_heads.cpp: row blocks, key runs, the decode split)
+//   backward  the weights recomputed in the forward's blocks, then the backward from them
+//             (attention_blocks.h).
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attention_blocks.h"
-#include "scratch.h"
 #include "sizes.h"
-#include "threading.h"
 #include "wa/attention.h"
-#include "wa/thread_pool.h"
+#include "wa/attention_heads.h"
 
 namespace wa {
 
@@ -63,24 +61,21 @@ void check_backward_shapes(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMat
                                 shape("dk", dk) + ", " + shape("dv", dv));
 }
 
+// m (rows,cols) as head 0 of sequence 0 of a (1,1,rows,cols) tensor
+template <class T, class M>
+HeadTensor<T> one_head(M m) {
+  return {m.data, 0, 0, m.ld};
+}
+
 }  // namespace
 
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace, ThreadPool* pool) {
   check_shapes(q, k, v, out);
-  float* buffer = thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(k.rows, k.cols, v.cols));
-  // packing is O(n_k·d) next to the attention's n_q·n_k·(d_k+d_v) multiply-adds
-  const double flops = static_cast<double>(q.rows) * k.rows * (k.cols + v.cols);
-  const PackedKV kv = pack_kv(k, v, buffer, pool_for(pool, flops));
-  const size_t blocks = (q.rows + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B): the fused form unless every score is asked for
-  parallel_for(pool, blocks, [&](size_t b) {
-    const size_t r0 = b * kAttentionRowBlock, r1 = std::min(q.rows, r0 + kAttentionRowBlock);
-    if (trace)
-      attention_rows(q, kv, out, scale, mask, r0, r1, *trace);
-    else
-      attention_rows_fused(q, kv, out, scale, mask, r0, r1);
-  });
+  const HeadsShape s{1, 1, 1, q.rows, k.rows, q.cols, v.cols};
+  attention_heads_forward(s, one_head<const float>(q), one_head<const float>(k),
+                          one_head<const float>(v), one_head<float>(out), scale, HeadsMask{mask},
+                          trace, pool);
 }
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,

@@ -1,6 +1,7 @@
-// The units of attention work (internal), shared by attention.cpp and
-// multi_head_attention.cpp: what a thread-pool task runs, forward and backward.
-//   forward   attention_forward_blocks.cpp: k and v packed once; a block of query rows, with
+// The units of attention work (internal): what a thread-pool task runs, forward (for
+// attention_heads.cpp, which every forward goes through) and backward (attention.cpp,
+// attention_heads.cpp).
+//   forward   attention_forward_blocks.cpp: k and v packed once (packed_kv.h); a block of query rows, with
 //             every score in memory (traced) or fused with an online softmax; the weights again
 //   backward  attention_backward_blocks.cpp: the backward from the forward's weights
 // Letters as in wa/attention.h.
@@ -8,45 +9,15 @@
 
 #include <cstddef>
 
+#include "packed_kv.h"  // PackedKV, PackedHeads: k and v as the blocks read them
+#include "tuning.h"     // kAttentionRowBlock, kKeyBlock
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 
 namespace wa {
 
-// Query rows per task. Small enough to give two threads several tasks at n_q = 64, large
-// enough to keep the GEMM kernel's row tiles full.
-constexpr size_t kAttentionRowBlock = 32;
-
 // ---- forward: attention_forward_blocks.cpp ----
 
-// k and v of one attention (or a run of its keys), packed as GEMM b operands (gemm_packed.h)
-// and shared by every row block:
-//   kt  kᵀ (d_k, keys), packed with k = d_k: one panel per kNR keys
-//   v   v (keys, d_v), packed with k = v_stride (>= the keys held): one panel per kNR columns
-// The panels hold keys [k0, k0 + keys) of the attention's n_k (k0 a multiple of kNR); a key
-// cache keeps its rows this way (v_stride = its capacity), pack_kv makes them from k and v.
-struct PackedKV {
-  const float* kt;
-  const float* v;
-  size_t n_k, d_k, d_v;
-  size_t k0 = 0, v_stride = 0;
-};
-size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v);
-// k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats of them). pool: as pack_b.
-PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
-// Keys [k0, k0+keys) of k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats(keys,
-// d_k, d_v)); k0 a multiple of kNR. pool: as pack_b.
-PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
-                      ThreadPool* pool);
-
-// The packed k and v of every kv head, already in memory (a KvCache's panels): head (b, g) at
-// base + (b·kv_heads + g)·head_floats, packed_kv_floats(capacity, d_k, d_v) floats, its kᵀ
-// panels then its v panels (v_stride = capacity); keys [0, n_k) filled.
-struct PackedHeads {
-  const float* base;
-  size_t kv_heads, capacity, head_floats;
-  PackedKV at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const;
-};
 // attention_heads_forward (wa/attention_heads.h) with every kv head read from its panels
 // instead of k and v: what attending over a KvCache runs (attention_heads.cpp).
 void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
@@ -57,12 +28,6 @@ void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
 // with every score of the block in memory: trace points at the full (n_q,n_k) matrices.
 void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace);
-
-// The same rows, fused: one block of keys at a time with an online softmax, never more than
-// a (rows, 256) block of scores. The result matches attention_rows within float rounding.
-// (attention_rows_online over all keys, then attention_online_finish.)
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
-                          const ScoreMask& mask, size_t r0, size_t r1);
 
 // Query rows in the middle of an online softmax over the keys of one kv head: rows
 // [row0, row0+rows) of `heads` query heads that read it, stacked head after head so that the
@@ -82,7 +47,7 @@ struct OnlineRows {
   const ScoreMask* masks;
 };
 // Adds keys [lo, hi) of kv (held by its panels; lo a multiple of kNR) to the rows' state, one
-// (heads·rows, 256) block of scores at a time; keys every row's mask hides are skipped.
+// (heads·rows, kKeyBlock) block of scores at a time; keys every row's mask hides are skipped.
 void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, size_t hi,
                            float scale);
 // acc (rows, d_v) -> out = acc / row_sum (a zero row where every key was masked). out may be acc.

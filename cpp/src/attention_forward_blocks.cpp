@@ -1,8 +1,8 @@
 // The forward units of attention work (attention_blocks.h): blocks of query rows over k and v
-// packed once per attention (so every block runs the GEMM kernel on ready-made panels).
-//   attention_rows        every score of the block at once, into a trace
-//   attention_rows_fused  one key block at a time with an online softmax: (rows, kKeyBlock)
-//                         scores at most, never (n_q,n_k), so long sequences fit in memory
+// packed once per attention (packed_kv.h), through the kernels of their element type.
+//   attention_rows         every score of the block at once, into a trace
+//   attention_rows_online  one key block at a time with an online softmax: (rows, kKeyBlock)
+//                          scores at most, never (n_q,n_k), so long sequences fit in memory
 #include <algorithm>
 #include <limits>
 
@@ -15,39 +15,6 @@
 #include "wa/thread_pool.h"
 
 namespace wa {
-namespace {
-
-constexpr size_t kKeyBlock =
-    256;  // keys per step of the fused form: a (32,256) score block is 32 KB
-
-}  // namespace
-
-size_t packed_kv_floats(size_t n_k, size_t d_k, size_t d_v) {
-  return checked_sum({packed_b_floats(d_k, n_k), packed_b_floats(n_k, d_v)});
-}
-
-PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) {
-  const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
-  float* kt = buffer;
-  float* vp = buffer + packed_b_floats(d_k, n_k);
-  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
-  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
-  return {kt, vp, n_k, d_k, d_v, 0, n_k};
-}
-
-PackedKV PackedHeads::at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const {
-  const float* kt = base + (b * kv_heads + g) * head_floats;
-  return {kt, kt + packed_b_floats(d_k, capacity), n_k, d_k, d_v, 0, capacity};
-}
-
-PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
-                      ThreadPool* pool) {
-  const ConstMatrix kc{k.data + k0 * k.ld, keys, k.cols, k.ld};
-  const ConstMatrix vc{v.data + k0 * v.ld, keys, v.cols, v.ld};
-  PackedKV kv = pack_kv(kc, vc, buffer, pool);
-  kv.n_k = k.rows, kv.k0 = k0;
-  return kv;
-}
 
 void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
                     const ScoreMask& mask, size_t r0, size_t r1, const AttentionTrace& trace) {
@@ -56,17 +23,16 @@ void attention_rows(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
   float* scores = trace.scores + r0 * ld;
   float* weights = trace.weights + r0 * ld;
 
+  const KvKernels& kern = kv_kernels(kv.type);
   // q_block (rows,d_k), kᵀ (d_k,n_k) -> scores (rows,n_k)
-  gemm_packed_b(Transpose::no, rows, n_k, kv.d_k, q.data + r0 * q.ld, q.ld, kv.kt, kv.d_k, scores,
-                ld, false);
+  kern.scores(kv, q.data + r0 * q.ld, q.ld, rows, 0, n_k, scores, ld);
   score_trace_rows(scores, ld, trace.scaled + r0 * ld,
                    trace.capped ? trace.capped + r0 * ld : nullptr, trace.masked + r0 * ld, r0,
                    rows, n_k, scale, mask);
   // scores (rows,n_k) -> weights (rows,n_k)
   softmax_rows(scores, ld, weights, ld, r0, rows, n_k, n_k, scale, mask);
   // weights (rows,n_k), v (n_k,d_v) -> out_block (rows,d_v)
-  gemm_packed_b(Transpose::no, rows, kv.d_v, n_k, weights, ld, kv.v, kv.v_stride,
-                out.data + r0 * out.ld, out.ld, false);
+  kern.weighted_values(kv, weights, ld, rows, 0, n_k, out.data + r0 * out.ld, out.ld, false);
 }
 
 void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, size_t hi,
@@ -82,14 +48,14 @@ void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, s
   last = std::min(last, hi);
   first = std::max(first / kernels::kNR * kernels::kNR, lo);
   if (first >= last) return;
+  const KvKernels& kern = kv_kernels(kv.type);
   float* p = thread_scratch(ScratchSlot::attention_scores, rows * kKeyBlock + rows);
   float* rescale = p + rows * kKeyBlock;
 
   for (size_t j0 = first; j0 < last; j0 += kKeyBlock) {
     const size_t cols = std::min(kKeyBlock, last - j0);
     // q rows (rows,d_k), kᵀ columns [j0,j0+cols) -> s (rows,cols)
-    gemm_packed_b(Transpose::no, rows, cols, kv.d_k, t.q, t.ldq,
-                  packed_b_block(kv.kt, kv.d_k, 0, j0 - kv.k0), kv.d_k, p, kKeyBlock, false);
+    kern.scores(kv, t.q, t.ldq, rows, j0, cols, p, kKeyBlock);
     // s -> p = exp(x - running max), head by head (each its own mask); acc rescaled to the new max
     for (size_t h = 0; h < t.heads; ++h) {
       const size_t at = h * t.rows;
@@ -101,9 +67,7 @@ void attention_rows_online(const OnlineRows& t, const PackedKV& kv, size_t lo, s
       if (rescale[r] != 1.0f)
         for (size_t c = 0; c < kv.d_v; ++c) t.acc[r * t.ld_acc + c] *= rescale[r];
     // p (rows,cols), v rows [j0,j0+cols) (cols,d_v) -> acc (rows,d_v), summed over blocks
-    gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, kKeyBlock,
-                  packed_b_block(kv.v, kv.v_stride, j0 - kv.k0, 0), kv.v_stride, t.acc, t.ld_acc,
-                  true);
+    kern.weighted_values(kv, p, kKeyBlock, rows, j0, cols, t.acc, t.ld_acc, true);
   }
 }
 
@@ -115,20 +79,6 @@ void attention_online_finish(const float* acc, size_t ld_acc, const float* row_s
     const float inv = row_sum[r] > 0 ? 1.0f / row_sum[r] : 0.0f;
     for (size_t c = 0; c < d_v; ++c) out[r * ld_out + c] = acc[r * ld_acc + c] * inv;
   }
-}
-
-void attention_rows_fused(ConstMatrix q, const PackedKV& kv, Matrix out, float scale,
-                          const ScoreMask& mask, size_t r0, size_t r1) {
-  const size_t rows = r1 - r0;
-  float* row_max = thread_scratch(ScratchSlot::attention_rows, 2 * rows);
-  float* row_sum = row_max + rows;
-  std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
-  std::fill(row_sum, row_sum + rows, 0.0f);
-  float* o = out.data + r0 * out.ld;
-  for (size_t r = 0; r < rows; ++r) std::fill(o + r * out.ld, o + r * out.ld + kv.d_v, 0.0f);
-  const OnlineRows t{q.data + r0 * q.ld, q.ld, o, out.ld, row_max, row_sum, 1, rows, r0, &mask};
-  attention_rows_online(t, kv, kv.k0, kv.n_k, scale);
-  attention_online_finish(o, out.ld, row_sum, rows, kv.d_v, o, out.ld);
 }
 
 void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMask& mask, Matrix p,

@@ -1,6 +1,6 @@
-// Attention over heads in a tensor (wa/attention_heads.h): the same blocks as attention.cpp,
-// each kv head's k and v packed once and shared by the query heads that read it; as many kv
-// heads per pass as a few MB of packed rows hold.
+// Attention over heads in a tensor (wa/attention_heads.h), and so every attention forward (a
+// 2-D call is one head): each kv head's k and v packed once and shared by the query heads
+// that read it; as many kv heads per pass as a few MB of packed rows hold.
 #include "wa/attention_heads.h"
 
 #include <algorithm>
@@ -70,20 +70,6 @@ ScoreMask HeadsMask::of(size_t b, size_t h, size_t n_q) const {
 
 namespace {
 
-// Keys per packed run of a kv head when k and v come as tensors: the packed run is at most
-// 4 MiB (4096 keys of d_k + d_v = 256), so a long prefill needs no whole-head copy.
-constexpr size_t kPackedRunFloats = size_t(1) << 20;
-// Packed runs per pass of forward_rows: as many kv heads as 4 MiB of them hold (8 heads of
-// 512 keys at d_k = d_v = 64 take 2 MiB), at least one.
-constexpr size_t kPassFloats = size_t(1) << 20;
-// Query rows below which a call is a decode: the keys of each kv head are split into runs,
-// each a task with the group's query rows stacked (they share every key panel read), and the
-// runs' partial softmax states are combined in run order (split-K, "flash decoding").
-constexpr size_t kDecodeRows = kAttentionRowBlock;
-constexpr size_t kDecodeMaxStacked = 64;  // stacked query rows per decode task
-constexpr size_t kDecodeMinRun = 512;     // keys per decode run, at least (a multiple of 256)
-constexpr size_t kDecodeMaxRuns = 64;     // runs per kv head, at most
-
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 // Where the kv heads come from: a cache's panels (packed), or k and v tensors packed by run.
@@ -142,7 +128,8 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
   const size_t group = s.q_heads / s.kv_heads;
   const size_t row_blocks = (s.n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
   const size_t run =
-      src.packed ? s.n_k : std::max<size_t>(256, kPackedRunFloats / (s.d_k + s.d_v) / 256 * 256);
+      src.packed ? s.n_k
+                 : std::max(kKeyBlock, kPackedRunFloats / (s.d_k + s.d_v) / kKeyBlock * kKeyBlock);
   const size_t runs = (s.n_k + run - 1) / run;
   const size_t heads = checked_product({s.batch, s.kv_heads});  // kv heads (b, g), b·hkv + g
   const size_t run_floats = src.packed ? 0 : packed_kv_floats(std::min(run, s.n_k), s.d_k, s.d_v);
@@ -203,7 +190,7 @@ void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSour
   const size_t tile_heads = std::min(group, std::max<size_t>(1, kDecodeMaxStacked / s.n_q));
   const size_t tiles = (group + tile_heads - 1) / tile_heads, stacked = tile_heads * s.n_q;
   const size_t run =
-      std::max(kDecodeMinRun, round_up((s.n_k + kDecodeMaxRuns - 1) / kDecodeMaxRuns, 256));
+      std::max(kDecodeMinRun, round_up((s.n_k + kDecodeMaxRuns - 1) / kDecodeMaxRuns, kKeyBlock));
   const size_t runs = (s.n_k + run - 1) / run;
   const size_t tasks = s.batch * s.kv_heads * tiles * runs;
   const size_t partial_floats = stacked * (s.d_v + 2);  // acc (stacked,d_v), max, sum

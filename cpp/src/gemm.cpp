@@ -2,7 +2,7 @@
 //
 // op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
 // each task then owns kMC rows of c over a group of kNC-column blocks (every column, when m has
-// kMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into kMR-row panels
+// kGemmMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into kMR-row panels
 // once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
 // order: one b panel stays in L1 while the a block streams from L2). Transposed operands
 // are handled by the packing, so all three forms run the same kernel. A task's result
@@ -16,6 +16,7 @@
 #include "simd.h"
 #include "sizes.h"
 #include "threading.h"
+#include "tuning.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
@@ -28,14 +29,6 @@ using namespace simd;
 constexpr size_t kLanes = 4;  // floats per f32x4
 static_assert(kMR == kLanes && kNR == 2 * kLanes,
               "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
-
-// k per packed slice: a 4x512 a panel is 8 KB, an 8x512 b panel 16 KB, together in a 32 KB L1.
-// 512 rather than 256: each c tile is loaded, stored and set up for once per slice, and at
-// 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
-// (scripts/bench/gemm_probe.mjs, the two side by side).
-constexpr size_t kKC = 512;
-constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 128 KB, in L2
-constexpr size_t kNC = 256;  // columns of c per task
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
@@ -106,18 +99,13 @@ size_t packed_b_floats(size_t k, size_t n) { return checked_product({round_up(n,
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool) {
   const size_t panels = (n + kNR - 1) / kNR;
-  constexpr size_t kPanelsPerTask = 8;
-  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of kPanelsPerTask panels
-  parallel_for(pool, (panels + kPanelsPerTask - 1) / kPanelsPerTask, [&](size_t t) {
-    const size_t end = std::min(panels, (t + 1) * kPanelsPerTask);
-    for (size_t jp = t * kPanelsPerTask; jp < end; ++jp)
+  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of kPackPanelsPerTask panels
+  parallel_for(pool, (panels + kPackPanelsPerTask - 1) / kPackPanelsPerTask, [&](size_t t) {
+    const size_t end = std::min(panels, (t + 1) * kPackPanelsPerTask);
+    for (size_t jp = t * kPackPanelsPerTask; jp < end; ++jp)
       pack_b_panel(tb, b, ldb, k, n, jp * kNR, packed + jp * kNR * k);  // panel jp: packed_b_block
   });
 }
-
-// Tasks a product is split into, at least, where it has the rows for it: enough for a few
-// threads to share and end together.
-constexpr size_t kMinTasks = 8;
 
 void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
                    const float* packed_b, size_t packed_k, float* c, size_t ldc, bool accumulate,
@@ -131,11 +119,11 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
   pool = pool_for(pool, static_cast<double>(m) * n * k);
 
   // Tasks own whole rows of c blocks (kMC rows, every column) when there are rows enough for
-  // kMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
+  // kGemmMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
   // row of c (a cache line at a block edge would go back and forth between two cores). With
   // fewer row blocks, the columns are split in groups of blocks too.
   const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
-  const size_t groups = std::min(col_blocks, (kMinTasks + row_blocks - 1) / row_blocks);
+  const size_t groups = std::min(col_blocks, (kGemmMinTasks + row_blocks - 1) / row_blocks);
   const size_t group_blocks = (col_blocks + groups - 1) / groups;  // column blocks per group
   const size_t col_groups = (col_blocks + group_blocks - 1) / group_blocks;
   // for (t = 0; t < row_blocks·col_groups; ++t) rows [i0, i0+kMC) of c, column group t % col_groups

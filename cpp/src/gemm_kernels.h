@@ -8,10 +8,9 @@
 
 #include <cstddef>
 
-namespace wa::kernels {
+#include "tuning.h"  // kMR, kNR
 
-constexpr size_t kMR = 4;  // rows of c per tile
-constexpr size_t kNR = 8;  // columns of c per tile: two f32x4
+namespace wa::kernels {
 
 // c (mr,nr) [+]= a (mr,kc) · b (kc,nr), 1 <= mr <= kMR, 1 <= nr <= kNR, from a packed a panel
 // (kc,kMR) and b panel (kc,kNR); c has row stride ldc. accumulate: add to c instead of

@@ -1,30 +1,25 @@
 // The key/value cache (wa/kv_cache.h): each (batch, kv head) keeps its keys and values in the
-// panels attention_rows_online reads (attention_blocks.h, gemm_kernels.h):
-//   kᵀ  one panel per kNR keys: key j, element t at panel j/kNR, step t, lane j%kNR
-//   v   one panel per kNR columns, capacity steps: key j, column c at panel c/kNR, step j,
-//       lane c%kNR
-// An append writes only its keys' lanes; attending reads the panels in place.
+// panels attention reads, laid out as packed_kv.h says (room for `capacity` keys). An append
+// writes only its keys' lanes; attending reads the panels in place.
 #include "wa/kv_cache.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "attention_blocks.h"
-#include "gemm_kernels.h"
-#include "gemm_packed.h"
+#include "packed_kv.h"
 #include "sizes.h"
+#include "wa/finite.h"
 
 namespace wa {
-
-using kernels::kNR;
 
 KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity)
     : batch_(batch), kv_heads_(kv_heads), d_k_(d_k), d_v_(d_v), capacity_(capacity) {
   if (!batch || !kv_heads || !d_k || !d_v || !capacity)
     throw std::invalid_argument("kv cache: every size must be at least 1");
   head_floats_ = packed_kv_floats(capacity, d_k, d_v);
-  v_offset_ = packed_b_floats(d_k, capacity);
   panels_.resize(checked_product({batch, kv_heads, head_floats_}));  // zeros: padding lanes too
 }
 
@@ -33,21 +28,30 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
     throw std::invalid_argument("kv cache: " + std::to_string(n_new) +
                                 " new rows do not fit: length " + std::to_string(length_) +
                                 ", capacity " + std::to_string(capacity_));
+  // every new row checked before any is written: a key or value that is not finite would make
+  // every later step over the cache NaN
   for (size_t b = 0; b < batch_; ++b)
-    for (size_t g = 0; g < kv_heads_; ++g) {
-      float* kt = head_panels(b, g);
-      float* v = kt + v_offset_;
-      for (size_t i = 0; i < n_new; ++i) {
-        const size_t j = length_ + i;
-        const float* ks = k_new.at(b, g) + i * k_new.row_stride;
-        const float* vs = v_new.at(b, g) + i * v_new.row_stride;
-        // key j: lane j%kNR of every step of its kᵀ panel
-        float* kp = kt + j / kNR * kNR * d_k_ + j % kNR;
-        for (size_t t = 0; t < d_k_; ++t) kp[t * kNR] = ks[t];
-        // value row j: step j of every v panel, kNR columns each
-        for (size_t c = 0; c < d_v_; ++c) v[c / kNR * kNR * capacity_ + j * kNR + c % kNR] = vs[c];
-      }
-    }
+    for (size_t g = 0; g < kv_heads_; ++g)
+      for (size_t i = 0; i < n_new; ++i)
+        for (const auto& [row, d, what] :
+             {std::tuple{k_new.at(b, g) + i * k_new.row_stride, d_k_, "key"},
+              std::tuple{v_new.at(b, g) + i * v_new.row_stride, d_v_, "value"}}) {
+          const size_t t = first_non_finite(row, d);
+          if (t == d) continue;
+          const float x = row[t];
+          throw std::range_error(
+              std::string("kv cache: the new ") + what + " " + std::to_string(i) + " of sequence " +
+              std::to_string(b) + ", kv head " + std::to_string(g) + " holds " +
+              (x != x  ? "NaN"
+               : x > 0 ? "Infinity"
+                       : "-Infinity") +
+              " at " + std::to_string(t) +
+              ": it would make every later step over the cache NaN, so nothing was appended");
+        }
+  for (size_t b = 0; b < batch_; ++b)
+    for (size_t g = 0; g < kv_heads_; ++g)
+      packed_kv_write_rows(head_panels(b, g), capacity_, d_k_, d_v_, length_, n_new, k_new.at(b, g),
+                           k_new.row_stride, v_new.at(b, g), v_new.row_stride);
   length_ += n_new;
 }
 
@@ -60,22 +64,10 @@ void KvCache::truncate(size_t n) {
 
 void KvCache::copy_rows(HeadTensor<float> k, HeadTensor<float> v) const {
   for (size_t b = 0; b < batch_; ++b)
-    for (size_t g = 0; g < kv_heads_; ++g) {
-      const float* kt = panels_.data() + (b * kv_heads_ + g) * head_floats_;
-      const float* vp = kt + v_offset_;
-      for (size_t j = 0; j < length_; ++j) {
-        if (k.data) {
-          const float* kp = kt + j / kNR * kNR * d_k_ + j % kNR;
-          float* to = k.at(b, g) + j * k.row_stride;
-          for (size_t t = 0; t < d_k_; ++t) to[t] = kp[t * kNR];
-        }
-        if (v.data) {
-          float* to = v.at(b, g) + j * v.row_stride;
-          for (size_t c = 0; c < d_v_; ++c)
-            to[c] = vp[c / kNR * kNR * capacity_ + j * kNR + c % kNR];
-        }
-      }
-    }
+    for (size_t g = 0; g < kv_heads_; ++g)
+      packed_kv_read_rows(panels_.data() + (b * kv_heads_ + g) * head_floats_, capacity_, d_k_,
+                          d_v_, length_, k.data ? k.at(b, g) : nullptr, k.row_stride,
+                          v.data ? v.at(b, g) : nullptr, v.row_stride);
 }
 
 void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #include "wa/score_mask.h"
 
@@ -16,10 +17,13 @@ namespace wa {
 struct KeyRange {
   size_t lo, hi;
 };
+// Positions are worked out in 64 bits: long is 32 bits in wasm32, where a window side near
+// 2^31 − 1 (a natural "unbounded") or one reaching back from a query before key 0 would wrap.
 inline KeyRange visible_keys(const ScoreMask& m, size_t n_k, size_t i) {
-  const long p = static_cast<long>(i) + m.offset;  // the query's key position
-  const auto clamp = [n_k](long j) {
-    return j <= 0 ? size_t{0} : std::min(n_k, static_cast<size_t>(j));
+  const int64_t p = static_cast<int64_t>(i) + m.offset;  // the query's key position
+  const auto clamp = [n_k](int64_t j) {
+    return j <= 0 ? size_t{0}
+                  : static_cast<size_t>(std::min<uint64_t>(n_k, static_cast<uint64_t>(j)));
   };
   size_t lo = m.left >= 0 ? clamp(p - m.left) : 0, hi = n_k;
   if (m.causal) hi = std::min(hi, clamp(p + 1));

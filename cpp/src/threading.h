@@ -3,12 +3,10 @@
 // speed does.
 #pragma once
 
+#include "tuning.h"  // kSerialFlops
 #include "wa/thread_pool.h"
 
 namespace wa {
-
-// Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they save.
-constexpr double kSerialFlops = 64.0 * 64.0 * 64.0;
 
 // pool, or null (serial on the caller) for work of fewer than kSerialFlops multiply-adds.
 inline ThreadPool* pool_for(ThreadPool* pool, double multiply_adds) {

@@ -134,10 +134,11 @@ TEST_CASE("attention backward with keep mask and bias matches the reference") {
     }
 }
 
-TEST_CASE("attention backward handles sums past one packed slice (n_q, n_k, d_k > 256)") {
-  const Problem p(270, 300, 260, 40, 77);
+TEST_CASE("attention backward handles sums past one packed slice (n_q, n_k, d_k > kKC)") {
+  // dq = ds·k sums over n_k, dk = dsᵀ·q over n_q, the scores over d_k: each past one kKC slice
+  const Problem p(kKC + 14, kKC + 44, kKC + 4, 40, 77);
   ScoreMask m;
-  const float scale = 1.0f / std::sqrt(260.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kKC + 4));
   m.causal = true;
   const Grads fast = backward(p, scale, m, &test::test_pool()), slow = backward_ref(p, scale, m);
   CHECK_CLOSE(fast.dq, slow.dq, 4e-6 * magnitude(slow.dq));

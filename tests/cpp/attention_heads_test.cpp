@@ -4,8 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "testing.h"
+#include "tuning.h"
 #include "wa/attention_heads.h"
 #include "wa/reference.h"
 
@@ -129,8 +131,10 @@ struct Fast {
 
 std::vector<Case> cases() {
   std::vector<Case> cs;
-  // sizes across row blocks (32), key blocks (256), panels (8) and tails
-  const size_t nq[] = {1, 3, 17, 65}, nk[] = {1, 5, 63, 129, 300}, dk[] = {1, 5, 17, 64};
+  // sizes across row blocks, key blocks, panels (tuning.h) and tails; n_q 1 and 3 decode
+  const size_t nq[] = {1, 3, 2 * kernels::kNR + 1, 2 * kAttentionRowBlock + 1},
+               nk[] = {1, 5, 63, 2 * kMC + 1, kKeyBlock + 44},
+               dk[] = {1, kernels::kMR + 1, 2 * kernels::kNR + 1, 64};
   for (size_t i = 0; i < 4; ++i)
     for (size_t j = 0; j < 5; ++j) {
       Case c{"plain", 1, 2, 1, nq[i], 0, nk[j], dk[(i + j) % 4], dk[(i + 2 * j + 1) % 4]};
@@ -158,9 +162,19 @@ std::vector<Case> cases() {
           true,
           100};
   cs.push_back(wc);
-  // 2100 keys of d 64 pack into ~1 MiB per kv head: the 4 kv heads go in passes of 3 and 1
-  // (attention_heads.cpp, kPassFloats)
-  Case passes{"kv heads in two passes, GQA, causal", 2, 4, 2, 33, 0, 2100, 64, 64, false, true};
+  // kPassFloats / 512 + 52 keys of d_k = d_v = 64 pack into more than a quarter of a pass per
+  // kv head: the 4 kv heads go in passes of 3 and 1 (tuning.h)
+  Case passes{"kv heads in two passes, GQA, causal",
+              2,
+              4,
+              2,
+              kDecodeRows + 1,
+              0,
+              kPassFloats / 512 + 52,
+              64,
+              64,
+              false,
+              true};
   cs.push_back(passes);
   Case kv{"kv_length per batch + causal", 3, 2, 2, 4, 0, 37, 8, 8, false, true};
   kv.kv_length = true;
@@ -245,6 +259,46 @@ TEST_CASE(
       CHECK(worst(dk, want.dk) <= 1e-4);
       CHECK(worst(dv, want.dv) <= 1e-4);
     }
+  }
+}
+
+TEST_CASE("a window of 2^31 − 1 keys is no window, also for queries standing before key 0") {
+  // n_q 40 queries over n_k 24 keys, kv_length 5 and 24: offsets 5 − 40 and 24 − 40 put the
+  // first queries before key 0; windows reaching 2^31 − 1 keys must not wrap around
+  constexpr long kFar = 2147483647;
+  const HeadsShape s{2, 2, 1, 40, 24, 8, 8};
+  const std::vector<float> q = test::random_floats(2 * 2 * 40 * 8, 31);
+  const std::vector<float> k = test::random_floats(2 * 24 * 8, 32);
+  const std::vector<float> v = test::random_floats(2 * 24 * 8, 33);
+  const std::vector<float> d_out = test::random_floats(2 * 2 * 40 * 8, 34);
+  const int32_t kv_length[] = {5, 24};
+  struct Run {
+    std::vector<float> out, dq, dk, dv;
+  };
+  const auto run = [&](long left, long right) {
+    Run r{std::vector<float>(q.size()), std::vector<float>(q.size()), std::vector<float>(k.size()),
+          std::vector<float>(v.size())};
+    HeadsMask m;
+    m.mask.left = left, m.mask.right = right;
+    m.kv_length = kv_length;
+    attention_heads_forward(s, heads_4d(q.data(), 2, 40, 8), heads_4d(k.data(), 1, 24, 8),
+                            heads_4d(v.data(), 1, 24, 8), heads_4d(r.out.data(), 2, 40, 8), 0.5f,
+                            m);
+    attention_heads_backward(s, heads_4d(q.data(), 2, 40, 8), heads_4d(k.data(), 1, 24, 8),
+                             heads_4d(v.data(), 1, 24, 8), heads_4d(d_out.data(), 2, 40, 8),
+                             heads_4d(r.dq.data(), 2, 40, 8), heads_4d(r.dk.data(), 1, 24, 8),
+                             heads_4d(r.dv.data(), 1, 24, 8), 0.5f, m);
+    return r;
+  };
+  const Run none = run(-1, -1);
+  for (const std::pair<long, long>& w :
+       {std::pair{kFar, -1L}, {-1L, kFar}, {kFar, kFar}, {-1L, kFar - 30}, {kFar - 1, kFar - 2}}) {
+    INFO("window left " << w.first << ", right " << w.second);
+    const Run far = run(w.first, w.second);
+    CHECK(test::bitwise_equal(far.out, none.out));
+    CHECK(test::bitwise_equal(far.dq, none.dq));
+    CHECK(test::bitwise_equal(far.dk, none.dk));
+    CHECK(test::bitwise_equal(far.dv, none.dv));
   }
 }
 

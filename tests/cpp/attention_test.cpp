@@ -86,18 +86,19 @@ TEST_CASE("attention with keep mask and bias matches the reference, and so does 
 }
 
 TEST_CASE("attention handles k past one packed slice and long key sequences") {
-  const Inputs in(70, 600, 300, 40, 77);
+  // q·kᵀ sums over d_k past one kKC slice; the keys span several key blocks
+  const Inputs in(70, 2 * kKeyBlock + 88, kKC + 44, 40, 77);
   ScoreMask m;
-  const float scale = 1.0f / std::sqrt(300.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kKC + 44));
   m.causal = true;
   CHECK_CLOSE(run(in, scale, m, &test::test_pool()), run_ref(in, scale, m), 2e-6);
 }
 
 TEST_CASE("fused attention matches the reference across key blocks, with every kind of mask") {
-  // The untraced path takes keys 256 at a time with an online softmax: sizes around and past
-  // that block, rows that first see a key in a late block, and masks spanning blocks.
+  // The untraced path takes keys kKeyBlock at a time with an online softmax: sizes around and
+  // past that block, rows that first see a key in a late block, and masks spanning blocks.
   uint32_t seed = 700;
-  for (size_t n_k : {size_t{255}, size_t{256}, size_t{257}, size_t{520}, size_t{1030}})
+  for (size_t n_k : {kKeyBlock - 1, kKeyBlock, kKeyBlock + 1, 2 * kKeyBlock + 8, 4 * kKeyBlock + 6})
     for (size_t n_q : {size_t{1}, size_t{33}, size_t{300}}) {
       const Inputs in(n_q, n_k, 16, 12, seed += 3, 2.0f);
       std::vector<uint8_t> keep(n_q * n_k);

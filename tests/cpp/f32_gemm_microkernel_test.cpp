@@ -1,6 +1,6 @@
 // The 4x8 GEMM micro-kernel itself, on one tile, against a double reference
 // (gemm_microkernel_tester.h): every m from 1 to kMR, every n from 1 to kNR (the tails), k
-// below, at and past the 4-step unroll of the packing and the 512-step k slice, odd row
+// below, at and past the 4-step unroll of the packing and the kKC-step k slice, odd row
 // strides of c, with and without accumulation. Every kernel this build has: the SIMD128 one
 // everywhere, and the relaxed-SIMD (FMA) one in the relaxed test build (CMake defines
 // WA_RELAXED_SIMD for it), within the same bound (a fused multiply-add rounds once, not twice).
@@ -18,7 +18,7 @@ using kernels::kMR;
 using kernels::kNR;
 using test::GemmMicrokernelTester;
 
-const std::vector<size_t> kDepths = {1, 2, 3, 4, 5, 8, 17, 63, 64, 65, 129, 256, 257, 512, 513};
+const std::vector<size_t> kDepths = {1, 2, 3, 4, 5, 8, 17, 63, 64, 65, 129, kKC - 1, kKC, kKC + 1};
 
 const std::vector<std::pair<const char*, test::GemmMicrokernel>> kKernels = {
     {"f32_gemm_4x8_vec128", kernels::f32_gemm_4x8_vec128},

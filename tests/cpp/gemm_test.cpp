@@ -78,13 +78,15 @@ TEST_CASE("gemm handles k past one packed slice, wide c and strided rows, with t
   uint32_t seed = 100;
   for (Transpose ta : {Transpose::no, Transpose::yes})
     for (Transpose tb : {Transpose::no, Transpose::yes})
-      for (size_t k : {size_t{255}, size_t{256}, size_t{257}, size_t{511}, size_t{512}, size_t{513},
-                       size_t{1100}}) {
-        check_case({ta, tb, 65, 300, k, 3}, &test::test_pool(), seed++);
-        check_case({ta, tb, 129, 17, k, 0, true}, &test::test_pool(), seed++);
+      for (size_t k : {kKC - 1, kKC, kKC + 1, 2 * kKC + 76}) {
+        // past one kMC-row block and one kNC-column block; past two row blocks, one panel wide
+        check_case({ta, tb, kMC + 1, kNC + 44, k, 3}, &test::test_pool(), seed++);
+        check_case({ta, tb, 2 * kMC + 1, 2 * kernels::kNR + 1, k, 0, true}, &test::test_pool(),
+                   seed++);
       }
-  // rows enough for tasks over whole rows of blocks (gemm.cpp, kMinTasks), with row, column
-  // and k tails
+  // rows enough for tasks over whole rows of blocks (kGemmMinTasks row blocks and more), with
+  // row, column and k tails
+  static_assert(523 > kGemmMinTasks * kMC && 530 > 2 * kNC);
   for (Transpose ta : {Transpose::no, Transpose::yes})
     for (Transpose tb : {Transpose::no, Transpose::yes})
       check_case({ta, tb, 523, 530, 41, 1, ta == tb}, &test::test_pool(), seed++);

@@ -2,8 +2,10 @@
 // attention over the whole sequence gives; appends write only new rows; limits hold.
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "testing.h"
+#include "tuning.h"
 #include "wa/kv_cache.h"
 #include "wa/reference.h"
 
@@ -75,8 +77,10 @@ TEST_CASE("decoding token by token over a cache equals causal attention over the
 
 TEST_CASE(
     "decoding over a cache splits the keys into runs: the reference, 1 and N threads bitwise") {
-  // runs of 512 keys: 513 and 1100 keys take 2 and 3 runs, combined in order
-  const size_t lengths[] = {1, 3, 5, 17, 63, 65, 129, 513, 1100};
+  // runs of kDecodeMinRun keys (tuning.h; at these lengths the fewest keys a run takes):
+  // kDecodeMinRun + 1 and 2·kDecodeMinRun + 76 keys take 2 and 3 runs, combined in order
+  static_assert((2 * kDecodeMinRun + 76 + kDecodeMaxRuns - 1) / kDecodeMaxRuns <= kDecodeMinRun);
+  const size_t lengths[] = {1, 3, 5, 17, 63, 65, 129, kDecodeMinRun + 1, 2 * kDecodeMinRun + 76};
   for (size_t n_q : {size_t{1}, size_t{3}})
     for (size_t n : lengths) {
       if (n < n_q) continue;
@@ -125,11 +129,14 @@ TEST_CASE(
 }
 
 TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N threads bitwise") {
-  // d_k + d_v = 2000: runs of 512 keys, so 1100 keys take 3 runs whose softmax state carries
-  // over in the output rows; 40 and 65 query rows are the row-block path
-  for (size_t n_q : {size_t{40}, size_t{65}})
+  // d_k + d_v = 2000: packed runs of `run_keys` keys (whole key blocks in kPackedRunFloats),
+  // so 2·run_keys + 76 keys take 3 runs whose softmax state carries over in the output rows; 40 and 65
+  // query rows are the row-block path
+  const size_t run_keys = kPackedRunFloats / 2000 / kKeyBlock * kKeyBlock;
+  REQUIRE(run_keys >= kKeyBlock);
+  for (size_t n_q : {kDecodeRows + 8, 2 * kAttentionRowBlock + 1})
     for (bool causal : {false, true}) {
-      const HeadsShape s{1, 2, 1, n_q, 1100, 1000, 1000};
+      const HeadsShape s{1, 2, 1, n_q, 2 * run_keys + 76, 1000, 1000};
       INFO("n_q " << n_q << ", causal " << causal);
       const std::vector<float> q = test::random_floats(s.q_heads * n_q * s.d_k, 21, -0.2f, 0.2f);
       const std::vector<float> k = test::random_floats(s.n_k * s.d_k, 22, -0.2f, 0.2f);
@@ -150,6 +157,31 @@ TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N 
       CHECK(worst(serial, want) <= 2e-5);
       CHECK(test::bitwise_equal(threaded, serial));
     }
+}
+
+TEST_CASE("a cache refuses a key or value that is not finite and keeps what it had") {
+  KvCache cache(2, 2, 3, 2, 4);
+  const std::vector<float> k = test::random_floats(2 * 2 * 2 * 3, 1),
+                           v = test::random_floats(2 * 2 * 2 * 2, 2);
+  cache.append(2, heads_4d(k.data(), 2, 2, 3), heads_4d(v.data(), 2, 2, 2));
+  for (const float bad : {INFINITY, -INFINITY, NAN})
+    for (bool in_key : {true, false}) {
+      INFO("a " << (in_key ? "key" : "value") << " holding " << bad);
+      std::vector<float> k_new(2 * 2 * 3, 0.5f), v_new(2 * 2 * 2, 0.5f);
+      // sequence 1, kv head 1
+      (in_key ? k_new[(1 * 2 + 1) * 3 + 2] : v_new[(1 * 2 + 1) * 2 + 1]) = bad;
+      const std::string want = std::string("the new ") + (in_key ? "key" : "value") +
+                               " 0 of sequence 1, kv head 1 holds";
+      CHECK_THROWS_WITH_AS(
+          cache.append(1, heads_4d(k_new.data(), 2, 1, 3), heads_4d(v_new.data(), 2, 1, 2)),
+          doctest::Contains(want.c_str()), std::range_error);
+      CHECK(cache.length() == 2);
+    }
+  // rows 0 and 1 are as appended: nothing of the refused rows was written
+  std::vector<float> k_back(k.size()), v_back(v.size());
+  cache.copy_rows(heads_4d(k_back.data(), 2, 2, 3), heads_4d(v_back.data(), 2, 2, 2));
+  CHECK(k_back == k);
+  CHECK(v_back == v);
 }
 
 TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncate and reset") {

@@ -9,13 +9,19 @@
 #include <cstring>
 #include <vector>
 
+#include "tuning.h"
 #include "wa/thread_pool.h"
 
 namespace wa::test {
 
-// Sizes that cross every tile edge: 1, below/at/above the 4-row and 8-column tiles, and
-// around the 64-row block. n_k/d_k sweeps add sizes past the 256 k-slice.
-inline const std::vector<size_t> kOddSizes = {1, 2, 3, 5, 17, 63, 64, 65, 129};
+// Sizes that cross the small tile edges (tuning.h): 1, around the kMR-row tile, past two
+// kNR-column panels, past one attention row block, around the GEMM's kMC-row task block and
+// past two of them. The suites that claim larger edges (kKC, kKeyBlock, runs, passes) derive
+// their sizes from those constants where they sweep them.
+inline const std::vector<size_t> kOddSizes = {
+    1,       2,   kernels::kMR - 1, kernels::kMR + 1, 2 * kernels::kNR + 1, kAttentionRowBlock + 1,
+    kMC - 1, kMC, kMC + 1,          2 * kMC + 1,
+};
 
 // Uniform floats in [lo, hi) from a fixed xorshift stream: identical natively and in wasm.
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,

@@ -456,6 +456,18 @@ describe('errors', () => {
       /^attention: softcap must be 0 \(none\) or a positive finite number, got -1$/,
     );
     run(
+      'softcap rounding to 0 in float32 (it would run as no softcap)',
+      () => attn.attention(q4, k4, v4, { softcap: 1e-46 }),
+      RangeError,
+      /^attention: softcap 1e-46 rounds to 0 in float32, which means no softcap; give 0 for none or at least 1\.4e-45$/,
+    );
+    run(
+      'softcap rounding to 0, backward',
+      () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { softcap: 5e-324 }),
+      RangeError,
+      /^attentionBackward: softcap 5e-324 rounds to 0 in float32/,
+    );
+    run(
       'rotary dims odd',
       () => attn.attention(tensor(f32(48), [1, 4, 3, 4]), tensor(f32(40), [1, 2, 5, 4]), v4, { rotary: { dims: 3 } }),
       RangeError,
@@ -486,10 +498,10 @@ describe('errors', () => {
       /^attention: kvLength \(padded sequences\) cannot be combined with pastKey$/,
     );
     run(
-      'a new option on 2-D inputs',
-      () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { window: { left: 1 } }),
+      'a heads-only option on 2-D inputs',
+      () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { kvLength: [3] }),
       TypeError,
-      /^attention: option "window" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace$/,
+      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary$/,
     );
     run(
       'backward with a cache option',
@@ -576,6 +588,56 @@ describe('errors', () => {
     });
   });
 
+  describe('a cached layer step that fails', () => {
+    // A layer whose weights are scaled in one place: wo huge overflows the output; wk huge
+    // makes the new token's key ±Infinity (it would poison every later step over the cache)
+    const layerWith = (name, value) => {
+      const next = rng(40);
+      const weights = {};
+      for (const w of ['wq', 'wk', 'wo']) weights[w] = randomTensor(next, [8, 8]);
+      weights.wv = tensor(f32(64, 1), [8, 8]); // x of ones: every value is 8
+      weights[name] = tensor(f32(64, value), [8, 8]);
+      return attn.multiHeadAttention({ dModel: 8, heads: 2, weights });
+    };
+    const refusedKey =
+      /^multiHeadAttention\.forward: kv cache: the new key 0 of sequence 0, kv head 0 holds -?Infinity at \d+: it would make every later step over the cache NaN, so nothing was appended$/;
+    for (const [name, value, message, mask] of [
+      ['wo', 1e38, /^multiHeadAttention\.forward: output\[0\] came out (NaN|-?Infinity)/],
+      ['wk', 1e38, refusedKey],
+      // the new key masked for the new query: the output is finite, the key is not
+      ['wk', 1e38, refusedKey, { data: Uint8Array.from([1, 1, 1, 0]), shape: [1, 4] }],
+    ]) {
+      test(`${name} = ${value}${mask ? ', the new key masked' : ''}: a RangeError, and the cache is as it was`, () => {
+        const bad = layerWith(name, value);
+        const good = layerWith(name, 0.25);
+        const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+        try {
+          const x = randomTensor(rng(41), [3, 8]);
+          const before = good.forward(x, { cache, causal: true }).output.data;
+          assert.equal(cache.length, 3);
+          throwsWith(() => bad.forward(t2(1, 8, 1), { cache, causal: true, mask }), RangeError, message);
+          assert.equal(cache.length, 3, 'the failed token left the cache');
+          // the cache still works: the next step equals one over a fresh cache
+          const one = randomTensor(rng(43), [1, 8]);
+          const next = good.forward(one, { cache, causal: true }).output.data;
+          assert.ok(next.every(Number.isFinite), 'a later step over the cache is finite');
+          const fresh = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+          try {
+            assert.deepEqual(good.forward(x, { cache: fresh, causal: true }).output.data, before);
+            assert.deepEqual(good.forward(one, { cache: fresh, causal: true }).output.data, next);
+          } finally {
+            fresh.dispose();
+          }
+        } finally {
+          cache.dispose();
+          bad.dispose();
+          good.dispose();
+        }
+        stillWorks(attn, layer);
+      });
+    }
+  });
+
   describe('multiHeadAttention: configuration', () => {
     const mk = (config) => () => attn.multiHeadAttention(config);
     const good = (next) => ({
@@ -591,6 +653,12 @@ describe('errors', () => {
       mk({ dModel: 8, heads: 2, head: 2 }),
       TypeError,
       /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, weights, seed\)$/,
+    );
+    run(
+      'softcap rounding to 0 in float32',
+      mk({ dModel: 8, heads: 2, softcap: 1e-46 }),
+      RangeError,
+      /^multiHeadAttention: softcap 1e-46 rounds to 0 in float32, which means no softcap/,
     );
     run(
       'dModel 0',

@@ -67,3 +67,70 @@ test("a layer's backward refuses a forward or step run by a getter of dOutput", 
   assert.ok(grads.dwq.data.every(Number.isFinite));
   layer.dispose();
 });
+
+// A getter that disposes the layer while forward() or step() reads its arguments.
+const disposingCalls = {
+  forward: (layer, dispose, x) =>
+    layer.forward(x, {
+      get causal() {
+        dispose();
+        return true;
+      },
+    }),
+  'forward, a mask getter': (layer, dispose, x) =>
+    layer.forward(x, {
+      mask: {
+        shape: [3, 3],
+        get data() {
+          dispose();
+          return new Uint8Array(9).fill(1);
+        },
+      },
+    }),
+  'forward over a cache': (layer, dispose, x, cache) =>
+    layer.forward(x, {
+      cache,
+      get scale() {
+        dispose();
+        return 1;
+      },
+    }),
+  step: (layer, dispose) =>
+    layer.step(
+      {
+        get dwq() {
+          dispose();
+          return tensor(new Float32Array(64), [8, 8]);
+        },
+      },
+      0.1,
+    ),
+  'step, the second gradient': (layer, dispose) =>
+    layer.step(
+      {
+        dwq: tensor(new Float32Array(64), [8, 8]),
+        get dwo() {
+          dispose();
+          return tensor(new Float32Array(64), [8, 8]);
+        },
+      },
+      0.1,
+    ),
+};
+for (const [name, call] of Object.entries(disposingCalls)) {
+  test(`a getter that disposes the layer during ${name} gets the "disposed" error`, () => {
+    const next = rng(5);
+    const before = attn.memory().allocatedBytes;
+    const layer = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
+    const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+    const where = name.startsWith('step') ? 'step' : 'forward';
+    throwsWith(
+      () => call(layer, () => layer.dispose(), randomTensor(next, [3, 8]), cache),
+      TypeError,
+      new RegExp(`^multiHeadAttention\\.${where}: this layer was disposed$`),
+    );
+    assert.equal(cache.length, 0, 'the cache as it was');
+    cache.dispose();
+    assert.equal(attn.memory().allocatedBytes, before, 'nothing stayed allocated');
+  });
+}

@@ -294,6 +294,57 @@ describe('attention on heads against the ONNX reference', () => {
     assert.deepEqual(twoD.output.shape, [5, 4]);
     assert.ok(maxAbsDiff(twoD.output.data, fourD.output.data) <= 1e-6);
   });
+
+  test('2-D calls take softcap, window and rotary: bitwise the 4-D call with one head, forward, trace and backward', () => {
+    const options = [
+      { causal: true, window: { left: 3 } },
+      { window: { left: 2, right: 1 }, softcap: 0.7, scale: 1.3 },
+      { causal: true, rotary: { offset: 3, interleaved: true } },
+      { softcap: 2, rotary: { dims: 4, base: 50 }, window: { right: 0 } },
+      { softcap: 1.1, rotary: true },
+    ];
+    // the last shapes decode: a few queries over more keys than one decode run
+    for (const [nQ, nK] of [
+      [5, 7],
+      [40, 33],
+      [2, 1300],
+    ])
+      for (const o of options) {
+        const what = `nQ ${nQ}, nK ${nK}, ${JSON.stringify(o)}`;
+        const c = makeCase(nQ + nK, { nQ, nNew: nK, dK: 6, dV: 4 });
+        const [q, k, v] = [tensor(c.q, [nQ, 6]), tensor(c.k, [nK, 6]), tensor(c.v, [nK, 4])];
+        const [q4, k4, v4] = [q, k, v].map((t) => tensor(t.data, [1, 1, ...t.shape]));
+        const same = (a, b, name) =>
+          assert.ok(
+            a.length === b.length && a.every((x, i) => Object.is(x, b[i])),
+            `${what}: ${name} not bitwise the 4-D one (max abs diff ${maxAbsDiff(a, b)})`,
+          );
+        const twoD = attn.attention(q, k, v, { ...o, trace: true });
+        const fourD = attn.attention(q4, k4, v4, { ...o, trace: true });
+        assert.deepEqual(twoD.output.shape, [nQ, 4]);
+        same(twoD.output.data, fourD.output.data, 'output');
+        same(attn.attention(q, k, v, o).output.data, attn.attention(q4, k4, v4, o).output.data, 'fused output');
+        for (const name of ['scores', 'scaled', 'masked', 'weights', ...(o.softcap ? ['capped'] : [])])
+          same(twoD[name].data, fourD[name].data, name);
+        const ref = onnxAttentionRef({
+          ...c,
+          causal: o.causal,
+          left: o.window?.left,
+          right: o.window?.right,
+          softcap: o.softcap,
+          scale: o.scale,
+          rotary: o.rotary,
+        });
+        assertClose(twoD.output.data, ref.y, `${what}: output against the reference`);
+        const dy = uniform(rng(nQ), nQ * 4);
+        const g2 = attn.attentionBackward(q, k, v, tensor(dy, [nQ, 4]), o);
+        const g4 = attn.attentionBackward(q4, k4, v4, tensor(dy, [1, 1, nQ, 4]), o);
+        for (const name of ['dq', 'dk', 'dv']) {
+          assert.deepEqual(g2[name].shape, [name === 'dq' ? nQ : nK, name === 'dv' ? 4 : 6]);
+          same(g2[name].data, g4[name].data, name);
+        }
+      }
+  });
 });
 
 describe('a KV cache', () => {
@@ -559,4 +610,63 @@ describe('threads and memory', () => {
         attn.dispose();
       }
     });
+});
+
+describe('a window reaching 2^31 − 1 keys', () => {
+  let attn;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
+  after(() => attn.dispose());
+
+  const FAR = 2 ** 31 - 1;
+  const windows = [
+    { left: FAR },
+    { right: FAR },
+    { left: FAR, right: FAR },
+    { right: FAR - 20 },
+    { left: FAR - 1, right: FAR - 2 },
+  ];
+  const same = (got, want, what) =>
+    assert.ok(
+      got.length === want.length && got.every((x, i) => Object.is(x, want[i])),
+      `${what}: not bitwise the same as no window (max abs diff ${maxAbsDiff(got, want)})`,
+    );
+
+  test('is no window in 4-D calls with kvLength (queries before key 0), attentionBackward, caches and layers', () => {
+    // nQ 30 queries over 12 keys, kvLength 4 and 12: the first queries stand before key 0
+    const c = makeCase(90, { batch: 2, qHeads: 2, kvHeads: 1, nQ: 30, nNew: 12, dK: 4, dV: 3, kvLength: [4, 12] });
+    const [q, k, v, o] = packageArgs(c);
+    const dy = tensor(uniform(rng(91), 2 * 2 * 30 * 3), [2, 2, 30, 3]);
+    const plain = attn.attention(q, k, v, o).output.data;
+    const plainGrads = attn.attentionBackward(q, k, v, dy, o);
+    assert.ok(maxAbs(plain) > 0);
+    const layer = (window) => attn.multiHeadAttention({ dModel: 8, heads: 2, window, seed: 5 });
+    const x = tensor(uniform(rng(92), 2 * 25 * 8), [2, 25, 8]);
+    const base = layer({});
+    const layerPlain = base.forward(x, { causal: true }).output.data;
+    const cached = (a, window) => {
+      const cache = a.kvCache({ batch: 2, kvHeads: 1, dK: 4, dV: 3, capacity: 12 });
+      try {
+        return a.attention(q, k, v, { ...o, kvLength: undefined, cache, window }).output.data;
+      } finally {
+        cache.dispose();
+      }
+    };
+    const cachePlain = cached(attn, undefined);
+    for (const window of windows) {
+      const what = `window ${JSON.stringify(window)}`;
+      same(attn.attention(q, k, v, { ...o, window }).output.data, plain, `${what}: attention`);
+      const g = attn.attentionBackward(q, k, v, dy, { ...o, window });
+      for (const name of ['dq', 'dk', 'dv']) same(g[name].data, plainGrads[name].data, `${what}: ${name}`);
+      same(cached(attn, window), cachePlain, `${what}: over a cache`);
+      const l = layer(window);
+      try {
+        same(l.forward(x, { causal: true }).output.data, layerPlain, `${what}: layer`);
+      } finally {
+        l.dispose();
+      }
+    }
+    base.dispose();
+  });
 });

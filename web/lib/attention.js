@@ -1,8 +1,15 @@
 // The object createAttention() resolves to: scaled dot-product attention on matrices (here)
 // and on heads (attention_options.js checks, heads_attention.js runs), KV caches
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
-import { attentionBackwardTrace, attentionTrace, matrix, scoreMask } from './binding.js';
-import { checkHeadsAttention, HEADS_ONLY } from './attention_options.js';
+import { attentionBackwardTrace, attentionTrace, heads4d, matrix, rotary, scoreMask } from './binding.js';
+import {
+  checkHeadsAttention,
+  checkRotary,
+  checkSoftcap,
+  checkWindow,
+  FORWARD_OPTIONS,
+  HEADS_ONLY,
+} from './attention_options.js';
 import { headsBackward, headsForward } from './heads_attention.js';
 import { KvCache } from './kv_cache.js';
 import { MultiHeadAttention } from './multi_head.js';
@@ -44,14 +51,15 @@ function checkQKV(where, q, kArg, vArg) {
 }
 
 // The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias }.
+// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias, left, right,
+// softcap, rotary }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
-  const o = checkOptions(where, options, ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY]);
+  const o = checkOptions(where, options, FORWARD_OPTIONS);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
   if (headsOnly) {
     throw new TypeError(
-      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace`,
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary`,
     );
   }
   checkWeightedSums(where, sizes.v.data, sizes.nK);
@@ -61,19 +69,37 @@ function checkAttention(where, q, k, v, options) {
     trace: checkBoolean(where, 'trace', o.trace),
     scale: checkScale(where, o.scale, sizes.dK),
     ...checkMask(where, o.mask, sizes.nQ, sizes.nK),
+    ...checkWindow(where, o.window),
+    softcap: checkSoftcap(where, o.softcap),
+    rotary: checkRotary(where, o.rotary, sizes.dK),
   };
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
-// q, k, v (the snapshots) as matrices, and the mask.
-function attentionInputs(s, c) {
-  const { nQ, nK, dK, dV, causal, keep, bias, q, k, v } = c;
-  return {
+// q, k, v (the snapshots) as matrices, q and k turned by rotary (row i at rotary.offset + i),
+// and the mask.
+function attentionInputs(rt, where, s, c) {
+  const { nQ, nK, dK, dV, causal, keep, bias, left, right, softcap, q, k, v } = c;
+  const inputs = {
     q: matrix(s.putFinite(q.data, 'q.data'), nQ, dK),
     k: matrix(s.putFinite(k.data, 'k.data'), nK, dK),
     v: matrix(s.putFinite(v.data, 'v.data'), nK, dV),
-    mask: scoreMask({ causal, keep: keep ? s.put(keep, 'mask') : 0, bias: bias ? s.put(bias, 'mask') : 0 }),
+    mask: scoreMask({
+      causal,
+      keep: keep ? s.put(keep, 'mask') : 0,
+      bias: bias ? s.put(bias, 'mask') : 0,
+      left,
+      right,
+      softcap,
+    }),
+    turn: c.rotary && rotary(c.rotary),
   };
+  // a matrix is one head of one sequence: wa/rotary.h on (1,1,rows,dK)
+  if (inputs.turn) {
+    rt.call(where, 'rotaryForward', 1, 1, nQ, dK, heads4d(inputs.q.data, 1, nQ, dK), inputs.turn);
+    rt.call(where, 'rotaryForward', 1, 1, nK, dK, heads4d(inputs.k.data, 1, nK, dK), inputs.turn);
+  }
+  return inputs;
 }
 
 export class Attention {
@@ -99,9 +125,10 @@ export class Attention {
     return { wasmBytes: this.#rt.heap.buffer().byteLength, allocatedBytes: this.#rt.module.allocatedBytes() };
   }
 
-  // q [nQ,dK], k [nK,dK], v [nK,dV] -> { output [nQ,dV] }
-  //   and with trace: scores = q·kᵀ, scaled = scores·scale, masked (the softmax input, -Infinity
-  //   where masked) and weights = softmax(masked), each [nQ,nK].
+  // q [nQ,dK], k [nK,dK], v [nK,dV] -> { output [nQ,dV] }: one head of one sequence, with
+  //   causal, mask, scale, softcap, window and rotary as on heads (the core's heads path runs it)
+  //   and with trace: scores = q·kᵀ, scaled = scores·scale, capped (with softcap), masked (the
+  //   softmax input, -Infinity where masked) and weights = softmax(masked), each [nQ,nK].
   //
   // 3-D q [B,nQ,Hq·dK] or 4-D [B,Hq,nQ,dK] (and k, v likewise with Hkv heads): the ONNX
   // Attention operator's options (index.d.ts, AttentionOptions) -> { output (q's layout),
@@ -116,11 +143,12 @@ export class Attention {
     const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const inputs = attentionInputs(s, c);
+      const inputs = attentionInputs(rt, where, s, c);
       const out = s.alloc(nQ * dV * 4, `the output [${nQ},${dV}]`);
       const traced = {};
+      const names = c.softcap > 0 ? [...TRACE_NAMES, 'capped'] : TRACE_NAMES;
       if (trace) {
-        for (const name of TRACE_NAMES) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
+        for (const name of names) traced[name] = s.alloc(nQ * nK * 4, `the trace's ${name} [${nQ},${nK}]`);
       }
       rt.call(
         where,
@@ -135,7 +163,7 @@ export class Attention {
       );
       const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
       if (trace) {
-        for (const name of TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
+        for (const name of names) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
       return result;
     });
@@ -173,7 +201,7 @@ export class Attention {
     }
     const { heap } = rt;
     return heap.scoped(where, (s) => {
-      const inputs = attentionInputs(s, c);
+      const inputs = attentionInputs(rt, where, s, c);
       const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
       const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
       const traced = {};
@@ -194,6 +222,11 @@ export class Attention {
         inputs.mask,
         attentionBackwardTrace(traced),
       );
+      // q and k were turned by rotary: dq and dk turned back (wa/rotary.h)
+      if (inputs.turn) {
+        rt.call(where, 'rotaryBackward', 1, 1, nQ, dK, heads4d(grads.dq, 1, nQ, dK), inputs.turn);
+        rt.call(where, 'rotaryBackward', 1, 1, nK, dK, heads4d(grads.dk, 1, nK, dK), inputs.turn);
+      }
       const read = (name, size) => heap.readFinite(grads[name], size, where, name);
       const result = {
         dq: tensor(read('dq', nQ * dK), [nQ, dK]),

@@ -7,6 +7,7 @@
 // Nothing here touches wasm memory; every later step reads what these functions return.
 import { cacheFor } from './kv_cache.js';
 import {
+  checkAdditiveMask,
   checkBoolean,
   checkOptions,
   checkScale,
@@ -25,8 +26,12 @@ export const QK_OUTPUTS = Object.freeze({
   weights: 'weights',
 });
 
-// The options only calls on heads (3-D or 4-D) take; 2-D calls refuse them by name.
-export const HEADS_ONLY = [
+// attention()'s options; a 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
+export const FORWARD_OPTIONS = [
+  'causal',
+  'mask',
+  'scale',
+  'trace',
   'softcap',
   'window',
   'heads',
@@ -37,7 +42,7 @@ export const HEADS_ONLY = [
   'rotary',
   'cache',
 ];
-const FORWARD_OPTIONS = ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY];
+export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
 // What a wrong value is, for messages.
@@ -205,15 +210,7 @@ function checkHeadsMask(where, mask, s, nTotal) {
   const data = keep ?? bias;
   if (data.length !== count)
     throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
-  if (bias) {
-    for (let i = 0; i < bias.length; ++i) {
-      if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
-        throw new RangeError(
-          `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
-        );
-      }
-    }
-  }
+  if (bias) checkAdditiveMask(where, bias);
   const cols = dims[3];
   return {
     keep,
@@ -238,6 +235,12 @@ export function checkSoftcap(where, softcap) {
   if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
   if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
     throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
+  // the core holds it as a float32, where 0 means none: a cap too small for float32 is refused
+  if (softcap > 0 && Math.fround(softcap) === 0) {
+    throw new RangeError(
+      `${where}: softcap ${softcap} rounds to 0 in float32, which means no softcap; give 0 for none or at least 1.4e-45`,
+    );
+  }
   return softcap;
 }
 

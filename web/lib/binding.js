@@ -6,14 +6,16 @@
 // A new field of a core struct is added here once, in its list, and once in embind.cpp.
 
 // Status.kind, as embind.cpp's ErrorKind.
-export const ErrorKind = Object.freeze({ ok: 0, invalidArgument: 1, outOfMemory: 2, other: 3 });
+export const ErrorKind = Object.freeze({ ok: 0, invalidArgument: 1, outOfMemory: 2, other: 3, outOfRange: 4 });
 
 // Throws a call's failed Status as an Error prefixed with the public entry's name: a
-// RangeError when wasm memory ran out (the caller can shrink the inputs), else an Error
-// (the core refused arguments this package should never have passed).
+// RangeError when wasm memory ran out or values left float32's range (the caller can shrink
+// or scale the inputs), else an Error (the core refused arguments this package should never
+// have passed).
 export function throwIfFailed(where, status) {
   if (status.kind === ErrorKind.ok) return;
-  const ErrorClass = status.kind === ErrorKind.outOfMemory ? RangeError : Error;
+  const range = status.kind === ErrorKind.outOfMemory || status.kind === ErrorKind.outOfRange;
+  const ErrorClass = range ? RangeError : Error;
   throw new ErrorClass(`${where}: ${status.message}`);
 }
 

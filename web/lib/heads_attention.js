@@ -4,6 +4,7 @@
 // The call's description comes from attention_options.js; letters as there.
 import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
+import { stepOver } from './kv_cache.js';
 import { tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
@@ -73,6 +74,10 @@ function concatenatePast(rt, where, s, c, k, v) {
 
 // -> { output (q's layout, dV), presentKey?, presentValue?, qk?, trace intermediates? }
 export function headsForward(rt, where, c) {
+  return c.cache ? stepOver(c.cache, () => headsForwardOnce(rt, where, c)) : headsForwardOnce(rt, where, c);
+}
+
+function headsForwardOnce(rt, where, c) {
   const { heap, module } = rt;
   return heap.scoped(where, (s) => {
     const { q, k, v } = putRotated(rt, where, s, c);
@@ -145,9 +150,6 @@ export function headsForward(rt, where, c) {
         result.presentValue = tensor(heap.read(values, c.batch * c.kvHeads * n * c.dV), presentShape(c.dV));
       }
       return result;
-    } catch (e) {
-      if (c.cache) module.kvCacheTruncate(c.cache.handle, c.nPast); // the call failed: as it was
-      throw e;
     } finally {
       if (c.past) module.kvCacheDestroy(handle);
     }

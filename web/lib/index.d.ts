@@ -106,11 +106,12 @@ export interface AttentionOptions {
   scale?: number;
   /** Also return every intermediate. */
   trace?: boolean;
-  /** 3-D/4-D only from here on. Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
   softcap?: number;
   /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
-  /** The heads of 3-D inputs [B,S,H·D] (required there; checked against 4-D inputs). */
+  /** 3-D/4-D only from here on, rotary aside. The heads of 3-D inputs [B,S,H·D] (required
+   *  there; checked against 4-D inputs). */
   heads?: { q: number; kv: number };
   /** [B,Hkv,nPast,dK]: keys before k; the result holds presentKey [B,Hkv,nTotal,dK]. */
   pastKey?: Tensor;
@@ -120,7 +121,8 @@ export interface AttentionOptions {
   kvLength?: number[] | Int32Array;
   /** Return this [B,Hq,nQ,nTotal] matrix as qk. */
   qkOutput?: QkOutput;
-  /** Rotary positions (RoPE) on q and the new keys, rows at offset + nPast + row. */
+  /** Rotary positions (RoPE) on q and the new keys, rows at offset + nPast + row (2-D too:
+   *  rows at offset + row). */
   rotary?: boolean | RotaryOptions;
   /** Append k and v (rotated) to this cache and attend over all of it. */
   cache?: KvCache;
@@ -138,7 +140,7 @@ export interface AttentionResult {
   presentValue?: Tensor;
   /** With qkOutput: [B,Hq,nQ,nTotal] */
   qk?: Tensor;
-  /** With trace and softcap on heads: the capped scores [B,Hq,nQ,nTotal] */
+  /** With trace and softcap: the capped scores, [nQ,nK] or [B,Hq,nQ,nTotal] */
   capped?: Tensor;
   /** With trace: q·kᵀ [nQ,nK] */
   scores?: Tensor;

@@ -112,3 +112,18 @@ export function cacheFor(where, value, rt) {
   if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
   return s;
 }
+
+// One step over a cache, the one place a failed step is undone: step() appends the new rows
+// and attends over the cache (one or more calls into the core) and reads the results back;
+// if any part of it throws (the core refusing, an output that is not finite), the cache is cut
+// back to the length it had, so it is as it was. cache: the state cacheFor() returned.
+export function stepOver(cache, step) {
+  const length = cache.length();
+  try {
+    return step();
+  } catch (e) {
+    if (!cache.disposed && !cache.rt.disposed && cache.length() > length)
+      cache.rt.module.kvCacheTruncate(cache.handle, length);
+    throw e;
+  }
+}

@@ -10,7 +10,7 @@
 import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
 import { mhaGrads, mhaShape, mhaTrace, mhaWeights, rotary as rotaryStruct, scoreMask } from './binding.js';
 import { random, xavierUniform } from './random.js';
-import { cacheFor } from './kv_cache.js';
+import { cacheFor, stepOver } from './kv_cache.js';
 import {
   checkBoolean,
   checkFinite,
@@ -233,6 +233,8 @@ export class MultiHeadAttention {
     const trace = checkBoolean(where, 'trace', o.trace);
     const scale = checkScale(where, o.scale, dK);
     const { keep, bias: additive } = checkMask(where, o.mask, nQ, nK);
+    // Reading the options may have run the caller's code (a getter disposing the layer)
+    this.#checkAlive(where);
 
     const { heap } = this.#rt;
     const { kvHeads } = this.config;
@@ -311,29 +313,31 @@ export class MultiHeadAttention {
     this.#releaseSaved(); // the most recent forward is this one, which backward() does not follow
     this.#cachedLast = true;
     const { heap } = rt;
-    return heap.scoped(where, (s) => {
-      const xPtr = s.putFinite(x.data, 'x.data');
-      const out = s.alloc(4 * batch * nQ * dModel, 'the output');
-      const args = this.#attentionArgs({
-        causal,
-        keep: keep ? s.put(keep, 'mask') : 0,
-        bias: additive ? s.put(additive, 'mask') : 0,
-      });
-      rt.call(
-        where,
-        'mhaForwardCached',
-        mhaShape({ batch, nQ, nK: nQ, dModel, heads, kvHeads, dK, dV }),
-        mhaWeights(this.#ptrs),
-        xPtr,
-        cache.handle,
-        out,
-        scale,
-        args.mask,
-        args.rotary,
-        args.rotated,
-      );
-      return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
-    });
+    return stepOver(cache, () =>
+      heap.scoped(where, (s) => {
+        const xPtr = s.putFinite(x.data, 'x.data');
+        const out = s.alloc(4 * batch * nQ * dModel, 'the output');
+        const args = this.#attentionArgs({
+          causal,
+          keep: keep ? s.put(keep, 'mask') : 0,
+          bias: additive ? s.put(additive, 'mask') : 0,
+        });
+        rt.call(
+          where,
+          'mhaForwardCached',
+          mhaShape({ batch, nQ, nK: nQ, dModel, heads, kvHeads, dK, dV }),
+          mhaWeights(this.#ptrs),
+          xPtr,
+          cache.handle,
+          out,
+          scale,
+          args.mask,
+          args.rotary,
+          args.rotated,
+        );
+        return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
+      }),
+    );
   }
 
   // The forward's wasm call over the saved buffers, and its results read back.
@@ -501,9 +505,12 @@ export class MultiHeadAttention {
       throw new TypeError(`${where}: learningRate must be a number, got ${typeof learningRate}`);
     if (!Number.isFinite(learningRate))
       throw new RangeError(`${where}: learningRate must be finite, got ${learningRate}`);
-    const g = checkOptions(where, grads, ['dx', 'dContext', ...Object.keys(this.#ptrs).map((n) => `d${n}`)]);
-    const updates = [];
-    for (const name of Object.keys(this.#ptrs)) {
+    const names = Object.keys(this.#ptrs);
+    const g = checkOptions(where, grads, ['dx', 'dContext', ...names.map((n) => `d${n}`)]);
+    // Every gradient read and copied before any weight is: reading them may run the caller's
+    // code (a getter disposing the layer)
+    const given = [];
+    for (const name of names) {
       if (g[`d${name}`] === undefined) continue;
       const grad = checkTensor(
         where,
@@ -519,8 +526,13 @@ export class MultiHeadAttention {
       }
       const data = grad.data.slice(); // small: copied and checked here, in JS
       checkFinite(where, `grads.d${name}.data`, data);
-      // The new weights, all computed (in float32, as stored) before any is written: a step
-      // that would overflow leaves every weight as it was.
+      given.push([name, data]);
+    }
+    this.#checkAlive(where);
+    // The new weights, all computed (in float32, as stored) before any is written: a step
+    // that would overflow leaves every weight as it was.
+    const updates = [];
+    for (const [name, data] of given) {
       const next = this.#rt.heap.read(this.#ptrs[name], data.length);
       for (let i = 0; i < data.length; ++i) {
         next[i] -= learningRate * data[i];

@@ -253,14 +253,20 @@ export function checkMask(where, mask, nQ, nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
   if (type === 'Uint8Array') return { keep: data, bias: null };
-  for (let i = 0; i < data.length; ++i) {
-    if (Number.isNaN(data[i]) || data[i] === Infinity) {
+  return { keep: null, bias: checkAdditiveMask(where, data) };
+}
+
+// An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
+// are refused. The one check of every additive mask, 2-D and on heads.
+export function checkAdditiveMask(where, bias) {
+  for (let i = 0; i < bias.length; ++i) {
+    if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
       throw new RangeError(
-        `${where}: mask[${i}] is ${data[i]}: an additive mask takes finite values, or -Infinity to mask`,
+        `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
       );
     }
   }
-  return { keep: null, bias: data };
+  return bias;
 }
 
 // v (nK rows), about to be averaged with softmax weights: every output is a weighted sum of nK

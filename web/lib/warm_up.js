@@ -14,6 +14,8 @@ const zeros = (rows, cols) => ({ data: new Float32Array(rows * cols), shape: [ro
 
 export function warmUp(attention) {
   attention.attention(zeros(65, 13), zeros(37, 13), zeros(37, 13));
+  // one query: the decode path (its stacked rows and partial results)
+  attention.attention(zeros(1, 13), zeros(37, 13), zeros(37, 13));
   // x (37,12) -> (37,12) through 2 heads of d_k 6: the projections and the per-head kernels.
   const layer = attention.multiHeadAttention({ dModel: 12, heads: 2, seed: 1 });
   try {

@@ -130,7 +130,8 @@ void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, con
 //   (mask.offset is set to L); out (batch,n_q,d_model).
 // shape.n_k is not read; shape.batch, kv heads, d_k, d_v must be the cache's. mask's keep and
 // bias, when set, are (n_q, L + n_q). Throws std::invalid_argument on a mismatch or when the new
-// rows do not fit; on any error the cache keeps its first L rows, as before the call.
+// rows do not fit, std::range_error when a new key or value is not finite (KvCache::append);
+// on any error the cache keeps its first L rows, as before the call.
 void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float* x, KvCache& cache,
                         float* out, float scale, const ScoreMask& mask, ThreadPool* pool = nullptr,
                         const Rotary* rotary = nullptr);

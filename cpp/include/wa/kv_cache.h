@@ -28,8 +28,10 @@ class KvCache {
   size_t length() const { return length_; }
 
   // k_new (batch, hkv, n_new, d_k), v_new (batch, hkv, n_new, d_v) -> rows [length, length +
-  // n_new) of each head; length grows by n_new. Writes only those rows. Throws
-  // std::invalid_argument (cache untouched) when length + n_new would pass the capacity.
+  // n_new) of each head; length grows by n_new. Writes only those rows. Throws, the cache
+  // untouched, std::invalid_argument when length + n_new would pass the capacity and
+  // std::range_error when a new key or value is not finite (it would make every later step
+  // over the cache NaN).
   void append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new);
 
   // The first n rows become the cache (n <= length): undoes appends, e.g. for a rejected draft.
@@ -49,8 +51,7 @@ class KvCache {
   }
 
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
-  size_t head_floats_;  // per (b, g): kᵀ panels (round_up(capacity, 8), d_k), then v panels
-  size_t v_offset_;     // where a head's v panels start in its floats
+  size_t head_floats_;  // per (b, g): its kᵀ panels, then its v panels (cpp/src/packed_kv.h)
   std::vector<float> panels_;  // (batch, hkv, head_floats)
 };
 

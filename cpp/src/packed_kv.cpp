@@ -1,0 +1,82 @@
+// The panel layout of packed_kv.h: pack, append, read back, locate, and the table of element
+// types' kernels.
+#include "packed_kv.h"
+
+#include "gemm_packed.h"
+#include "sizes.h"
+
+namespace wa {
+
+using kernels::kNR;
+
+namespace {
+
+// Where key j's element t of kᵀ and its column c of v lie in a head's panels (packed_kv.h).
+size_t kt_at(size_t j, size_t t, size_t d_k) { return j / kNR * kNR * d_k + t * kNR + j % kNR; }
+size_t v_at(size_t j, size_t c, size_t stride) {
+  return c / kNR * kNR * stride + j * kNR + c % kNR;
+}
+
+}  // namespace
+
+size_t packed_kv_floats(size_t stride, size_t d_k, size_t d_v) {
+  return checked_sum({packed_b_floats(d_k, stride), packed_b_floats(stride, d_v)});
+}
+
+size_t packed_kv_v_offset(size_t stride, size_t d_k) { return packed_b_floats(d_k, stride); }
+
+PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) {
+  const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
+  float* kt = buffer;
+  float* vp = buffer + packed_kv_v_offset(n_k, d_k);
+  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
+  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
+  return {kt, vp, n_k, d_k, d_v, 0, n_k};
+}
+
+PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
+                      ThreadPool* pool) {
+  const ConstMatrix kc{k.data + k0 * k.ld, keys, k.cols, k.ld};
+  const ConstMatrix vc{v.data + k0 * v.ld, keys, v.cols, v.ld};
+  PackedKV kv = pack_kv(kc, vc, buffer, pool);
+  kv.n_k = k.rows, kv.k0 = k0;
+  return kv;
+}
+
+void packed_kv_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, size_t j0, size_t n,
+                          const float* k, size_t ldk, const float* v, size_t ldv) {
+  float* vp = head + packed_kv_v_offset(stride, d_k);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t j = j0 + i;
+    for (size_t t = 0; t < d_k; ++t) head[kt_at(j, t, d_k)] = k[i * ldk + t];
+    for (size_t c = 0; c < d_v; ++c) vp[v_at(j, c, stride)] = v[i * ldv + c];
+  }
+}
+
+void packed_kv_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size_t n,
+                         float* k, size_t ldk, float* v, size_t ldv) {
+  const float* vp = head + packed_kv_v_offset(stride, d_k);
+  for (size_t j = 0; j < n; ++j) {
+    if (k)
+      for (size_t t = 0; t < d_k; ++t) k[j * ldk + t] = head[kt_at(j, t, d_k)];
+    if (v)
+      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = vp[v_at(j, c, stride)];
+  }
+}
+
+PackedKV PackedHeads::at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const {
+  const float* kt = base + (b * kv_heads + g) * head_floats;
+  return {kt, kt + packed_kv_v_offset(capacity, d_k), n_k, d_k, d_v, 0, capacity};
+}
+
+extern const KvKernels kKvF32Kernels;  // kv_f32.cpp
+
+const KvKernels& kv_kernels(KvType type) {
+  switch (type) {
+    case KvType::f32:
+      break;
+  }
+  return kKvF32Kernels;
+}
+
+}  // namespace wa

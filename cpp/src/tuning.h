@@ -1,0 +1,59 @@
+// The tuning constants of the fast paths, in one place (internal): the GEMM's tile and block
+// sizes, attention's row and key blocks, the runs and passes of the heads path and the split
+// of a decode. Results depend on them only within float rounding, never on the thread count.
+// The tests derive the sizes that cross each edge from them (tests/cpp/testing.h).
+#pragma once
+
+#include <cstddef>
+
+namespace wa {
+
+namespace kernels {
+// The micro-kernel's tile of c (gemm_kernels.h); the packed panels are this wide.
+constexpr size_t kMR = 4;  // rows of c per tile
+constexpr size_t kNR = 8;  // columns of c per tile: two f32x4
+}  // namespace kernels
+
+// ---- GEMM (gemm.cpp) ----
+
+// k per packed slice: a 4x512 a panel is 8 KB, an 8x512 b panel 16 KB, together in a 32 KB L1.
+// 512 rather than 256: each c tile is loaded, stored and set up for once per slice, and at
+// 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
+// (scripts/bench/gemm_probe.mjs, the two side by side).
+constexpr size_t kKC = 512;
+constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 128 KB, in L2
+constexpr size_t kNC = 256;  // columns of c per task
+// Tasks a product is split into, at least, where it has the rows for it: enough for a few
+// threads to share and end together.
+constexpr size_t kGemmMinTasks = 8;
+constexpr size_t kPackPanelsPerTask = 8;  // b panels packed per task of pack_b
+
+// Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
+// save (threading.h).
+constexpr double kSerialFlops = 64.0 * 64.0 * 64.0;
+
+// ---- attention (attention_blocks.h, attention_heads.cpp) ----
+
+// Query rows per task. Small enough to give two threads several tasks at n_q = 64, large
+// enough to keep the GEMM kernel's row tiles full.
+constexpr size_t kAttentionRowBlock = 32;
+// Keys per step of the fused form: a (32,256) score block is 32 KB. Runs of keys (below) are
+// multiples of it, so a run ends where a key block does.
+constexpr size_t kKeyBlock = 256;
+// Keys per packed run of a kv head when k and v come as tensors: the packed run is at most
+// 4 MiB (4096 keys of d_k + d_v = 256), so a long prefill needs no whole-head copy.
+constexpr size_t kPackedRunFloats = size_t(1) << 20;
+// Packed runs per pass of the row-block path: as many kv heads as 4 MiB of them hold (8 heads
+// of 512 keys at d_k = d_v = 64 take 2 MiB), at least one.
+constexpr size_t kPassFloats = size_t(1) << 20;
+// Query rows below which a call is a decode: the keys of each kv head are split into runs,
+// each a task with the group's query rows stacked (they share every key panel read), and the
+// runs' partial softmax states are combined in run order (split-K, "flash decoding").
+constexpr size_t kDecodeRows = kAttentionRowBlock;
+constexpr size_t kDecodeMaxStacked = 64;  // stacked query rows per decode task
+constexpr size_t kDecodeMinRun = 512;     // keys per decode run, at least
+constexpr size_t kDecodeMaxRuns = 64;     // runs per kv head, at most
+static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks");
+static_assert(kKeyBlock % kernels::kNR == 0, "a key block is whole panels");
+
+}  // namespace wa

@@ -1,0 +1,85 @@
+// The kv panels (packed_kv.h): pack and append lay keys and values out alike, read back
+// returns them, and every element type's two kernels (scores against kᵀ, weights times v)
+// match a double reference across panel and key-block edges, at any first key.
+#include <cmath>
+#include <vector>
+
+#include "packed_kv.h"
+#include "testing.h"
+
+namespace wa {
+namespace {
+
+using kernels::kNR;
+
+TEST_CASE("pack and append lay out the same panels; read back returns the rows") {
+  for (size_t n : {size_t{1}, kNR - 1, kNR + 1, 2 * kKeyBlock + 3})
+    for (size_t d : {size_t{1}, kNR + 3}) {
+      INFO("n " << n << ", d_k " << d << ", d_v " << d + 2);
+      const size_t d_k = d, d_v = d + 2;
+      const std::vector<float> k = test::random_floats(n * d_k, 1),
+                               v = test::random_floats(n * d_v, 2);
+      std::vector<float> packed(packed_kv_floats(n, d_k, d_v), 7.0f);
+      pack_kv({k.data(), n, d_k, d_k}, {v.data(), n, d_v, d_v}, packed.data(), nullptr);
+      // appended in two parts into zeroed panels with room for exactly n keys
+      std::vector<float> appended(packed.size(), 0.0f);
+      const size_t half = n / 2;
+      packed_kv_write_rows(appended.data(), n, d_k, d_v, 0, half, k.data(), d_k, v.data(), d_v);
+      packed_kv_write_rows(appended.data(), n, d_k, d_v, half, n - half, k.data() + half * d_k, d_k,
+                           v.data() + half * d_v, d_v);
+      CHECK(test::bitwise_equal(appended, packed));
+      std::vector<float> k_back(k.size()), v_back(v.size());
+      packed_kv_read_rows(appended.data(), n, d_k, d_v, n, k_back.data(), d_k, v_back.data(), d_v);
+      CHECK(test::bitwise_equal(k_back, k));
+      CHECK(test::bitwise_equal(v_back, v));
+    }
+}
+
+TEST_CASE("every kv element type's kernels match the reference across panels and key blocks") {
+  for (KvType type : kKvTypes) {
+    const KvKernels& kern = kv_kernels(type);
+    INFO("kv type " << kern.name);
+    const size_t capacity = 2 * kKeyBlock + 40, d_k = kNR + 5, d_v = 2 * kNR + 1;
+    const size_t n_k = capacity - 7;
+    const std::vector<float> k = test::random_floats(n_k * d_k, 3),
+                             v = test::random_floats(n_k * d_v, 4);
+    std::vector<float> head(packed_kv_floats(capacity, d_k, d_v), 0.0f);
+    packed_kv_write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k.data(), d_k, v.data(), d_v);
+    const PackedKV kv = PackedHeads{head.data(), 1, capacity, head.size()}.at(0, 0, n_k, d_k, d_v);
+    for (size_t rows : {size_t{1}, kernels::kMR + 1})
+      for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
+        for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
+          if (j0 + cols > n_k) continue;
+          INFO("rows " << rows << ", keys [" << j0 << ", " << j0 + cols << ")");
+          const std::vector<float> q = test::random_floats(rows * d_k, 5);
+          std::vector<float> s(rows * cols, NAN);
+          kern.scores(kv, q.data(), d_k, rows, j0, cols, s.data(), cols);
+          double worst = 0;
+          for (size_t r = 0; r < rows; ++r)
+            for (size_t j = 0; j < cols; ++j) {
+              double want = 0;
+              for (size_t t = 0; t < d_k; ++t)
+                want += double(q[r * d_k + t]) * k[(j0 + j) * d_k + t];
+              worst = std::max(worst, std::fabs(s[r * cols + j] - want));
+            }
+          CHECK(worst <= 1e-5);
+          const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
+          for (bool accumulate : {false, true}) {
+            std::vector<float> acc(rows * d_v, 0.5f);
+            kern.weighted_values(kv, p.data(), cols, rows, j0, cols, acc.data(), d_v, accumulate);
+            worst = 0;
+            for (size_t r = 0; r < rows; ++r)
+              for (size_t c = 0; c < d_v; ++c) {
+                double want = accumulate ? 0.5 : 0.0;
+                for (size_t j = 0; j < cols; ++j)
+                  want += double(p[r * cols + j]) * v[(j0 + j) * d_v + c];
+                worst = std::max(worst, std::fabs(acc[r * d_v + c] - want));
+              }
+            CHECK(worst <= 1e-4);
+          }
+        }
+  }
+}
+
+}  // namespace
+}  // namespace wa
