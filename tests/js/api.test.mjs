@@ -99,6 +99,8 @@ for (const threads of [1, 2]) {
       assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
       assert.equal(b.simd, true);
       assert.equal(b.isa, 'simd128'); // what simd is derived from (Node without the relaxed-SIMD flag)
+      // the matrix-product kernel chosen for this engine (gemm_select.cpp), of the isa's kernels
+      assert.match(b.gemmKernel, /^f32_gemm_[3-6]x8(_\w+)?_vec128$/);
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {
