@@ -1,23 +1,33 @@
-// The package in a real browser: headless Chromium loads it from the dev server with and
-// without cross-origin isolation, picks the threaded build only where it may, and computes
-// the same numbers either way.
+// The package in real browsers: Chromium, Firefox and WebKitGTK (as shipped, and with
+// SharedArrayBuffer on as in Safari) each load it from the dev server with and without
+// cross-origin isolation, pick the threaded build only where the engine can run it and the
+// engine's instruction set (ENGINE_GETS), and compute the same numbers either way; bad input
+// gets the same error classes and messages as in Node.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { describeEngines, ENGINES, launchBrowser, openPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { badCalls } from './error_cases.mjs';
+import { buildOf } from './backend_build.mjs';
 
-let browser;
 const servers = {};
-
+let inNode; // badCalls' results in Node
 before(async () => {
-  browser = await launchBrowser();
+  inNode = await badCalls(await import('../../web/lib/index.js'));
   servers.isolated = await startServer({ port: 9301, isolation: true, quiet: true });
   servers.plain = await startServer({ port: 9321, isolation: false, quiet: true });
 });
 after(async () => {
-  await browser?.close();
   for (const s of Object.values(servers)) await s.close();
+});
+
+test('in Node, each bad call throws an Error of its class and leaves the package as it was', () => {
+  for (const { call, error, instanceOfError } of inNode.results) {
+    assert.match(error ?? '', /^(TypeError|RangeError): (attention|multiHeadAttention\.\w+|createAttention): /, call);
+    assert.ok(instanceOfError, call);
+  }
+  assert.ok(inNode.unchanged, 'a correct call after the bad ones gave other bits, or a weight changed');
 });
 
 // In the page: load the package, ask for 2 threads, run the seed's worked example
@@ -54,34 +64,61 @@ async function runInPage(page) {
 // worked by hand in tests/cpp/worked_example_test.cpp
 const WORKED_OUTPUT = [0.80222419, 0.59888791, 0.75174492, 0.75174492, 0.85997076, 0.71600459];
 
-const results = {};
+describeEngines(
+  'the package in a browser',
+  ({ engine, launch, gets }) => {
+    const { isa } = gets;
+    const threads = gets.threads ? 2 : 1;
+    let browser;
+    const results = {};
+    before(async () => {
+      browser = await launchBrowser(engine, launch);
+    });
+    after(() => browser?.close());
 
-test('cross-origin isolated page gets the threaded build', async () => {
-  const { page, errors } = await openPage(browser, servers.isolated.url);
-  results.isolated = await runInPage(page);
-  assert.equal(results.isolated.isolated, true);
-  assert.equal(results.isolated.backend.variant, 'simd-mt');
-  assert.equal(results.isolated.backend.threads, 2);
-  assert.deepEqual(errors(), []);
-  await page.close();
-});
+    test(`a cross-origin isolated page gets ${gets.threads ? 'the threaded build' : 'one thread, without error'} (${isa}, ${threads === 1 ? '1 thread' : `${threads} threads`})`, async () => {
+      const { page, errors } = await openPage(browser, servers.isolated.url);
+      results.isolated = await runInPage(page);
+      assert.equal(results.isolated.isolated, true);
+      assert.deepEqual(buildOf(results.isolated.backend), {
+        simd: true,
+        threads,
+        variant: gets.threads ? 'simd-mt' : 'simd',
+        isa,
+      });
+      assert.deepEqual(errors(), []);
+      await page.close();
+    });
 
-test('a plain static page falls back to one thread without error', async () => {
-  const { page, errors } = await openPage(browser, servers.plain.url);
-  results.plain = await runInPage(page);
-  assert.equal(results.plain.isolated, false);
-  assert.equal(results.plain.backend.variant, 'simd');
-  assert.equal(results.plain.backend.threads, 1);
-  assert.deepEqual(errors(), []);
-  await page.close();
-});
+    test(`a plain static page falls back to one thread without error (${isa}, 1 thread)`, async () => {
+      const { page, errors } = await openPage(browser, servers.plain.url);
+      results.plain = await runInPage(page);
+      assert.equal(results.plain.isolated, false);
+      assert.deepEqual(buildOf(results.plain.backend), { simd: true, threads: 1, variant: 'simd', isa });
+      assert.deepEqual(errors(), []);
+      await page.close();
+    });
 
-test('both builds compute the worked example and agree bitwise', () => {
-  for (const r of [results.isolated, results.plain]) {
-    assert.deepEqual(r.scores, [1, 0, 1, 1, 1, 2, 2, 1, 3]);
-    r.output.forEach((x, i) =>
-      assert.ok(Math.abs(x - WORKED_OUTPUT[i]) < 1e-6, `output[${i}] = ${x}, expected ${WORKED_OUTPUT[i]}`),
-    );
-  }
-  assert.equal(results.isolated.bigSum, results.plain.bigSum);
-});
+    test('both builds compute the worked example and agree bitwise', () => {
+      for (const r of [results.isolated, results.plain]) {
+        assert.deepEqual(r.scores, [1, 0, 1, 1, 1, 2, 2, 1, 3]);
+        r.output.forEach((x, i) =>
+          assert.ok(Math.abs(x - WORKED_OUTPUT[i]) < 1e-6, `output[${i}] = ${x}, expected ${WORKED_OUTPUT[i]}`),
+        );
+      }
+      assert.equal(results.isolated.bigSum, results.plain.bigSum);
+    });
+
+    test('bad input gets the error classes and messages it gets in Node, and changes nothing', async () => {
+      const { page, errors } = await openPage(browser, servers.plain.url);
+      const inPage = await page.evaluate(
+        async (source) => (0, eval)(`(${source})`)(await import('/lib/index.js')),
+        badCalls.toString(),
+      );
+      assert.deepEqual(inPage, inNode);
+      assert.deepEqual(errors(), []);
+      await page.close();
+    });
+  },
+  [...ENGINES, WEBKIT_AS_SAFARI],
+);

@@ -1,24 +1,22 @@
-// createAttention({ worker: true }) in headless Chromium: a module Worker runs the package,
-// with threads where the page is cross-origin isolated and without elsewhere, and computes
-// the same numbers as the synchronous form on the page's main thread, bit for bit.
+// createAttention({ worker: true }) in Chromium, Firefox and WebKitGTK: a module Worker runs
+// the package, with threads where the page is cross-origin isolated and the engine can run
+// them (ENGINE_GETS) and without elsewhere, and computes the same numbers as the synchronous
+// form on the page's main thread, bit for bit.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { describeEngines, ENGINES, launchBrowser, openPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { buildOf } from './backend_build.mjs';
 
-let browser;
 const servers = {};
-
 before(async () => {
-  browser = await launchBrowser();
   servers.isolated = await startServer({ port: 9341, isolation: true, quiet: true });
   servers.plain = await startServer({ port: 9361, isolation: false, quiet: true });
-});
+}, [...ENGINES, WEBKIT_AS_SAFARI]);
 after(async () => {
-  await browser?.close();
   for (const s of Object.values(servers)) await s.close();
-});
+}, [...ENGINES, WEBKIT_AS_SAFARI]);
 
 // In the page: the same calls on both forms -> the worker's backend, the names of results
 // whose bits differ, an error from each form, and what transfer left of an input.
@@ -120,26 +118,43 @@ async function runInPage(page) {
   });
 }
 
-for (const [name, isolated] of [
-  ['isolated', true],
-  ['plain', false],
-]) {
-  test(`worker form in a ${isolated ? 'cross-origin isolated' : 'plain static'} page equals the synchronous form bitwise`, async () => {
-    const { page, errors } = await openPage(browser, servers[name].url);
-    const r = await runInPage(page);
-    assert.equal(r.isolated, isolated);
-    assert.equal(r.backend.variant, isolated ? 'simd-mt' : 'simd');
-    assert.equal(r.backend.threads, isolated ? 2 : 1);
-    assert.deepEqual(r.differ, []);
-    assert.ok(
-      r.ticks >= 3,
-      `only ${r.ticks} timer turns in the page while the worker ran 8 products [600,600]·[600,600]`,
-    );
-    assert.match(r.errors[0], /^RangeError: attention: k is \[170,16\] but q is \[150,24\]/);
-    assert.equal(r.errors[1], r.errors[0]);
-    assert.equal(r.movedBytes, 0, 'transfer: true left the input attached');
-    assert.equal(r.keptBytes, 150 * 24 * 4, 'an input was detached without transfer');
-    assert.deepEqual(errors(), []);
-    await page.close();
-  });
-}
+describeEngines(
+  'the worker form',
+  ({ engine, launch, gets }) => {
+    let browser;
+    before(async () => {
+      browser = await launchBrowser(engine, launch);
+    });
+    after(() => browser?.close());
+
+    for (const [name, isolated] of [
+      ['isolated', true],
+      ['plain', false],
+    ]) {
+      const threads = isolated && gets.threads ? 2 : 1;
+      test(`in a ${isolated ? 'cross-origin isolated' : 'plain static'} page (${gets.isa}, ${threads === 1 ? '1 thread' : `${threads} threads`}) it equals the synchronous form bitwise`, async () => {
+        const { page, errors } = await openPage(browser, servers[name].url);
+        const r = await runInPage(page);
+        assert.equal(r.isolated, isolated);
+        assert.deepEqual(buildOf(r.backend), {
+          simd: true,
+          threads,
+          variant: threads > 1 ? 'simd-mt' : 'simd',
+          isa: gets.isa,
+        });
+        assert.deepEqual(r.differ, []);
+        assert.ok(
+          r.ticks >= 3,
+          `only ${r.ticks} timer turns in the page while the worker ran 8 products [600,600]·[600,600]`,
+        );
+        assert.match(r.errors[0], /^RangeError: attention: k is \[170,16\] but q is \[150,24\]/);
+        assert.equal(r.errors[1], r.errors[0]);
+        assert.equal(r.movedBytes, 0, 'transfer: true left the input attached');
+        assert.equal(r.keptBytes, 150 * 24 * 4, 'an input was detached without transfer');
+        assert.deepEqual(errors(), []);
+        await page.close();
+      });
+    }
+  },
+  [...ENGINES, WEBKIT_AS_SAFARI],
+);

@@ -1,8 +1,8 @@
 // The relaxed-SIMD variants (f32x4.relaxed_madd in the GEMM kernel): the loader picks them
 // exactly where the engine validates relaxed SIMD, in Node (only with
 // --experimental-wasm-relaxed-simd, so each case runs in a child Node: tests/js/relaxed_child.mjs)
-// and in Chromium (which has shipped it since 114), falls back to SIMD128 elsewhere, and both
-// compute the reference's numbers.
+// and in Chromium and Firefox (ENGINE_GETS), falls back to SIMD128 elsewhere (WebKitGTK), and
+// both compute the reference's numbers.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -11,8 +11,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { describeEngines, launchBrowser, openPage } from './browser.mjs';
 import { attentionRef, maxAbs, maxAbsDiff } from './reference.mjs';
+import { buildOf } from './backend_build.mjs';
 import { FMA_PROBE, inputs } from './relaxed_child.mjs';
 
 const FLAG = '--experimental-wasm-relaxed-simd';
@@ -22,13 +23,6 @@ const TOL = 1e-5; // max abs difference for unit-range values, relative past mag
 const CPU_FUSES =
   process.arch === 'arm64' ||
   (existsSync('/proc/cpuinfo') && /^flags\s*:.*\bfma\b/m.test(readFileSync('/proc/cpuinfo', 'utf8')));
-
-// backend without its gemmKernel, which must be one of that isa's kernels (the engine's choice)
-function build(backend) {
-  const { gemmKernel, ...rest } = backend;
-  assert.match(gemmKernel, backend.isa === 'relaxed-simd' ? /^f32_gemm_\w+_relaxed$/ : /^f32_gemm_\w+_vec128$/);
-  return rest;
-}
 
 const child = fileURLToPath(new URL('./relaxed_child.mjs', import.meta.url));
 async function runChild(flags) {
@@ -69,13 +63,13 @@ describe('Node', () => {
 
   test(`with ${FLAG} the loader picks relaxed SIMD, threaded or not`, () => {
     assert.equal(runs.flag.available, true);
-    assert.deepEqual(build(runs.flag.auto[1].backend), {
+    assert.deepEqual(buildOf(runs.flag.auto[1].backend), {
       simd: true,
       threads: 1,
       variant: 'simd',
       isa: 'relaxed-simd',
     });
-    assert.deepEqual(build(runs.flag.auto[2].backend), {
+    assert.deepEqual(buildOf(runs.flag.auto[2].backend), {
       simd: true,
       threads: 2,
       variant: 'simd-mt',
@@ -85,8 +79,13 @@ describe('Node', () => {
 
   test('without the flag it picks SIMD128, and asking for relaxed SIMD is a RangeError', () => {
     assert.equal(runs.plain.available, false);
-    assert.deepEqual(build(runs.plain.auto[1].backend), { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
-    assert.deepEqual(build(runs.plain.auto[2].backend), { simd: true, threads: 2, variant: 'simd-mt', isa: 'simd128' });
+    assert.deepEqual(buildOf(runs.plain.auto[1].backend), { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
+    assert.deepEqual(buildOf(runs.plain.auto[2].backend), {
+      simd: true,
+      threads: 2,
+      variant: 'simd-mt',
+      isa: 'simd128',
+    });
     assert.equal(runs.plain.askedRelaxed.error?.name, 'RangeError');
     assert.match(
       runs.plain.askedRelaxed.error.message,
@@ -136,9 +135,9 @@ describe('Node', () => {
   });
 });
 
-// Chromium's V8 no longer has a flag that turns relaxed SIMD off, so a browser without it is
-// simulated: WebAssembly.validate answers false for the detection module (as such an engine
-// would) and everything else runs as it is.
+// Neither Chromium's V8 nor Firefox's SpiderMonkey has a flag that turns relaxed SIMD off any
+// more, so a browser without it is simulated: WebAssembly.validate answers false for the
+// detection module (as such an engine would) and everything else runs as it is.
 function withoutRelaxedSimd() {
   const validate = WebAssembly.validate;
   WebAssembly.validate = (bytes) => {
@@ -148,85 +147,99 @@ function withoutRelaxedSimd() {
   };
 }
 
-describe('Chromium', () => {
-  let servers, browser, browsers;
-  let isolated; // the first test's results
+const plain = (o) => JSON.parse(JSON.stringify(o, (_, v) => (v instanceof Float32Array ? Array.from(v) : v)));
+
+// The builds an ISA and thread count load, as the file names start
+const BUILD = {
+  'relaxed-simd': { 1: 'wasm_attention_relaxed_st', 2: 'wasm_attention_relaxed_mt' },
+  simd128: { 1: 'wasm_attention_st', 2: 'wasm_attention_mt' },
+};
+
+describe('browsers', () => {
+  let servers;
   before(async () => {
-    browser = await launchBrowser();
-    const without = await browser.newContext();
-    await without.addInitScript(withoutRelaxedSimd);
-    browsers = { relaxed: browser, without };
     servers = {
       isolated: await startServer({ port: 9601, isolation: true, quiet: true }),
       plain: await startServer({ port: 9621, isolation: false, quiet: true }),
     };
   });
   after(async () => {
-    await browser?.close();
     for (const s of Object.values(servers ?? {})) await s.close();
   });
 
-  // In the page: what loads for 2 threads, the FMA probe, and the shared inputs' results, and
-  // the package files the page fetched.
-  async function runInPage(where, server) {
-    const { page, errors } = await openPage(where, server.url);
-    const fetched = [];
-    page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
-    const result = await page.evaluate(
-      async ({ probe, x }) => {
-        const { createAttention } = await import('/lib/index.js');
-        const { relaxedSimdAvailable } = await import('/lib/features.js');
-        const attn = await createAttention({ threads: 2 });
-        const t = ({ data, shape }) => ({ data: new Float32Array(data), shape });
-        const bits = (f) => Array.from(new Uint32Array(f.buffer, f.byteOffset, f.length));
-        const out = {
-          available: relaxedSimdAvailable(),
-          backend: attn.backend,
-          fmaProbe: attn.matmul(t(probe.a), t(probe.b)).data[0],
-          attention: bits(attn.attention(t(x.q), t(x.k), t(x.v), { causal: true }).output.data),
-          matmul: bits(attn.matmul(t(x.a), t(x.b)).data),
-        };
-        attn.dispose();
-        return out;
-      },
-      { probe: plain(FMA_PROBE), x: plain(x) },
-    );
-    assert.deepEqual(errors(), []);
-    await page.close();
-    return { ...result, fetched: fetched.filter((p) => p.startsWith('/lib/wasm/')) };
-  }
-  const plain = (o) => JSON.parse(JSON.stringify(o, (_, v) => (v instanceof Float32Array ? Array.from(v) : v)));
+  describeEngines('relaxed SIMD where the engine validates it', ({ engine, launch, gets }) => {
+    const { isa } = gets;
+    const threads = gets.threads ? 2 : 1;
+    const backend = (isa, threads) => ({ simd: true, threads, variant: threads > 1 ? 'simd-mt' : 'simd', isa });
+    let browser;
+    let isolated; // the first test's results
+    before(async () => {
+      browser = await launchBrowser(engine, launch);
+    });
+    after(() => browser?.close());
 
-  test('a cross-origin isolated page gets the threaded relaxed build, and fuses', async () => {
-    const r = await runInPage(browsers.relaxed, servers.isolated);
-    assert.equal(r.available, true);
-    assert.deepEqual(build(r.backend), { simd: true, threads: 2, variant: 'simd-mt', isa: 'relaxed-simd' });
-    assert.equal(r.fmaProbe, CPU_FUSES ? 2 ** -24 : 0);
-    assertNearReference(r, 'relaxed-simd, isolated page');
-    assert.ok(
-      r.fetched.length > 0 && r.fetched.every((p) => p.includes('_relaxed_mt')),
-      `fetched ${r.fetched.join(', ')}`,
-    );
-    isolated = r;
-  });
+    // In the page: what loads for 2 threads, the FMA probe, and the shared inputs' results, and
+    // the package's .wasm files the page fetched (the tutorial page at that address loads the
+    // package too, with threads: 'auto': the same build).
+    async function runInPage(server, init) {
+      const { page, errors } = await openPage(browser, server.url, { init });
+      const result = await page.evaluate(
+        async ({ probe, x }) => {
+          const { createAttention } = await import('/lib/index.js');
+          const { relaxedSimdAvailable } = await import('/lib/features.js');
+          const attn = await createAttention({ threads: 2 });
+          const t = ({ data, shape }) => ({ data: new Float32Array(data), shape });
+          const bits = (f) => Array.from(new Uint32Array(f.buffer, f.byteOffset, f.length));
+          const out = {
+            available: relaxedSimdAvailable(),
+            backend: attn.backend,
+            fmaProbe: attn.matmul(t(probe.a), t(probe.b)).data[0],
+            attention: bits(attn.attention(t(x.q), t(x.k), t(x.v), { causal: true }).output.data),
+            matmul: bits(attn.matmul(t(x.a), t(x.b)).data),
+            fetched: performance
+              .getEntriesByType('resource')
+              .map((e) => new URL(e.name).pathname)
+              .filter((p) => p.startsWith('/lib/wasm/') && p.endsWith('.wasm')),
+          };
+          attn.dispose();
+          return out;
+        },
+        { probe: plain(FMA_PROBE), x: plain(x) },
+      );
+      assert.deepEqual(errors(), []);
+      await page.close();
+      return result;
+    }
+    const assertFetched = (r, build) =>
+      assert.deepEqual([...new Set(r.fetched)], [`/lib/wasm/${build}.wasm`], `fetched ${r.fetched.join(', ')}`);
 
-  test('a plain page gets the single-thread relaxed build, with the same bits', async () => {
-    const r = await runInPage(browsers.relaxed, servers.plain);
-    assert.deepEqual(build(r.backend), { simd: true, threads: 1, variant: 'simd', isa: 'relaxed-simd' });
-    assertNearReference(r, 'relaxed-simd, plain page');
-    assert.deepEqual(r.attention, isolated.attention, 'attention: 1 thread vs 2, bitwise');
-    assert.deepEqual(r.matmul, isolated.matmul, 'matmul: 1 thread vs 2, bitwise');
-  });
+    test(`a cross-origin isolated page gets the ${isa} build${threads > 1 ? ', threaded' : ''}${isa === 'relaxed-simd' ? ', and fuses' : ''}`, async () => {
+      const r = await runInPage(servers.isolated);
+      assert.equal(r.available, isa === 'relaxed-simd');
+      assert.deepEqual(buildOf(r.backend), backend(isa, threads));
+      assert.equal(r.fmaProbe, isa === 'relaxed-simd' && CPU_FUSES ? 2 ** -24 : 0);
+      assertNearReference(r, `${isa}, isolated page`);
+      assertFetched(r, BUILD[isa][threads]);
+      isolated = r;
+    });
 
-  test('a browser without relaxed SIMD falls back to SIMD128 without error', async () => {
-    const r = await runInPage(browsers.without, servers.isolated);
-    assert.equal(r.available, false);
-    assert.deepEqual(build(r.backend), { simd: true, threads: 2, variant: 'simd-mt', isa: 'simd128' });
-    assert.equal(r.fmaProbe, 0);
-    assertNearReference(r, 'simd128, isolated page');
-    assert.ok(
-      r.fetched.length > 0 && r.fetched.every((p) => p.includes('wasm_attention_mt')),
-      `fetched ${r.fetched.join(', ')}`,
-    );
+    test(`a plain page gets the single-thread ${isa} build, with the same bits`, async () => {
+      const r = await runInPage(servers.plain);
+      assert.deepEqual(buildOf(r.backend), backend(isa, 1));
+      assertNearReference(r, `${isa}, plain page`);
+      assertFetched(r, BUILD[isa][1]);
+      assert.deepEqual(r.attention, isolated.attention, `attention: 1 thread vs ${threads}, bitwise`);
+      assert.deepEqual(r.matmul, isolated.matmul, `matmul: 1 thread vs ${threads}, bitwise`);
+    });
+
+    if (isa === 'relaxed-simd')
+      test('a browser without relaxed SIMD falls back to SIMD128 without error', async () => {
+        const r = await runInPage(servers.isolated, withoutRelaxedSimd);
+        assert.equal(r.available, false);
+        assert.deepEqual(buildOf(r.backend), backend('simd128', threads));
+        assert.equal(r.fmaProbe, 0);
+        assertNearReference(r, 'simd128, isolated page');
+        assertFetched(r, BUILD.simd128[threads]);
+      });
   });
 });
