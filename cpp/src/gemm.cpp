@@ -164,10 +164,7 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
       for (size_t j = j_first; j < j_end; j += kNR) {  // kNC divides into kNR panels
         const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
         const size_t nr = std::min(kNR, n - j);
-        for (size_t i = i0; i < i0 + mc; i += tile_mr) {
-          kernel.run(std::min(tile_mr, m - i), nr, kc, packed_a + (i - i0) * kc, b_panel,
-                     c + i * ldc + j, ldc, accumulate || p0 > 0);
-        }
+        kernel.run(mc, nr, kc, packed_a, b_panel, c + i0 * ldc + j, ldc, accumulate || p0 > 0);
       }
     }
   });

@@ -16,13 +16,14 @@ namespace wa::kernels {
 constexpr size_t kNR = 8;     // columns of c per tile: two f32x4
 constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 
-// c (mr,nr) [+]= a (mr,kc) · b (kc,nr), 1 <= mr <= the kernel's MR, 1 <= nr <= kNR, from a
-// packed a panel (kc,MR) and b panel (kc,kNR); c has row stride ldc. accumulate: add to c
-// instead of overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
+// c (m,nr) [+]= a (m,kc) · b (kc,nr), m >= 1, 1 <= nr <= kNR, from ceil(m/MR) packed a panels
+// (kc,MR) one after another (MR: the kernel's tile rows) and one b panel (kc,kNR); c has row
+// stride ldc. The kernel runs its tiles down the rows. accumulate: add to c instead of
+// overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
 using GemmMicrokernel = void (*)(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
                                  float* c, size_t ldc, bool accumulate);
 
-// A kernel and its tile's rows, by name (the function's, as in backend.gemmKernel).
+// A kernel and its tiles' rows, by name (the function's, as in backend.gemmKernel).
 struct GemmKernel {
   const char* name;
   size_t mr;

@@ -84,9 +84,8 @@ struct Probe {
   double run(const GemmKernel& kernel) {
     const size_t ldc = kProbePanels * kNR;
     for (size_t j = 0; j < kProbePanels; ++j)
-      for (size_t i = 0; i < kProbeRows; i += kernel.mr)
-        kernel.run(kernel.mr, kNR, kProbeK, a.data() + i * kProbeK, b.data() + j * kNR * kProbeK,
-                   c.data() + i * ldc + j * kNR, ldc, false);
+      kernel.run(kProbeRows, kNR, kProbeK, a.data(), b.data() + j * kNR * kProbeK,
+                 c.data() + j * kNR, ldc, false);
     return 2.0 * kProbeRows * kProbePanels * kNR * kProbeK;
   }
   // Passes for at least batch_ms, timed from a tick of the clock (whose resolution may be

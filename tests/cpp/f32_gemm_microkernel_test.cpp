@@ -1,7 +1,7 @@
 // Every GEMM micro-kernel compiled in (gemm_select.h: all_gemm_kernels, the SIMD128 ones and,
-// in the relaxed test build, the relaxed-SIMD ones), each on one tile against a double
-// reference (gemm_microkernel_tester.h): every m from 1 to the kernel's tile rows, every n from
-// 1 to kNR (the tails), k below, at and past the kernels' 2-step unroll, the packing's 4-step
+// in the relaxed test build, the relaxed-SIMD ones), each against a double reference
+// (gemm_microkernel_tester.h): on one tile, every m from 1 to the kernel's tile rows, every n
+// from 1 to kNR (the tails); on several tiles down the rows, whole and with a row tail; k below, at and past the kernels' 2-step unroll, the packing's 4-step
 // one and the 512-step k slice, odd row strides of c, with and without accumulation. A fused
 // multiply-add rounds once, not twice: the same bound holds.
 #include <vector>
@@ -49,6 +49,26 @@ TEST_CASE("f32 gemm micro-kernels: every m and n below the tile (row and column 
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t k : kDepths)
           GemmMicrokernelTester().mr(kernel.mr).m(m).n(n).k(k).seed(seed++).Test(kernel.run);
+  });
+}
+
+TEST_CASE("f32 gemm micro-kernels: several tiles down the rows, whole and with a row tail") {
+  for_each_kernel([](const GemmKernel& kernel) {
+    uint32_t seed = 1000;
+    const size_t mr = kernel.mr;
+    for (size_t m : {mr + 1, 2 * mr, 3 * mr - 1, 10 * mr + 2})
+      for (size_t n : {size_t{1}, size_t{5}, kNR})
+        for (size_t k : {size_t{1}, size_t{17}, size_t{513}})
+          for (bool accumulate : {false, true})
+            GemmMicrokernelTester()
+                .mr(mr)
+                .m(m)
+                .n(n)
+                .k(k)
+                .cm_stride(n + 2)
+                .accumulate(accumulate)
+                .seed(seed++)
+                .Test(kernel.run);
   });
 }
 

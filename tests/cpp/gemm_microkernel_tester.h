@@ -1,6 +1,6 @@
-// A builder that runs one GEMM micro-kernel (gemm_kernels.h) on one tile, modeled on
-// XNNPACK's GemmMicrokernelTester: set the kernel's tile rows mr, the tile's m, n, k, the row
-// stride of c and whether the kernel accumulates, then Test(kernel) packs random a and b the way gemm.cpp does and
+// A builder that runs one GEMM micro-kernel (gemm_kernels.h) on m rows of c against one b
+// panel, modeled on XNNPACK's GemmMicrokernelTester: set the kernel's tile rows mr, then m (one
+// tile or several), n, k, the row stride of c and whether the kernel accumulates, then Test(kernel) packs random a and b the way gemm.cpp does and
 // checks c against a double reference.
 //
 // What a kernel must do, and what Test checks:
@@ -40,7 +40,6 @@ class GemmMicrokernelTester {
     using kernels::kNR;
     const size_t ldc = cm_stride_ ? cm_stride_ : n_;
     REQUIRE(m_ >= 1);
-    REQUIRE(m_ <= mr_);
     REQUIRE(n_ >= 1);
     REQUIRE(n_ <= kNR);
     REQUIRE(ldc >= n_);
@@ -50,10 +49,13 @@ class GemmMicrokernelTester {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const std::vector<float> a = random_floats(m_ * k_, seed_);      // (m,k)
     const std::vector<float> b = random_floats(k_ * n_, seed_ + 1);  // (k,n)
-    // packed a (k,mr): step p holds a(0..mr-1, p); packed b (k,kNR): step p holds b(p, 0..kNR-1)
-    std::vector<float> packed_a(k_ * mr_, nan), packed_b(k_ * kNR, nan);
+    // packed a: ceil(m/mr) panels (k,mr), step p of panel t holding a(t·mr..t·mr+mr-1, p);
+    // packed b (k,kNR): step p holds b(p, 0..kNR-1)
+    const size_t panels = (m_ + mr_ - 1) / mr_;
+    std::vector<float> packed_a(panels * k_ * mr_, nan), packed_b(k_ * kNR, nan);
     for (size_t p = 0; p < k_; ++p) {
-      for (size_t i = 0; i < m_; ++i) packed_a[p * mr_ + i] = a[i * k_ + p];
+      for (size_t i = 0; i < m_; ++i)
+        packed_a[i / mr_ * mr_ * k_ + p * mr_ + i % mr_] = a[i * k_ + p];
       for (size_t j = 0; j < n_; ++j) packed_b[p * kNR + j] = b[p * n_ + j];
     }
     // c: m rows of stride ldc plus a row after them; sentinels wherever the tile is not
