@@ -114,7 +114,7 @@ int js_engine() { return kUnknown; }
 #endif
 
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
-// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (Zen 4), in Node 20 (V8 11.3),
+// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in Node 20 (V8 11.3),
 // Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and WebKitGTK 2.50
 // (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in both
