@@ -62,9 +62,9 @@ static_assert(kAllCount == kCount);
 #endif
 const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
 
-// gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows divide into
-// whole tiles of 3, 4, 5 and 6 rows; a's panels (60·kc floats, 60 KB) and b's four (32 KB)
-// stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
+// gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows
+// divide into whole tiles of 3, 4, 5 and 6 rows; a's panels (60·kc floats, 60 KB) and b's
+// four (32 KB) stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
 constexpr size_t kProbeRows = 60, kProbePanels = 4, kProbeK = 256;
 
 double now_ms() {
@@ -114,9 +114,9 @@ int js_engine() { return kUnknown; }
 #endif
 
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
-// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in Node 20 (V8 11.3),
-// Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and WebKitGTK 2.50
-// (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
+// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
+// Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
+// WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in both
 // ISAs, SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
 const char* preferred_kernel(int engine) {
