@@ -139,7 +139,7 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
     return;
   }
   pool = pool_for(pool, static_cast<double>(m) * n * k);
-  const kernels::GemmKernel& kernel = kernels::gemm_kernel();
+  const kernels::GemmKernel& kernel = kernels::gemm_kernel_for_rows(m);
   const size_t tile_mr = kernel.mr;
   const size_t task_rows = kMC / tile_mr * tile_mr;
 

@@ -25,8 +25,13 @@ GemmKernels all_gemm_kernels();
 // instance); every call after returns the same kernel unless use_gemm_kernel changes it.
 const GemmKernel& gemm_kernel();
 
-// Runs the kernel of that name from now on (tests and benchmarks); false, and nothing changes,
-// if this build has none of that name.
+// The kernel for a product of m rows: gemm_kernel() where its tile rows divide m or m is at
+// least 128, else the default (kernels[0], 4 rows): a short product would spend a share of its
+// work on the last tile's unused rows. Always gemm_kernel() once use_gemm_kernel named one.
+const GemmKernel& gemm_kernel_for_rows(size_t m);
+
+// Runs the kernel of that name from now on, for every product (tests and benchmarks); false,
+// and nothing changes, if this build has none of that name.
 bool use_gemm_kernel(const char* name);
 
 // kernel's speed on cache-resident panels, in GFLOP/s: the best of rounds batches of at least

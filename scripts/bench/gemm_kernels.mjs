@@ -15,7 +15,10 @@
 // peak: the engine's mul+add (and FMA) probe (peak_probe.mjs), the same method as the bench's.
 import { measureOneThread } from './peak_probe.mjs';
 
-const N = 512;
+// c (M,N) = a (M,K) · b (K,N): 512³ unless a shape is given (shape: [m, n, k])
+let M = 512,
+  N = 512,
+  K = 512;
 
 // Reads the module's wasm memory as floats at byte offset p, n of them.
 const floats = (module, p, n) => new Float32Array(module.HEAPF32.buffer, p, n);
@@ -28,23 +31,21 @@ function bitsHash(view) {
   return h;
 }
 
-// matmul 512³ on one instance: (a, b) set, run() multiplies into c, result() reads c.
+// the matmul on one instance: (a, b) set, run() multiplies into c, result() reads c.
 function matmulOn(module) {
-  const a = module._malloc(N * N * 4),
-    b = module._malloc(N * N * 4),
-    c = module._malloc(N * N * 4);
-  const av = floats(module, a, N * N),
-    bv = floats(module, b, N * N);
-  for (let i = 0; i < N * N; ++i) {
-    av[i] = (((i * 7919) % 1009) / 1009 - 0.5) * 2;
-    bv[i] = (((i * 104729) % 1013) / 1013 - 0.5) * 2;
-  }
+  const a = module._malloc(M * K * 4),
+    b = module._malloc(K * N * 4),
+    c = module._malloc(M * N * 4);
+  const av = floats(module, a, M * K),
+    bv = floats(module, b, K * N);
+  for (let i = 0; i < M * K; ++i) av[i] = (((i * 7919) % 1009) / 1009 - 0.5) * 2;
+  for (let i = 0; i < K * N; ++i) bv[i] = (((i * 104729) % 1013) / 1013 - 0.5) * 2;
   return {
     run() {
-      const status = module.gemm(false, false, N, N, N, a, N, b, N, c, N);
+      const status = module.gemm(false, false, M, N, K, a, K, b, N, c, N);
       if (status?.kind) throw new Error(`gemm failed: ${JSON.stringify(status)}`);
     },
-    result: () => floats(module, c, N * N),
+    result: () => floats(module, c, M * N),
     free: () => [a, b, c].forEach((p) => module._free(p)),
   };
 }
@@ -61,9 +62,11 @@ export async function measureGemmKernels({
   fmaBytes = null,
   rounds = 7,
   only = null,
+  shape = null,
   baseline = null,
   log = () => {},
 }) {
+  if (shape) [M, N, K] = shape;
   const module = await factory({ wasmBinary });
   const cpu = typeof process === 'object' && typeof process.cpuUsage === 'function' ? () => process.cpuUsage() : null;
   const cpuMs = (start) => {
@@ -123,7 +126,7 @@ export async function measureGemmKernels({
   const bitwiseSame = kernelRows.every((row) => row.hash === kernelRows[0].hash);
   ours.free();
   before?.free();
-  const flops = 2 * N * N * N;
+  const flops = 2 * M * N * K;
   for (const row of rows) {
     row.wallGflops = flops / row.wallMs / 1e6;
     row.cpuGflops = row.cpuMs ? flops / row.cpuMs / 1e6 : null;
@@ -134,6 +137,7 @@ export async function measureGemmKernels({
   const fmaPeak = fmaBytes ? measureOneThread(fmaBytes, 7) : null;
   return {
     isa: module.simdIsa(),
+    shape: M === N && N === K ? `${M}³` : `${M}×${N}×${K}`,
     chosen,
     choiceMs,
     fastest,
@@ -147,10 +151,10 @@ export async function measureGemmKernels({
 // The report as text lines.
 export function formatGemmKernels(engine, result) {
   const lines = [
-    `${engine}, ${result.isa}: matmul ${N}³ 1 thread; engine's probe ${result.peakGflops?.toFixed(1)} GFLOP/s mul+add` +
+    `${engine}, ${result.isa}: matmul ${result.shape} 1 thread; engine's probe ${result.peakGflops?.toFixed(1)} GFLOP/s mul+add` +
       (result.fmaPeakGflops ? `, ${result.fmaPeakGflops.toFixed(1)} FMA` : ''),
-    `chosen for this engine: ${result.chosen} (${result.choiceMs.toFixed(1)} ms); fastest here on 512³: ${result.fastest}; results bitwise the same: ${result.bitwiseSame}`,
-    '| kernel | probe GFLOP/s (L1/L2) | 512³ wall ms | 512³ CPU ms | GFLOP/s (CPU or wall) | % of probe |',
+    `chosen for this engine: ${result.chosen} (${result.choiceMs.toFixed(1)} ms); fastest here: ${result.fastest}; results bitwise the same: ${result.bitwiseSame}`,
+    '| kernel | probe GFLOP/s (L1/L2) | wall ms | CPU ms | GFLOP/s (CPU or wall) | % of probe |',
     '|---|---|---|---|---|---|',
   ];
   const peak = result.isa === 'relaxed-simd' ? result.fmaPeakGflops : result.peakGflops;
@@ -212,6 +216,7 @@ if (isMain) {
     peakBytes,
     fmaBytes: WebAssembly.validate(fmaBytes) ? fmaBytes : null,
     rounds: Number(arg('--rounds', 7)),
+    shape: arg('--shape', null)?.split(',').map(Number),
     only: arg('--kernels', null)?.split(','),
     log: (text) => console.error(text),
   });

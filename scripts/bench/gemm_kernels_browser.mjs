@@ -38,7 +38,7 @@ try {
   window.kernelsResult = await measureGemmKernels({
     factory, wasmBinary: await bytes('/web/lib/wasm/' + base + '.wasm'),
     peakBytes: await bytes('/peak.wasm'), fmaBytes: WebAssembly.validate(fmaBytes) ? fmaBytes : null,
-    rounds: ${rounds}, baseline, only: ${JSON.stringify(arg('--kernels', null)?.split(',') ?? null)}, log: (text) => console.log(text) });
+    rounds: ${rounds}, baseline, shape: ${JSON.stringify(arg('--shape', null)?.split(',').map(Number) ?? null)}, only: ${JSON.stringify(arg('--kernels', null)?.split(',') ?? null)}, log: (text) => console.log(text) });
   window.kernelsResult.userAgent = navigator.userAgent;
 } catch (e) { window.kernelsError = String(e && e.stack || e); }
 </script>`;
