@@ -12,7 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { loadCorpus, toIds, UNK } from '../../scripts/train/corpus.mjs';
-import { evaluate, isWord, windowsOf } from '../../web/page/model/train.js';
+import { evaluate, inductionTest, isWord, windowsOf } from '../../web/page/model/train.js';
+import { headParams } from '../../web/page/model/lm.js';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { describeHead } from '../../web/page/model/head_stats.js';
@@ -32,14 +33,18 @@ const emb = parseEmbeddings(
   fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
 );
 
-// The issue asks for twice the baseline's word top-10. Not met: the shipped model reaches 1.29×
-// (the previous one 1.23×); the best count models on the same windows (Kneser-Ney, manifest
-// `ceilings`, npm run train-model:ceilings) about 1.55×, see the README. This holds the
-// shipped model to what it reaches.
-const TOP10_RATIO = 1.25;
+// Word top-10 at least the Kneser-Ney bigram's ratio to always guessing the 10 most frequent
+// words (manifest `ceilings`, npm run train-model:ceilings: 1.39× on these windows, 1.40× on all).
+const TOP10_RATIO = 1.4;
+// The induction head: TransformerLens' score on random words repeated, on held-out sequences
+const INDUCTION = 0.4;
+// and the previous-word head of layer 1 it composes with
+const PREVIOUS = 0.5;
+// copying pays: the loss on the second copy at most half the loss on the first
+const LOSS_RATIO = 0.5;
 
 describe('trained page model', () => {
-  let attn, layers, measured;
+  let attn, layers, measured, induction;
   before(async () => {
     attn = await createAttention();
     const tensors = unpackTensors(bin, manifest);
@@ -47,7 +52,7 @@ describe('trained page model', () => {
     layers = Array.from({ length: manifest.model.layers }, (_, L) =>
       attn.multiHeadAttention({ dModel, heads, weights: layerWeights(tensors, L) }),
     );
-    const p = { wout: tensors.wout.data, bout: tensors.bout.data, unk: tensors.unk.data, wdelta: tensors.wdelta?.data };
+    const p = headParams(tensors);
     const { heldOut } = loadCorpus(emb, { only: 'heldOut' });
     const ids = heldOut.map((doc) => toIds(doc, vocab));
     const windows = windowsOf(heldOut, ids, manifest.model.n, manifest.heldOut.windows);
@@ -57,6 +62,13 @@ describe('trained page model', () => {
       n: manifest.model.n,
       baseline,
       wordBaseline,
+      positionScale: manifest.model.positionScale,
+    });
+    const { span, sequences, seed } = manifest.induction;
+    induction = inductionTest({ attn, layers, p }, emb, vocab, {
+      span,
+      sequences,
+      seed,
       positionScale: manifest.model.positionScale,
     });
   });
@@ -111,16 +123,38 @@ describe('trained page model', () => {
     assert.ok(measured.wordTokens > 0.6 * measured.tokens && measured.wordTokens < measured.tokens);
   });
 
-  test('per-head stats match the manifest (recomputed with the package)', () => {
+  test('per-head stats and induction scores match the manifest (recomputed with the package)', () => {
     assert.equal(measured.heads.length, manifest.heads.length);
     let worst = 0;
     measured.heads.forEach((h, i) => {
-      for (const k of ['prev', 'self', 'first', 'meanDistance', 'entropyBits']) {
-        worst = Math.max(worst, Math.abs(h[k] - manifest.heads[i][k]));
+      const withScore = { ...h, induction: induction.heads[i].induction };
+      for (const k of ['prev', 'self', 'first', 'meanDistance', 'entropyBits', 'induction']) {
+        worst = Math.max(worst, Math.abs(withScore[k] - manifest.heads[i][k]));
       }
-      assert.equal(describeHead(h), describeHead(manifest.heads[i]));
+      assert.equal(describeHead(withScore), describeHead(manifest.heads[i]));
     });
     assert.ok(worst < 1e-3, `largest difference ${worst}`);
+    for (const k of ['lossFirst', 'lossSecond']) {
+      assert.ok(
+        Math.abs(induction[k] - manifest.induction[k]) < 1e-3,
+        `${k}: ${induction[k]} vs ${manifest.induction[k]}`,
+      );
+    }
+  });
+
+  test('an induction head (score >= 0.4) in layer 2, over a previous-word head in layer 1', () => {
+    const best = induction.heads.reduce((a, b) => (b.induction > a.induction ? b : a));
+    assert.ok(best.induction >= INDUCTION, `best induction score ${best.induction}`);
+    assert.equal(best.layer, 1, 'the induction head is in layer 2');
+    const prev = Math.max(...measured.heads.filter((h) => h.layer === 0).map((h) => h.prev));
+    assert.ok(prev >= PREVIOUS, `layer 1's largest previous-word share ${prev}`);
+  });
+
+  test('on random words repeated, the second copy costs at most half the loss of the first', () => {
+    const { lossFirst, lossSecond } = induction;
+    assert.ok(lossSecond <= LOSS_RATIO * lossFirst, `loss ${lossSecond} on the second copy, ${lossFirst} on the first`);
+    // the first copy is random words: nothing predicts them, so its loss is near log(V) or above
+    assert.ok(lossFirst > Math.log(vocab.length) - 1, `loss on the first copy ${lossFirst}`);
   });
 
   test('it predicts the next word better than always guessing the 10 most frequent words', () => {

@@ -5,6 +5,7 @@ import { weightTop } from '../colors.js';
 import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
 import { describeHead } from '../model/head_stats.js';
+import { inductionStepHtml } from '../induction.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
@@ -334,7 +335,8 @@ export const FORWARD_STEPS = [
         formulaHtml: `${v('A')}<sub>ij</sub> = exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>) / Σ<sub>j</sub> exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>), &nbsp; ${v('m')}<sub>i</sub> = max<sub>j</sub> ${v('M')}<sub>ij</sub>`,
         shapes: [`M ${n}\u00d7${n} → A ${n}\u00d7${n}, each row sums to 1`],
         explainHtml:
-          '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>',
+          '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>' +
+          inductionStepHtml(ctx),
         matrices: [maskedMatrix(ctx), weightsMatrix(ctx, true)],
       };
     },
