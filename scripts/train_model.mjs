@@ -100,7 +100,8 @@ let smooth = null;
 for (let step = 1; step <= CONFIG.steps; ++step) {
   // linear warm-up, then linear decay to 10 %
   const lr = CONFIG.lr * Math.min(step / CONFIG.warmup, 1 - (0.9 * (step - 1)) / CONFIG.steps);
-  const batch = makeBatch(Array.from({ length: CONFIG.batch }, sample), n, d, vec, CONFIG.positionScale);
+  const windows = Array.from({ length: CONFIG.batch }, () => sample(step));
+  const batch = makeBatch(windows, n, d, vec, CONFIG.positionScale);
   const loss = trainStep(model, emb, vocab, batch, adam, lr, { attnLr: CONFIG.attnLr });
   smooth = smooth === null ? loss : 0.95 * smooth + 0.05 * loss;
   if (step % 50 === 0 || step === 1)
@@ -189,7 +190,7 @@ const manifest = {
     schedule: `linear warm-up over ${CONFIG.warmup} steps, then linear decay to 10 %`,
     repeatedSpans: {
       ...CONFIG.repeat,
-      what: 'with probability share, a window gets minSpan..maxSpan random vocabulary words at a random start, followed by the same words',
+      what: 'with probability p, a window gets minSpan..maxSpan random vocabulary words at a random start, followed by the same words; p goes linearly from `from` at step 1 to `share` at step `over`, then stays',
     },
     seconds: Math.round((performance.now() - t0) / 1000),
     // the training steps' CPU time (user + system, every thread of the process), before evaluation

@@ -232,7 +232,7 @@ describe('live training', () => {
     const sample = make(5, 0.5);
     let repeated = 0;
     for (let k = 0; k < 200; ++k) {
-      const w = sample();
+      const w = sample(k + 1);
       assert.equal(w.ids.length, n + 1);
       assert.deepEqual(
         w.words,
@@ -251,14 +251,27 @@ describe('live training', () => {
     assert.ok(repeated > 70 && repeated < 140, `${repeated} of 200 windows repeat a span`);
     const a = make(9, 0.5),
       b = make(9, 0.5);
-    for (let k = 0; k < 20; ++k) assert.deepEqual(a().ids, b().ids);
+    for (let k = 0; k < 20; ++k) assert.deepEqual(a(k + 1).ids, b(k + 1).ids);
+    // a schedule: every window repeats at first, none from step `over` on
+    const next = random(4);
+    const ramp = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
+      share: 0,
+      from: 1,
+      over: 100,
+      minSpan: 12,
+      maxSpan: 12,
+    });
+    // (12 words twice in 25 tokens: from token 0 or 1)
+    const repeats = (w) => [0, 1].some((s) => w.ids.subarray(s, s + 12).every((c, i) => c === w.ids[s + 12 + i]));
+    assert.ok(repeats(ramp(1)) && repeats(ramp(1)), 'step 1: every window repeats');
+    for (let k = 0; k < 20; ++k) assert.ok(!repeats(ramp(100)), 'step 100: none does');
     // share 0: the text's windows as they are
     const plain = make(9, 0),
       text = (() => {
         const next = random(9);
         return windowSampler(docs, ids, n, next);
       })();
-    for (let k = 0; k < 5; ++k) assert.deepEqual(plain().ids, text().ids);
+    for (let k = 0; k < 5; ++k) assert.deepEqual(plain(k + 1).ids, text().ids);
   });
 
   test('the induction score: a head that looks at the word after the earlier occurrence scores 1', () => {

@@ -81,18 +81,22 @@ export function randomWords(vocab, next) {
 }
 
 // Windows with repeated spans, so that an induction head forms (Olsson et al. 2022): with
-// probability `share` a window from sample() gets a span of L random vocabulary words, L uniform
-// in [minSpan, maxSpan], at a start uniform in [0, n+1−2L], followed right away by the same L
-// words; the rest of the window stays the text's. Random words, at varying starts and lengths:
-// only copying from the earlier occurrence predicts the second copy (neither the words' usual
-// neighbours nor a fixed offset do).
-//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan }) -> () => { words, ids }
-export function repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan }) {
-  if (!(share > 0)) return sample;
+// probability share(step) a window from sample() gets a span of L random vocabulary words, L
+// uniform in [minSpan, maxSpan], at a start uniform in [0, n+1−2L], followed right away by the
+// same L words; the rest of the window stays the text's. Random words, at varying starts and
+// lengths: only copying from the earlier occurrence predicts the second copy (neither the words'
+// usual neighbours nor a fixed offset do).
+//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, over }) -> (step) =>
+//     { words, ids }: share(step) goes linearly from `from` at step 1 to `share` at step `over`,
+//     then stays (from = share, over = 0: always share); null or share 0 with no `from`: sample
+export function repeatSampler(sample, vocab, n, next, repeat) {
+  const { share = 0, minSpan, maxSpan, from = share, over = 0 } = repeat ?? {};
+  if (!(share > 0) && !(from > 0)) return () => sample();
   const draw = randomWords(vocab, next);
-  return () => {
+  const shareAt = (step) => (step < over ? from + ((share - from) * (step - 1)) / over : share);
+  return (step) => {
     const w = sample();
-    if (next() >= share) return w;
+    if (next() >= shareAt(step)) return w;
     const L = minSpan + Math.floor(next() * (maxSpan - minSpan + 1));
     const s = Math.floor(next() * (n + 2 - 2 * L));
     const span = draw(L);

@@ -60,7 +60,7 @@ export function createTrainer(
   const { counts, total: tokens } = classCounts(idDocs, V);
   const next = random(seed);
   // RangeError when the text is too short
-  const sample = repeatSampler(windowSampler(docs, idDocs, n, next), vocab, n, next, repeat ?? {});
+  const sample = repeatSampler(windowSampler(docs, idDocs, n, next), vocab, n, next, repeat);
   const model = createModel(attn, {
     d,
     heads,
@@ -90,7 +90,13 @@ export function createTrainer(
     tokens,
     step(lr, timings = null) {
       const t = timings ? performance.now() : 0;
-      const b = makeBatch(Array.from({ length: batch }, sample), n, d, vec, positionScale);
+      const b = makeBatch(
+        Array.from({ length: batch }, () => sample(steps + 1)),
+        n,
+        d,
+        vec,
+        positionScale,
+      );
       if (timings) timings.batch = (timings.batch ?? 0) + performance.now() - t;
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
       const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr, timings });
