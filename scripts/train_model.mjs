@@ -190,7 +190,7 @@ const manifest = {
     schedule: `linear warm-up over ${CONFIG.warmup} steps, then linear decay to 10 %`,
     repeatedSpans: {
       ...CONFIG.repeat,
-      what: 'with probability p, a window gets minSpan..maxSpan random vocabulary words at a random start, followed by the same words; p goes linearly from `from` at step 1 to `share` at step `over`, then stays',
+      what: 'with probability p, a window gets minSpan..maxSpan random vocabulary words at a random start, followed by the same words; p is `from` up to step `hold`, then goes linearly to `share` at step `over`, then stays',
     },
     seconds: Math.round((performance.now() - t0) / 1000),
     // the training steps' CPU time (user + system, every thread of the process), before evaluation

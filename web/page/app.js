@@ -69,7 +69,7 @@ function showInduction() {
   const trained = Boolean(ctx?.trained);
   $('induction').innerHTML = trained ? compositionHtml(ctx, state.settings.focus) : '';
   $('sink-note').textContent = trained ? sinkSentence(ctx.trained.manifest) : '';
-  $('sink-note').hidden = !$('sink-note').textContent;
+
   $('follow-induction').hidden = !trained;
   $('induction-title').hidden = !trained;
 }

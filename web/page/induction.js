@@ -9,7 +9,8 @@
 //     previous word
 //   copyAt(norms, i) -> the latest j < i with norms[j] = norms[i] and j + 1 < i, or −1
 //   copyToken(norms, focus) -> the token the explanation is about: focus when it repeats an earlier
-//     word, else the last token that does; −1 when no word repeats
+//     word, else the last word that does with a word after its earlier occurrence, else the last
+//     token that repeats; −1 when none does
 //   composition(ctx, focus) -> null without the trained model; else { token, earlier, after,
 //     previous: { head, at, on, weight }, induction: { head, weight, top, topWeight }, guess: { word, p } }
 //     token i, its earlier occurrence `earlier` and the word after it `after` = earlier + 1;
@@ -21,14 +22,14 @@
 //     shifted diagonal on a repeated sentence (the sentence's own induction score) and
 //     compositionHtml for the last repeated word; '' for any other head
 //   sinkSentence(manifest) -> the sentence about the layer-1 heads with >= SINK of their weight
-//     on the first word (empty when none)
+//     on the first word (an attention sink), or that none has, with the largest share
 import { esc, quote } from './format.js';
 import { INDUCTION_HEAD, inductionScore, repeatedSpan } from './model/head_stats.js';
 
 export const SINK = 0.9;
 const pct = (x) => `${Math.round(100 * x)} %`;
 const word = (ctx, j) => `${quote(esc(ctx.labels[j]))} (word ${j + 1})`;
-const headName = ({ layer, head }) => `layer ${layer + 1} head ${head + 1}`;
+const headName = ({ layer, head }) => `Layer ${layer + 1} head ${head + 1}`;
 
 export function keyHeads(manifest) {
   const heads = manifest.heads;
@@ -49,10 +50,18 @@ export function copyAt(norms, i) {
   return -1;
 }
 
+const isWord = (w) => /[\p{L}\p{N}]/u.test(w);
+
 export function copyToken(norms, focus) {
   if (focus >= 0 && focus < norms.length && copyAt(norms, focus) >= 0) return focus;
-  for (let i = norms.length - 1; i >= 0; --i) if (copyAt(norms, i) >= 0) return i;
-  return -1;
+  let last = -1;
+  for (let i = norms.length - 1; i >= 0; --i) {
+    const j = copyAt(norms, i);
+    if (j < 0) continue;
+    if (isWord(norms[i]) && isWord(norms[j + 1])) return i;
+    if (last < 0) last = i;
+  }
+  return last;
 }
 
 const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0);
@@ -85,7 +94,7 @@ export function compositionHtml(ctx, focus) {
   if (!c) return '';
   const { induction, previous } = keyHeads(ctx.trained.manifest);
   const heads =
-    `<strong>${headName(induction)}</strong> is the model's induction head (induction score ${induction.score.toFixed(2)} on held-out repeats of random words${induction.score >= INDUCTION_HEAD ? '' : ': a weak one'}); ` +
+    `<strong>${headName(induction)}</strong> is the model's induction head (induction score ${induction.score.toFixed(2)} on held-out repeats of random words${induction.score >= INDUCTION_HEAD ? '' : ': a weak one'}). ` +
     `<strong>${headName(previous)}</strong> is the previous-word head it builds on (${pct(previous.share)} of its weight on the previous word).`;
   if (c.token < 0)
     return `<p>${heads} Your sentence repeats no word, so there is nothing to copy: press <em>Repeat</em> and choose the induction head to see it work.</p>`;
@@ -108,8 +117,12 @@ export function compositionHtml(ctx, focus) {
 }
 
 export function sinkSentence(manifest) {
-  const sinks = manifest.heads.filter((h) => h.layer === 0 && h.first >= SINK);
-  if (!sinks.length) return '';
+  const layer1 = manifest.heads.filter((h) => h.layer === 0);
+  const sinks = layer1.filter((h) => h.first >= SINK);
+  if (!sinks.length) {
+    const most = layer1.reduce((a, b) => (b.first > a.first ? b : a));
+    return `No head of layer 1 parks its weight on the first word, measured on held-out text (an attention sink: the most is head ${most.head + 1}, ${pct(most.first)}).`;
+  }
   const names = sinks.map((h) => `head ${h.head + 1} (${pct(h.first)})`);
   const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0];
   return `Layer 1's ${list} put${sinks.length > 1 ? '' : 's'} nearly all ${sinks.length > 1 ? 'their' : 'its'} weight on the first word, measured on held-out text: an attention sink, where a head parks its weight when it has nothing to look for (softmax weights must sum to 1).`;

@@ -86,14 +86,16 @@ export function randomWords(vocab, next) {
 // same L words; the rest of the window stays the text's. Random words, at varying starts and
 // lengths: only copying from the earlier occurrence predicts the second copy (neither the words'
 // usual neighbours nor a fixed offset do).
-//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, over }) -> (step) =>
-//     { words, ids }: share(step) goes linearly from `from` at step 1 to `share` at step `over`,
-//     then stays (from = share, over = 0: always share); null or share 0 with no `from`: sample
+//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, hold, over }) ->
+//     (step) => { words, ids }: share(step) is `from` up to step `hold`, then goes linearly to
+//     `share` at step `over`, then stays (from = share: always share); null, or share 0 with no
+//     `from`: sample's windows
 export function repeatSampler(sample, vocab, n, next, repeat) {
-  const { share = 0, minSpan, maxSpan, from = share, over = 0 } = repeat ?? {};
+  const { share = 0, minSpan, maxSpan, from = share, hold = 0, over = 0 } = repeat ?? {};
   if (!(share > 0) && !(from > 0)) return () => sample();
   const draw = randomWords(vocab, next);
-  const shareAt = (step) => (step < over ? from + ((share - from) * (step - 1)) / over : share);
+  const shareAt = (step) =>
+    step <= hold ? from : step < over ? from + ((share - from) * (step - hold)) / (over - hold) : share;
   return (step) => {
     const w = sample();
     if (next() >= shareAt(step)) return w;
