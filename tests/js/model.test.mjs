@@ -120,6 +120,11 @@ describe('trained page model', () => {
     assert.ok(Number.isInteger(training.seed) && training.steps > 0 && training.seconds > 0);
     assert.deepEqual([model.dModel, model.heads, model.layers, model.classes], [100, 4, 2, 2000]);
     assert.equal(model.causal, true);
+    // what the model adds to the page's two attention layers, and the repeated spans it trained on
+    assert.equal(model.feedForward.hidden, manifest.tensors.find((t) => t.name === 'b1').shape[0]);
+    const r = training.repeatedSpans;
+    assert.ok(r.share > 0 && r.from >= r.share && r.minSpan >= 2 && 2 * r.maxSpan <= model.n, JSON.stringify(r));
+    assert.ok(training.cpuSeconds > 0);
     assert.ok(measured.wordTokens > 0.6 * measured.tokens && measured.wordTokens < measured.tokens);
   });
 

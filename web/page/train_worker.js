@@ -24,7 +24,7 @@ import { createAttention } from '../lib/index.js';
 import { loadEmbeddings } from './embeddings.js';
 import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
 import { repeatedSentence } from './model/head_stats.js';
-import { createTrainer } from './model/trainer.js';
+import { createTrainer, manifestOptions } from './model/trainer.js';
 import { loadModelFiles } from './model/weights.js';
 import { tokenize } from './tokenize.js';
 
@@ -111,23 +111,13 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   const { attn, emb, model } = await loadAssets();
   const docs = text == null ? await loadExcerpt(emb) : tokenizeDocs([text], emb);
   if (gen !== generation) return; // a newer start came while this one loaded
-  const m = model.manifest.model;
   const trainer = createTrainer(attn, {
     emb,
     vocab: model.vocab,
     docs,
     tensors: from === 'trained' ? model.tensors : null,
     seed: 1,
-    n: m.n,
-    heads: m.heads,
-    layers: m.layers,
-    positionScale: m.positionScale,
-    // as the shipped model was trained (train_model.mjs)
-    outputDelta: Boolean(model.tensors.wdelta),
-    ffn: model.tensors.b1?.data.length ?? 0,
-    qkScale: model.manifest.training.qkScale ?? 1,
-    attnLr: model.manifest.training.attnLr ?? 1,
-    repeat: model.manifest.training.repeatedSpans ?? null,
+    ...manifestOptions(model.manifest, model.tensors), // as the shipped model was trained
   });
   run = { trainer, gen, model };
   stepEnds.length = 0;

@@ -1,6 +1,7 @@
 // A training run of the page's model (train.js, the one `npm run train-model` uses) on a text,
 // one step at a time, for the page's live training (train_worker.js) and its tests.
 //
+//   manifestOptions(manifest, tensors) -> the shipped model's settings below, from its manifest
 //   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
 //                         warmup, outputDelta, ffn, qkScale, attnLr, repeat })
 //     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
@@ -32,6 +33,24 @@ import {
   vectorCache,
   windowSampler,
 } from './train.js';
+
+// The trained model's settings as createTrainer takes them, from its manifest (and tensors, for
+// the feed-forward width): a run that trains the same model the same way as train_model.mjs.
+export function manifestOptions(manifest, tensors) {
+  const m = manifest.model,
+    t = manifest.training;
+  return {
+    n: m.n,
+    heads: m.heads,
+    layers: m.layers,
+    positionScale: m.positionScale,
+    outputDelta: Boolean(tensors.wdelta),
+    ffn: tensors.b1?.data.length ?? 0,
+    qkScale: t.qkScale ?? 1,
+    attnLr: t.attnLr ?? 1,
+    repeat: t.repeatedSpans ?? null,
+  };
+}
 
 export function createTrainer(
   attn,
