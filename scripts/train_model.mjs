@@ -8,8 +8,12 @@
 // 16 windows drawn from the training addresses; Adam directions applied with step(), the
 // attention layers at attnLr (3) times the learning rate. Positions: the page's sinusoids ×
 // positionScale (4), so that they count beside word vectors of norm about 6: with 1 no head put
-// more than a third of its weight on the previous word. Output: H·W_out scored against the word
-// vectors plus learned corrections (wdelta, V×d) and a bias.
+// more than a third of its weight on the previous word. W_Q and W_K start at qkScale (0.1) × the
+// seeded ones. Layer 2's feed-forward block F = H + relu(H·w1 + b1)·w2 + b2 (ffn hidden units),
+// then F·W_out scored against the word vectors plus learned corrections (wdelta, V×d) and a bias.
+// Training windows mix in repeated spans of random words (repeat), so that an induction head
+// forms; the manifest records them, each head's induction score and the induction test's losses
+// (train.js inductionTest) and the training steps' CPU seconds.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,15 +44,17 @@ export const CONFIG = {
   batch: 16,
   heads: 4,
   layers: 2,
-  steps: 2500,
-  lr: 3e-3,
+  steps: 4000,
+  lr: 2e-3, // 3e-3 diverges before step 1,500 with the repeated spans
   attnLr: 3,
   positionScale: 4,
   outputDelta: true,
   qkScale: 0.1, // the seeded W_Q, W_K scaled: every head starts near uniform
   ffn: 256, // layer 2's feed-forward block: hidden width (0: none)
-  // a share of the training windows gets a span of random words repeated right after it
-  repeat: { share: 0.25, minSpan: 3, maxSpan: 12 },
+  // windows with a span of random words repeated right after it (train.js repeatSampler): all of
+  // them up to step `hold` (an induction head forms only with that many), then a share falling
+  // linearly to `share` at step `over`
+  repeat: { share: 0.3, minSpan: 3, maxSpan: 12, from: 1, hold: 1500, over: 3000 },
   // the induction test: sequences of `span` random words twice, drawn from their own seed
   induction: { span: 12, sequences: 256, seed: 9001 },
   warmup: 50,

@@ -112,7 +112,7 @@ export function compositionHtml(ctx, focus) {
     `<p>${heads}</p><p>On your sentence, ${word(ctx, c.token)} appeared before as ${word(ctx, c.earlier)}. ` +
     `In layer 1, at ${word(ctx, c.after)}, the previous-word head ${prevSays}: that word's vector now carries “${esc(ctx.labels[p.at - 1])} came before me”. ` +
     `In layer 2, at ${word(ctx, c.token)}, the induction head's query matches that key: it ${looked}. ` +
-    `The model's most likely next word after ${word(ctx, c.token)} is ${quote(esc(guess.word))} (${pct(guess.p)}), ${guessed}.</p>`
+    `The model's most likely next word after ${word(ctx, c.token)} is ${guess.word === '<unk>' ? 'a rarer word (“&lt;unk&gt;”)' : quote(esc(guess.word))} (${pct(guess.p)}), ${guessed}.</p>`
   );
 }
 

@@ -111,13 +111,20 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   const { attn, emb, model } = await loadAssets();
   const docs = text == null ? await loadExcerpt(emb) : tokenizeDocs([text], emb);
   if (gen !== generation) return; // a newer start came while this one loaded
+  const options = manifestOptions(model.manifest, model.tensors); // as the shipped model was trained
   const trainer = createTrainer(attn, {
     emb,
     vocab: model.vocab,
     docs,
     tensors: from === 'trained' ? model.tensors : null,
     seed: 1,
-    ...manifestOptions(model.manifest, model.tensors), // as the shipped model was trained
+    ...options,
+    // from the trained weights, the repeated spans' share where the shipped run ended: its
+    // schedule's start (every window repeated) is for forming the head, which these weights have
+    repeat:
+      from === 'trained' && options.repeat
+        ? { ...options.repeat, from: options.repeat.share, hold: 0, over: 0 }
+        : options.repeat,
   });
   run = { trainer, gen, model };
   stepEnds.length = 0;
