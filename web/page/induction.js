@@ -8,13 +8,16 @@
 //     the head with the largest induction score, and layer 1's head with the largest share on the
 //     previous word
 //   copyAt(norms, i) -> the latest j < i with norms[j] = norms[i] and j + 1 < i, or −1
-//   copyToken(norms, focus) -> the token the explanation is about: focus when it repeats an earlier
-//     word, else the last word that does with a word after its earlier occurrence, else the last
-//     token that repeats; −1 when none does
+//   copyToken(norms, focus, weightAfter) -> the token the explanation is about: focus when it
+//     repeats an earlier word; else, of the words that do with a word after their earlier
+//     occurrence, the one whose weightAfter(i, earlier + 1) (the induction head's weight there) is
+//     largest; else the last token that repeats; −1 when none does
 //   composition(ctx, focus) -> null without the trained model; else { token, earlier, after,
 //     previous: { head, at, on, weight }, induction: { head, weight, top, topWeight }, guess: { word, p } }
 //     token i, its earlier occurrence `earlier` and the word after it `after` = earlier + 1;
-//     previous: the previous-word head's row `after` (on: its largest weight's column);
+//     previous: of layer 1's heads, the one with the most weight from `after` on the word before
+//     (the previous-word head, or another that does its job on this sentence): its row `after`
+//     (on: its largest weight's column);
 //     induction: the induction head's weight from i on `after`, and its largest (top);
 //     guess: the model's most likely next word after token i
 //   compositionHtml(ctx, focus) -> a paragraph: those numbers, or how to see them
@@ -52,16 +55,22 @@ export function copyAt(norms, i) {
 
 const isWord = (w) => /[\p{L}\p{N}]/u.test(w);
 
-export function copyToken(norms, focus) {
+export function copyToken(norms, focus, weightAfter = () => 0) {
   if (focus >= 0 && focus < norms.length && copyAt(norms, focus) >= 0) return focus;
-  let last = -1;
+  let best = -1,
+    bestWord = -1;
   for (let i = norms.length - 1; i >= 0; --i) {
     const j = copyAt(norms, i);
     if (j < 0) continue;
-    if (isWord(norms[i]) && isWord(norms[j + 1])) return i;
-    if (last < 0) last = i;
+    if (best < 0) best = i;
+    if (
+      isWord(norms[i]) &&
+      isWord(norms[j + 1]) &&
+      (bestWord < 0 || weightAfter(i, j + 1) > weightAfter(bestWord, copyAt(norms, bestWord) + 1))
+    )
+      bestWord = i;
   }
-  return last;
+  return bestWord >= 0 ? bestWord : best;
 }
 
 const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0);
@@ -69,13 +78,17 @@ const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0
 export function composition(ctx, focus) {
   if (!ctx?.trained || !ctx.norms) return null;
   const { induction, previous } = keyHeads(ctx.trained.manifest);
-  const i = copyToken(ctx.norms, focus);
-  if (i < 0) return { token: -1, induction, previous };
   const n = ctx.n;
+  const rowOf = ({ layer, head }, r) => ctx.trained.heads[layer][head].data.subarray(r * n, (r + 1) * n);
+  const i = copyToken(ctx.norms, focus, (r, c) => rowOf(induction, r)[c]);
+  if (i < 0) return { token: -1, induction, previous };
   const earlier = copyAt(ctx.norms, i);
   const after = earlier + 1;
-  const rowOf = ({ layer, head }, r) => ctx.trained.heads[layer][head].data.subarray(r * n, (r + 1) * n);
-  const prevRow = rowOf(previous, after);
+  // on this sentence, the layer-1 head that puts the most weight from `after` on the word before
+  // (the manifest's previous-word head where it does the job here)
+  const layer1 = ctx.trained.heads[0].map((_, head) => ({ layer: 0, head }));
+  const here = layer1.reduce((a, b) => (rowOf(b, after)[after - 1] > rowOf(a, after)[after - 1] ? b : a), previous);
+  const prevRow = rowOf(here, after);
   const indRow = rowOf(induction, i);
   const top = argmax(indRow);
   const guess = ctx.trained.predictions[i];
@@ -83,7 +96,7 @@ export function composition(ctx, focus) {
     token: i,
     earlier,
     after,
-    previous: { head: previous, at: after, on: argmax(prevRow), weight: prevRow[after - 1] },
+    previous: { head: here, at: after, on: argmax(prevRow), weight: prevRow[after - 1] },
     induction: { head: induction, weight: indRow[after], top, topWeight: indRow[top] },
     guess: { word: guess[0].word, p: guess[0].p },
   };
@@ -99,10 +112,15 @@ export function compositionHtml(ctx, focus) {
   if (c.token < 0)
     return `<p>${heads} Your sentence repeats no word, so there is nothing to copy: press <em>Repeat</em> and choose the induction head to see it work.</p>`;
   const { previous: p, induction: h, guess } = c;
+  const named = p.head.head === previous.head ? 'the previous-word head' : `${headName(p.head).toLowerCase()}`;
+  const carries =
+    p.on === p.at - 1
+      ? `: that word's vector now carries “${esc(ctx.labels[p.at - 1])} came before me”`
+      : ', so the word before it reaches that word only in part';
   const prevSays =
     p.on === p.at - 1
-      ? `puts ${pct(p.weight)} of its weight on the word before it, ${word(ctx, p.at - 1)}`
-      : `puts only ${pct(p.weight)} of its weight on the word before it, ${word(ctx, p.at - 1)} (most on ${word(ctx, p.on)})`;
+      ? `${named} puts ${pct(p.weight)} of its weight on the word before it, ${word(ctx, p.at - 1)}${carries}`
+      : `${named} puts ${pct(p.weight)} of its weight on the word before it, ${word(ctx, p.at - 1)} (most on ${word(ctx, p.on)})${carries}`;
   const looked =
     h.top === c.after
       ? `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time`
@@ -110,7 +128,7 @@ export function compositionHtml(ctx, focus) {
   const guessed = guess.word === ctx.norms[c.after] ? 'the word it copied' : `not ${quote(esc(ctx.labels[c.after]))}`;
   return (
     `<p>${heads}</p><p>On your sentence, ${word(ctx, c.token)} appeared before as ${word(ctx, c.earlier)}. ` +
-    `In layer 1, at ${word(ctx, c.after)}, the previous-word head ${prevSays}: that word's vector now carries “${esc(ctx.labels[p.at - 1])} came before me”. ` +
+    `In layer 1, at ${word(ctx, c.after)}, ${prevSays}. ` +
     `In layer 2, at ${word(ctx, c.token)}, the induction head's query matches that key: it ${looked}. ` +
     `The model's most likely next word after ${word(ctx, c.token)} is ${guess.word === '<unk>' ? 'a rarer word (“&lt;unk&gt;”)' : quote(esc(guess.word))} (${pct(guess.p)}), ${guessed}.</p>`
   );
