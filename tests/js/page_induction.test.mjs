@@ -13,21 +13,18 @@ import { after, before, test } from 'node:test';
 import { startServer } from '../../scripts/serve.mjs';
 import { createAttention } from '../../web/lib/index.js';
 import { REPEAT_EXAMPLE } from '../../web/page/controls.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { compositionHtml, keyHeads, sinkSentence } from '../../web/page/induction.js';
 import { describeHead, inductionScore, repeatedSpan } from '../../web/page/model/head_stats.js';
 import { forwardLayers } from '../../web/page/model/lm.js';
 import { predictNext } from '../../web/page/model/predict.js';
 import { createModel, makeBatch, vectorCache } from '../../web/page/model/train.js';
-import { unpackTensors } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { launchBrowser, openPage } from './browser.mjs';
 import { longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 import { pageDriver } from './page_driver.mjs';
+import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
-const MODEL = new URL('model/', DATA);
 const TOL = 1e-4;
 
 let browser, server, attn, emb, model;
@@ -37,16 +34,8 @@ before(async () => {
   browser = await launchBrowser();
   server = await startServer({ port: 9571, isolation: true, quiet: true });
   attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
-  const manifest = JSON.parse(fs.readFileSync(new URL('manifest.json', MODEL), 'utf8'));
-  const vocab = fs
-    .readFileSync(new URL('vocab.txt', MODEL), 'utf8')
-    .split('\n')
-    .filter((w) => w !== '');
-  model = { manifest, vocab, tensors: unpackTensors(fs.readFileSync(new URL('model.bin', MODEL)), manifest) };
+  emb = loadWordVectors();
+  model = loadShippedModel();
 });
 after(async () => {
   await browser?.close();
