@@ -38,7 +38,7 @@ import { loadTrainingData } from './train/data.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = process.env.TRAIN_OUT ? path.resolve(process.env.TRAIN_OUT) : path.join(ROOT, 'web/page/data/model');
 export const CONFIG = {
-  seed: 1,
+  seed: 3, // of seeds 1-4 with this schedule, the strongest induction head at step 1,500
   vocab: 2000,
   n: 24,
   batch: 16,

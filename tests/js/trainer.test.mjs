@@ -26,7 +26,7 @@ import {
   windowSampler,
 } from '../../web/page/model/train.js';
 import { inductionScore, repeatedSentence, repeatedSpan } from '../../web/page/model/head_stats.js';
-import { createTrainer } from '../../web/page/model/trainer.js';
+import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
 import { random } from '../../web/lib/init.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
@@ -133,8 +133,10 @@ describe('live training', () => {
 
   test('the trained weights start lower than random ones on the excerpt', () => {
     const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 2), emb);
-    const random = make({ docs, batch: 4 }),
-      trained = make({ docs, batch: 4, tensors });
+    // the shipped model's settings (positions × 4 above all), on the text alone
+    const settings = { ...manifestOptions(manifest, tensors), repeat: null };
+    const random = make({ docs, batch: 4, ...settings }),
+      trained = make({ docs, batch: 4, ...settings, tensors });
     const lr = 1e-3;
     const r = mean([random.step(lr), random.step(lr)]),
       t = mean([trained.step(lr), trained.step(lr)]);
