@@ -156,7 +156,7 @@ export function inductionStepHtml(ctx) {
     return `${intro}<p>Your sentence is not one text twice: press <em>Repeat</em> above to see its weights form a diagonal.</p>${compositionHtml(ctx, -1)}`;
   const score = inductionScore(ctx.trained.heads[ctx.layer][ctx.head].data, ctx.n, L);
   return (
-    `${intro}<p>Your sentence is ${L} tokens twice. In the second copy, row ${L} + k looks at column k + 1: a diagonal from (row ${L + 1}, column 2) to (row ${2 * L}, column ${L + 1}), ` +
+    `${intro}<p>Your sentence is ${L} tokens twice. In the second copy, row ${L} + k looks at column k + 1 (k = 1 to ${L}): a diagonal from (row ${L + 1}, column 2) to (row ${2 * L}, column ${L + 1}), ` +
     `shifted one column right of each word's earlier occurrence. The mean weight on it is ${pct(score)}: the head's induction score on your sentence.</p>` +
     compositionHtml(ctx, -1)
   );
