@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
-import { createTrainer } from '../../web/page/model/trainer.js';
+import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
+import { unpackTensors } from '../../web/page/model/weights.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const data = path.join(ROOT, 'web/page/data');
@@ -28,6 +29,7 @@ const emb = parseEmbeddings(
   fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
 );
 const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model/manifest.json'), 'utf8'));
+const tensors = unpackTensors(fs.readFileSync(path.join(data, 'model/model.bin')), manifest);
 const vocab = fs
   .readFileSync(path.join(data, 'model/vocab.txt'), 'utf8')
   .split('\n')
@@ -44,19 +46,7 @@ function hashLosses(losses) {
 
 for (const { name, threads, batch } of SETTINGS) {
   const attn = await createAttention({ threads });
-  const m = manifest.model;
-  const trainer = createTrainer(attn, {
-    emb,
-    vocab,
-    docs,
-    batch,
-    n: m.n,
-    heads: m.heads,
-    layers: m.layers,
-    positionScale: m.positionScale,
-    outputDelta: true,
-    attnLr: manifest.training.attnLr,
-  });
+  const trainer = createTrainer(attn, { emb, vocab, docs, batch, ...manifestOptions(manifest, tensors) });
   const losses = [];
   for (let i = 0; i < 5; ++i) losses.push(trainer.step(manifest.training.lr));
   // per step: its parts' ms; the medians stand up to the other work of a shared machine

@@ -8,17 +8,16 @@ import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
+import { sinusoidalPositions } from '../../web/page/embeddings.js';
 import { describeHead } from '../../web/page/model/head_stats.js';
 import { predictNext } from '../../web/page/model/predict.js';
-import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
+import { layerWeights } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { launchBrowser, openPage } from './browser.mjs';
 import { pageDriver } from './page_driver.mjs';
+import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
-const MODEL = new URL('model/', DATA);
 const STEP = { x: 0, heads: 7, output: 10 };
 const TOL = 1e-4; // relative to the largest |expected| of the matrix
 
@@ -29,16 +28,8 @@ before(async () => {
   browser = await launchBrowser();
   server = await startServer({ port: 9507, isolation: true, quiet: true });
   attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
-  const manifest = JSON.parse(fs.readFileSync(new URL('manifest.json', MODEL), 'utf8'));
-  const vocab = fs
-    .readFileSync(new URL('vocab.txt', MODEL), 'utf8')
-    .split('\n')
-    .filter((w) => w !== '');
-  model = { manifest, vocab, tensors: unpackTensors(fs.readFileSync(new URL('model.bin', MODEL)), manifest) };
+  emb = loadWordVectors();
+  model = loadShippedModel();
 });
 after(async () => {
   await browser?.close();

@@ -14,8 +14,19 @@ import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.
 import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
 import { createAdam } from '../../web/page/model/adam.js';
 import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../web/page/model/lm.js';
-import { createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from '../../web/page/model/train.js';
-import { createTrainer } from '../../web/page/model/trainer.js';
+import {
+  createModel,
+  headBackward,
+  headForward,
+  makeBatch,
+  repeatSampler,
+  toIds,
+  trainStep,
+  vectorCache,
+  windowSampler,
+} from '../../web/page/model/train.js';
+import { inductionScore, repeatedSentence, repeatedSpan } from '../../web/page/model/head_stats.js';
+import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
 import { random } from '../../web/lib/random.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
@@ -122,8 +133,10 @@ describe('live training', () => {
 
   test('the trained weights start lower than random ones on the excerpt', () => {
     const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 2), emb);
-    const random = make({ docs, batch: 4 }),
-      trained = make({ docs, batch: 4, tensors });
+    // the shipped model's settings (positions × 4 above all), on the text alone
+    const settings = { ...manifestOptions(manifest, tensors), repeat: null };
+    const random = make({ docs, batch: 4, ...settings }),
+      trained = make({ docs, batch: 4, ...settings, tensors });
     const lr = 1e-3;
     const r = mean([random.step(lr), random.step(lr)]),
       t = mean([trained.step(lr), trained.step(lr)]);
@@ -160,6 +173,140 @@ describe('live training', () => {
     } finally {
       for (const l of model.layers) l.dispose();
     }
+  });
+
+  test("the feed-forward block's gradients match finite differences of the loss", () => {
+    // a small output layer (d 6, m 5, V 7, T 4) in float32: central differences of the mean loss
+    const d = 6,
+      m = 5,
+      V = 7,
+      T = 4;
+    const next = random(11);
+    const u = (k, s = 1) => Float32Array.from({ length: k }, () => s * (2 * next() - 1));
+    const p = { wout: u(d * d), bout: u(V), w1: u(d * m), b1: u(m, 0.5), w2: u(m * d), b2: u(d) };
+    const words = u(V * d),
+      h = u(T * d);
+    const targets = Int32Array.from({ length: T }, (_, t) => t % V);
+    const lossOf = () => crossEntropy(headForward(attn, p, words, h, T, d, V).logits, targets, T, V).loss;
+    const fwd = headForward(attn, p, words, h, T, d, V);
+    const { dlogits } = crossEntropy(fwd.logits, targets, T, V);
+    const g = headBackward(attn, p, words, h, fwd, dlogits, T, d, V);
+    let worst = 0;
+    for (const [name, grad] of [
+      ['w1', g.dw1],
+      ['b1', g.db1],
+      ['w2', g.dw2],
+      ['b2', g.db2],
+      ['wout', g.dwout],
+    ]) {
+      for (const i of [0, 3, grad.length - 1]) {
+        const keep = p[name][i];
+        const eps = 1e-3; // small: a step across a ReLU kink would break the difference
+        p[name][i] = keep + eps;
+        const up = lossOf();
+        p[name][i] = keep - eps;
+        const down = lossOf();
+        p[name][i] = keep;
+        worst = Math.max(worst, Math.abs((up - down) / (2 * eps) - grad[i]));
+      }
+    }
+    // dh through the block and its skip connection
+    for (const i of [0, 7, h.length - 1]) {
+      const keep = h[i];
+      h[i] = keep + 1e-3;
+      const up = lossOf();
+      h[i] = keep - 1e-3;
+      const down = lossOf();
+      h[i] = keep;
+      worst = Math.max(worst, Math.abs((up - down) / 2e-3 - g.dh[i]));
+    }
+    assert.ok(worst < 2e-3, `largest difference from finite differences ${worst}`);
+  });
+
+  test('repeated spans: random words, then the same words right after, in a share of the windows', () => {
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const ids = docs.map((doc) => toIds(doc, vocab));
+    const n = 24;
+    const make = (seed, share) => {
+      const next = random(seed);
+      return repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, { share, minSpan: 3, maxSpan: 12 });
+    };
+    const sample = make(5, 0.5);
+    let repeated = 0;
+    for (let k = 0; k < 200; ++k) {
+      const w = sample(k + 1);
+      assert.equal(w.ids.length, n + 1);
+      assert.deepEqual(
+        w.words,
+        Array.from(w.ids, (c, i) => (c === vocab.length - 1 ? w.words[i] : vocab[c])),
+      );
+      // a span of L >= 3 followed by itself somewhere
+      let found = false;
+      for (let L = 3; L <= 12 && !found; ++L)
+        for (let s = 0; s + 2 * L <= n + 1 && !found; ++s) {
+          let same = true;
+          for (let j = 0; j < L && same; ++j) same = w.ids[s + j] === w.ids[s + L + j];
+          found = same;
+        }
+      repeated += found;
+    }
+    assert.ok(repeated > 70 && repeated < 140, `${repeated} of 200 windows repeat a span`);
+    const a = make(9, 0.5),
+      b = make(9, 0.5);
+    for (let k = 0; k < 20; ++k) assert.deepEqual(a(k + 1).ids, b(k + 1).ids);
+    // a schedule: every window repeats at first, none from step `over` on
+    const next = random(4);
+    const ramp = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
+      share: 0,
+      from: 1,
+      over: 100,
+      minSpan: 12,
+      maxSpan: 12,
+    });
+    // (12 words twice in 25 tokens: from token 0 or 1)
+    const repeats = (w) => [0, 1].some((s) => w.ids.subarray(s, s + 12).every((c, i) => c === w.ids[s + 12 + i]));
+    assert.ok(repeats(ramp(1)) && repeats(ramp(1)), 'step 1: every window repeats');
+    for (let k = 0; k < 20; ++k) assert.ok(!repeats(ramp(100)), 'step 100: none does');
+    // share 0: the text's windows as they are
+    const plain = make(9, 0),
+      text = (() => {
+        const next = random(9);
+        return windowSampler(docs, ids, n, next);
+      })();
+    for (let k = 0; k < 5; ++k) assert.deepEqual(plain(k + 1).ids, text().ids);
+  });
+
+  test('the induction score: a head that looks at the word after the earlier occurrence scores 1', () => {
+    const L = 4,
+      n = 2 * L;
+    const w = new Float32Array(n * n);
+    for (let i = 0; i < n; ++i) w[i * n + (i >= L ? i - L + 1 : i)] = 1; // second copy: shifted diagonal
+    assert.equal(inductionScore(w, n, L), 1);
+    const prev = new Float32Array(n * n);
+    for (let i = 0; i < n; ++i) prev[i * n + Math.max(0, i - 1)] = 1; // previous word: 0
+    assert.equal(inductionScore(prev, n, L), 0);
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), 3);
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), 0);
+    assert.equal(repeatedSpan(['a', 'a']), 0);
+    assert.deepEqual(repeatedSentence(['x', 'y', 'z'], 24), ['x', 'y', 'z', 'x', 'y', 'z']);
+    assert.deepEqual(repeatedSentence(['x', 'y', 'x', 'y'], 24), ['x', 'y', 'x', 'y']);
+    assert.equal(repeatedSentence([...'abcdefghijklmnop'], 24).length, 24);
+  });
+
+  test("the trainer's induction scores are its heads' on the repeated sentence", () => {
+    const t = make({
+      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb),
+      tensors,
+      positionScale: manifest.model.positionScale,
+    });
+    const twice = repeatedSentence(SENTENCE, manifest.model.n);
+    const scores = t.induction(twice);
+    const { n, weights } = t.heads(twice);
+    assert.equal(scores.length, 8);
+    scores.forEach((s, k) =>
+      assert.equal(s, inductionScore(weights.subarray(k * n * n, (k + 1) * n * n), n, SENTENCE.length)),
+    );
+    assert.throws(() => t.induction(SENTENCE), RangeError);
   });
 
   test('a text shorter than one window is a RangeError', () => {

@@ -39,6 +39,7 @@ import {
   recompute,
   recomputeBackward,
 } from './state.js';
+import { compositionHtml, keyHeads, sinkSentence } from './induction.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
@@ -62,8 +63,21 @@ const compare = createHeadCompare($('compare'), {
   note: $('compare-note'),
   onChange: () => rendered(),
 });
+// The induction head's note (induction.js) for the followed token, and the attention sink's line.
+function showInduction() {
+  const ctx = state.ctx;
+  const trained = Boolean(ctx?.trained);
+  $('induction').innerHTML = trained ? compositionHtml(ctx, state.settings.focus) : '';
+  $('sink-note').textContent = trained ? sinkSentence(ctx.trained.manifest) : '';
+
+  $('follow-induction').hidden = !trained;
+  $('induction-title').hidden = !trained;
+}
 // The model view and the comparison; resolves once both are drawn (a long input's in pieces).
-const showViews = () => Promise.all([modelView.render(state), compare.render(state)]);
+const showViews = () => {
+  showInduction();
+  return Promise.all([modelView.render(state), compare.render(state)]);
+};
 const hook = installDebugHook(state, stepView, { modelView, compare });
 const offload = createOffload(state);
 
@@ -163,6 +177,7 @@ async function setFocus(i) {
   setPressed($('chips'), i);
   if (!(await backward())) return;
   showTimings();
+  showInduction();
   if (state.steps[state.settings.step].part === 'back') showStep();
   else if (await stepView.follow(i)) rendered();
 }
@@ -208,6 +223,10 @@ async function start() {
     step: sgdStepFor,
   });
   bindTrainPanel({ sentence: $('sentence') });
+  $('follow-induction').addEventListener('click', () => {
+    const { layer, head } = keyHeads(state.model.manifest).induction;
+    openHead(layer, head);
+  });
 
   const t0 = performance.now();
   let embeddingsMs;

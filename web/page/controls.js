@@ -1,7 +1,8 @@
 // The page's forms and keys: reads the controls into settings, keeps them consistent with the
 // state (which ones apply in which mode), and turns ←/→ into previous/next step.
 //
-//   bindControls(onChange)      onChange(patch) with patch a part of the settings (state.js)
+//   bindControls(onChange)      onChange(patch) with patch a part of the settings (state.js); the
+//                               Repeat buttons write the sentence twice (REPEAT_EXAMPLE: the example's)
 //   syncControls(settings, { dK, dModel })   controls <- settings (disabled fields, d_k and its
 //                               range, head choices); dK: the d_k that runs, dModel: the word
 //                               vectors' size
@@ -11,6 +12,8 @@
 // The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, divisors of d_model (100) so that
 // identity projections can give each head d_model / heads dimensions.
 const $ = (id) => document.getElementById(id);
+// The Repeat example's sentence (written twice): words the model knows, and none twice in it.
+export const REPEAT_EXAMPLE = 'Our old keeper painted seven blue boats near the river.';
 
 function debounce(fn, ms) {
   let timer;
@@ -30,6 +33,17 @@ export function bindControls(onChange) {
   const sentence = $('sentence');
   const typed = debounce(() => onChange({ text: sentence.value }), 150);
   sentence.addEventListener('input', typed);
+  // Repeat: the words twice, so the trained model's induction head has a first copy to copy from.
+  // As if typed (an input event), so that everything following the sentence hears of it.
+  const setText = (text) => {
+    sentence.value = text;
+    sentence.dispatchEvent(new Event('input'));
+  };
+  $('repeat').addEventListener('click', () => {
+    const text = sentence.value.trim();
+    if (text) setText(`${text} ${text}`);
+  });
+  $('repeat-example').addEventListener('click', () => setText(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`));
 
   for (const radio of document.querySelectorAll('input[name="mode"]')) {
     radio.addEventListener('change', () => onChange({ mode: radio.value }));

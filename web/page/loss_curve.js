@@ -1,9 +1,13 @@
-// The live training's loss curve on a <canvas>: each step's loss (thin, grey) and the mean of the
-// last MEAN steps (thick, accent), step on x, loss on y, with the range written at the axes.
-//
-//   drawLossCurve(canvas, losses, width)   redraws, width CSS px wide; sets its aria-label
+// The live training's curves on a <canvas>, step on x, the value on y, with the range written at
+// the axes:
+//   drawLossCurve(canvas, losses, width)   each step's loss (thin, grey) and the mean of the last
+//     MEAN steps (thick, accent), on the range of the losses; redraws, width CSS px wide; sets its
+//     aria-label
+//   drawInductionCurve(canvas, scores, width)   each step's induction score on the repeated
+//     sentence (thick, accent) on the fixed range 0 to 1, with the INDUCTION_HEAD line dashed
 //   runningMean(losses, k) -> the mean of the last k losses (fewer at the start)
 import { fmt } from './format.js';
+import { INDUCTION_HEAD } from './model/head_stats.js';
 
 const INK = '#1d2330';
 const MUTED = '#5b6475';
@@ -17,7 +21,30 @@ export function runningMean(losses, k = MEAN) {
   return tail.length ? tail.reduce((a, b) => a + b, 0) / tail.length : NaN;
 }
 
-export function drawLossCurve(canvas, losses, cssWidth) {
+export const drawLossCurve = (canvas, losses, cssWidth) =>
+  drawCurve(canvas, losses, cssWidth, {
+    empty: 'The loss of each step appears here.',
+    emptyLabel: 'Loss curve: no steps yet.',
+    mean: true,
+    label: (count, means, lo, hi) =>
+      `Loss curve over ${count} step${count > 1 ? 's' : ''}: the mean of ${MEAN} steps went from ${fmt(means[Math.min(count, MEAN) - 1], 2)} to ${fmt(means[count - 1], 2)}; each step's loss ranged from ${fmt(lo, 2)} to ${fmt(hi, 2)}.`,
+  });
+
+export const drawInductionCurve = (canvas, scores, cssWidth) =>
+  drawCurve(canvas, scores, cssWidth, {
+    empty: 'The induction score of each step appears here.',
+    emptyLabel: 'Induction score: no steps yet.',
+    range: [0, 1],
+    guide: INDUCTION_HEAD,
+    label: (count) =>
+      `Induction score over ${count} step${count > 1 ? 's' : ''}: ${fmt(scores[0], 2)} after step 1, ${fmt(Math.max(...scores), 2)} at most, ${fmt(scores[count - 1], 2)} now.`,
+  });
+
+// losses (any values) -> the curve; { empty, emptyLabel } the text and label with no values yet; mean: the
+// running mean drawn over the raw values (else the values themselves, thick); range: [lo, hi]
+// fixed (else the values'); guide: a value marked by a dashed line; label(count, means, lo, hi)
+// -> the aria-label
+function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, range = null, guide = null, label }) {
   const width = Math.max(120, Math.round(cssWidth));
   const height = 180;
   const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
@@ -42,13 +69,12 @@ export function drawLossCurve(canvas, losses, cssWidth) {
   if (!count) {
     g.textAlign = 'center';
     g.textBaseline = 'middle';
-    g.fillText('The loss of each step appears here.', pad.left + w / 2, pad.top + h / 2);
-    canvas.setAttribute('aria-label', 'Loss curve: no steps yet.');
+    g.fillText(empty, pad.left + w / 2, pad.top + h / 2);
+    canvas.setAttribute('aria-label', emptyLabel);
     return;
   }
   const finite = losses.filter(Number.isFinite);
-  let lo = Math.min(...finite),
-    hi = Math.max(...finite);
+  let [lo, hi] = range ?? [Math.min(...finite), Math.max(...finite)];
   if (hi - lo < 0.1) [lo, hi] = [lo - 0.05, hi + 0.05];
   const x = (i) => pad.left + (count > 1 ? (i / (count - 1)) * w : w / 2);
   const y = (v) => pad.top + (1 - (Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)) * h;
@@ -65,14 +91,25 @@ export function drawLossCurve(canvas, losses, cssWidth) {
     }
     g.stroke();
   };
-  line((i) => losses[i], RAW, 1);
-  const means = new Float64Array(count);
-  let sum = 0;
-  for (let i = 0; i < count; ++i) {
-    sum += losses[i] - (i >= MEAN ? losses[i - MEAN] : 0);
-    means[i] = sum / Math.min(i + 1, MEAN);
+  if (guide !== null) {
+    g.strokeStyle = RAW;
+    g.setLineDash([4, 4]);
+    g.beginPath();
+    g.moveTo(pad.left, y(guide));
+    g.lineTo(pad.left + w, y(guide));
+    g.stroke();
+    g.setLineDash([]);
   }
-  line((i) => means[i], ACCENT, 2.5);
+  const means = new Float64Array(count);
+  if (mean) {
+    line((i) => losses[i], RAW, 1);
+    let sum = 0;
+    for (let i = 0; i < count; ++i) {
+      sum += losses[i] - (i >= MEAN ? losses[i - MEAN] : 0);
+      means[i] = sum / Math.min(i + 1, MEAN);
+    }
+    line((i) => means[i], ACCENT, 2.5);
+  } else line((i) => losses[i], ACCENT, 2.5);
   g.fillStyle = INK;
   g.textAlign = 'right';
   g.textBaseline = 'top';
@@ -84,8 +121,5 @@ export function drawLossCurve(canvas, losses, cssWidth) {
   g.fillText('step 1', pad.left, pad.top + h + 6);
   g.textAlign = 'right';
   g.fillText(`step ${count}`, pad.left + w, pad.top + h + 6);
-  canvas.setAttribute(
-    'aria-label',
-    `Loss curve over ${count} step${count > 1 ? 's' : ''}: the mean of ${MEAN} steps went from ${fmt(means[Math.min(count, MEAN) - 1], 2)} to ${fmt(means[count - 1], 2)}; each step's loss ranged from ${fmt(lo, 2)} to ${fmt(hi, 2)}.`,
-  );
+  canvas.setAttribute('aria-label', label(count, means, lo, hi));
 }

@@ -171,6 +171,7 @@ export function* recomputeGen(state, attn = state.attn) {
   state.ctx = {
     worked,
     labels: input.labels,
+    norms: input.tokens.map((t) => t.norm),
     unknown: input.unknown,
     n,
     dModel: input.x.shape[1],

@@ -7,18 +7,29 @@
 //     The worker starts on the first press of Start, never before.
 //
 // window.attentionTraining, read-only, for tests and the curious: { state: 'idle' | 'loading' |
-// 'running' | 'paused' | 'error', step, losses (every step's), perSecond, headsShown (how many
-// times the grid was drawn), headsStep (the step the grid shows) }
+// 'running' | 'paused' | 'error', step, losses (every step's), induction (every step's best
+// induction score on the repeated sentence, null without one), inductionHead ({ layer, head } of
+// the last step's best), perSecond, headsShown (how many times the grid was drawn), headsStep
+// (the step the grid shows) }
 import { fmt } from './format.js';
 import { createHeadGrid } from './head_grid.js';
-import { drawLossCurve, MEAN, runningMean } from './loss_curve.js';
+import { drawInductionCurve, drawLossCurve, MEAN, runningMean } from './loss_curve.js';
 
 const $ = (id) => document.getElementById(id);
 const MIN_OWN_WORDS = 200;
 const RENDER_MS = 500;
 
 export function bindTrainPanel({ sentence }) {
-  const view = { state: 'idle', step: 0, losses: [], perSecond: 0, headsShown: 0, headsStep: null };
+  const view = {
+    state: 'idle',
+    step: 0,
+    losses: [],
+    induction: [],
+    inductionHead: null,
+    perSecond: 0,
+    headsShown: 0,
+    headsStep: null,
+  };
   window.attentionTraining = {
     get state() {
       return view.state;
@@ -28,6 +39,12 @@ export function bindTrainPanel({ sentence }) {
     },
     get losses() {
       return view.losses.slice();
+    },
+    get induction() {
+      return view.induction.slice();
+    },
+    get inductionHead() {
+      return view.inductionHead;
     },
     get perSecond() {
       return view.perSecond;
@@ -87,6 +104,12 @@ export function bindTrainPanel({ sentence }) {
     $('train-rate').textContent = view.perSecond ? fmt(view.perSecond, 1) : '–';
     curveWidth ||= $('train-loss').clientWidth; // before the first resize report
     drawLossCurve($('train-loss'), view.losses, curveWidth);
+    drawInductionCurve($('train-induction'), view.induction, curveWidth);
+    const last = view.induction.at(-1);
+    $('train-induction-now').textContent =
+      last == null
+        ? '–'
+        : `${fmt(last, 2)} (layer ${view.inductionHead.layer + 1} head ${view.inductionHead.head + 1})`;
     if (pendingHeads) drawHeads(pendingHeads);
     pendingHeads = null;
   }
@@ -114,6 +137,8 @@ export function bindTrainPanel({ sentence }) {
     } else if (m.type === 'step') {
       view.step = m.step;
       view.losses.push(m.loss);
+      view.induction.push(m.induction?.score ?? null);
+      if (m.induction) view.inductionHead = { layer: m.induction.layer, head: m.induction.head };
       if (m.perSecond) view.perSecond = m.perSecond;
       if (view.state !== 'running') setState('running');
       schedule();
@@ -163,7 +188,7 @@ export function bindTrainPanel({ sentence }) {
       return;
     }
     if (!ensureWorker()) return;
-    Object.assign(view, { step: 0, losses: [], perSecond: 0 });
+    Object.assign(view, { step: 0, losses: [], induction: [], inductionHead: null, perSecond: 0 });
     setState('loading');
     announce('Loading the library, the word vectors and the text in the training worker…');
     schedule();

@@ -12,7 +12,9 @@
 //   { type: 'sentence', sentence }          the page's sentence: its heads are sent back
 // Worker -> page:
 //   { type: 'ready', tokens, documents, from, text }   a run is set up (training text's size)
-//   { type: 'step', step, loss, perSecond }            after each step; perSecond over the last 10
+//   { type: 'step', step, loss, perSecond, induction }  after each step; perSecond over the last 10;
+//       induction: { score, layer, head } the largest induction score of any head on the sentence
+//       repeated (head_stats.js' repeatedSentence), or null without a sentence
 //   { type: 'heads', step, labels, n, layers, heads, weights }   every head's (n,n) weights on the
 //       sentence, weights (layers·heads·n·n): after set-up, a new sentence, a pause, and at most
 //       once a second while training
@@ -21,7 +23,8 @@
 import { createAttention } from '../lib/index.js';
 import { loadEmbeddings } from './embeddings.js';
 import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
-import { createTrainer } from './model/trainer.js';
+import { repeatedSentence } from './model/head_stats.js';
+import { createTrainer, manifestOptions } from './model/trainer.js';
 import { loadModelFiles } from './model/weights.js';
 import { tokenize } from './tokenize.js';
 
@@ -36,6 +39,7 @@ let generation = 0;
 let running = false;
 let lr = 3e-3;
 let sentence = [];
+let repeated = null; // the sentence's norms, repeated, for the induction score
 let lastHeads = 0;
 const stepEnds = [];
 
@@ -77,8 +81,24 @@ function sendHeads() {
 
 async function setSentence(text) {
   const { emb, model } = await loadAssets();
-  sentence = tokenize(String(text ?? ''), { vocab: emb }).slice(0, model.manifest.model.n);
+  const tokens = tokenize(String(text ?? ''), { vocab: emb });
+  sentence = tokens.slice(0, model.manifest.model.n);
+  repeated = tokens.length
+    ? repeatedSentence(
+        tokens.map((t) => t.norm),
+        model.manifest.model.n,
+      )
+    : null;
   sendHeads();
+}
+
+// The best head's induction score on the repeated sentence, or null.
+function induction() {
+  if (!run || !repeated) return null;
+  const scores = run.trainer.induction(repeated);
+  const k = scores.reduce((best, v, j) => (v > scores[best] ? j : best), 0);
+  const heads = run.model.manifest.model.heads;
+  return { score: scores[k], layer: Math.floor(k / heads), head: k % heads };
 }
 
 async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
@@ -91,20 +111,20 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   const { attn, emb, model } = await loadAssets();
   const docs = text == null ? await loadExcerpt(emb) : tokenizeDocs([text], emb);
   if (gen !== generation) return; // a newer start came while this one loaded
-  const m = model.manifest.model;
+  const options = manifestOptions(model.manifest, model.tensors); // as the shipped model was trained
   const trainer = createTrainer(attn, {
     emb,
     vocab: model.vocab,
     docs,
     tensors: from === 'trained' ? model.tensors : null,
     seed: 1,
-    n: m.n,
-    heads: m.heads,
-    layers: m.layers,
-    positionScale: m.positionScale,
-    // as the shipped model was trained (train_model.mjs)
-    outputDelta: Boolean(model.tensors.wdelta),
-    attnLr: model.manifest.training.attnLr ?? 1,
+    ...options,
+    // from the trained weights, the repeated spans' share where the shipped run ended: its
+    // schedule's start (every window repeated) is for forming the head, which these weights have
+    repeat:
+      from === 'trained' && options.repeat
+        ? { ...options.repeat, from: options.repeat.share, hold: 0, over: 0 }
+        : options.repeat,
   });
   run = { trainer, gen, model };
   stepEnds.length = 0;
@@ -137,6 +157,7 @@ async function loop(gen) {
       step: run.trainer.steps,
       loss,
       perSecond: stepEnds.length > 1 && span > 0 ? ((stepEnds.length - 1) * 1000) / span : 0,
+      induction: induction(),
     });
     if (now - lastHeads >= HEADS_EVERY_MS) sendHeads();
     await new Promise((r) => setTimeout(r, 0)); // let 'pause', 'lr' and 'sentence' in

@@ -5,11 +5,19 @@
 //     every query i >= 2 of every sequence (from 2 on, previous, self and first are three tokens):
 //       prev = w[i][i−1], self = w[i][i], first = w[i][0], meanDistance = Σ_j w[i][j]·(i−j),
 //       entropyBits = −Σ_j w[i][j]·log2 w[i][j]
+//   inductionScore(w, n, span, start = 0) -> the induction score of one head on a sequence whose
+//     tokens start..start+span−1 come again right after them (TransformerLens' definition): the mean
+//     over the second copy's tokens i = start+span+k (k = 0..span−1) of w[i][start+k+1], the weight
+//     on the token right after the earlier occurrence; w (n,n) as above
+//   repeatedSpan(norms) -> L when norms is some L >= 2 tokens twice in a row (norms = S S), else 0
+//   repeatedSentence(norms, n) -> norms when they are a repeat that fits in n tokens; else their
+//     first n/2 (at most) twice: the sequence live training measures its induction score on
 //   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
 //     of the three shares when it is at least 50 % (and the next one); else, for a sharp head
 //     (entropy under 1 bit), that it looks at one word at a time, how far back on average, and the
 //     largest share when it is at least 25 %; else that largest share when at least 25 %; else
-//     how far back and how spread out it looks.
+//     how far back and how spread out it looks. With stats.induction (the manifest's induction
+//     score), the score follows; from 0.4 on the sentence starts with "induction head".
 export function headStats(weightsList, n) {
   const sum = { prev: 0, self: 0, first: 0, meanDistance: 0, entropyBits: 0 };
   let count = 0;
@@ -30,9 +38,38 @@ export function headStats(weightsList, n) {
   return Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / count]));
 }
 
+export function inductionScore(w, n, span, start = 0) {
+  let sum = 0;
+  for (let k = 0; k < span; ++k) sum += w[(start + span + k) * n + start + k + 1];
+  return sum / span;
+}
+
+export function repeatedSpan(norms) {
+  const L = norms.length / 2;
+  if (!Number.isInteger(L) || L < 2) return 0;
+  for (let k = 0; k < L; ++k) if (norms[k] !== norms[L + k]) return 0;
+  return L;
+}
+
+export function repeatedSentence(norms, n) {
+  if (repeatedSpan(norms) && norms.length <= n) return norms;
+  const first = norms.slice(0, Math.floor(n / 2));
+  return [...first, ...first];
+}
+
+export const INDUCTION_HEAD = 0.4; // an induction score from which the page calls a head one
+
 const pct = (x) => `${Math.round(100 * x)} %`;
 
 export function describeHead(s) {
+  if (s.induction === undefined) return describeShares(s);
+  const score = `induction score ${s.induction.toFixed(2)}`;
+  return s.induction >= INDUCTION_HEAD
+    ? `induction head (${score}): looks at the word after an earlier occurrence of the current word; ${describeShares(s)}`
+    : `${describeShares(s)}; ${score}`;
+}
+
+function describeShares(s) {
   const shares = [
     ['looks at the previous word', s.prev],
     ['looks at the word itself', s.self],

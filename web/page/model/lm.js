@@ -4,7 +4,9 @@
 //   x = E + P                       E (n,d) the page's word vectors, P (n,d) sinusoidal positions
 //                                   × the manifest's positionScale
 //   h1 = x + attn1(x), h2 = h1 + attn2(h1)      attn = the package's multiHeadAttention, causal
-//   z = h2·wout (n,d);  logits = z·Wᵀ + bout (n,V)   W (V,d): row c the word vector of class c
+//   f = h2 + relu(h2·w1 + b1)·w2 + b2            layer 2's feed-forward block (w1 (d,m), w2 (m,d)),
+//                                                when the model has one; else f = h2
+//   z = f·wout (n,d);  logits = z·Wᵀ + bout (n,V)    W (V,d): row c the word vector of class c
 //                                                   (the last class, "<unk>", has a learned row)
 //   loss = mean over rows of −log softmax(logits)[target]
 // T = batch·n rows; d = d_model = 100; V output classes.
@@ -68,9 +70,39 @@ export function forwardLayers(layers, x, { trace = false } = {}) {
   return { hs, traces };
 }
 
-// The head: h (T,d) -> { z (T,d), logits (T,V) }
+// The feed-forward block: h (T,d), p.w1 (d,m), p.b1 (m), p.w2 (m,d), p.b2 (d), products by `mm`
+// ((a, b, T, k, m) -> a (T,k)·b (k,m)) -> { a (T,m) = relu(h·w1 + b1), f (T,d) = h + a·w2 + b2 }
+export function feedForward(p, h, T, d, mm = matmul) {
+  const m = p.b1.length;
+  const a = mm(h, p.w1, T, d, m);
+  for (let t = 0; t < T; ++t) {
+    const o = t * m;
+    for (let j = 0; j < m; ++j) {
+      const v = a[o + j] + p.b1[j];
+      a[o + j] = v > 0 ? v : 0;
+    }
+  }
+  const f = mm(a, p.w2, T, m, d);
+  for (let t = 0; t < T; ++t) {
+    const o = t * d;
+    for (let k = 0; k < d; ++k) f[o + k] += h[o + k] + p.b2[k];
+  }
+  return { a, f };
+}
+
+// The output parameters as forwardHead takes them, from weights.js' tensors
+export const headParams = (tensors) => ({
+  wout: tensors.wout.data,
+  bout: tensors.bout.data,
+  unk: tensors.unk.data,
+  wdelta: tensors.wdelta?.data,
+  ...(tensors.w1 && { w1: tensors.w1.data, b1: tensors.b1.data, w2: tensors.w2.data, b2: tensors.b2.data }),
+});
+
+// The head: h (T,d) -> { z (T,d), logits (T,V) } (through the feed-forward block when p has w1)
 export function forwardHead(p, words, h, T, d, V) {
-  const z = matmul(h, p.wout, T, d, d);
+  const f = p.w1 ? feedForward(p, h, T, d).f : h;
+  const z = matmul(f, p.wout, T, d, d);
   return { z, logits: scoreWords(z, words, p.bout, T, d, V) };
 }
 

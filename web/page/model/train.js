@@ -5,19 +5,24 @@
 //
 // Parameters: layers [attn1, attn2] (the package's, 4 heads, no biases, so that
 // the page's steps show Q = X·W_Q as they are) and p = { wout (d,d),
-// bout (V), unk (d), and with outputDelta wdelta (V,d) } in plain JS arrays. Batches: B windows
+// bout (V), unk (d), with outputDelta wdelta (V,d), with ffn m > 0 layer 2's feed-forward block
+// w1 (d,m), b1 (m), w2 (m,d), b2 (d) } in plain JS arrays. Batches: B windows
 // of n+1 class ids and n input words. The output layer's products (T·V·d each, most of a step's
 // work) run on the package's matmul: the model keeps `attn` for that.
 //
-//   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, tensors }) -> { attn, p, layers }
+//   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, ffn, qkScale, tensors })
+//     -> { attn, p, layers }
 //   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, timings }) -> loss; attnLr scales the
 //     attention layers' learning rate (their step() gets lr·attnLr); timings: ms by part, below
+//   headForward(attn, p, words, h, T, d, V), headBackward(...): the output layer on the package's
+//     matmul (exported for its tests)
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   evaluate(...), accuracyTally(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
+import { random, xavierUniform } from '../../lib/init.js';
 import { sinusoidalPositions } from '../embeddings.js';
-import { headStats } from './head_stats.js';
+import { headStats, inductionScore } from './head_stats.js';
 import { layerWeights } from './weights.js';
-import { crossEntropy, forwardHead, forwardLayers, outputWords, topK } from './lm.js';
+import { crossEntropy, feedForward, forwardHead, forwardLayers, outputWords, topK } from './lm.js';
 
 export const isWord = (w) => w !== '<unk>' && /[\p{L}\p{N}]/u.test(w);
 
@@ -67,6 +72,46 @@ export function windowSampler(docs, idDocs, n, next) {
   };
 }
 
+// Random words of the vocabulary (classes that are words: isWord, not "<unk>"), from next().
+//   randomWords(vocab, next) -> (count) -> Int32Array of class ids
+export function randomWords(vocab, next) {
+  const words = [];
+  vocab.forEach((w, c) => c < vocab.length - 1 && isWord(w) && words.push(c));
+  return (count) => Int32Array.from({ length: count }, () => words[Math.floor(next() * words.length)]);
+}
+
+// Windows with repeated spans, so that an induction head forms (Olsson et al. 2022): with
+// probability share(step) a window from sample() gets a span of L random vocabulary words, L
+// uniform in [minSpan, maxSpan], at a start uniform in [0, n+1−2L], followed right away by the
+// same L words; the rest of the window stays the text's. Random words, at varying starts and
+// lengths: only copying from the earlier occurrence predicts the second copy (neither the words'
+// usual neighbours nor a fixed offset do).
+//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, hold, over }) ->
+//     (step) => { words, ids }: share(step) is `from` up to step `hold`, then goes linearly to
+//     `share` at step `over`, then stays (from = share: always share); null, or share 0 with no
+//     `from`: sample's windows
+export function repeatSampler(sample, vocab, n, next, repeat) {
+  const { share = 0, minSpan, maxSpan, from = share, hold = 0, over = 0 } = repeat ?? {};
+  if (!(share > 0) && !(from > 0)) return () => sample();
+  const draw = randomWords(vocab, next);
+  const shareAt = (step) =>
+    step <= hold ? from : step < over ? from + ((share - from) * (step - hold)) / (over - hold) : share;
+  return (step) => {
+    const w = sample();
+    if (next() >= shareAt(step)) return w;
+    const L = minSpan + Math.floor(next() * (maxSpan - minSpan + 1));
+    const s = Math.floor(next() * (n + 2 - 2 * L));
+    const span = draw(L);
+    const ids = Int32Array.from(w.ids);
+    const words = w.words.slice();
+    for (let k = 0; k < 2 * L; ++k) {
+      ids[s + k] = span[k % L];
+      words[s + k] = vocab[span[k % L]];
+    }
+    return { words, ids };
+  };
+}
+
 // windows [{ words (n+1 norms), ids (n+1) }] -> { x (B,n,d) tensor, targets (B·n) };
 // X = E + P with P = positionScale × the sinusoidal positions (as the page's input.js builds it)
 const positions = new Map(); // `${n},${d},${positionScale}` -> P (n,d), made once
@@ -88,13 +133,18 @@ export function makeBatch(windows, n, d, vec, positionScale) {
   return { x: { data: x, shape: [B, n, d] }, targets };
 }
 
-// -> { attn, p, layers }: layers seeded (seed + L, Xavier-uniform), wout 0.1·I, bout = logPrior,
-// wdelta 0 (with outputDelta); or, with tensors (weights.js' unpackTensors of a trained model),
-// copies of those weights (wdelta where the model has one).
-export function createModel(attn, { d, heads, layers, seed, logPrior, outputDelta = false, tensors }) {
+// -> { attn, p, layers }: layers seeded (seed + L, Xavier-uniform; W_Q and W_K × qkScale), wout 0.1·I, bout = logPrior,
+// wdelta 0 (with outputDelta), w1 Xavier-uniform from seed + 100 and b1, w2, b2 0 (with ffn m,
+// so the block starts as the identity); or, with tensors (weights.js' unpackTensors of a trained
+// model), copies of those weights (wdelta and the block where the model has them).
+export function createModel(
+  attn,
+  { d, heads, layers, seed, logPrior, outputDelta = false, ffn = 0, qkScale = 1, tensors },
+) {
   if (tensors) {
     const p = { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() };
     if (tensors.wdelta) p.wdelta = tensors.wdelta.data.slice();
+    for (const k of ['w1', 'b1', 'w2', 'b2']) if (tensors[k]) p[k] = tensors[k].data.slice();
     return {
       attn,
       p,
@@ -111,13 +161,32 @@ export function createModel(attn, { d, heads, layers, seed, logPrior, outputDelt
   };
   // learned corrections to the output word vectors, starting at 0 (W = word vectors + wdelta)
   if (outputDelta) p.wdelta = new Float32Array(V * d);
+  if (ffn > 0) {
+    p.w1 = xavierUniform(d, ffn, random(seed + 100));
+    p.b1 = new Float32Array(ffn);
+    p.w2 = new Float32Array(ffn * d);
+    p.b2 = new Float32Array(d);
+  }
   for (let i = 0; i < d; ++i) p.wout[i * d + i] = 0.1;
   return {
     attn,
     p,
-    layers: Array.from({ length: layers }, (_, L) =>
-      attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L }),
-    ),
+    layers: Array.from({ length: layers }, (_, L) => {
+      const seeded = attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L });
+      if (qkScale === 1) return seeded;
+      // W_Q and W_K scaled down: the scores start small, so the softmax starts near uniform and
+      // its gradient reaches every key (X's norm is about 29 with positions × 4: seeded W_Q, W_K
+      // alone start every head saturated on one key)
+      const w = seeded.weights;
+      seeded.dispose();
+      const scaled = (t) => ({ data: t.data.map((v) => v * qkScale), shape: t.shape });
+      return attn.multiHeadAttention({
+        dModel: d,
+        heads,
+        bias: false,
+        weights: { wq: scaled(w.wq), wk: scaled(w.wk), wv: w.wv, wo: w.wo },
+      });
+    }),
   };
 }
 
@@ -127,35 +196,56 @@ function mm(attn, a, aShape, b, bShape, options) {
   return attn.matmul({ data: a, shape: aShape }, { data: b, shape: bShape }, options).data;
 }
 
-// lm.js's forwardHead with its two products on the package's matmul:
-//   z = h·wout (T,d), logits = z·Wᵀ + bout (T,V)
-function headForward(attn, p, words, h, T, d, V) {
-  const z = mm(attn, h, [T, d], p.wout, [d, d]);
+// lm.js's forwardHead with its products on the package's matmul:
+//   f = h, or h + relu(h·w1 + b1)·w2 + b2 with a feed-forward block (a its hidden activations)
+//   z = f·wout (T,d), logits = z·Wᵀ + bout (T,V)
+export function headForward(attn, p, words, h, T, d, V) {
+  const { a = null, f = h } = p.w1 ? feedForward(p, h, T, d, (x, w, t, k, m) => mm(attn, x, [t, k], w, [k, m])) : {};
+  const z = mm(attn, f, [T, d], p.wout, [d, d]);
   const logits = mm(attn, z, [T, d], words, [V, d], { transposeB: true });
   for (let t = 0; t < T; ++t) {
     const o = t * V;
     for (let c = 0; c < V; ++c) logits[o + c] += p.bout[c];
   }
-  return { z, logits };
+  return { a, f, z, logits };
 }
 
-// lm.js's backwardHead on the package's matmul, given dlogits (T,V):
+// rows (T,m) -> Σ_t rows (m)
+function sumRows(x, T, m) {
+  const s = new Float32Array(m);
+  for (let t = 0; t < T; ++t) for (let j = 0; j < m; ++j) s[j] += x[t * m + j];
+  return s;
+}
+
+// Backward of headForward on the package's matmul, given dlogits (T,V):
 //   dbout = Σ_t dlogits, dW = dlogitsᵀ·z (V,d) (dunk its last row; dwdelta all of it),
-//   dz = dlogits·W (T,d), dwout = hᵀ·dz (d,d), dh = dz·woutᵀ (T,d)
-function headBackward(attn, p, words, h, z, dlogits, T, d, V) {
-  const dbout = new Float32Array(V);
-  for (let t = 0; t < T; ++t) {
-    const o = t * V;
-    for (let c = 0; c < V; ++c) dbout[c] += dlogits[o + c];
-  }
+//   dz = dlogits·W (T,d), dwout = fᵀ·dz (d,d), df = dz·woutᵀ (T,d); without a feed-forward
+//   block dh = df; with one: dw2 = aᵀ·df (m,d), db2 = Σ_t df, da = df·w2ᵀ where a > 0 (T,m),
+//   dw1 = hᵀ·da (d,m), db1 = Σ_t da, dh = df + da·w1ᵀ
+export function headBackward(attn, p, words, h, { a, f, z }, dlogits, T, d, V) {
+  const dbout = sumRows(dlogits, T, V);
   const dW = mm(attn, dlogits, [T, V], z, [T, d], { transposeA: true });
   const dz = mm(attn, dlogits, [T, V], words, [V, d]);
-  return {
+  const df = mm(attn, dz, [T, d], p.wout, [d, d], { transposeB: true });
+  const g = {
     dbout,
     dunk: dW.slice((V - 1) * d),
     dwdelta: dW,
-    dwout: mm(attn, h, [T, d], dz, [T, d], { transposeA: true }),
-    dh: mm(attn, dz, [T, d], p.wout, [d, d], { transposeB: true }),
+    dwout: mm(attn, f, [T, d], dz, [T, d], { transposeA: true }),
+  };
+  if (!p.w1) return { ...g, dh: df };
+  const m = p.b1.length;
+  const da = mm(attn, df, [T, d], p.w2, [m, d], { transposeB: true });
+  for (let i = 0; i < da.length; ++i) if (a[i] <= 0) da[i] = 0;
+  const dh = mm(attn, da, [T, m], p.w1, [d, m], { transposeB: true });
+  for (let i = 0; i < dh.length; ++i) dh[i] += df[i];
+  return {
+    ...g,
+    dh,
+    dw2: mm(attn, a, [T, m], df, [T, d], { transposeA: true }),
+    db2: sumRows(df, T, d),
+    dw1: mm(attn, h, [T, d], da, [T, m], { transposeA: true }),
+    db1: sumRows(da, T, m),
   };
 }
 
@@ -204,11 +294,11 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
   const { hs } = forwardLayers(layers, batch.x);
   const h = hs[hs.length - 1];
   lap('layersForward');
-  const { z, logits } = headForward(model.attn, p, words, h, T, d, V);
+  const fwd = headForward(model.attn, p, words, h, T, d, V);
   lap('headForward');
-  const { loss, dlogits } = crossEntropy(logits, batch.targets, T, V, logits); // in place
+  const { loss, dlogits } = crossEntropy(fwd.logits, batch.targets, T, V, fwd.logits); // in place
   lap('crossEntropy');
-  const g = headBackward(model.attn, p, words, h, z, dlogits, T, d, V);
+  const g = headBackward(model.attn, p, words, h, fwd, dlogits, T, d, V);
   lap('headBackward');
   adam.tick();
   // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx
@@ -229,6 +319,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
     ['wout', g.dwout],
     ['bout', g.dbout],
     p.wdelta ? ['wdelta', g.dwdelta] : ['unk', g.dunk],
+    ...(p.w1 ? ['w1', 'b1', 'w2', 'b2'].map((k) => [k, g[`d${k}`]]) : []),
   ]) {
     adam.update(name, grad, p[name], lr);
   }
@@ -327,6 +418,64 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, word
     loss: loss / count,
     ...figures,
     heads: perHead.flatMap((hl, L) => hl.map((list, h) => ({ layer: L, head: h, ...headStats(list, n) }))),
+  };
+}
+
+// The induction test of TransformerLens on `sequences` sequences of n = 2·span tokens: span random
+// vocabulary words (randomWords from random(seed), a seed training never uses), then the same
+// words again. -> { span, sequences, seed, heads: [{ layer, head, induction }] (head_stats.js'
+// inductionScore, averaged), lossFirst, lossSecond }: the mean loss on predicting each copy's
+// tokens after its first (tokens 1..span−1 of the first copy, span+1..2·span−1 of the second),
+// so both count the same span−1 predictions per sequence.
+export function inductionTest(model, emb, vocab, { span, sequences, seed, positionScale, B = 16 }) {
+  const { layers, p, attn } = model;
+  const n = 2 * span,
+    d = emb.dim,
+    V = vocab.length;
+  const words = outputWords(emb, vocab, p.unk, p.wdelta);
+  const vec = vectorCache(emb);
+  const draw = randomWords(vocab, random(seed));
+  const scores = layers.map((l) => new Float64Array(l.config.heads));
+  let first = 0,
+    second = 0;
+  for (let s = 0; s < sequences; s += B) {
+    const windows = Array.from({ length: Math.min(B, sequences - s) }, () => {
+      const w = draw(span);
+      const ids = Int32Array.from({ length: n + 1 }, (_, i) => w[i % span]);
+      return { ids, words: Array.from(ids, (c) => vocab[c]) };
+    });
+    const batch = makeBatch(windows, n, d, vec, positionScale);
+    const b = windows.length;
+    const { hs, traces } = forwardLayers(layers, batch.x, { trace: true });
+    const h = hs[hs.length - 1];
+    const { logits } = attn ? headForward(attn, p, words, h, b * n, d, V) : forwardHead(p, words, h, b * n, d, V);
+    for (let k = 0; k < b; ++k) {
+      for (let i = 0; i < n - 1; ++i) {
+        if (i === span - 1) continue; // predicts the second copy's first token: no earlier cue
+        const o = (k * n + i) * V;
+        let max = -Infinity;
+        for (let c = 0; c < V; ++c) max = Math.max(max, logits[o + c]);
+        let sum = 0;
+        for (let c = 0; c < V; ++c) sum += Math.exp(logits[o + c] - max);
+        const loss = Math.log(sum) + max - logits[o + batch.targets[k * n + i]];
+        if (i < span) first += loss;
+        else second += loss;
+      }
+      traces.forEach((heads, L) =>
+        heads.forEach((hd, hh) => {
+          scores[L][hh] += inductionScore(hd.weights.data.subarray(k * n * n, (k + 1) * n * n), n, span);
+        }),
+      );
+    }
+  }
+  const count = sequences * (span - 1);
+  return {
+    span,
+    sequences,
+    seed,
+    heads: scores.flatMap((sl, L) => Array.from(sl, (v, h) => ({ layer: L, head: h, induction: v / sequences }))),
+    lossFirst: first / count,
+    lossSecond: second / count,
   };
 }
 

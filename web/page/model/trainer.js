@@ -1,24 +1,56 @@
 // A training run of the page's model (train.js, the one `npm run train-model` uses) on a text,
 // one step at a time, for the page's live training (train_worker.js) and its tests.
 //
+//   manifestOptions(manifest, tensors) -> the shipped model's settings below, from its manifest
 //   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
-//                         warmup, outputDelta, attnLr })
+//                         warmup, outputDelta, ffn, qkScale, attnLr, repeat })
 //     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
 //     docs    [[norm]] the training text's documents, tokenized (corpus_text.js)
 //     tensors null: start from seeded random layers and the text's unigram distribution, as
 //             train_model.mjs does; else the trained model's tensors (weights.js), copied
 //     warmup  steps over which the learning rate rises linearly to the one asked for
-//     outputDelta, attnLr  as train_model.mjs (learned output-vector corrections; the attention
-//             layers' learning-rate factor)
+//     outputDelta, ffn, qkScale, attnLr, repeat  as train_model.mjs (learned output-vector
+//             corrections; layer 2's feed-forward width; the starting W_Q, W_K scale; the attention
+//             layers' learning-rate factor; the repeated spans mixed into the windows, or null)
 //   -> { step(lr, timings) -> loss of the batch before the step, heads(norms) -> { n, weights },
-//        steps, tokens, dispose() }
+//        induction(norms) -> [score] (layers·heads), steps, tokens, dispose() }
 //   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
 //   heads(norms): the sentence's X (n,d) = E + P as the trainer builds it, then both layers with
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
+//   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
+//     (repeatedSpan(norms) > 0), in heads' order
 import { random } from '../../lib/random.js';
 import { createAdam } from './adam.js';
+import { inductionScore, repeatedSpan } from './head_stats.js';
 import { forwardLayers } from './lm.js';
-import { classCounts, createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from './train.js';
+import {
+  classCounts,
+  createModel,
+  makeBatch,
+  repeatSampler,
+  toIds,
+  trainStep,
+  vectorCache,
+  windowSampler,
+} from './train.js';
+
+// The trained model's settings as createTrainer takes them, from its manifest (and tensors, for
+// the feed-forward width): a run that trains the same model the same way as train_model.mjs.
+export function manifestOptions(manifest, tensors) {
+  const m = manifest.model,
+    t = manifest.training;
+  return {
+    n: m.n,
+    heads: m.heads,
+    layers: m.layers,
+    positionScale: m.positionScale,
+    outputDelta: Boolean(tensors.wdelta),
+    ffn: tensors.b1?.data.length ?? 0,
+    qkScale: t.qkScale ?? 1,
+    attnLr: t.attnLr ?? 1,
+    repeat: t.repeatedSpans ?? null,
+  };
+}
 
 export function createTrainer(
   attn,
@@ -35,14 +67,19 @@ export function createTrainer(
     layers = 2,
     warmup = 20,
     outputDelta = false,
+    ffn = 0,
+    qkScale = 1,
     attnLr = 1,
+    repeat = null,
   },
 ) {
   const V = vocab.length,
     d = emb.dim;
   const idDocs = docs.map((doc) => toIds(doc, vocab));
   const { counts, total: tokens } = classCounts(idDocs, V);
-  const sample = windowSampler(docs, idDocs, n, random(seed)); // RangeError when the text is too short
+  const next = random(seed);
+  // RangeError when the text is too short
+  const sample = repeatSampler(windowSampler(docs, idDocs, n, next), vocab, n, next, repeat);
   const model = createModel(attn, {
     d,
     heads,
@@ -50,11 +87,21 @@ export function createTrainer(
     seed,
     logPrior: Array.from(counts, (c) => Math.log((c + 1) / (tokens + V))),
     outputDelta,
+    ffn,
+    qkScale,
     tensors,
   });
   const adam = createAdam();
   const vec = vectorCache(emb);
   let steps = 0;
+  function headWeights(norms) {
+    const m = norms.length;
+    const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
+    const { traces } = forwardLayers(model.layers, x, { trace: true });
+    const weights = new Float32Array(layers * heads * m * m);
+    traces.forEach((hs, L) => hs.forEach((hd, h) => weights.set(hd.weights.data, (L * heads + h) * m * m)));
+    return { n: m, weights };
+  }
   return {
     get steps() {
       return steps;
@@ -62,20 +109,27 @@ export function createTrainer(
     tokens,
     step(lr, timings = null) {
       const t = timings ? performance.now() : 0;
-      const b = makeBatch(Array.from({ length: batch }, sample), n, d, vec, positionScale);
+      const b = makeBatch(
+        Array.from({ length: batch }, () => sample(steps + 1)),
+        n,
+        d,
+        vec,
+        positionScale,
+      );
       if (timings) timings.batch = (timings.batch ?? 0) + performance.now() - t;
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
       const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr, timings });
       ++steps;
       return loss;
     },
-    heads(norms) {
-      const m = norms.length;
-      const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
-      const { traces } = forwardLayers(model.layers, x, { trace: true });
-      const weights = new Float32Array(layers * heads * m * m);
-      traces.forEach((hs, L) => hs.forEach((hd, h) => weights.set(hd.weights.data, (L * heads + h) * m * m)));
-      return { n: m, weights };
+    heads: headWeights,
+    induction(norms) {
+      const L = repeatedSpan(norms);
+      if (!L) throw new RangeError('induction: the text must be some words twice');
+      const { n: m, weights } = headWeights(norms);
+      return Array.from({ length: layers * heads }, (_, k) =>
+        inductionScore(weights.subarray(k * m * m, (k + 1) * m * m), m, L),
+      );
     },
     dispose() {
       for (const l of model.layers) l.dispose();

@@ -5,6 +5,7 @@ import { weightTop } from '../colors.js';
 import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
 import { describeHead } from '../model/head_stats.js';
+import { inductionStepHtml } from '../induction.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
@@ -59,8 +60,14 @@ function headDescriptions(ctx) {
   return `<p>Measured on held-out addresses (the model never trained on them), layer ${ctx.layer + 1}'s heads:</p><ul class="head-stats">${items}</ul>`;
 }
 
-const NEXT_WORD_NOTE =
-  "<p>The trained model adds both layers' outputs to X₁ (the residual stream H), maps each row through a 100×100 matrix and scores it against the word vectors of its 2,000 words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>";
+// How the trained model turns the residual stream into next-word guesses (its manifest's output).
+function nextWordNote(manifest) {
+  const ff = manifest.model.feedForward;
+  const block = ff
+    ? `, passes each row through layer 2's feed-forward block (F = H + relu(H·W<sub>1</sub> + b<sub>1</sub>)·W<sub>2</sub> + b<sub>2</sub>, ${ff.hidden} hidden units)`
+    : '';
+  return `<p>The trained model adds both layers' outputs to X₁ (the residual stream H)${block}, maps each row through a 100×100 matrix and scores it against the word vectors of its ${manifest.model.classes.toLocaleString('en')} words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>`;
+}
 
 // The trained model's five most likely next words after token i, from the whole model.
 function nextWords(ctx, i) {
@@ -334,7 +341,8 @@ export const FORWARD_STEPS = [
         formulaHtml: `${v('A')}<sub>ij</sub> = exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>) / Σ<sub>j</sub> exp(${v('M')}<sub>ij</sub> − ${v('m')}<sub>i</sub>), &nbsp; ${v('m')}<sub>i</sub> = max<sub>j</sub> ${v('M')}<sub>ij</sub>`,
         shapes: [`M ${n}\u00d7${n} → A ${n}\u00d7${n}, each row sums to 1`],
         explainHtml:
-          '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>',
+          '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>' +
+          inductionStepHtml(ctx),
         matrices: [maskedMatrix(ctx), weightsMatrix(ctx, true)],
       };
     },
@@ -523,7 +531,7 @@ export const FORWARD_STEPS = [
         shapes: [`Y ${dims(m.output.shape)}, the same shape as X ${dims(ctx.x.shape)}`],
         explainHtml:
           '<p>One new vector per token, the same shape as the input, so layers can be stacked. Each row now mixes in information from the tokens its query attended to. Compare it with X below it.</p>' +
-          (ctx.trained ? NEXT_WORD_NOTE : ''),
+          (ctx.trained ? nextWordNote(ctx.trained.manifest) : ''),
         matrices: [
           tokenMatrix(ctx, 'output', 'output Y', `${v('Y')}`, m.output),
           tokenMatrix(ctx, 'X', 'X (input)', `${v('X')} (input, for comparison)`, ctx.x),
