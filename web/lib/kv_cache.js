@@ -102,6 +102,15 @@ export class KvCache {
   }
 }
 
+// An object cacheFor() rejects as a disposed cache, or (disposed false) as another
+// instance's: what the worker form's host (worker_host.js) passes for a reference that is not
+// one of its live caches, so that the synchronous form's message comes out.
+export function cacheStandIn({ disposed }) {
+  const standIn = {};
+  internals.set(standIn, { disposed, rt: null });
+  return standIn;
+}
+
 // A cache passed to attention() -> its state, or a TypeError (not a cache, disposed, or
 // made by another instance).
 export function cacheFor(where, value, rt) {
