@@ -15,7 +15,7 @@
 //   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
 //   heads(norms): the sentence's X (n,d) = E + P as the trainer builds it, then both layers with
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
-import { random } from '../../lib/random.js';
+import { random } from '../random.js';
 import { createAdam } from './adam.js';
 import { forwardLayers } from './lm.js';
 import { classCounts, createModel, makeBatch, toIds, trainStep, vectorCache, windowSampler } from './train.js';
