@@ -8,11 +8,12 @@
 import { cacheFor } from './kv_cache.js';
 import {
   checkBoolean,
+  checkHeadsMask,
   checkOptions,
   checkScale,
   checkTensor,
   checkWeightedSums,
-  float32View,
+  describe,
   showShape,
   typedArrayName,
 } from './tensor.js';
@@ -40,18 +41,8 @@ export const HEADS_ONLY = [
 const FORWARD_OPTIONS = ['causal', 'mask', 'scale', 'trace', ...HEADS_ONLY];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
-// What a wrong value is, for messages.
-function kindOf(value) {
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return 'an Array';
-  const typed = typedArrayName(value);
-  if (typed) return `a ${typed}`;
-  if (typeof value === 'number') return `the number ${value}`;
-  return `${/^[aeiou]/.test(typeof value) ? 'an' : 'a'} ${typeof value}`;
-}
-
 function integerAtLeast(where, name, value, min) {
-  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${kindOf(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
   if (!Number.isInteger(value) || value < min || value > 2 ** 31 - 1) {
     throw new RangeError(`${where}: ${name} must be an integer from ${min} up, got ${value}`);
   }
@@ -60,7 +51,7 @@ function integerAtLeast(where, name, value, min) {
 
 function plainObject(where, name, value, allowed) {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || typedArrayName(value) !== undefined) {
-    throw new TypeError(`${where}: ${name} must be an object, got ${kindOf(value)}`);
+    throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
   }
   return checkOptions(`${where}: ${name}`, value, allowed);
 }
@@ -148,83 +139,6 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
   return { ...s, threeD: rank === 3, k, v };
 }
 
-// mask { data: Uint8Array | boolean[] (true = keep) or Float32Array (added), shape: rank 1-4 }
-// right-aligned against the scores [B,Hq,nQ,nTotal]: each leading size 1 (broadcast) or
-// full; the last at most nTotal (keys past it are masked). -> a copy and its strides, in
-// elements, as wa::HeadsMask reads them.
-function checkHeadsMask(where, mask, s, nTotal) {
-  if (mask === undefined || mask === null) return null;
-  if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
-    throw new TypeError(
-      `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${kindOf(mask)}`,
-    );
-  }
-  const rawData = mask.data,
-    rawShape = mask.shape;
-  if (!Array.isArray(rawShape))
-    throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${kindOf(rawShape)}`);
-  const shape = Array.from(rawShape);
-  if (shape.length < 1 || shape.length > 4)
-    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
-  const full = [s.batch, s.qHeads, s.nQ, nTotal];
-  const dims = [1, 1, 1, 1];
-  shape.forEach((d, i) => {
-    dims[4 - shape.length + i] = d;
-  });
-  for (let axis = 0; axis < 4; ++axis) {
-    const d = dims[axis];
-    const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
-    if (!fits) {
-      const rule =
-        axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
-      throw new RangeError(
-        `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
-      );
-    }
-  }
-  const count = dims[0] * dims[1] * dims[2] * dims[3];
-  const type = typedArrayName(rawData);
-  let keep = null,
-    bias = null;
-  if (type === 'Uint8Array')
-    keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
-  else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
-  else if (Array.isArray(rawData)) {
-    keep = new Uint8Array(rawData.length);
-    for (let i = 0; i < keep.length; ++i) {
-      const b = rawData[i];
-      if (typeof b !== 'boolean')
-        throw new TypeError(`${where}: mask.data[${i}] is ${kindOf(b)}: a boolean[] mask holds true (keep) or false`);
-      keep[i] = b ? 1 : 0;
-    }
-  } else {
-    throw new TypeError(
-      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${kindOf(rawData)}`,
-    );
-  }
-  const data = keep ?? bias;
-  if (data.length !== count)
-    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
-  if (bias) {
-    for (let i = 0; i < bias.length; ++i) {
-      if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
-        throw new RangeError(
-          `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
-        );
-      }
-    }
-  }
-  const cols = dims[3];
-  return {
-    keep,
-    bias,
-    maskCols: cols,
-    maskLd: dims[2] === 1 ? 0 : cols,
-    headStride: dims[1] === 1 ? 0 : dims[2] * cols,
-    batchStride: dims[0] === 1 ? 0 : dims[1] * dims[2] * cols,
-  };
-}
-
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
 export function checkWindow(where, window) {
   if (window === undefined) return { left: -1, right: -1 };
@@ -235,7 +149,7 @@ export function checkWindow(where, window) {
 
 export function checkSoftcap(where, softcap) {
   if (softcap === undefined) return 0;
-  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
+  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${describe(softcap)}`);
   if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
     throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
   return softcap;
@@ -250,14 +164,14 @@ function checkKvLength(where, kvLength, batch, nTotal) {
     lengths = new Int32Array(kvLength.length);
     for (let b = 0; b < lengths.length; ++b) {
       const n = kvLength[b];
-      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${kindOf(n)}`);
+      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${describe(n)}`);
       if (!Number.isInteger(n) || n < 0 || n > nTotal)
         throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
       lengths[b] = n;
     }
   } else
     throw new TypeError(
-      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${kindOf(kvLength)}`,
+      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${describe(kvLength)}`,
     );
   if (lengths.length !== batch)
     throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
@@ -277,7 +191,7 @@ export function checkRotary(where, rotary, dK) {
   let base = 10000;
   if (r.base !== undefined) {
     if (typeof r.base !== 'number')
-      throw new TypeError(`${where}: rotary.base must be a number, got ${kindOf(r.base)}`);
+      throw new TypeError(`${where}: rotary.base must be a number, got ${describe(r.base)}`);
     if (!(r.base > 0) || !Number.isFinite(r.base))
       throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
     base = r.base;
@@ -293,7 +207,8 @@ export function checkRotary(where, rotary, dK) {
 
 function checkQkOutput(where, qkOutput) {
   if (qkOutput === undefined) return null;
-  if (typeof qkOutput !== 'string') throw new TypeError(`${where}: qkOutput must be a string, got ${kindOf(qkOutput)}`);
+  if (typeof qkOutput !== 'string')
+    throw new TypeError(`${where}: qkOutput must be a string, got ${describe(qkOutput)}`);
   if (!Object.hasOwn(QK_OUTPUTS, qkOutput)) {
     throw new RangeError(
       `${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS)
