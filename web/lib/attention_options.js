@@ -5,7 +5,7 @@
 //   4-D q [B,Hq,nQ,dK], k [B,Hkv,nNew,dK], v [B,Hkv,nNew,dV]
 //   3-D q [B,nQ,Hq·dK], k [B,nNew,Hkv·dK], v [B,nNew,Hkv·dV] (heads: { q: Hq, kv: Hkv })
 // Nothing here touches wasm memory; every later step reads what these functions return.
-import { cacheFor } from './kv_cache.js';
+import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
   checkHeadsMask,
@@ -253,21 +253,12 @@ export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward 
     cacheLength = 0;
   if (!backward && o.cache !== undefined) {
     if (past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
-    cache = cacheFor(where, o.cache, rt);
-    const want = [s.batch, s.kvHeads, s.dK, s.dV],
-      got = [cache.batch, cache.kvHeads, cache.dK, cache.dV];
-    if (showShape(want) !== showShape(got)) {
-      throw new RangeError(
-        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape(got)} but k and v are ${showShape(want)}`,
-      );
-    }
-    const length = cache.length();
-    if (length + s.nNew > cache.capacity) {
-      throw new RangeError(
-        `${where}: the cache holds ${length} of ${cache.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
-      );
-    }
-    cacheLength = length;
+    ({ cache, length: cacheLength } = checkCacheFits(where, o.cache, rt, s, s.nNew, {
+      misfit: (c) =>
+        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape([c.batch, c.kvHeads, c.dK, c.dV])} but k and v are ${showShape([s.batch, s.kvHeads, s.dK, s.dV])}`,
+      overflow: (length, c) =>
+        `${where}: the cache holds ${length} of ${c.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
+    }));
   }
   const nPast = past ? past.nPast : cacheLength;
   const nTotal = nPast + s.nNew;

@@ -121,3 +121,16 @@ export function cacheFor(where, value, rt) {
   if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
   return s;
 }
+
+// The cache a call appends nNew rows to, for keys and values of sizes { batch, kvHeads, dK,
+// dV } -> { cache: its state, length: its rows now }. Throws cacheFor's TypeErrors, a
+// RangeError misfit(cache) when its sizes are not those, or overflow(length, cache) when nNew more
+// rows do not fit its capacity: the caller words both, for what it appends (k and v, or a
+// layer's tokens).
+export function checkCacheFits(where, value, rt, sizes, nNew, { misfit, overflow }) {
+  const cache = cacheFor(where, value, rt);
+  if (['batch', 'kvHeads', 'dK', 'dV'].some((name) => cache[name] !== sizes[name])) throw new RangeError(misfit(cache));
+  const length = cache.length();
+  if (nNew > cache.capacity - length) throw new RangeError(overflow(length, cache));
+  return { cache, length };
+}
