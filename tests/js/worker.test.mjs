@@ -44,6 +44,18 @@ async function errorOf(fn) {
   assert.fail('expected an error, none came');
 }
 
+// Something the worker form `attn` holds above `baseline` bytes, whose proxy is unreachable:
+// collecting garbage here frees it in the worker, back to baseline.
+async function assertCollectedBackTo(attn, baseline) {
+  assert.ok((await attn.memory()).allocatedBytes > baseline);
+  const gc = garbageCollector();
+  for (let i = 0; i < 20 && (await attn.memory()).allocatedBytes !== baseline; ++i) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.equal((await attn.memory()).allocatedBytes, baseline);
+}
+
 // Runs a script that imports the package as `createAttention` in a fresh process of this
 // runtime, with a time limit.
 function runChild(body, timeout = 30000) {
@@ -198,13 +210,7 @@ describe('the worker form', () => {
       await (async () => {
         await (await own.multiHeadAttention(config)).forward(x);
       })(); // never disposed
-      assert.ok((await own.memory()).allocatedBytes > baseline);
-      const gc = garbageCollector();
-      for (let i = 0; i < 20 && (await own.memory()).allocatedBytes !== baseline; ++i) {
-        gc();
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      assert.equal((await own.memory()).allocatedBytes, baseline);
+      await assertCollectedBackTo(own, baseline);
     } finally {
       await own.dispose();
     }
@@ -341,13 +347,7 @@ describe('the worker form', () => {
       await (async () => {
         await own.attention(x, x, x, { cache: await own.kvCache(config) });
       })(); // never disposed
-      assert.ok((await own.memory()).allocatedBytes > baseline);
-      const gc = garbageCollector();
-      for (let i = 0; i < 20 && (await own.memory()).allocatedBytes !== baseline; ++i) {
-        gc();
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      assert.equal((await own.memory()).allocatedBytes, baseline);
+      await assertCollectedBackTo(own, baseline);
 
       const kept = await own.kvCache(config);
       await own.dispose();
