@@ -104,7 +104,10 @@ for (const threads of [1, 2]) {
       // in Deno and Bun (tests/js/runtimes.test.mjs pins each runtime's)
       assert.equal(b.isa, relaxedSimdAvailable() ? 'relaxed-simd' : 'simd128');
       // the matrix-product kernel chosen for this engine (gemm_select.cpp), of the isa's kernels
-      assert.match(b.gemmKernel, b.isa === 'relaxed-simd' ? /^f32_gemm_[3-6]x8(_\w+)?_relaxed$/ : /^f32_gemm_[3-6]x8(_\w+)?_vec128$/);
+      assert.match(
+        b.gemmKernel,
+        b.isa === 'relaxed-simd' ? /^f32_gemm_[3-6]x8(_\w+)?_relaxed$/ : /^f32_gemm_[3-6]x8(_\w+)?_vec128$/,
+      );
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {

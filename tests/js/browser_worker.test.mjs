@@ -74,6 +74,28 @@ async function runInPage(page) {
     }
     compare('weights', await theirs.weights, mine.weights);
 
+    // Decoding over a cache in the worker: a prefill of 3 tokens, then one at a time.
+    const cacheConfig = { batch: 1, kvHeads: 4, dK: 6, dV: 6, capacity: 8 };
+    const [cache, theirCache] = [local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)];
+    for (const [i, n] of [3, 1, 1].entries()) {
+      const x = random([n, 24]);
+      compare(
+        `decode ${i}`,
+        await theirs.forward(x, { cache: theirCache, causal: true }),
+        mine.forward(x, { cache, causal: true }),
+      );
+    }
+    // q [1,4,1,6], k = v [1,4,1,6]: one more token, by attention() on heads
+    const [q4, keys] = [random([4, 6]), random([4, 6])].map((t) => ({ data: t.data, shape: [1, 4, 1, 6] }));
+    compare(
+      'decode by attention',
+      await remote.attention(q4, keys, keys, { cache: theirCache }),
+      local.attention(q4, keys, keys, { cache }),
+    );
+    compare('cache length', await theirCache.length, cache.length);
+    cache.dispose();
+    await theirCache.dispose();
+
     const errorOf = async (fn) => {
       try {
         await fn();
@@ -135,7 +157,12 @@ describeEngines(
         const { page, errors } = await openPage(browser, servers[name].url);
         const r = await runInPage(page);
         assert.equal(r.isolated, isolated);
-        assert.deepEqual(buildOf(r.backend), { simd: true, threads, variant: threads > 1 ? 'simd-mt' : 'simd', isa: gets.isa });
+        assert.deepEqual(buildOf(r.backend), {
+          simd: true,
+          threads,
+          variant: threads > 1 ? 'simd-mt' : 'simd',
+          isa: gets.isa,
+        });
         assert.deepEqual(r.differ, []);
         assert.ok(
           r.ticks >= 3,

@@ -309,7 +309,7 @@ describe('multiHeadAttention: decoding over a kv cache', () => {
     }
   });
 
-  test('the worker form takes the new config and says plainly that it has no caches', async () => {
+  test("the worker form takes the new config and decodes over its own caches, refusing the direct form's", async () => {
     const remote = await createAttention({ worker: true, threads: 1 });
     try {
       const config = { dModel: 8, heads: 4, kvHeads: 2, rotary: { base: 300 }, window: { left: 2 }, seed: 4 };
@@ -319,14 +319,25 @@ describe('multiHeadAttention: decoding over a kv cache', () => {
       const x = randomTensor(rng(6), [5, 8]);
       const want = mine.forward(x, { causal: true }).output.data;
       assert.deepEqual((await theirs.forward(x, { causal: true })).output.data, want);
-      const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 8 });
+      const cacheConfig = { batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 8 };
+      const cache = attn.kvCache(cacheConfig);
       await rejectsWith(
         theirs.forward(x, { cache }),
         TypeError,
-        /^multiHeadAttention\.forward: cache is not supported in the worker form/,
+        /^multiHeadAttention\.forward: cache must be a cache from attn\.kvCache/,
       );
       assert.equal(cache.length, 0);
+      const remoteCache = await remote.kvCache(cacheConfig);
+      for (const rows of [x.data.subarray(0, 24), x.data.subarray(24)]) {
+        const step = { data: rows, shape: [rows.length / 8, 8] };
+        assert.deepEqual(
+          (await theirs.forward(step, { cache: remoteCache, causal: true })).output.data,
+          mine.forward(step, { cache, causal: true }).output.data,
+        );
+      }
+      assert.equal(await remoteCache.length, 5);
       cache.dispose();
+      await remoteCache.dispose();
       mine.dispose();
       await theirs.dispose();
     } finally {

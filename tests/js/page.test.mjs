@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { startServer } from '../../scripts/serve.mjs';
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
-import { MAX_TOKENS } from '../../web/page/input.js';
+import { MAX_TOKENS } from '../../web/page/limits.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { launchBrowser, openPage } from './browser.mjs';
 import { pageDriver } from './page_driver.mjs';

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { startServer } from '../../scripts/serve.mjs';
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { MAX_TOKENS } from '../../web/page/input.js';
+import { MAX_TOKENS } from '../../web/page/limits.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
 import { launchBrowser, openPage } from './browser.mjs';

@@ -7,7 +7,8 @@ import { before, describe, test } from 'node:test';
 
 import { createAttention } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { MAX_TOKENS, prepareInput } from '../../web/page/input.js';
+import { prepareInput } from '../../web/page/input.js';
+import { MAX_TOKENS } from '../../web/page/limits.js';
 import { UNTRAINED, change, createState, effectiveDK, goTo, isRow, recompute } from '../../web/page/state.js';
 import { STEPS } from '../../web/page/steps/index.js';
 

@@ -417,3 +417,39 @@ describe('embeddings', () => {
     assert.equal(sinusoidalPositions(0, 8).length, 0);
   });
 });
+
+describe('the page as an app of the package', () => {
+  // Every .js file under web/page, relative to it.
+  const pageFiles = (dir = path.join(root, 'web', 'page')) =>
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) =>
+        e.isDirectory() ? pageFiles(path.join(dir, e.name)) : e.name.endsWith('.js') ? [path.join(dir, e.name)] : [],
+      );
+
+  test('imports the package only through its public entry, web/lib/index.js', () => {
+    const lib = path.join(root, 'web', 'lib');
+    const reaching = [];
+    for (const file of pageFiles()) {
+      const source = fs.readFileSync(file, 'utf8');
+      for (const [, specifier] of source.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {
+        const target = path.resolve(path.dirname(file), specifier);
+        if (target.startsWith(lib + path.sep) && target !== path.join(lib, 'index.js'))
+          reaching.push(`${path.relative(root, file)}: ${specifier}`);
+      }
+    }
+    assert.deepEqual(reaching, []);
+  });
+
+  test("the page's seeded generator gives the package's numbers (the shipped model depends on them)", async () => {
+    const { random: pageRandom } = await import('../../web/page/random.js');
+    const { random: packageRandom } = await import('../../web/lib/random.js');
+    for (const seed of [0, 1, 0xe40c292c, 2 ** 32 - 1]) {
+      const [a, b] = [pageRandom(seed), packageRandom(seed)];
+      for (let i = 0; i < 100; ++i) assert.equal(a(), b(), `seed ${seed}, draw ${i}`);
+    }
+    const { xavierUniform: pageXavier } = await import('../../web/page/random.js');
+    const { xavierUniform: packageXavier } = await import('../../web/lib/random.js');
+    assert.deepEqual(pageXavier(7, 5, pageRandom(3)), packageXavier(7, 5, packageRandom(3)));
+  });
+});

@@ -44,6 +44,18 @@ async function errorOf(fn) {
   assert.fail('expected an error, none came');
 }
 
+// Something the worker form `attn` holds above `baseline` bytes, whose proxy is unreachable:
+// collecting garbage here frees it in the worker, back to baseline.
+async function assertCollectedBackTo(attn, baseline) {
+  assert.ok((await attn.memory()).allocatedBytes > baseline);
+  const gc = garbageCollector();
+  for (let i = 0; i < 20 && (await attn.memory()).allocatedBytes !== baseline; ++i) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  assert.equal((await attn.memory()).allocatedBytes, baseline);
+}
+
 // Runs a script that imports the package as `createAttention` in a fresh process of this
 // runtime, with a time limit.
 function runChild(body, timeout = 30000) {
@@ -198,13 +210,152 @@ describe('the worker form', () => {
       await (async () => {
         await (await own.multiHeadAttention(config)).forward(x);
       })(); // never disposed
-      assert.ok((await own.memory()).allocatedBytes > baseline);
-      const gc = garbageCollector();
-      for (let i = 0; i < 20 && (await own.memory()).allocatedBytes !== baseline; ++i) {
-        gc();
-        await new Promise((resolve) => setTimeout(resolve, 10));
+      await assertCollectedBackTo(own, baseline);
+    } finally {
+      await own.dispose();
+    }
+  });
+
+  test('decoding over a kvCache, by attention() and by a layer, equals the synchronous form bitwise', async () => {
+    const next = rng(19);
+    const config = { batch: 2, kvHeads: 2, dK: 8, dV: 6, capacity: 12 };
+    const mine = local.kvCache(config);
+    const theirs = await remote.kvCache(config);
+    for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) assert.equal(theirs[name], mine[name], name);
+    // A prefill of 3 tokens, then 1 token at a time: q [B,Hq,nQ,dK], k [B,Hkv,nQ,dK], v [B,Hkv,nQ,dV].
+    for (const [i, nQ] of [3, 1, 1, 2].entries()) {
+      const q = randomTensor(next, [2, 4, nQ, 8]),
+        k = randomTensor(next, [2, 2, nQ, 8]),
+        v = randomTensor(next, [2, 2, nQ, 6]);
+      const options = { causal: true, rotary: i % 2 === 0, qkOutput: 'weights' };
+      assertSameBits(
+        await remote.attention(q, k, v, { ...options, cache: theirs }),
+        local.attention(q, k, v, { ...options, cache: mine }),
+        `attention step ${i}`,
+      );
+      assert.equal(await theirs.length, mine.length);
+    }
+    await theirs.truncate(4);
+    mine.truncate(4);
+    assert.equal(await theirs.length, 4);
+    const q = randomTensor(next, [2, 4, 1, 8]),
+      k = randomTensor(next, [2, 2, 1, 8]),
+      v = randomTensor(next, [2, 2, 1, 6]);
+    const expected = local.attention(q, k, v, { cache: mine });
+    assertSameBits(
+      await remote.attention(q, k, v, { cache: theirs, transfer: true }),
+      expected,
+      'attention after truncate, with transfer',
+    );
+    await theirs.reset();
+    mine.reset();
+    assert.equal(await theirs.length, 0);
+    mine.dispose();
+    await theirs.dispose();
+
+    const layerConfig = { dModel: 16, heads: 4, kvHeads: 2, rotary: true, softcap: 20, seed: 5 };
+    const [layer, remoteLayer] = [local.multiHeadAttention(layerConfig), await remote.multiHeadAttention(layerConfig)];
+    const cacheConfig = { batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 };
+    const [cache, remoteCache] = [local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)];
+    for (const n of [3, 1, 1, 1]) {
+      const x = randomTensor(next, [n, 16]);
+      assertSameBits(
+        await remoteLayer.forward(x, { cache: remoteCache, causal: true }),
+        layer.forward(x, { cache, causal: true }),
+        `layer step over ${cache.length} tokens`,
+      );
+    }
+    assert.equal(await remoteCache.length, 6);
+    layer.dispose();
+    cache.dispose();
+    await remoteLayer.dispose();
+    await remoteCache.dispose();
+  });
+
+  test("errors over a kvCache reject with the synchronous form's class and message, leaving the cache as it was", async () => {
+    const config = { batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 };
+    const other = [await createAttention({ threads: 1 }), await createAttention({ threads: 1, worker: true })];
+    try {
+      const forms = [local, remote];
+      const caches = await Promise.all(forms.map((a) => a.kvCache(config)));
+      const foreign = await Promise.all(other.map((a) => a.kvCache(config)));
+      const gone = await Promise.all(forms.map((a) => a.kvCache(config)));
+      for (const c of gone) await c.dispose();
+      const layers = await Promise.all(forms.map((a) => a.multiHeadAttention({ dModel: 8, heads: 2, kvHeads: 1 })));
+      const t = (shape, value = 0.5) => tensor(new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(value), shape);
+      const [q, k] = [t([1, 1, 2, 4]), t([1, 1, 2, 4])];
+      for (const [i, c] of caches.entries()) await forms[i].attention(q, k, k, { cache: c }); // 2 of 4 rows
+      const calls = {
+        'keys wider than the cache': (a, c) =>
+          a.attention(t([1, 1, 1, 6]), t([1, 1, 1, 6]), t([1, 1, 1, 4]), { cache: c }),
+        'more keys than fit': (a, c) => a.attention(t([1, 1, 3, 4]), t([1, 1, 3, 4]), t([1, 1, 3, 4]), { cache: c }),
+        'a cache and pastKey': (a, c) => a.attention(q, k, k, { cache: c, pastKey: k, pastValue: k }),
+        'NaN in the new keys': (a, c) => a.attention(q, t([1, 1, 2, 4], NaN), k, { cache: c }),
+        'a cache that is no cache': (a) => a.attention(q, k, k, { cache: { length: 0 } }),
+        "another instance's cache": (a, c, i) => a.attention(q, k, k, { cache: foreign[i] }),
+        'a disposed cache': (a, c, i) => a.attention(q, k, k, { cache: gone[i] }),
+        'a layer step with context': (a, c, i) => layers[i].forward(t([1, 8]), { cache: c, context: t([1, 8]) }),
+        'a layer step too wide for the cache': (a, c, i) => layers[i].forward(t([3, 8]), { cache: c }),
+        'truncate past the length': (a, c) => c.truncate(3),
+        'truncate by a string': (a, c) => c.truncate('1'),
+        'truncate a disposed cache': (a, c, i) => gone[i].truncate(0),
+        'reset a disposed cache': (a, c, i) => gone[i].reset(),
+        'a cache without a config': (a) => a.kvCache(),
+        'a cache with capacity 0': (a) => a.kvCache({ ...config, capacity: 0 }),
+      };
+      for (const [title, call] of Object.entries(calls)) {
+        const expected = await errorOf(() => call(local, caches[0], 0));
+        const got = await errorOf(() => call(remote, caches[1], 1));
+        assert.equal(got.constructor, expected.constructor, `${title}: ${got.constructor.name}: ${got.message}`);
+        assert.equal(got.message, expected.message, title);
+        assert.ok(expected.constructor === TypeError || expected.constructor === RangeError, title);
+        assert.equal(await caches[1].length, 2, `${title} changed the cache`);
+        assert.equal(caches[0].length, 2);
       }
+      assert.equal(await gone[1].length, 0);
+      const q1 = t([1, 1, 1, 4], 0.25);
+      assertSameBits(
+        await remote.attention(q1, q1, q1, { cache: caches[1] }),
+        local.attention(q1, q1, q1, { cache: caches[0] }),
+        'the cache after the errors',
+      );
+      for (const l of layers) await l.dispose();
+    } finally {
+      other[0].dispose();
+      await other[1].dispose();
+    }
+  });
+
+  test('caches are released in the worker by dispose(), and when their proxy is collected', async () => {
+    const own = await createAttention({ threads: 1, worker: true });
+    try {
+      const config = { batch: 1, kvHeads: 2, dK: 16, dV: 16, capacity: 64 };
+      const x = randomTensor(rng(20), [1, 2, 1, 16]);
+      const warm = await own.kvCache(config);
+      await own.attention(x, x, x, { cache: warm }); // grows the scratch buffers once
+      await warm.dispose();
+      const baseline = (await own.memory()).allocatedBytes;
+
+      const cache = await own.kvCache(config);
+      await own.attention(x, x, x, { cache });
+      assert.ok((await own.memory()).allocatedBytes >= baseline + 4 * 2 * 64 * 32, 'the cache holds its rows');
+      await cache.dispose();
+      await cache.dispose(); // twice is safe, as in the synchronous form
+      assert.equal(await cache.length, 0);
       assert.equal((await own.memory()).allocatedBytes, baseline);
+
+      await (async () => {
+        await own.attention(x, x, x, { cache: await own.kvCache(config) });
+      })(); // never disposed
+      await assertCollectedBackTo(own, baseline);
+
+      const kept = await own.kvCache(config);
+      await own.dispose();
+      const e = await errorOf(() => kept.truncate(0));
+      assert.equal(
+        e.message,
+        'kvCache.truncate: this attention instance was disposed; create a new one with createAttention()',
+      );
     } finally {
       await own.dispose();
     }

@@ -5,15 +5,15 @@
 //   4-D q [B,Hq,nQ,dK], k [B,Hkv,nNew,dK], v [B,Hkv,nNew,dV]
 //   3-D q [B,nQ,Hq·dK], k [B,nNew,Hkv·dK], v [B,nNew,Hkv·dV] (heads: { q: Hq, kv: Hkv })
 // Nothing here touches wasm memory; every later step reads what these functions return.
-import { cacheFor } from './kv_cache.js';
+import { checkCacheFits } from './kv_cache.js';
 import {
-  checkAdditiveMask,
   checkBoolean,
+  checkHeadsMask,
   checkOptions,
   checkScale,
   checkTensor,
   checkWeightedSums,
-  float32View,
+  describe,
   showShape,
   typedArrayName,
 } from './tensor.js';
@@ -45,18 +45,8 @@ export const FORWARD_OPTIONS = [
 export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
 
-// What a wrong value is, for messages.
-function kindOf(value) {
-  if (value === null || value === undefined) return String(value);
-  if (Array.isArray(value)) return 'an Array';
-  const typed = typedArrayName(value);
-  if (typed) return `a ${typed}`;
-  if (typeof value === 'number') return `the number ${value}`;
-  return `${/^[aeiou]/.test(typeof value) ? 'an' : 'a'} ${typeof value}`;
-}
-
 function integerAtLeast(where, name, value, min) {
-  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${kindOf(value)}`);
+  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
   if (!Number.isInteger(value) || value < min || value > 2 ** 31 - 1) {
     throw new RangeError(`${where}: ${name} must be an integer from ${min} up, got ${value}`);
   }
@@ -65,7 +55,7 @@ function integerAtLeast(where, name, value, min) {
 
 function plainObject(where, name, value, allowed) {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || typedArrayName(value) !== undefined) {
-    throw new TypeError(`${where}: ${name} must be an object, got ${kindOf(value)}`);
+    throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
   }
   return checkOptions(`${where}: ${name}`, value, allowed);
 }
@@ -153,75 +143,6 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
   return { ...s, threeD: rank === 3, k, v };
 }
 
-// mask { data: Uint8Array | boolean[] (true = keep) or Float32Array (added), shape: rank 1-4 }
-// right-aligned against the scores [B,Hq,nQ,nTotal]: each leading size 1 (broadcast) or
-// full; the last at most nTotal (keys past it are masked). -> a copy and its strides, in
-// elements, as wa::HeadsMask reads them.
-function checkHeadsMask(where, mask, s, nTotal) {
-  if (mask === undefined || mask === null) return null;
-  if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
-    throw new TypeError(
-      `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${kindOf(mask)}`,
-    );
-  }
-  const rawData = mask.data,
-    rawShape = mask.shape;
-  if (!Array.isArray(rawShape))
-    throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${kindOf(rawShape)}`);
-  const shape = Array.from(rawShape);
-  if (shape.length < 1 || shape.length > 4)
-    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
-  const full = [s.batch, s.qHeads, s.nQ, nTotal];
-  const dims = [1, 1, 1, 1];
-  shape.forEach((d, i) => {
-    dims[4 - shape.length + i] = d;
-  });
-  for (let axis = 0; axis < 4; ++axis) {
-    const d = dims[axis];
-    const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
-    if (!fits) {
-      const rule =
-        axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
-      throw new RangeError(
-        `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
-      );
-    }
-  }
-  const count = dims[0] * dims[1] * dims[2] * dims[3];
-  const type = typedArrayName(rawData);
-  let keep = null,
-    bias = null;
-  if (type === 'Uint8Array')
-    keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
-  else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
-  else if (Array.isArray(rawData)) {
-    keep = new Uint8Array(rawData.length);
-    for (let i = 0; i < keep.length; ++i) {
-      const b = rawData[i];
-      if (typeof b !== 'boolean')
-        throw new TypeError(`${where}: mask.data[${i}] is ${kindOf(b)}: a boolean[] mask holds true (keep) or false`);
-      keep[i] = b ? 1 : 0;
-    }
-  } else {
-    throw new TypeError(
-      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${kindOf(rawData)}`,
-    );
-  }
-  const data = keep ?? bias;
-  if (data.length !== count)
-    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
-  if (bias) checkAdditiveMask(where, bias);
-  const cols = dims[3];
-  return {
-    keep,
-    bias,
-    maskCols: cols,
-    maskLd: dims[2] === 1 ? 0 : cols,
-    headStride: dims[1] === 1 ? 0 : dims[2] * cols,
-    batchStride: dims[0] === 1 ? 0 : dims[1] * dims[2] * cols,
-  };
-}
-
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
 export function checkWindow(where, window) {
   if (window === undefined) return { left: -1, right: -1 };
@@ -232,7 +153,7 @@ export function checkWindow(where, window) {
 
 export function checkSoftcap(where, softcap) {
   if (softcap === undefined) return 0;
-  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${kindOf(softcap)}`);
+  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${describe(softcap)}`);
   if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
     throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
   // the core holds it as a float32, where 0 means none: a cap too small for float32 is refused
@@ -253,14 +174,14 @@ function checkKvLength(where, kvLength, batch, nTotal) {
     lengths = new Int32Array(kvLength.length);
     for (let b = 0; b < lengths.length; ++b) {
       const n = kvLength[b];
-      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${kindOf(n)}`);
+      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${describe(n)}`);
       if (!Number.isInteger(n) || n < 0 || n > nTotal)
         throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
       lengths[b] = n;
     }
   } else
     throw new TypeError(
-      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${kindOf(kvLength)}`,
+      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${describe(kvLength)}`,
     );
   if (lengths.length !== batch)
     throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
@@ -280,7 +201,7 @@ export function checkRotary(where, rotary, dK) {
   let base = 10000;
   if (r.base !== undefined) {
     if (typeof r.base !== 'number')
-      throw new TypeError(`${where}: rotary.base must be a number, got ${kindOf(r.base)}`);
+      throw new TypeError(`${where}: rotary.base must be a number, got ${describe(r.base)}`);
     if (!(r.base > 0) || !Number.isFinite(r.base))
       throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
     base = r.base;
@@ -296,7 +217,8 @@ export function checkRotary(where, rotary, dK) {
 
 function checkQkOutput(where, qkOutput) {
   if (qkOutput === undefined) return null;
-  if (typeof qkOutput !== 'string') throw new TypeError(`${where}: qkOutput must be a string, got ${kindOf(qkOutput)}`);
+  if (typeof qkOutput !== 'string')
+    throw new TypeError(`${where}: qkOutput must be a string, got ${describe(qkOutput)}`);
   if (!Object.hasOwn(QK_OUTPUTS, qkOutput)) {
     throw new RangeError(
       `${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS)
@@ -341,21 +263,12 @@ export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward 
     cacheLength = 0;
   if (!backward && o.cache !== undefined) {
     if (past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
-    cache = cacheFor(where, o.cache, rt);
-    const want = [s.batch, s.kvHeads, s.dK, s.dV],
-      got = [cache.batch, cache.kvHeads, cache.dK, cache.dV];
-    if (showShape(want) !== showShape(got)) {
-      throw new RangeError(
-        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape(got)} but k and v are ${showShape(want)}`,
-      );
-    }
-    const length = cache.length();
-    if (length + s.nNew > cache.capacity) {
-      throw new RangeError(
-        `${where}: the cache holds ${length} of ${cache.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
-      );
-    }
-    cacheLength = length;
+    ({ cache, length: cacheLength } = checkCacheFits(where, o.cache, rt, s, s.nNew, {
+      misfit: (c) =>
+        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape([c.batch, c.kvHeads, c.dK, c.dV])} but k and v are ${showShape([s.batch, s.kvHeads, s.dK, s.dV])}`,
+      overflow: (length, c) =>
+        `${where}: the cache holds ${length} of ${c.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
+    }));
   }
   const nPast = past ? past.nPast : cacheLength;
   const nTotal = nPast + s.nNew;

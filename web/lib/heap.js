@@ -4,26 +4,19 @@
 // buffers live in a scope that frees them when the call returns or throws; layer weights
 // live until their owner's dispose(). Views into the heap are re-taken on every access,
 // because memory growth (here or on a worker thread) detaches the old ArrayBuffer.
+import { typedArrayBytes, typedArrayLength } from './tensor.js';
 
 // wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
 const MAX_BYTES = 2 ** 31;
 
-// The engine's own typed-array accessors (see tensor.js), taken once.
-const TypedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype);
-const accessor = (key) => Object.getOwnPropertyDescriptor(TypedArrayPrototype, key).get;
-const typedArrayBuffer = accessor('buffer');
-const typedArrayByteOffset = accessor('byteOffset');
-const typedArrayByteLength = accessor('byteLength');
-const typedArrayLength = accessor('length');
-const apply = Reflect.apply;
-
-// A typed array -> a Uint8Array over exactly its bytes, as the engine sees them. Inputs are
-// never empty (every size is at least 1), so no bytes means the buffer was detached, or
-// shrunk under this fixed-length view, after it was checked: a TypeError naming `what`.
+// A typed array -> a Uint8Array over exactly its bytes, as the engine sees them (tensor.js's
+// accessors). Inputs are never empty (every size is at least 1), so no bytes means the buffer
+// was detached, or shrunk under this fixed-length view, after it was checked: a TypeError
+// naming `what`.
 function bytesOf(data, what) {
-  const byteLength = apply(typedArrayByteLength, data, []);
-  if (byteLength === 0) throw new TypeError(`${what}: its buffer was detached or shrunk after it was checked`);
-  return new Uint8Array(apply(typedArrayBuffer, data, []), apply(typedArrayByteOffset, data, []), byteLength);
+  const bytes = typedArrayBytes(data);
+  if (bytes.length === 0) throw new TypeError(`${what}: its buffer was detached or shrunk after it was checked`);
+  return bytes;
 }
 
 export class Heap {
@@ -85,7 +78,7 @@ export class Heap {
   // SharedArrayBuffer); a RangeError names the first NaN or ±Infinity, and the copy is freed.
   putFinite(data, where, name) {
     const ptr = this.put(data, `${where}: ${name}`);
-    const length = apply(typedArrayLength, data, []);
+    const length = typedArrayLength(data);
     const i = this.#module.firstNonFinite(ptr, length);
     if (i >= 0) {
       const value = this.f32(ptr + 4 * i, 1)[0];

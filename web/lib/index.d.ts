@@ -343,11 +343,30 @@ export interface TransferOption {
   transfer?: boolean;
 }
 
+/** A KvCache living in the worker: the same members, length and the methods giving Promises
+ *  that settle once the calls made before them ran. */
+export interface AsyncKvCache {
+  /** Rows filled in each head (0 once disposed). */
+  readonly length: Promise<number>;
+  readonly capacity: number;
+  readonly batch: number;
+  readonly kvHeads: number;
+  readonly dK: number;
+  readonly dV: number;
+  truncate(n: number): Promise<void>;
+  reset(): Promise<void>;
+  /** Frees the cache in the worker; later use rejects. */
+  dispose(): Promise<void>;
+}
+
 /** A MultiHeadAttention living in the worker: the same members, with Promise results. */
 export interface AsyncMultiHeadAttention {
   readonly config: MultiHeadLayerConfig;
-  /** Without a cache: a cache cannot cross to the worker (a TypeError says so). */
-  forward(x: Tensor, options?: Omit<ForwardOptions, 'cache'> & TransferOption): Promise<ForwardResult>;
+  /** options.cache: a cache of the same worker form. */
+  forward(
+    x: Tensor,
+    options?: Omit<ForwardOptions, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
+  ): Promise<ForwardResult>;
   backward(dOutput: Tensor, options?: TransferOption): Promise<MultiHeadGradients>;
   step(grads: Partial<MultiHeadGradients>, learningRate: number, options?: TransferOption): Promise<void>;
   /** The current weights (copies). */
@@ -362,12 +381,12 @@ export interface AsyncMultiHeadAttention {
 export interface AsyncAttention {
   /** The worker's build. */
   readonly backend: Backend;
-  /** As Attention.attention, without a cache (kvCache is not in the worker form yet). */
+  /** As Attention.attention; options.cache: a cache of this form. */
   attention(
     q: Tensor,
     k: Tensor,
     v: Tensor,
-    options?: Omit<AttentionOptions, 'cache'> & TransferOption,
+    options?: Omit<AttentionOptions, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
   ): Promise<AttentionResult>;
   attentionBackward(
     q: Tensor,
@@ -376,6 +395,8 @@ export interface AsyncAttention {
     dOutput: Tensor,
     options?: AttentionBackwardOptions & TransferOption,
   ): Promise<AttentionGradients>;
+  /** A key/value cache in the worker, for this form's attention() and layers' forward(). */
+  kvCache(config: KvCacheConfig): Promise<AsyncKvCache>;
   matmul(a: Tensor, b: Tensor, options?: MatmulOptions & TransferOption): Promise<Tensor>;
   multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
   memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;

@@ -102,6 +102,15 @@ export class KvCache {
   }
 }
 
+// An object cacheFor() rejects as a disposed cache, or (disposed false) as another
+// instance's: what the worker form's host (worker_host.js) passes for a reference that is not
+// one of its live caches, so that the synchronous form's message comes out.
+export function cacheStandIn({ disposed }) {
+  const standIn = {};
+  internals.set(standIn, { disposed, rt: null });
+  return standIn;
+}
+
 // A cache passed to attention() -> its state, or a TypeError (not a cache, disposed, or
 // made by another instance).
 export function cacheFor(where, value, rt) {
@@ -126,4 +135,17 @@ export function stepOver(cache, step) {
       cache.rt.module.kvCacheTruncate(cache.handle, length);
     throw e;
   }
+}
+
+// The cache a call appends nNew rows to, for keys and values of sizes { batch, kvHeads, dK,
+// dV } -> { cache: its state, length: its rows now }. Throws cacheFor's TypeErrors, a
+// RangeError misfit(cache) when its sizes are not those, or overflow(length, cache) when nNew more
+// rows do not fit its capacity: the caller words both, for what it appends (k and v, or a
+// layer's tokens).
+export function checkCacheFits(where, value, rt, sizes, nNew, { misfit, overflow }) {
+  const cache = cacheFor(where, value, rt);
+  if (['batch', 'kvHeads', 'dK', 'dV'].some((name) => cache[name] !== sizes[name])) throw new RangeError(misfit(cache));
+  const length = cache.length();
+  if (nNew > cache.capacity - length) throw new RangeError(overflow(length, cache));
+  return { cache, length };
 }

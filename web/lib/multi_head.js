@@ -10,7 +10,7 @@
 import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
 import { mhaGrads, mhaShape, mhaTrace, mhaWeights, rotary as rotaryStruct, scoreMask } from './binding.js';
 import { random, xavierUniform } from './random.js';
-import { cacheFor, stepOver } from './kv_cache.js';
+import { cacheFor, checkCacheFits, stepOver } from './kv_cache.js';
 import {
   checkBoolean,
   checkFinite,
@@ -290,19 +290,14 @@ export class MultiHeadAttention {
     const causal = checkBoolean(where, 'causal', o.causal);
     const scale = checkScale(where, o.scale, dK);
     const rt = this.#rt;
-    let cache = cacheFor(where, o.cache, rt);
-    const layerNeeds = `batch ${batch}, kvHeads ${kvHeads}, dK ${dK}, dV ${dV}`;
-    if (cache.batch !== batch || cache.kvHeads !== kvHeads || cache.dK !== dK || cache.dV !== dV) {
-      throw new RangeError(
-        `${where}: the cache is [batch ${cache.batch}, kvHeads ${cache.kvHeads}, dK ${cache.dK}, dV ${cache.dV}] but this layer with x ${showShape(x.shape)} needs ${layerNeeds}`,
-      );
-    }
-    const past = cache.length();
-    if (nQ > cache.capacity - past) {
-      throw new RangeError(
-        `${where}: x has ${nQ} new tokens but the cache holds ${past} of its capacity ${cache.capacity}: ${past + nQ} do not fit`,
-      );
-    }
+    const fits = checkCacheFits(where, o.cache, rt, { batch, kvHeads, dK, dV }, nQ, {
+      misfit: (c) =>
+        `${where}: the cache is [batch ${c.batch}, kvHeads ${c.kvHeads}, dK ${c.dK}, dV ${c.dV}] but this layer with x ${showShape(x.shape)} needs batch ${batch}, kvHeads ${kvHeads}, dK ${dK}, dV ${dV}`,
+      overflow: (length, c) =>
+        `${where}: x has ${nQ} new tokens but the cache holds ${length} of its capacity ${c.capacity}: ${length + nQ} do not fit`,
+    });
+    let cache = fits.cache;
+    const past = fits.length;
     const { keep, bias: additive } = checkMask(where, o.mask, nQ, past + nQ);
     // Reading the options may have run the caller's code (a getter disposing or appending to
     // the cache): the cache must still be the one measured above.

@@ -1,4 +1,6 @@
-// Tensors, and the checks every public entry runs before it touches wasm memory.
+// Tensors, and the checks every public entry runs before it touches wasm memory: the one
+// value describer of messages, the engine's typed-array accessors (heap.js copies through
+// them too), tensors, options, and masks (2-D and on heads) read once into snapshots.
 // A tensor is { data: Float32Array, shape: number[] }, row-major. Checks throw TypeError for
 // a wrong kind of value and RangeError for a wrong size or value, saying what to fix.
 
@@ -21,12 +23,24 @@ const intrinsic = {
   tag: getter(TypedArrayPrototype, Symbol.toStringTag), // 'Float32Array', or undefined
   buffer: getter(TypedArrayPrototype, 'buffer'),
   byteOffset: getter(TypedArrayPrototype, 'byteOffset'),
+  byteLength: getter(TypedArrayPrototype, 'byteLength'),
   length: getter(TypedArrayPrototype, 'length'),
 };
 // The intrinsic name of a real typed array ('Float32Array', 'Uint8Array', ...), else undefined.
 export const typedArrayName = (value) => apply(intrinsic.tag, value, []);
+// A real typed array's elements, as the engine counts them (0 once its buffer is detached).
+export const typedArrayLength = (value) => apply(intrinsic.length, value, []);
+// A real typed array -> a Uint8Array over exactly its bytes, as the engine sees them (none
+// once its buffer is detached).
+export function typedArrayBytes(value) {
+  const byteLength = apply(intrinsic.byteLength, value, []);
+  if (byteLength === 0) return new U8(0);
+  return new U8(apply(intrinsic.buffer, value, []), apply(intrinsic.byteOffset, value, []), byteLength);
+}
 
-function describe(value) {
+// What a wrong value is, for messages: 'null', 'an Array', 'a Float32Array', 'the number 3',
+// 'a string ("…")', 'an Object', …
+export function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'object' || typeof value === 'function') {
@@ -38,7 +52,7 @@ function describe(value) {
       name = 'object'; // a revoked Proxy, or a getter that throws
     }
     if (typeof value === 'function') name = 'function';
-    return `${/^[aeiou]/i.test(name) ? 'an' : 'a'} ${name}`;
+    return `${/^([aeio]|u(?!int))/i.test(name) ? 'an' : 'a'} ${name}`; // a Uint8Array, an Int32Array
   }
   if (typeof value === 'string') return `a string (${JSON.stringify(value.slice(0, 20))})`;
   if (typeof value === 'bigint') return `a bigint (${value}n)`;
@@ -267,6 +281,76 @@ export function checkAdditiveMask(where, bias) {
     }
   }
   return bias;
+}
+
+// The mask of a call on heads (attention_options.js), for scores [B,Hq,nQ,nTotal] (s: { batch,
+// qHeads, nQ }): { data: Uint8Array | boolean[] (true = keep) or Float32Array (added), shape:
+// rank 1-4 } right-aligned against the scores: each leading size 1 (broadcast) or
+// full; the last at most nTotal (keys past it are masked). -> a copy and its strides, in
+// elements, as wa::HeadsMask reads them.
+export function checkHeadsMask(where, mask, s, nTotal) {
+  if (mask === undefined || mask === null) return null;
+  if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
+    throw new TypeError(
+      `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${describe(mask)}`,
+    );
+  }
+  const rawData = mask.data,
+    rawShape = mask.shape;
+  if (!Array.isArray(rawShape))
+    throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
+  const shape = Array.from(rawShape);
+  if (shape.length < 1 || shape.length > 4)
+    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
+  const full = [s.batch, s.qHeads, s.nQ, nTotal];
+  const dims = [1, 1, 1, 1];
+  shape.forEach((d, i) => {
+    dims[4 - shape.length + i] = d;
+  });
+  for (let axis = 0; axis < 4; ++axis) {
+    const d = dims[axis];
+    const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
+    if (!fits) {
+      const rule =
+        axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
+      throw new RangeError(
+        `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
+      );
+    }
+  }
+  const count = dims[0] * dims[1] * dims[2] * dims[3];
+  const type = typedArrayName(rawData);
+  let keep = null,
+    bias = null;
+  if (type === 'Uint8Array')
+    keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
+  else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
+  else if (Array.isArray(rawData)) {
+    keep = new Uint8Array(rawData.length);
+    for (let i = 0; i < keep.length; ++i) {
+      const b = rawData[i];
+      if (typeof b !== 'boolean')
+        throw new TypeError(`${where}: mask.data[${i}] is ${describe(b)}: a boolean[] mask holds true (keep) or false`);
+      keep[i] = b ? 1 : 0;
+    }
+  } else {
+    throw new TypeError(
+      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${describe(rawData)}`,
+    );
+  }
+  const data = keep ?? bias;
+  if (data.length !== count)
+    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
+  if (bias) checkAdditiveMask(where, bias);
+  const cols = dims[3];
+  return {
+    keep,
+    bias,
+    maskCols: cols,
+    maskLd: dims[2] === 1 ? 0 : cols,
+    headStride: dims[1] === 1 ? 0 : dims[2] * cols,
+    batchStride: dims[0] === 1 ? 0 : dims[1] * dims[2] * cols,
+  };
 }
 
 // v (nK rows), about to be averaged with softmax weights: every output is a weighted sum of nK

@@ -7,7 +7,8 @@
 //   Promise resolves / rejects  <- { id, value } or { id, error: { name, message } }
 //
 // The worker handles requests one at a time, in the order they were sent, so concurrent
-// calls resolve as if made one after the other. Layers live in the worker, named by id.
+// calls resolve as if made one after the other. Layers and caches live in the worker, named
+// by id; a cache proxy among a call's arguments goes as a reference to its cache there.
 //
 // Transfer rule. Results always come back transferred (each result array is fresh, owned by
 // nobody in the worker). Inputs are copied unless the call's options say { transfer: true }:
@@ -24,6 +25,7 @@ import { VARIANTS } from './variants.js';
 const instanceDisposed = (where) =>
   new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
 const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
+const cacheDisposed = (where) => new TypeError(`${where}: this cache was disposed`);
 
 // The files the loader may ask locateFile() about (variants.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
@@ -49,21 +51,27 @@ function rebuildError({ name, message }) {
   return error;
 }
 
-// A value for postMessage: objects and arrays copied, functions and symbols replaced by
-// stand-ins (worker_host.js turns them back into a function or a symbol, so that its checks
-// throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to
-// `buffers` for transfer. Maps, Dates and the like go as structured cloning copies them.
-function encode(value, buffers, depth = 0) {
+// A cache proxy of this form -> { channel, id, disposed }: what encode() sends for it.
+const cacheRefs = new WeakMap();
+
+// A value for postMessage to `channel`'s worker: objects and arrays copied, functions and
+// symbols replaced by stand-ins, and cache proxies by references to their cache (worker_host.js
+// turns each back into a function, a symbol or a cache, so that its checks throw the message
+// they throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
+// Maps, Dates and the like go as structured cloning copies them.
+function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
   if (value === null || typeof value !== 'object' || depth > 8) return value;
+  const cache = cacheRefs.get(value);
+  if (cache) return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
   if (ArrayBuffer.isView(value)) {
     if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
     return value;
   }
-  if (Array.isArray(value)) return value.map((v) => encode(v, buffers, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
   if (Object.prototype.toString.call(value) !== '[object Object]') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, depth + 1)]));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
 }
 
 // options -> { options without its transfer key (undefined when nothing else is left),
@@ -105,13 +113,13 @@ class Channel {
     }
   }
 
-  // where: the public entry, for errors; op: the worker's operation; layer: the layer's id;
-  // transfer: send the arguments' ArrayBuffers instead of copies.
-  send(where, op, args, { layer, transfer = false } = {}) {
+  // where: the public entry, for errors; op: the worker's operation; target: the id of the
+  // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies.
+  send(where, op, args, { target, transfer = false } = {}) {
     if (this.#broken) return Promise.reject(this.#broken);
     const id = this.#nextId++;
     const buffers = new Set();
-    const message = { id, op, layer, args: encode(args, buffers) };
+    const message = { id, op, target, args: encode(args, buffers, this) };
     try {
       this.#worker.postMessage(message, transfer ? [...buffers] : []);
     } catch (e) {
@@ -157,9 +165,10 @@ function promised(fn) {
   }
 }
 
-// Releases the worker's layer when its proxy is garbage-collected without dispose().
-const leftBehind = new FinalizationRegistry(({ channel, layer }) => {
-  if (!channel.closed) channel.send('dispose', 'disposeLayer', [], { layer }).catch(() => {});
+// Releases the worker's layer or cache (op 'disposeLayer' or 'disposeCache', target its id)
+// when its proxy is garbage-collected without dispose().
+const leftBehind = new FinalizationRegistry(({ channel, op, target }) => {
+  if (!channel.closed) channel.send('dispose', op, [], { target }).catch(() => {});
 });
 
 // A layer in the worker, named by its id there.
@@ -173,24 +182,20 @@ class AsyncMultiHeadAttention {
     this.#channel = channel;
     this.#id = id;
     this.config = Object.freeze(config);
-    leftBehind.register(this, { channel, layer: id }, this.#token);
+    leftBehind.register(this, { channel, op: 'disposeLayer', target: id }, this.#token);
   }
 
   // The checks the synchronous layer makes first, then the request.
   #call(where, op, args, transfer) {
     if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
     if (this.#disposed) return Promise.reject(layerDisposed(where));
-    return this.#channel.send(where, op, args, { layer: this.#id, transfer });
+    return this.#channel.send(where, op, args, { target: this.#id, transfer });
   }
 
+  // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
   forward(x, options) {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
-      if (options !== null && typeof options === 'object' && options.cache !== undefined) {
-        throw new TypeError(
-          `${where}: cache is not supported in the worker form (a cache lives in the instance that made it and cannot cross to the worker); decode with createAttention() without { worker: true }`,
-        );
-      }
       const t = takeTransfer(where, options);
       return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
     });
@@ -220,7 +225,71 @@ class AsyncMultiHeadAttention {
     this.#disposed = true;
     leftBehind.unregister(this.#token);
     if (!this.#channel.closed)
-      await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { layer: this.#id });
+      await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { target: this.#id });
+  }
+}
+
+// A key/value cache in the worker (kv_cache.js), named by its id there: the synchronous
+// cache's members, length and the methods giving Promises. Passed as { cache } to this form's
+// attention() and layers' forward(), it stands for its cache in the worker.
+class AsyncKvCache {
+  #channel;
+  #ref; // { channel, id, disposed }, cacheRefs' entry
+  #config;
+  #token = {};
+
+  constructor(channel, id, config) {
+    this.#channel = channel;
+    this.#ref = { channel, id, disposed: false };
+    this.#config = Object.freeze(config);
+    cacheRefs.set(this, this.#ref);
+    leftBehind.register(this, { channel, op: 'disposeCache', target: id }, this.#token);
+  }
+
+  get capacity() {
+    return this.#config.capacity;
+  }
+  get batch() {
+    return this.#config.batch;
+  }
+  get kvHeads() {
+    return this.#config.kvHeads;
+  }
+  get dK() {
+    return this.#config.dK;
+  }
+  get dV() {
+    return this.#config.dV;
+  }
+
+  // The checks the synchronous cache makes first (disposed, then the instance), then the request.
+  #call(what, op, args = []) {
+    const where = `kvCache.${what}`;
+    if (this.#ref.disposed) return Promise.reject(cacheDisposed(where));
+    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
+    return this.#channel.send(where, op, args, { target: this.#ref.id });
+  }
+
+  // A Promise of the rows filled in each head once the calls made before it ran (0 once disposed).
+  get length() {
+    return this.#ref.disposed ? Promise.resolve(0) : this.#call('length', 'cacheLength');
+  }
+
+  truncate(n) {
+    return this.#call('truncate', 'truncate', [n]);
+  }
+
+  reset() {
+    return this.#call('reset', 'reset');
+  }
+
+  // Frees the cache in the worker once the calls made before it ran; safe to call twice.
+  async dispose() {
+    if (this.#ref.disposed) return;
+    this.#ref.disposed = true;
+    leftBehind.unregister(this.#token);
+    if (!this.#channel.closed)
+      await this.#channel.send('kvCache.dispose', 'disposeCache', [], { target: this.#ref.id });
   }
 }
 
@@ -266,6 +335,12 @@ class AsyncAttention {
 
   memory() {
     return this.#call('memory', []);
+  }
+
+  // A cache in the worker, for attention(q, k, v, { cache }) and layers' forward(x, { cache }).
+  async kvCache(config) {
+    const { id, config: cacheConfig } = await this.#call('kvCache', [config]);
+    return new AsyncKvCache(this.#channel, id, cacheConfig);
   }
 
   // config may also say { transfer: true }, for its weights.

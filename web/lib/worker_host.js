@@ -2,21 +2,35 @@
 // (see worker_client.js for the protocol and the transfer rule). Started by worker_client.js
 // as a module Worker (browser) or a worker_thread (Node); not meant to be imported.
 //
-//   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
-//                            or { id, error: { name, message } }
+//   { id, op, target?, args } -> { id, value } with value's ArrayBuffers transferred,
+//                             or { id, error: { name, message } }
+// target: the id of the layer or cache a layer's or cache's operation applies to.
 import { createAttentionWith } from './create.js';
 import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
+import { cacheStandIn } from './kv_cache.js';
 import { STAND_IN } from './stand_in.js';
 
 let attn = null;
 const layers = new Map(); // id -> a MultiHeadAttention of attn
-let nextLayer = 1;
+const caches = new Map(); // id -> a KvCache of attn
+let nextId = 1; // of layers and caches
 
-// The client's stand-ins back into a function or a symbol, in place (args is our own copy).
+// A cache reference from the client -> the cache, or what the synchronous form's checks
+// reject as a disposed cache or another instance's (`own`: made by this worker).
+function cacheOf({ id, own, disposed }) {
+  if (disposed) return cacheStandIn({ disposed: true });
+  if (!own) return cacheStandIn({ disposed: false });
+  return caches.get(id) ?? cacheStandIn({ disposed: true });
+}
+
+// The client's stand-ins back into a function, a symbol or a cache, in place (args is our own copy).
 function decode(value, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
-  if (STAND_IN in value) return value[STAND_IN] === 'function' ? function standIn() {} : Symbol('stand-in');
+  if (STAND_IN in value) {
+    if (value[STAND_IN] === 'cache') return cacheOf(value);
+    return value[STAND_IN] === 'function' ? function standIn() {} : Symbol('stand-in');
+  }
   for (const key of Object.keys(value)) value[key] = decode(value[key], depth + 1);
   return value;
 }
@@ -39,6 +53,12 @@ function layerOf(id) {
   return layer;
 }
 
+function ownCache(id) {
+  const cache = caches.get(id);
+  if (!cache) throw new Error(`wasm-attention worker: no cache ${id}`);
+  return cache;
+}
+
 const ops = {
   // located: file name -> URL or path, the main side's locateFile() answers.
   async create({ threads, isa, located, wasmBinary }) {
@@ -58,7 +78,7 @@ const ops = {
   memory: () => attn.memory(),
   multiHeadAttention(...args) {
     const layer = attn.multiHeadAttention(...args);
-    const id = nextLayer++;
+    const id = nextId++;
     layers.set(id, layer);
     return { id, config: layer.config };
   },
@@ -70,17 +90,43 @@ const ops = {
     layers.get(id)?.dispose();
     layers.delete(id);
   },
+  kvCache(...args) {
+    const cache = attn.kvCache(...args);
+    const id = nextId++;
+    caches.set(id, cache);
+    const { batch, kvHeads, dK, dV, capacity } = cache;
+    return { id, config: { batch, kvHeads, dK, dV, capacity } };
+  },
+  cacheLength: (id) => ownCache(id).length,
+  truncate: (id, ...args) => ownCache(id).truncate(...args),
+  reset: (id) => ownCache(id).reset(),
+  disposeCache(id) {
+    caches.get(id)?.dispose();
+    caches.delete(id);
+  },
   dispose() {
-    attn?.dispose(); // its layers go with it
+    attn?.dispose(); // its layers and caches go with it
     layers.clear();
+    caches.clear();
   },
 };
-const LAYER_OPS = new Set(['forward', 'backward', 'step', 'weights', 'disposeLayer']);
+// The operations of one layer or cache, called with its id first.
+const TARGET_OPS = new Set([
+  'forward',
+  'backward',
+  'step',
+  'weights',
+  'disposeLayer',
+  'cacheLength',
+  'truncate',
+  'reset',
+  'disposeCache',
+]);
 
-async function handle({ id, op, layer, args }, reply) {
+async function handle({ id, op, target, args }, reply) {
   try {
     const call = decode(args);
-    const value = await (LAYER_OPS.has(op) ? ops[op](layer, ...call) : ops[op](...call));
+    const value = await (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
     reply({ id, value }, [...buffersOf(value)]);
   } catch (e) {
     const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };

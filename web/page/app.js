@@ -1,9 +1,9 @@
 // The tutorial page's wiring: loads the library and the word vectors, turns each control, key
 // and click into an action on the state (state.js), and redraws what the action changed.
 //
-// Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.run -> steps ->
+// Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.runGen -> steps ->
 // the current step's heatmaps, the side panel (followed row) and the under-the-hood panel.
-// The backward steps (12-18) add compute.runBackward for the loss L = ½‖y_i − x_j‖², with i the
+// The backward steps (12-18) add compute.runBackwardGen for the loss L = ½‖y_i − x_j‖², with i the
 // followed token and j the target: a new followed token or target reruns only that part.
 //
 // input.js      the sentence or worked example -> tokens and X
@@ -26,7 +26,8 @@ import { createModelView } from './model_view.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './under_the_hood.js';
 import { renderTokenStatus, renderWeightsNote } from './input_notes.js';
-import { WORKER_TOKENS, createOffload, tokenCount } from './offload.js';
+import { WORKER_TOKENS } from './limits.js';
+import { createOffload, tokenCount } from './offload.js';
 import { bindSgdPanel } from './sgd_panel.js';
 import {
   allTimings,

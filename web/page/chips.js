@@ -5,10 +5,10 @@
 //
 // On the backward steps the loss's target token j is marked too (a ring and "→ j", and said so).
 import { esc } from './format.js';
+import { LONG_CHIPS } from './limits.js';
 
 // Past LONG_CHIPS tokens each chip is laid out only near the screen (style.css, .chips.long): a
 // new target mark would otherwise lay out all 512 again.
-export const LONG_CHIPS = 64;
 
 export function renderChips(list, labels, unknown, onSelect) {
   list.classList.toggle('long', labels.length > LONG_CHIPS);

@@ -2,14 +2,14 @@
 //
 //   loadLibrary() -> { attn, ms }
 //   loadWorkerLibrary() -> { attn, ms }: the worker form (every call a Promise), for long inputs
-//   run(attn, input) -> { weights, single, multi, scale, timings }
+//   runGen(attn, input) -> { weights, single, multi, scale, timings }
 //
 // Each computation is written once, as a generator that yields each library call as a function
 // (runGen, runModelGen, runBackwardGen, sgdStepGen): drive(gen) runs it with the direct form, its
 // calls returning their results; driveAsync(gen, { isCurrent }) with the worker form, awaiting
 // each call's Promise, and abandons it (rejecting with a Superseded error, after the finally
-// blocks' dispose calls) at the first call after isCurrent() turns false. run, runModel,
-// runBackward and sgdStep are drive(their generator).
+// blocks' dispose calls) at the first call after isCurrent() turns false. sgdStep is
+// drive(sgdStepGen).
 //
 // input: x (n,d_model) tensor; heads h; dK = d_v per head; weights { wq, wk, wv, wo } or null
 // (then the layer's seeded Xavier-uniform init, from seed); causal; scaling (false: scale 1);
@@ -21,10 +21,10 @@
 // Steps 8-11 show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
-//   runModel(attn, layers, x) -> { hs: [X₁, X₂, H], heads, timings }     the trained model's residual
+//   runModelGen(attn, layers, x) -> { hs: [X₁, X₂, H], heads, timings }  the trained model's residual
 //     stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }];
 //     heads[L][k]: layer L's head k softmax weights (n,n) (the model view, head comparison)
-//   runBackward(attn, forward, { x, heads, dK, causal, head, query, target })
+//   runBackwardGen(attn, forward, { x, heads, dK, causal, head, query, target })
 //     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
 //   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
 //     -> { before, after, weights, timings }
@@ -39,7 +39,6 @@
 //                                                                       mha.backward(dY) after
 //                                                                       mha.forward(X) with the same weights
 import { createAttention, tensor } from '../lib/index.js';
-import { columns } from '../lib/multi_head.js';
 
 // A list of { call, detail, ms } and a helper, used as `yield* time(call, detail, fn)`, that has
 // the driver run fn() and records how long it took (with the worker form: until its answer came).
@@ -112,7 +111,9 @@ export async function loadWorkerLibrary() {
 // Columns [c0, c0+width) of a (rows, stride) tensor -> (rows, width).
 function columnSlice(m, c0, width) {
   const [rows, stride] = m.shape;
-  return tensor(columns(m.data, rows, stride, c0, width), [rows, width]);
+  const out = new Float32Array(rows * width);
+  for (let r = 0; r < rows; ++r) out.set(m.data.subarray(r * stride + c0, r * stride + c0 + width), r * width);
+  return tensor(out, [rows, width]);
 }
 
 // (n, n) identity.
@@ -287,7 +288,4 @@ export function* sgdStepGen(attn, { x, weights, heads, dK, causal, scale, query,
   }
 }
 
-export const run = (attn, input) => drive(runGen(attn, input));
-export const runModel = (attn, layers, x) => drive(runModelGen(attn, layers, x));
-export const runBackward = (attn, forward, options) => drive(runBackwardGen(attn, forward, options));
 export const sgdStep = (attn, options) => drive(sgdStepGen(attn, options));

@@ -17,7 +17,8 @@
 import { weightTop } from './colors.js';
 import { esc, fmt, quote } from './format.js';
 import { createHeatmap } from './heatmap.js';
-import { LONG_ROWS, createOverviewHeatmap, isLong } from './overview.js';
+import { LONG_ROWS } from './limits.js';
+import { createOverviewHeatmap, isLong } from './overview.js';
 import { createPieces } from './pieces.js';
 
 const value = ({ layer, head }) => `${layer},${head}`;

@@ -41,6 +41,7 @@
 // and text are crisp.
 import { DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, gradientCss, textOn } from './colors.js';
 import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
+import { FAST_CELLS } from './limits.js';
 import { colourScale, drawScaled, rasterize } from './raster.js';
 
 const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
@@ -49,7 +50,6 @@ const INK = '#1d2330';
 const MUTED = '#5b6475';
 const ACCENT = '#3451b2';
 const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));
-const FAST_CELLS = 20000;
 
 let measureCtx;
 function textWidth(text, font) {

@@ -9,10 +9,9 @@
 //   (e and p null for the worked example, p null without positions);
 //   truncatedFrom: the token count before the cap of MAX_TOKENS, or null. null: no tokens.
 import { sinusoidalPositions } from './embeddings.js';
+import { MAX_TOKENS } from './limits.js';
 import { tokenize } from './tokenize.js';
 import { WORKED } from './worked_example.js';
-
-export const MAX_TOKENS = 512;
 
 export function prepareInput(settings, emb, positionScale = 1) {
   if (settings.mode === 'worked') {

@@ -2,7 +2,7 @@
 //
 //   renderTokenStatus(element, input)                input: prepareInput's, or null (no tokens)
 //   renderWeightsNote(element, settings, { heads, dK, dModel })
-import { MAX_TOKENS } from './input.js';
+import { MAX_TOKENS } from './limits.js';
 import { plural } from './format.js';
 
 export function renderTokenStatus(el, input) {

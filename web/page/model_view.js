@@ -16,7 +16,7 @@
 import { MASKED_FILL, SEQUENTIAL_RGB, SEQUENTIAL_STOPS, gradientCss, sequentialIndex, weightTop } from './colors.js';
 import { esc } from './format.js';
 import { describeHead } from './model/head_stats.js';
-import { LONG_ROWS } from './overview.js';
+import { LONG_ROWS } from './limits.js';
 import { createPieces } from './pieces.js';
 
 const SIDE = 200; // CSS px of a tile's heatmap at most (less on a phone: it fills its tile)

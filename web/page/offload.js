@@ -1,8 +1,7 @@
-// Long inputs computed off the main thread: past WORKER_TOKENS tokens, the page's recompute runs
-// with the library's worker form (createAttention({ worker: true }), every call a Promise,
-// computed in a Web Worker), so that typing and stepping never wait on the library.
+// Long inputs computed off the main thread: past WORKER_TOKENS tokens (limits.js), the page's
+// recompute runs with the library's worker form (createAttention({ worker: true }), every call a
+// Promise, computed in a Web Worker), so that typing and stepping never wait on the library.
 //
-//   WORKER_TOKENS                       the token count past which the worker computes
 //   tokenCount(state) -> n              the tokens the current settings give (before the cap)
 //   createOffload(state) -> { recompute() -> Promise<boolean | null>, recomputeBackward() ->
 //                             Promise<true | null>, sgdStep(options), supersede(), busy }
@@ -17,11 +16,9 @@
 //     SGD panel's step for a long input), or null when a newer recompute replaced the input
 //     busy: a recompute or step is under way
 import { Superseded, drive, driveAsync, loadWorkerLibrary, sgdStepGen } from './compute.js';
-import { MAX_TOKENS } from './input.js';
+import { MAX_TOKENS } from './limits.js';
 import { recomputeBackwardGen, recomputeGen } from './state.js';
 import { tokenize } from './tokenize.js';
-
-export const WORKER_TOKENS = 128;
 
 export function tokenCount({ settings, emb }) {
   if (settings.mode === 'worked') return 0;

@@ -17,9 +17,8 @@
 // whole window, Home / End to the start / end.
 import { esc, fmtShape } from './format.js';
 import { createHeatmap } from './heatmap.js';
+import { LONG_ROWS } from './limits.js';
 import { colourScale, drawScaled, rasterize } from './raster.js';
-
-export const LONG_ROWS = 64;
 export const isLong = (spec) => Boolean(spec.rowLabels) && !spec.compact && spec.shape[0] > LONG_ROWS;
 
 const clamp = (v, lo, hi) => Math.max(lo, Math.min(hi, v));

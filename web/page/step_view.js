@@ -19,7 +19,8 @@ import { createHeatmap, hideTooltip } from './heatmap.js';
 import { renderInspector } from './inspector.js';
 import { createPieces } from './pieces.js';
 import { renderLossBar } from './loss_bar.js';
-import { LONG_ROWS, createOverviewHeatmap, isLong } from './overview.js';
+import { LONG_ROWS } from './limits.js';
+import { createOverviewHeatmap, isLong } from './overview.js';
 import { renderSgd } from './sgd_panel.js';
 import { renderStepList, stepKicker } from './step_list.js';
 

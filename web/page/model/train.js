@@ -18,7 +18,7 @@
 //     matmul (exported for its tests)
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   evaluate(...), accuracyTally(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
-import { random, xavierUniform } from '../../lib/random.js';
+import { random, xavierUniform } from '../random.js';
 import { sinusoidalPositions } from '../embeddings.js';
 import { headStats, inductionScore } from './head_stats.js';
 import { layerWeights } from './weights.js';

@@ -19,7 +19,7 @@
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
 //     (repeatedSpan(norms) > 0), in heads' order
-import { random } from '../../lib/random.js';
+import { random } from '../random.js';
 import { createAdam } from './adam.js';
 import { inductionScore, repeatedSpan } from './head_stats.js';
 import { forwardLayers } from './lm.js';

@@ -19,7 +19,7 @@
 //
 // ctx: { worked, labels (n tokens), unknown, n, dModel, heads, dK, dV, head, causal, scaling,
 //        positions, projection, seed, e (n,d_model) | null, p (n,d_model) | null, x (n,d_model),
-//        result (compute.run's), back (compute.runBackward's) }
+//        result (compute.runGen's), back (compute.runBackwardGen's) }
 import { BACKWARD_STEPS } from './backward.js';
 import { FORWARD_STEPS } from './forward.js';
 

@@ -2,6 +2,7 @@
 // that every number a heatmap draws for that row can also be read by keyboard and screen-reader
 // users.
 import { esc, fmt } from '../format.js';
+import { LONG_TABLE_ROWS } from '../limits.js';
 
 export const sub = (x) => `<sub>${x}</sub>`;
 
@@ -34,7 +35,6 @@ export function table(headers, rows, highlight) {
   return `<div class="table-box"><table class="row-table"><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
-export const LONG_TABLE_ROWS = 64;
 const CHUNK_ROWS = 32;
 const ROW_PX = 24; // a row's height in style.css, for the size of a chunk not laid out yet
 
