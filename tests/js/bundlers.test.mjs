@@ -378,3 +378,41 @@ test('plain: a worker script that does not load gives one thread and a warning',
     await server.close();
   }
 });
+
+// The threaded build's pthread workers run from blob: URLs (scripts/wrap_esm.mjs): a page whose
+// Content-Security-Policy allows blob: in worker-src and script-src gets its threads; one that
+// does not gets one thread and a warning naming the policy, not a failure. 'unsafe-eval': the
+// Embind glue makes functions with new Function(); 'unsafe-inline': the example's import map.
+test('plain: a Content-Security-Policy without blob: gives one thread and a warning, with blob: two', async () => {
+  const { dir } = await build('plain');
+  const index = readFileSync(join(dir, 'index.html'), 'utf8');
+  const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
+  try {
+    for (const blob of [false, true]) {
+      const allow = blob ? ' blob:' : '';
+      const policy = `script-src 'self' 'unsafe-inline' 'unsafe-eval'${allow}; worker-src 'self'${allow}`;
+      const meta = `<meta http-equiv="Content-Security-Policy" content="${policy}" />`;
+      writeFileSync(join(dir, 'csp.html'), index.replace('<meta charset="utf-8" />', `$&${meta}`));
+      const page = await (await browserFor('chromium')).newPage();
+      const warnings = [];
+      page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+      try {
+        await page.goto(`${server.url}csp.html`);
+        await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…');
+        const shown = await page.evaluate(() =>
+          ['status', 'variant'].map((id) => document.getElementById(id).textContent),
+        );
+        assert.deepEqual(shown, ['done', `relaxed-simd, ${blob ? 'simd-mt, 2 threads' : 'simd, 1 thread'}`], policy);
+        assert.equal(
+          warnings.some((w) => /running on one thread: .*a Content-Security-Policy must allow/.test(w)),
+          !blob,
+          `${policy}: warnings ${JSON.stringify(warnings)}`,
+        );
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
+    await server.close();
+  }
+});
