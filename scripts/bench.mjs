@@ -5,10 +5,12 @@
 //   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
 //   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
 //   node scripts/bench.mjs --only matmul,attention
-//   node scripts/bench.mjs --browser  the kernel sections in headless Chromium (browser_run.mjs)
+//   node scripts/bench.mjs --browser[=chromium|firefox|webkit]  the kernel sections in that
+//                                    browser engine (browser_run.mjs)
 //
 // Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
-// and build/bench/results.svg (--browser: results-browser.json, results-browser.svg). The peers are installed on first use into build/bench-peers/
+// and build/bench/results.svg (--browser: results-browser.json and .svg; --browser=firefox or
+// webkit: results-firefox, results-webkit). The peers are installed on first use into build/bench-peers/
 // (they are not dependencies of the package). How each part works is in scripts/bench/:
 //   cases, inputs, flops        what is measured, on what, counted how
 //   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
@@ -18,7 +20,7 @@
 //                               child.mjs/spawn.mjs for the ones that need processes of their own
 //   platform                    what differs between Node and a browser page (loading the peers);
 //                               every other module above runs in both (web/bench.html)
-//   browser_run, browser_bundles  --browser: Chromium driving web/bench.html
+//   browser_run, browser_bundles  --browser: a browser (tests/js/browser.mjs) driving web/bench.html
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt);
 //                               its relaxed_madd (FMA) twin is printed beside it
@@ -66,7 +68,7 @@ if (options.browser) {
   const { runInBrowser } = await import('./bench/browser_run.mjs');
   const results = await runInBrowser({ options, caseIds: caseIdsOf(options), log });
   results.durationSeconds = Math.round((performance.now() - t0) / 1000);
-  finish(results, 'results-browser');
+  finish(results, options.browser === 'chromium' ? 'results-browser' : `results-${options.browser}`);
 }
 
 const results = emptyResults(options, machineInfo());

@@ -16,7 +16,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "../src/scratch.h"  // release_large_scratch: internal, called when each call ends
+#include "../src/gemm_select.h"  // the GEMM micro-kernel: internal, reported and pinned here
+#include "../src/scratch.h"      // release_large_scratch: internal, called when each call ends
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 #include "wa/build_info.h"
@@ -91,6 +92,29 @@ std::string set_threads(int threads) {
 int threads() { return pool ? pool->threads() : 1; }
 
 std::string simd_isa() { return wa::simd_isa(); }
+
+// The GEMM micro-kernel this instance runs; the first call chooses it (gemm_select.cpp).
+std::string gemm_kernel() { return wa::kernels::gemm_kernel().name; }
+
+// This build's GEMM micro-kernels, comma-separated, the default first.
+std::string gemm_kernels() {
+  std::string names;
+  for (const wa::kernels::GemmKernel& kernel : wa::kernels::gemm_kernels())
+    names += (names.empty() ? "" : ",") + std::string(kernel.name);
+  return names;
+}
+
+// Runs that kernel from now on (benchmarks compare them); false if this build has none of
+// that name.
+bool use_gemm_kernel(const std::string& name) { return wa::kernels::use_gemm_kernel(name.c_str()); }
+
+// That kernel's GFLOP/s on the choice's cache-resident panels, best of rounds batches of
+// batch_ms; -1 if this build has none of that name.
+double gemm_kernel_gflops(const std::string& name, int rounds, double batch_ms) {
+  for (const wa::kernels::GemmKernel& kernel : wa::kernels::gemm_kernels())
+    if (name == kernel.name) return wa::kernels::gemm_kernel_gflops(kernel, rounds, batch_ms);
+  return -1;
+}
 
 // The index of the first NaN or ±inf among n floats at offset x, or -1.
 double first_non_finite(uintptr_t x, uint32_t n) {
@@ -357,6 +381,10 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("setThreads", &set_threads);
   function("threads", &threads);
   function("simdIsa", &simd_isa);
+  function("gemmKernel", &gemm_kernel);
+  function("gemmKernels", &gemm_kernels);
+  function("useGemmKernel", &use_gemm_kernel);
+  function("gemmKernelGflops", &gemm_kernel_gflops);
   function("allocatedBytes", &allocated_bytes);
   function("firstNonFinite", &first_non_finite);
   function("gemm", &gemm);

@@ -1,9 +1,10 @@
-// GEMM dispatch: packing, cache blocking, tails and threads around the 4x8 micro-kernel.
+// GEMM dispatch: packing, cache blocking, tails and threads around the micro-kernel
+// (gemm_select.h: the kernel of mr x kNR tiles chosen where the code runs).
 //
 // op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
 // each task then owns kMC rows of c over a group of kNC-column blocks (every column, when m has
-// kGemmMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into kMR-row panels
-// once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
+// kGemmMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into panels of the
+// kernel's tile rows once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
 // order: one b panel stays in L1 while the a block streams from L2). Transposed operands
 // are handled by the packing, so all three forms run the same kernel. A task's result
 // depends only on its block, never on the thread running it.
@@ -12,6 +13,7 @@
 
 #include "gemm_kernels.h"
 #include "gemm_packed.h"
+#include "gemm_select.h"
 #include "scratch.h"
 #include "simd.h"
 #include "sizes.h"
@@ -22,13 +24,12 @@
 namespace wa {
 namespace {
 
-using kernels::kMR;
+using kernels::kMaxMR;
 using kernels::kNR;
 using namespace simd;
 
 constexpr size_t kLanes = 4;  // floats per f32x4
-static_assert(kMR == kLanes && kNR == 2 * kLanes,
-              "the packing below moves a tile row as 1 (a) or 2 (b) vectors");
+static_assert(kNR == 2 * kLanes, "the packing below moves a b tile row as 2 vectors");
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
@@ -37,30 +38,38 @@ float at(const float* x, size_t ld, Transpose t, size_t r, size_t c) {
   return t == Transpose::yes ? x[c * ld + r] : x[r * ld + c];
 }
 
-// op(a) (m,k), rows [i0,i0+mc) x k [p0,p0+kc) -> kMR-row panels, each (kc,kMR): step p holds
-// a(i..i+kMR-1, p).
+// op(a) (m,k), rows [i0,i0+mc) x k [p0,p0+kc) -> tile_mr-row panels (the kernel's tile rows),
+// each (kc,tile_mr): step p holds a(i..i+tile_mr-1, p).
 void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_t mc, size_t p0,
-            size_t kc, float* dst) {
-  for (size_t i = i0; i < i0 + mc; i += kMR, dst += kMR * kc) {
-    const size_t mr = std::min(kMR, m - i);
-    size_t p = 0;
-    if (mr == kMR && ta == Transpose::yes) {
-      // a stored (k,m): the kMR values of a step are contiguous
-      for (; p < kc; ++p) store(dst + p * kMR, load(a + (p0 + p) * lda + i));
-    } else if (mr == kMR) {
-      // a stored (m,k): kMR rows, read kLanes steps at a time and transposed in registers
-      const float* r0 = a + i * lda + p0;
-      for (; p + kLanes <= kc; p += kLanes) {
-        f32x4 v0 = load(r0 + p), v1 = load(r0 + lda + p), v2 = load(r0 + 2 * lda + p);
-        f32x4 v3 = load(r0 + 3 * lda + p);
-        transpose4x4(v0, v1, v2, v3);
-        float* d = dst + p * kMR;
-        store(d, v0), store(d + kMR, v1), store(d + 2 * kMR, v2), store(d + 3 * kMR, v3);
+            size_t kc, size_t tile_mr, float* dst) {
+  for (size_t i = i0; i < i0 + mc; i += tile_mr, dst += tile_mr * kc) {
+    const size_t mr = std::min(tile_mr, m - i);
+    size_t r0 = 0;  // rows [0, r0) of the panel are packed
+    if (mr == tile_mr && ta == Transpose::yes) {
+      // a stored (k,m): the tile_mr values of a step are contiguous
+      for (size_t p = 0; p < kc; ++p)
+        std::memcpy(dst + p * tile_mr, a + (p0 + p) * lda + i, tile_mr * sizeof(float));
+      r0 = tile_mr;
+    } else if (ta == Transpose::no) {
+      // a stored (m,k): kLanes rows at a time, kLanes steps at a time, transposed in registers
+      for (; r0 + kLanes <= mr; r0 += kLanes) {
+        const float* r = a + (i + r0) * lda + p0;
+        size_t p = 0;
+        for (; p + kLanes <= kc; p += kLanes) {
+          f32x4 v0 = load(r + p), v1 = load(r + lda + p), v2 = load(r + 2 * lda + p);
+          f32x4 v3 = load(r + 3 * lda + p);
+          transpose4x4(v0, v1, v2, v3);
+          float* d = dst + p * tile_mr + r0;
+          store(d, v0), store(d + tile_mr, v1), store(d + 2 * tile_mr, v2);
+          store(d + 3 * tile_mr, v3);
+        }
+        for (; p < kc; ++p)
+          for (size_t q = r0; q < r0 + kLanes; ++q) dst[p * tile_mr + q] = r[(q - r0) * lda + p];
       }
     }
-    for (; p < kc; ++p)
-      for (size_t r = 0; r < kMR; ++r)
-        dst[p * kMR + r] = r < mr ? at(a, lda, ta, i + r, p0 + p) : 0.0f;
+    for (size_t p = 0; p < kc; ++p)
+      for (size_t q = r0; q < tile_mr; ++q)
+        dst[p * tile_mr + q] = q < mr ? at(a, lda, ta, i + q, p0 + p) : 0.0f;
   }
 }
 
@@ -117,31 +126,32 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
     return;
   }
   pool = pool_for(pool, static_cast<double>(m) * n * k);
+  const kernels::GemmKernel& kernel = kernels::gemm_kernel_for_rows(m);
+  const size_t tile_mr = kernel.mr;
+  const size_t task_rows = kMC / tile_mr * tile_mr;
 
-  // Tasks own whole rows of c blocks (kMC rows, every column) when there are rows enough for
-  // kGemmMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
+  // Tasks own whole rows of c blocks (task_rows rows, every column) when there are rows enough
+  // for kGemmMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
   // row of c (a cache line at a block edge would go back and forth between two cores). With
   // fewer row blocks, the columns are split in groups of blocks too.
-  const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
+  const size_t row_blocks = (m + task_rows - 1) / task_rows, col_blocks = (n + kNC - 1) / kNC;
   const size_t groups = std::min(col_blocks, (kGemmMinTasks + row_blocks - 1) / row_blocks);
   const size_t group_blocks = (col_blocks + groups - 1) / groups;  // column blocks per group
   const size_t col_groups = (col_blocks + group_blocks - 1) / group_blocks;
-  // for (t = 0; t < row_blocks·col_groups; ++t) rows [i0, i0+kMC) of c, column group t % col_groups
+  // for (t = 0; t < row_blocks·col_groups; ++t)
+  //   rows [i0, i0+task_rows) of c, column group t % col_groups
   parallel_for(pool, row_blocks * col_groups, [&](size_t t) {
-    const size_t i0 = t / col_groups * kMC, mc = std::min(kMC, m - i0);
+    const size_t i0 = t / col_groups * task_rows, mc = std::min(task_rows, m - i0);
     const size_t j_first = t % col_groups * group_blocks * kNC;
     const size_t j_end = std::min(n, j_first + group_blocks * kNC);
-    float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, kMR) * kKC);
+    float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, tile_mr) * kKC);
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
-      pack_a(ta, a, lda, m, i0, mc, p0, kc, packed_a);
+      pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_a);
       for (size_t j = j_first; j < j_end; j += kNR) {  // kNC divides into kNR panels
         const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
         const size_t nr = std::min(kNR, n - j);
-        for (size_t i = i0; i < i0 + mc; i += kMR) {
-          kernels::f32_gemm_4x8(std::min(kMR, m - i), nr, kc, packed_a + (i - i0) * kc, b_panel,
-                                c + i * ldc + j, ldc, accumulate || p0 > 0);
-        }
+        kernel.run(mc, nr, kc, packed_a, b_panel, c + i0 * ldc + j, ldc, accumulate || p0 > 0);
       }
     }
   });

@@ -1,32 +1,61 @@
 // GEMM micro-kernels, and the packed layout they read: the one place it is defined.
 //
-// A packed a panel holds kc steps of kMR rows of op(a): step p at a + p·kMR. A packed b panel
-// holds kc steps of kNR columns of op(b): step p at b + p·kNR. Rows or columns past the edge of
-// the matrix are packed as zeros, so a kernel always runs whole tiles and stores only mr x nr.
-// A whole packed op(b) (k,n) is its panels one after another (pack_b in gemm_packed.h).
+// A kernel computes one tile of c from a packed a panel and a packed b panel. A packed a panel
+// holds kc steps of the kernel's mr rows of op(a): step p at a + p·mr (mr is the kernel's own:
+// gemm.cpp packs a for the kernel it runs). A packed b panel holds kc steps of kNR columns of
+// op(b): step p at b + p·kNR, the same for every kernel (attention and the KV cache keep packed
+// operands). Rows or columns past the edge of the matrix are packed as zeros, so a kernel
+// always runs whole tiles and stores only mr x nr. A whole packed op(b) (k,n) is its panels
+// one after another (pack_b in gemm_packed.h).
 #pragma once
 
 #include <cstddef>
 
-#include "tuning.h"  // kMR, kNR
+#include "tuning.h"  // kNR, kMaxMR
 
 namespace wa::kernels {
 
-// c (mr,nr) [+]= a (mr,kc) · b (kc,nr), 1 <= mr <= kMR, 1 <= nr <= kNR, from a packed a panel
-// (kc,kMR) and b panel (kc,kNR); c has row stride ldc. accumulate: add to c instead of
+// c (m,nr) [+]= a (m,kc) · b (kc,nr), m >= 1, 1 <= nr <= kNR, from ceil(m/MR) packed a panels
+// (kc,MR) one after another (MR: the kernel's tile rows) and one b panel (kc,kNR); c has row
+// stride ldc. The kernel runs its tiles down the rows. accumulate: add to c instead of
 // overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
-void f32_gemm_4x8_vec128(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
-                         size_t ldc, bool accumulate);
-// The same with fused multiply-adds (wasm relaxed SIMD); built only into the relaxed variants.
-void f32_gemm_4x8_relaxed(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
-                          size_t ldc, bool accumulate);
+using GemmMicrokernel = void (*)(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
+                                 float* c, size_t ldc, bool accumulate);
 
-// The kernel gemm.cpp runs: the relaxed one in the relaxed variants' core (CMake defines
-// WA_RELAXED_SIMD there), SIMD128 everywhere else.
-#if defined(WA_RELAXED_SIMD)
-inline constexpr auto f32_gemm_4x8 = f32_gemm_4x8_relaxed;
-#else
-inline constexpr auto f32_gemm_4x8 = f32_gemm_4x8_vec128;
-#endif
+// A kernel and its tiles' rows, by name (the function's, as in backend.gemmKernel).
+struct GemmKernel {
+  const char* name;
+  size_t mr;
+  GemmMicrokernel run;
+};
+
+// The kernels (f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of
+// one ISA gives bitwise the same c.
+#define WA_GEMM_KERNEL(name)                                                                       \
+  void name(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
+            bool accumulate);
+// SIMD128 (SSE natively): multiply, then add
+WA_GEMM_KERNEL(f32_gemm_3x8_vec128)
+WA_GEMM_KERNEL(f32_gemm_3x8_k2_vec128)
+WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
+WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)
+WA_GEMM_KERNEL(f32_gemm_4x8_k4_vec128)
+WA_GEMM_KERNEL(f32_gemm_4x8_splat_vec128)
+WA_GEMM_KERNEL(f32_gemm_5x8_vec128)
+WA_GEMM_KERNEL(f32_gemm_5x8_k2_vec128)
+WA_GEMM_KERNEL(f32_gemm_6x8_vec128)
+WA_GEMM_KERNEL(f32_gemm_6x8_k2_vec128)
+// relaxed SIMD's fused multiply-add; built only into the relaxed variants
+WA_GEMM_KERNEL(f32_gemm_3x8_relaxed)
+WA_GEMM_KERNEL(f32_gemm_3x8_k2_relaxed)
+WA_GEMM_KERNEL(f32_gemm_4x8_relaxed)
+WA_GEMM_KERNEL(f32_gemm_4x8_k2_relaxed)
+WA_GEMM_KERNEL(f32_gemm_4x8_k4_relaxed)
+WA_GEMM_KERNEL(f32_gemm_4x8_splat_relaxed)
+WA_GEMM_KERNEL(f32_gemm_5x8_relaxed)
+WA_GEMM_KERNEL(f32_gemm_5x8_k2_relaxed)
+WA_GEMM_KERNEL(f32_gemm_6x8_relaxed)
+WA_GEMM_KERNEL(f32_gemm_6x8_k2_relaxed)
+#undef WA_GEMM_KERNEL
 
 }  // namespace wa::kernels

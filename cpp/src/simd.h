@@ -33,6 +33,11 @@ inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+// Lane L of v in all four lanes.
+template <int L>
+inline f32x4 broadcast_lane(f32x4 v) {
+  return wasm_i32x4_shuffle(v, v, L, L, L, L);
+}
 // All-ones lanes where v is NaN; lanes or'ed; whether any lane of a mask is set.
 inline f32x4 nan_lanes(f32x4 v) { return wasm_f32x4_ne(v, v); }
 inline f32x4 bit_or(f32x4 a, f32x4 b) { return wasm_v128_or(a, b); }
@@ -67,6 +72,10 @@ inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : 
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+template <int L>
+inline f32x4 broadcast_lane(f32x4 v) {
+  return _mm_shuffle_ps(v, v, _MM_SHUFFLE(L, L, L, L));
+}
 inline f32x4 nan_lanes(f32x4 v) { return _mm_cmpunord_ps(v, v); }
 inline f32x4 bit_or(f32x4 a, f32x4 b) { return _mm_or_ps(a, b); }
 inline bool any_lane(f32x4 mask) { return _mm_movemask_ps(mask) != 0; }
@@ -103,6 +112,10 @@ WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
 inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+template <int L>
+inline f32x4 broadcast_lane(f32x4 a) {
+  return splat(a.v[L]);
+}
 inline f32x4 nan_lanes(f32x4 a) {
   f32x4 r;
   for (int i = 0; i < 4; ++i) r.v[i] = a.v[i] != a.v[i] ? 1.0f : 0.0f;  // nonzero = set

@@ -9,9 +9,10 @@
 namespace wa {
 
 namespace kernels {
-// The micro-kernel's tile of c (gemm_kernels.h); the packed panels are this wide.
-constexpr size_t kMR = 4;  // rows of c per tile
-constexpr size_t kNR = 8;  // columns of c per tile: two f32x4
+// The micro-kernels' tiles of c (gemm_kernels.h): every kernel's b panels are kNR wide, its a
+// panels as tall as its tile (3 to kMaxMR rows).
+constexpr size_t kNR = 8;     // columns of c per tile: two f32x4
+constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 }  // namespace kernels
 
 // ---- GEMM (gemm.cpp) ----

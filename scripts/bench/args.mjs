@@ -20,10 +20,15 @@ const SECTIONS = {
 // The sections a browser run has: the kernels (startup, sizes and long sequences are Node's).
 export const BROWSER_SECTIONS = ['matmul', 'attention', 'mha', 'backward'];
 
-const USAGE = `usage: node scripts/bench.mjs [--quick] [--browser] [--only ${Object.keys(SECTIONS).join(',')}] [--cases id,...]
+// The browsers a run can use (--browser=NAME; --browser alone is chromium), as
+// tests/js/browser.mjs launches them.
+export const BROWSERS = ['chromium', 'firefox', 'webkit'];
+
+const USAGE = `usage: node scripts/bench.mjs [--quick] [--browser[=chromium|firefox|webkit]] [--only ${Object.keys(SECTIONS).join(',')}] [--cases id,...]
   --quick    few runs and a small subset of every section: a smoke test of under a minute
-  --browser  the kernel sections in headless Chromium (/usr/bin/chromium or CHROMIUM_PATH), in a
-             cross-origin-isolated page (web/bench.html, served as npm start serves it)
+  --browser  the kernel sections in a browser, in a cross-origin-isolated page (web/bench.html,
+             served as npm start serves it): chromium (V8; the default), firefox (SpiderMonkey)
+             or webkit (WebKitGTK's MiniBrowser: JavaScriptCore), Debian's, never downloaded
   --only     run only these sections (the SIMD peak probe always runs: the % columns need it)
   --cases    run only these cases of the kernel sections (ids in scripts/bench/cases.mjs;
              matmul-small is a tiny one for tests)
@@ -37,8 +42,11 @@ export function parseArgs(argv) {
   for (let i = 0; i < argv.length; ++i) {
     const arg = argv[i];
     if (arg === '--quick') options.quick = true;
-    else if (arg === '--browser') options.browser = true;
-    else if (arg === '--cases' || arg.startsWith('--cases=')) {
+    else if (arg === '--browser') options.browser = 'chromium';
+    else if (arg.startsWith('--browser=')) {
+      options.browser = arg.slice('--browser='.length);
+      if (!BROWSERS.includes(options.browser)) fail(`--browser: one of ${BROWSERS.join(', ')}, not ${options.browser}`);
+    } else if (arg === '--cases' || arg.startsWith('--cases=')) {
       const list = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : argv[++i];
       if (!list) fail('--cases needs a list of case ids');
       options.cases = list

@@ -1,9 +1,14 @@
-// `npm run bench -- --browser`: the kernel sections in headless Chromium. Serves web/ as
-// `npm start` does (cross-origin isolated, so all three libraries get threads; the peers and
-// the bench's modules under the paths scripts/serve.mjs lists), opens web/bench.html with
-// ?run=..., which runs everything in the page (web/bench/run.js), and takes its results back:
-// the report is the Node run's, with the CPU model (which a page cannot see) added from here.
-// Debian's /usr/bin/chromium (or CHROMIUM_PATH) through playwright-core; never a download.
+// `npm run bench -- --browser[=chromium|firefox|webkit]`: the kernel sections in a browser
+// engine. Serves web/ as `npm start` does (cross-origin isolated, so the libraries get threads
+// where the engine has them; the peers and the bench's modules under the paths
+// scripts/serve.mjs lists), opens web/bench.html with ?run=..., which runs everything in the
+// page (web/bench/run.js), the engine's own peak probe included, and takes its results back:
+// the report is the Node run's, headed with the engine, with the CPU model (which a page
+// cannot see) added from here. The browsers are Debian's, launched by tests/js/browser.mjs
+// (Chromium through playwright-core, Firefox ESR through puppeteer-core, WebKitGTK's
+// MiniBrowser through WebKitWebDriver); never a download.
+import { execFileSync } from 'node:child_process';
+
 import { launchBrowser } from '../../tests/js/browser.mjs';
 import { startServer } from '../serve.mjs';
 import { ensureBrowserBundles } from './browser_bundles.mjs';
@@ -13,29 +18,66 @@ import { peakRecord } from './peak_probe.mjs';
 import { ensurePeers, installedVersion, PEER_VERSIONS } from './peers.mjs';
 import { checkTargets } from './targets.mjs';
 
+// The engine's name and version, for the report's heading.
+async function engineLabel(engine, browser) {
+  if (engine === 'chromium') return `Chromium ${browser.version()} (headless; V8)`;
+  if (engine === 'firefox')
+    return `Firefox ${(await browser.puppeteer.version()).replace(/^firefox\//, '')} (headless; SpiderMonkey)`;
+  let version = '';
+  try {
+    version = ` ${execFileSync('dpkg-query', ['-W', '-f=${Version}', 'libwebkit2gtk-4.1-0'], { encoding: 'utf8' }).replace(/-.*/, '')}`;
+  } catch {
+    // not a Debian system: the name alone
+  }
+  return `WebKitGTK${version} MiniBrowser (JavaScriptCore)`;
+}
+
+// The page's results once its run ends: polled, so that no single driver call has to last as
+// long as a run (puppeteer's calls time out after 3 minutes, WebDriver's after its script
+// timeout).
+async function resultsOf(page) {
+  await page.evaluate(() => {
+    window.benchResults.then(
+      (r) => (window.benchDone = { results: r }),
+      (e) => (window.benchDone = { error: String(e?.stack ?? e) }),
+    );
+  });
+  for (;;) {
+    const done = await page.evaluate(() => window.benchDone ?? null);
+    if (done?.error) throw new Error(`the page's run failed: ${done.error}`);
+    if (done) return done.results;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
 export async function runInBrowser({ options, caseIds, log }) {
+  const engine = options.browser === true ? 'chromium' : options.browser;
   const peers = ensurePeers(log);
   const bundles = await ensureBrowserBundles(log);
   if (bundles.skipped.length) log(`not bundled: ${bundles.skipped.join(', ')}`);
   const node = machineInfo();
   const server = await startServer({ port: 9470, quiet: true });
-  const browser = await launchBrowser();
+  const browser = await launchBrowser(engine);
   try {
     const page = await browser.newPage();
-    page.on('console', (m) => {
-      if (m.type() === 'error') log(`page console.error: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => log(`page error: ${e.message}`));
-    await page.exposeFunction('benchLog', (text) => log(`[chromium] ${text}`));
+    if (page.on) {
+      // Chromium and Firefox: the page's errors and progress as it runs (WebKit's driver has
+      // neither events nor exposed functions: its run is silent until it ends)
+      page.on('console', (m) => {
+        if (m.type() === 'error') log(`page console.error: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => log(`page error: ${e.message}`));
+      await page.exposeFunction('benchLog', (text) => log(`[${engine}] ${text}`));
+    }
     const query = new URLSearchParams({ run: options.quick ? 'quick' : 'full', cases: caseIds.join(',') });
     await page.goto(`${server.url}bench.html?${query}`);
     await page.waitForFunction(() => window.benchResults !== undefined, null, { timeout: 60_000 });
-    const results = await page.evaluate(() => window.benchResults);
+    const results = await resultsOf(page);
     results.startedAt ??= new Date().toISOString();
-    results.options = { ...options, ...results.options };
+    results.options = { ...options, ...results.options, browser: engine };
     results.machine = {
       ...results.machine,
-      browser: `Chromium ${browser.version()} (headless)`,
+      browser: await engineLabel(engine, browser),
       cpuModel: node.cpuModel,
       cpuMHz: node.cpuMHz,
       memoryGB: node.memoryGB,

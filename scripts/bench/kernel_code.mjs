@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-// What V8 makes of our GEMM micro-kernel: `node scripts/bench/kernel_code.mjs [--out FILE]`.
+// What V8 makes of our GEMM micro-kernels: `node scripts/bench/kernel_code.mjs [--out FILE]`.
 // For the shipped single-thread modules (web/lib/wasm: SIMD128 and relaxed SIMD, the ones the
 // 1-thread bench rows run), it
-//   1. finds the wasm function holding the kernel's k loop (wabt disassembles the module; the
-//      build strips names, so the function is the one whose innermost loop has the kernel's
-//      shape: 2 b loads, kMR load32_splats and 2·kMR multiply-adds per k step, or a multiple),
-//   2. runs a small matmul in a child Node with --no-liftoff --print-wasm-code, so TurboFan
-//      compiles everything and prints it, and cuts that function's x64 code out,
-//   3. summarizes the hot loop (the backward jump around the most multiply-adds): instructions
+//   1. finds the wasm functions holding a kernel's k loop (wabt disassembles the module; the
+//      build strips names, so a kernel is a function whose innermost loop has the loadsplat
+//      kernels' shape: 2 b loads, MR load32_splats and 2·MR multiply-adds per k step, or a
+//      multiple: one per tile and unroll; the splat style has no load32_splat and is not found),
+//   2. runs a small matmul in a child Node with --no-liftoff --no-wasm-lazy-compilation
+//      --print-wasm-code, so TurboFan compiles every function and prints it, and cuts each
+//      kernel's x64 code out,
+//   3. summarizes each hot loop (the backward jump around the most multiply-adds): instructions
 //      per k step, vector loads, broadcasts, mul/add/FMA, xmm spills and reloads (stack-relative
-//      moves), scalar overhead, and prints the loop itself.
+//      moves), scalar overhead, and prints the 4x8 loop itself.
 // --out FILE also writes the report there (web/bench/kernel-code.txt keeps this machine's).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -162,13 +164,7 @@ async function main() {
       say('  no loop shaped like the kernel was found');
       continue;
     }
-    const index = loops[0].index;
-    const l = loops[0];
-    say(
-      `  wasm function ${index}, innermost loop: ${l.steps} k step(s): ${l.load} v128.load, ${l.splat} v128.load32_splat, ` +
-        (l.madd ? `${l.madd} f32x4.relaxed_madd` : `${l.mul} f32x4.mul + ${l.add} f32x4.add`),
-    );
-    const flags = ['--no-liftoff', '--print-wasm-code'];
+    const flags = ['--no-liftoff', '--no-wasm-lazy-compilation', '--print-wasm-code'];
     if (build.isa === 'relaxed-simd') flags.unshift(RELAXED_SIMD_FLAG);
     const r = spawnSync(process.execPath, [...flags, fileURLToPath(import.meta.url), '--child', build.isa], {
       encoding: 'utf8',
@@ -178,22 +174,37 @@ async function main() {
       say(`  the child failed: ${r.stderr.slice(-500)}`);
       continue;
     }
-    const code = functionCode(r.stdout, index);
-    if (!code) {
-      say(`  V8 printed no code for function ${index}`);
-      continue;
+    // one kernel per function (its tile rows: load32_splats per k step); the chosen one's loop in full
+    // a function's unrolled loop, not its remainder loop
+    const byFunction = new Map();
+    for (const l of loops) if (!(byFunction.get(l.index)?.steps >= l.steps)) byFunction.set(l.index, l);
+    for (const l of byFunction.values()) {
+      const mr = l.splat / l.steps;
+      const code = functionCode(r.stdout, l.index);
+      say();
+      say(
+        `  ${mr}x8 kernel, k unrolled ${l.steps}x in wasm: function ${l.index}, innermost loop: ${l.load} v128.load, ` +
+          `${l.splat} v128.load32_splat, ` +
+          (l.madd ? `${l.madd} f32x4.relaxed_madd` : `${l.mul} f32x4.mul + ${l.add} f32x4.add`),
+      );
+      if (!code) {
+        say(`  V8 printed no code for function ${l.index}`);
+        continue;
+      }
+      const loop = hotLoop(code);
+      const s = summarize(loop, mr);
+      const per = (x) => (x / s.steps).toFixed(2).replace(/\.00$/, '');
+      say(`  function: ${code.length} instructions; hot loop: ${s.instructions} instructions for ${s.steps} k step(s)`);
+      say(
+        `  per k step (${16 * mr} FLOPs): ${per(s.instructions)} instructions: ${per(s.vectorLoads)} vector loads, ${per(s.broadcasts)} broadcasts, ` +
+          `${per(s.mul)} mul, ${per(s.add)} add, ${per(s.fma)} FMA, ${per(s.spills)} xmm spills, ${per(s.reloads)} xmm reloads, ` +
+          `${per(s.scalar)} scalar (${per(s.branches)} branches, ${per(s.stackChecks)} stack checks)`,
+      );
+      if (mr === 4 && l.steps === 1) {
+        say('  the loop:');
+        for (const c of loop) say(`    ${c.text}`);
+      }
     }
-    const loop = hotLoop(code);
-    const s = summarize(loop);
-    const per = (x) => (x / s.steps).toFixed(2).replace(/\.00$/, '');
-    say(`  function: ${code.length} instructions; hot loop: ${s.instructions} instructions for ${s.steps} k step(s)`);
-    say(
-      `  per k step (64 FLOPs): ${per(s.instructions)} instructions: ${per(s.vectorLoads)} vector loads, ${per(s.broadcasts)} broadcasts, ` +
-        `${per(s.mul)} mul, ${per(s.add)} add, ${per(s.fma)} FMA, ${per(s.spills)} xmm spills, ${per(s.reloads)} xmm reloads, ` +
-        `${per(s.scalar)} scalar (${per(s.branches)} branches, ${per(s.stackChecks)} stack checks)`,
-    );
-    say('  the loop:');
-    for (const c of loop) say(`    ${c.text}`);
   }
   const text = lines.join('\n') + '\n';
   process.stdout.write(text);

@@ -134,7 +134,7 @@ std::vector<Case> cases() {
   // sizes across row blocks, key blocks, panels (tuning.h) and tails; n_q 1 and 3 decode
   const size_t nq[] = {1, 3, 2 * kernels::kNR + 1, 2 * kAttentionRowBlock + 1},
                nk[] = {1, 5, 63, 2 * kMC + 1, kKeyBlock + 44},
-               dk[] = {1, kernels::kMR + 1, 2 * kernels::kNR + 1, 64};
+               dk[] = {1, kernels::kMaxMR + 1, 2 * kernels::kNR + 1, 64};
   for (size_t i = 0; i < 4; ++i)
     for (size_t j = 0; j < 5; ++j) {
       Case c{"plain", 1, 2, 1, nq[i], 0, nk[j], dk[(i + j) % 4], dk[(i + 2 * j + 1) % 4]};

@@ -1,12 +1,12 @@
-// A builder that runs one GEMM micro-kernel (gemm_kernels.h) on one tile, modeled on
-// XNNPACK's GemmMicrokernelTester: set the tile's m, n, k, the row stride of c and whether
-// the kernel accumulates, then Test(kernel) packs random a and b the way gemm.cpp does and
+// A builder that runs one GEMM micro-kernel (gemm_kernels.h) on m rows of c against one b
+// panel, modeled on XNNPACK's GemmMicrokernelTester: set the kernel's tile rows mr, then m (one
+// tile or several), n, k, the row stride of c and whether the kernel accumulates, then Test(kernel) packs random a and b the way gemm.cpp does and
 // checks c against a double reference.
 //
 // What a kernel must do, and what Test checks:
 //   c (m,n) [+]= a (m,k) · b (k,n), within 2·k·eps·Σ|a||b| (+ |c|) of the double sum
 //   only c's m x n tile is written: every other float of c's rows and stride keeps its value
-//   the packed panels' padding (rows m..kMR-1 of a, columns n..kNR-1 of b) never reaches c:
+//   the packed panels' padding (rows m..mr-1 of a, columns n..kNR-1 of b) never reaches c:
 //     Test fills it with NaN, which would show in any element that read it
 #pragma once
 
@@ -22,11 +22,12 @@
 
 namespace wa::test {
 
-using GemmMicrokernel = void (*)(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
-                                 float* c, size_t ldc, bool accumulate);
+using kernels::GemmMicrokernel;
 
 class GemmMicrokernelTester {
  public:
+  // the kernel's tile rows: the packed a panel's rows per step
+  GemmMicrokernelTester& mr(size_t mr) { return mr_ = mr, *this; }
   GemmMicrokernelTester& m(size_t m) { return m_ = m, *this; }
   GemmMicrokernelTester& n(size_t n) { return n_ = n, *this; }
   GemmMicrokernelTester& k(size_t k) { return k_ = k, *this; }
@@ -36,11 +37,9 @@ class GemmMicrokernelTester {
   GemmMicrokernelTester& seed(uint32_t seed) { return seed_ = seed, *this; }
 
   void Test(GemmMicrokernel kernel) const {
-    using kernels::kMR;
     using kernels::kNR;
     const size_t ldc = cm_stride_ ? cm_stride_ : n_;
     REQUIRE(m_ >= 1);
-    REQUIRE(m_ <= kMR);
     REQUIRE(n_ >= 1);
     REQUIRE(n_ <= kNR);
     REQUIRE(ldc >= n_);
@@ -50,10 +49,13 @@ class GemmMicrokernelTester {
     const float nan = std::numeric_limits<float>::quiet_NaN();
     const std::vector<float> a = random_floats(m_ * k_, seed_);      // (m,k)
     const std::vector<float> b = random_floats(k_ * n_, seed_ + 1);  // (k,n)
-    // packed a (k,kMR): step p holds a(0..kMR-1, p); packed b (k,kNR): step p holds b(p, 0..kNR-1)
-    std::vector<float> packed_a(k_ * kMR, nan), packed_b(k_ * kNR, nan);
+    // packed a: ceil(m/mr) panels (k,mr), step p of panel t holding a(t·mr..t·mr+mr-1, p);
+    // packed b (k,kNR): step p holds b(p, 0..kNR-1)
+    const size_t panels = (m_ + mr_ - 1) / mr_;
+    std::vector<float> packed_a(panels * k_ * mr_, nan), packed_b(k_ * kNR, nan);
     for (size_t p = 0; p < k_; ++p) {
-      for (size_t i = 0; i < m_; ++i) packed_a[p * kMR + i] = a[i * k_ + p];
+      for (size_t i = 0; i < m_; ++i)
+        packed_a[i / mr_ * mr_ * k_ + p * mr_ + i % mr_] = a[i * k_ + p];
       for (size_t j = 0; j < n_; ++j) packed_b[p * kNR + j] = b[p * n_ + j];
     }
     // c: m rows of stride ldc plus a row after them; sentinels wherever the tile is not
@@ -94,7 +96,7 @@ class GemmMicrokernelTester {
   }
 
  private:
-  size_t m_ = kernels::kMR, n_ = kernels::kNR, k_ = 1, cm_stride_ = 0;
+  size_t mr_ = 4, m_ = 4, n_ = kernels::kNR, k_ = 1, cm_stride_ = 0;
   bool accumulate_ = false;
   uint32_t seed_ = 1;
 };

@@ -46,7 +46,7 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
     std::vector<float> head(packed_kv_floats(capacity, d_k, d_v), 0.0f);
     packed_kv_write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k.data(), d_k, v.data(), d_v);
     const PackedKV kv = PackedHeads{head.data(), 1, capacity, head.size()}.at(0, 0, n_k, d_k, d_v);
-    for (size_t rows : {size_t{1}, kernels::kMR + 1})
+    for (size_t rows : {size_t{1}, kernels::kMaxMR + 1})
       for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
         for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
           if (j0 + cols > n_k) continue;

@@ -14,12 +14,12 @@
 
 namespace wa::test {
 
-// Sizes that cross the small tile edges (tuning.h): 1, around the kMR-row tile, past two
+// Sizes that cross the small tile edges (tuning.h): 1, around the largest (kMaxMR-row) tile, past two
 // kNR-column panels, past one attention row block, around the GEMM's kMC-row task block and
 // past two of them. The suites that claim larger edges (kKC, kKeyBlock, runs, passes) derive
 // their sizes from those constants where they sweep them.
 inline const std::vector<size_t> kOddSizes = {
-    1,       2,   kernels::kMR - 1, kernels::kMR + 1, 2 * kernels::kNR + 1, kAttentionRowBlock + 1,
+    1,       2,   kernels::kMaxMR - 1, kernels::kMaxMR + 1, 2 * kernels::kNR + 1, kAttentionRowBlock + 1,
     kMC - 1, kMC, kMC + 1,          2 * kMC + 1,
 };
 

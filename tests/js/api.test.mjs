@@ -103,6 +103,8 @@ for (const threads of [1, 2]) {
       // what simd is derived from: 'simd128' in Node without the relaxed-SIMD flag, 'relaxed-simd'
       // in Deno and Bun (tests/js/runtimes.test.mjs pins each runtime's)
       assert.equal(b.isa, relaxedSimdAvailable() ? 'relaxed-simd' : 'simd128');
+      // the matrix-product kernel chosen for this engine (gemm_select.cpp), of the isa's kernels
+      assert.match(b.gemmKernel, b.isa === 'relaxed-simd' ? /^f32_gemm_[3-6]x8(_\w+)?_relaxed$/ : /^f32_gemm_[3-6]x8(_\w+)?_vec128$/);
     });
 
     test('odd shapes, dK != dV, nQ != nK', () => {

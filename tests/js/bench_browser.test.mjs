@@ -55,7 +55,7 @@ test('npm run bench -- --browser --quick --cases=matmul-small prints a row with 
   });
   assert.equal(r.status, 0, r.stderr);
   const out = r.stdout;
-  assert.match(out, /^wasm-attention benchmark in Chromium \d+\.\d+\S* \(headless\)/m);
+  assert.match(out, /^wasm-attention benchmark in Chromium \d+\.\d+\S* \(headless; V8\)/m);
   assert.match(out, /^machine: .+, \d+ logical cores; Chromium .*cross-origin isolated \(threads on\)/m);
   const rows = blockRows(out, 'matmul 64×64×64');
   for (const label of LIBRARIES) assertMeasured(rows, label);

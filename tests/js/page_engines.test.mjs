@@ -8,6 +8,7 @@ import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
 import { describeEngines, engineMissing, launchBrowser, openPage } from './browser.mjs';
+import { buildOf } from './backend_build.mjs';
 import { pageDriver } from './page_driver.mjs';
 
 const SENTENCE = 'The old dog slept by the door while the children played in the garden.';
@@ -53,7 +54,7 @@ describeEngines('the page once through', ({ engine, launch, gets }) => {
     const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     const threads = gets.threads ? Math.max(1, Math.min(16, cores)) : 1;
     assert.equal(state.isolated, true);
-    assert.deepEqual(state.backend, {
+    assert.deepEqual(buildOf(state.backend), {
       simd: true,
       threads,
       variant: threads > 1 ? 'simd-mt' : 'simd',

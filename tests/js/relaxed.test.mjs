@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 
 import { describeEngines, launchBrowser, openPage, serveBlankPage } from './browser.mjs';
 import { attentionRef, maxAbs, maxAbsDiff } from './reference.mjs';
+import { buildOf } from './backend_build.mjs';
 import { FMA_PROBE, inputs } from './relaxed_child.mjs';
 
 const FLAG = '--experimental-wasm-relaxed-simd';
@@ -61,14 +62,29 @@ describe('Node', () => {
 
   test(`with ${FLAG} the loader picks relaxed SIMD, threaded or not`, () => {
     assert.equal(runs.flag.available, true);
-    assert.deepEqual(runs.flag.auto[1].backend, { simd: true, threads: 1, variant: 'simd', isa: 'relaxed-simd' });
-    assert.deepEqual(runs.flag.auto[2].backend, { simd: true, threads: 2, variant: 'simd-mt', isa: 'relaxed-simd' });
+    assert.deepEqual(buildOf(runs.flag.auto[1].backend), {
+      simd: true,
+      threads: 1,
+      variant: 'simd',
+      isa: 'relaxed-simd',
+    });
+    assert.deepEqual(buildOf(runs.flag.auto[2].backend), {
+      simd: true,
+      threads: 2,
+      variant: 'simd-mt',
+      isa: 'relaxed-simd',
+    });
   });
 
   test('without the flag it picks SIMD128, and asking for relaxed SIMD is a RangeError', () => {
     assert.equal(runs.plain.available, false);
-    assert.deepEqual(runs.plain.auto[1].backend, { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
-    assert.deepEqual(runs.plain.auto[2].backend, { simd: true, threads: 2, variant: 'simd-mt', isa: 'simd128' });
+    assert.deepEqual(buildOf(runs.plain.auto[1].backend), { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
+    assert.deepEqual(buildOf(runs.plain.auto[2].backend), {
+      simd: true,
+      threads: 2,
+      variant: 'simd-mt',
+      isa: 'simd128',
+    });
     assert.equal(runs.plain.askedRelaxed.error?.name, 'RangeError');
     assert.match(
       runs.plain.askedRelaxed.error.message,
@@ -202,7 +218,7 @@ describe('browsers', () => {
     test(`a cross-origin isolated page gets the ${isa} build${threads > 1 ? ', threaded' : ''}${isa === 'relaxed-simd' ? ', and fuses' : ''}`, async () => {
       const r = await runInPage(servers.isolated);
       assert.equal(r.available, isa === 'relaxed-simd');
-      assert.deepEqual(r.backend, backend(isa, threads));
+      assert.deepEqual(buildOf(r.backend), backend(isa, threads));
       assert.equal(r.fmaProbe, isa === 'relaxed-simd' && CPU_FUSES ? 2 ** -24 : 0);
       assertNearReference(r, `${isa}, isolated page`);
       assertFetched(r, BUILD[isa][threads]);
@@ -211,7 +227,7 @@ describe('browsers', () => {
 
     test(`a plain page gets the single-thread ${isa} build, with the same bits`, async () => {
       const r = await runInPage(servers.plain);
-      assert.deepEqual(r.backend, backend(isa, 1));
+      assert.deepEqual(buildOf(r.backend), backend(isa, 1));
       assertNearReference(r, `${isa}, plain page`);
       assertFetched(r, BUILD[isa][1]);
       assert.deepEqual(r.attention, isolated.attention, `attention: 1 thread vs ${threads}, bitwise`);
@@ -222,7 +238,7 @@ describe('browsers', () => {
       test('a browser without relaxed SIMD falls back to SIMD128 without error', async () => {
         const r = await runInPage(servers.isolated, withoutRelaxedSimd);
         assert.equal(r.available, false);
-        assert.deepEqual(r.backend, backend('simd128', threads));
+        assert.deepEqual(buildOf(r.backend), backend('simd128', threads));
         assert.equal(r.fmaProbe, 0);
         assertNearReference(r, 'simd128, isolated page');
         assertFetched(r, BUILD.simd128[threads]);

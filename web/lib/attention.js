@@ -109,14 +109,21 @@ export class Attention {
     this.#rt = new Runtime(module, variant, this);
   }
 
-  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa }; simd says whether
-  // the module's vectors compiled to wasm SIMD (isa 'simd128', or 'relaxed-simd' with fused
-  // multiply-adds), as every build does.
+  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa, gemmKernel }; simd
+  // says whether the module's vectors compiled to wasm SIMD (isa 'simd128', or 'relaxed-simd'
+  // with fused multiply-adds), as every build does; gemmKernel names the matrix-product
+  // micro-kernel chosen for this engine.
   get backend() {
     const { module, variant } = this.#rt;
     this.#rt.checkAlive('backend');
     const isa = module.simdIsa();
-    return { simd: isa === 'simd128' || isa === 'relaxed-simd', threads: module.threads(), variant, isa };
+    return {
+      simd: isa === 'simd128' || isa === 'relaxed-simd',
+      threads: module.threads(),
+      variant,
+      isa,
+      gemmKernel: module.gemmKernel(),
+    };
   }
 
   // Bytes of wasm memory in all, and bytes currently allocated in it (for leak checks).

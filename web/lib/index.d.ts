@@ -94,6 +94,9 @@ export interface Backend {
   /** The vector instruction set: 'relaxed-simd' (SIMD128 + fused multiply-add in matrix
    *  products) or 'simd128'. */
   isa: 'relaxed-simd' | 'simd128';
+  /** The matrix-product micro-kernel this instance runs, chosen for the JavaScript engine
+   *  (e.g. 'f32_gemm_4x8_vec128'); every kernel of one isa gives bitwise the same results. */
+  gemmKernel: string;
 }
 
 export interface AttentionOptions {

@@ -1,0 +1,190 @@
+// Choosing the GEMM micro-kernel where the code runs. The kernels of one ISA differ only in
+// how fast an engine's code generator makes them (tile rows, loadsplat or splat, k unroll):
+// their results are bitwise the same (f32_gemm_tile.h), so the choice changes speed alone.
+//
+// The first gemm_kernel() call picks the kernel measured fastest in the JavaScript engine that
+// runs the module (preferred_kernel), a lookup of well under a millisecond. Timing the
+// kernels there instead, when the instance starts, was tried and measured: every engine then
+// still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
+// whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
+// Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
+// gemm_kernel_gflops stays for the benchmark (scripts/bench/gemm_kernels.mjs), which times
+// every kernel once the engine has optimized them, to derive the table on other CPUs.
+#include "gemm_select.h"
+
+#if defined(__EMSCRIPTEN__)
+// js_engine.js: 100 + V8's major version, 1 SpiderMonkey, 2 JavaScriptCore, 0 unknown
+extern "C" int wa_js_engine();
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace wa::kernels {
+namespace {
+
+// Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
+// variants). Each ISA's first is its default.
+const GemmKernel kAllKernels[] = {
+    {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
+    {"f32_gemm_4x8_k2_vec128", 4, f32_gemm_4x8_k2_vec128},
+    {"f32_gemm_4x8_k4_vec128", 4, f32_gemm_4x8_k4_vec128},
+    {"f32_gemm_4x8_splat_vec128", 4, f32_gemm_4x8_splat_vec128},
+    {"f32_gemm_3x8_vec128", 3, f32_gemm_3x8_vec128},
+    {"f32_gemm_3x8_k2_vec128", 3, f32_gemm_3x8_k2_vec128},
+    {"f32_gemm_5x8_vec128", 5, f32_gemm_5x8_vec128},
+    {"f32_gemm_5x8_k2_vec128", 5, f32_gemm_5x8_k2_vec128},
+    {"f32_gemm_6x8_vec128", 6, f32_gemm_6x8_vec128},
+    {"f32_gemm_6x8_k2_vec128", 6, f32_gemm_6x8_k2_vec128},
+#if defined(WA_RELAXED_SIMD)
+    {"f32_gemm_4x8_relaxed", 4, f32_gemm_4x8_relaxed},
+    {"f32_gemm_4x8_k2_relaxed", 4, f32_gemm_4x8_k2_relaxed},
+    {"f32_gemm_4x8_k4_relaxed", 4, f32_gemm_4x8_k4_relaxed},
+    {"f32_gemm_4x8_splat_relaxed", 4, f32_gemm_4x8_splat_relaxed},
+    {"f32_gemm_3x8_relaxed", 3, f32_gemm_3x8_relaxed},
+    {"f32_gemm_3x8_k2_relaxed", 3, f32_gemm_3x8_k2_relaxed},
+    {"f32_gemm_5x8_relaxed", 5, f32_gemm_5x8_relaxed},
+    {"f32_gemm_5x8_k2_relaxed", 5, f32_gemm_5x8_k2_relaxed},
+    {"f32_gemm_6x8_relaxed", 6, f32_gemm_6x8_relaxed},
+    {"f32_gemm_6x8_k2_relaxed", 6, f32_gemm_6x8_k2_relaxed},
+#endif
+};
+constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
+// This build's ISA's: the last kCount
+constexpr size_t kCount = 10;
+#if defined(WA_RELAXED_SIMD)
+static_assert(kAllCount == 2 * kCount, "as many relaxed kernels as SIMD128 ones");
+#else
+static_assert(kAllCount == kCount);
+#endif
+const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
+
+// gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows
+// divide into whole tiles of 3, 4, 5 and 6 rows; a's panels (60·kc floats, 60 KB) and b's
+// four (32 KB) stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
+constexpr size_t kProbeRows = 60, kProbePanels = 4, kProbeK = 256;
+
+double now_ms() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
+}
+
+struct Probe {
+  std::vector<float> a = std::vector<float>(kProbeRows * kProbeK);
+  std::vector<float> b = std::vector<float>(kProbePanels * kNR * kProbeK);
+  std::vector<float> c = std::vector<float>(kProbeRows * kProbePanels * kNR);
+  Probe() {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f;
+  }
+  // One pass over the problem with kernel: its FLOPs.
+  double run(const GemmKernel& kernel) {
+    const size_t ldc = kProbePanels * kNR;
+    for (size_t j = 0; j < kProbePanels; ++j)
+      kernel.run(kProbeRows, kNR, kProbeK, a.data(), b.data() + j * kNR * kProbeK,
+                 c.data() + j * kNR, ldc, false);
+    return 2.0 * kProbeRows * kProbePanels * kNR * kProbeK;
+  }
+  // Passes for at least batch_ms, timed from a tick of the clock (whose resolution may be
+  // coarse in a browser: the count of passes is then what resolves the speed): GFLOP/s.
+  double batch(const GemmKernel& kernel, double batch_ms) {
+    const double edge = now_ms();
+    double start = edge;
+    while (start == edge) start = now_ms();
+    double flops = 0, elapsed = 0;
+    do {
+      flops += run(kernel);
+      elapsed = now_ms() - start;
+    } while (elapsed < batch_ms);
+    return flops / elapsed * 1e-6;
+  }
+};
+
+// The JavaScript engine this module runs in (js_engine.js says how it is told): kV8 + V8's
+// major version, or one of the others.
+enum Engine : int { kUnknown = 0, kSpiderMonkey = 1, kJavaScriptCore = 2, kV8 = 100 };
+#if defined(__EMSCRIPTEN__)
+int js_engine() { return wa_js_engine(); }
+#else
+// natively: the default kernel
+int js_engine() { return kUnknown; }
+#endif
+
+// The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
+// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
+// Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
+// WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
+// Where the others came within 3 % of the default, the default stays: JavaScriptCore in both
+// ISAs, SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
+const char* preferred_kernel(int engine) {
+#if defined(WA_RELAXED_SIMD)
+  // 1.05-1.08x the default there; in V8 11 it is 0.75x (its registers spill)
+  if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed";
+#else
+  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_vec128";  // 1.05-1.09x the default
+#endif
+  return kKernels[0].name;
+}
+
+const GemmKernel* choose() {
+  const char* name = preferred_kernel(js_engine());
+  for (const GemmKernel& kernel : gemm_kernels())
+    if (std::strcmp(kernel.name, name) == 0) return &kernel;
+  return &kKernels[0];
+}
+
+std::atomic<const GemmKernel*> chosen{nullptr};
+std::atomic<bool> pinned{false};  // use_gemm_kernel named it: every product runs it
+std::once_flag chosen_once;
+
+// Rows from which a product runs the chosen kernel even where its tile does not divide them:
+// the last tile's unused rows are then at most (mr - 1) / 128 of the work. Below, and not
+// divided, the default 4x8 runs instead (bitwise the same): attention's 32-row blocks took 14 %
+// longer with 6x8 relaxed in Chromium 156 (32×512×64 and 32×64×512, gemm_kernels.mjs --shape).
+constexpr size_t kWideTileMinRows = 128;
+
+}  // namespace
+
+GemmKernels gemm_kernels() { return {kKernels, kCount}; }
+GemmKernels all_gemm_kernels() { return {kAllKernels, kAllCount}; }
+
+const GemmKernel& gemm_kernel() {
+  std::call_once(chosen_once, [] {
+    const GemmKernel* none = nullptr;
+    const GemmKernel* fastest = choose();
+    chosen.compare_exchange_strong(none, fastest);  // use_gemm_kernel may have come first
+  });
+  return *chosen.load();
+}
+
+const GemmKernel& gemm_kernel_for_rows(size_t m) {
+  const GemmKernel& kernel = gemm_kernel();
+  if (pinned.load() || m % kernel.mr == 0 || m >= kWideTileMinRows) return kernel;
+  return kKernels[0];
+}
+
+bool use_gemm_kernel(const char* name) {
+  for (const GemmKernel& kernel : gemm_kernels())
+    if (std::strcmp(kernel.name, name) == 0) {
+      std::call_once(chosen_once, [] {});  // no lookup once a kernel is named
+      chosen.store(&kernel);
+      pinned.store(true);
+      return true;
+    }
+  return false;
+}
+
+double gemm_kernel_gflops(const GemmKernel& kernel, int rounds, double batch_ms) {
+  Probe probe;
+  double best = 0;
+  for (int round = 0; round < rounds; ++round) {
+    const double gflops = probe.batch(kernel, batch_ms);
+    if (gflops > best) best = gflops;
+  }
+  return best;
+}
+
+}  // namespace wa::kernels
