@@ -1,15 +1,24 @@
 // Wraps an Emscripten MODULARIZE factory (a classic script) as an ES module, so the package
-// can import it in Node's ESM and in browsers alike. Run by CMake after each module links.
+// can import it in Node's ESM and in browsers alike. Run by CMake after each module links
+// (after scripts/patch_glue.mjs, for a threaded module).
 //
 //   node scripts/wrap_esm.mjs web/lib/wasm/wasm_attention_mt.js
-//     -> web/lib/wasm/wasm_attention_mt.mjs: export default function (require, dirname)
-//        returning the factory. Under Node the loader passes createRequire() and the folder,
-//        which the factory uses for fs and worker_threads; in a browser both are undefined.
+//     -> web/lib/wasm/wasm_attention_mt.mjs:
+//          export default function (require, dirname) returning the factory. Under Node the
+//            loader passes createRequire() and the folder, which the factory uses for fs and
+//            worker_threads; in a browser both are undefined. The glue's process is
+//            globalThis.process: Parcel builds a free process into the app as a polyfill.
+//          export const scripts = { glue, worker } (threaded modules only): the text of the
+//            classic glue (wasm_attention_mt.js) and of the pthread workers' script
+//            (wasm_attention_mt.worker.js), which a browser's loader starts its pthread workers
+//            from as blob: URLs. Text inside the module, not files named by new URL(…): every
+//            bundler carries a string as it is, where some (Parcel) rebuild a named .js file as
+//            an ES module of their own, which importScripts() cannot load.
 //     -> web/lib/wasm/package.json {"type":"commonjs"}: the classic .js and .worker.js that
-//        pthread workers load are CommonJS, inside a package that is otherwise ESM.
+//        pthread workers load under Node are CommonJS, inside a package that is otherwise ESM.
 // Emscripten's own -sEXPORT_ES6 output uses __dirname/require at top level and breaks in
 // Node's ESM, hence this.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 const js = process.argv[2];
@@ -17,6 +26,15 @@ const name = basename(js);
 const source = readFileSync(js, 'utf8');
 const factory = /^var (\w+)\s*=/m.exec(source)?.[1];
 if (!factory) throw new Error(`wrap_esm: no factory variable found in ${js}`);
+const worker = js.replace(/\.js$/, '.worker.js');
+const scripts = existsSync(worker)
+  ? `
+export const scripts = {
+  glue: ${JSON.stringify(source)},
+  worker: ${JSON.stringify(readFileSync(worker, 'utf8'))},
+};
+`
+  : '';
 
 writeFileSync(
   js.replace(/\.js$/, '.mjs'),
@@ -24,9 +42,10 @@ writeFileSync(
 export default function load(require, __dirname) {
   var __filename = __dirname === undefined ? undefined : __dirname + '/${name}';
   var module = undefined, exports = undefined, define = undefined;
+  var process = globalThis.process;
 ${source}
   return ${factory};
 }
-`,
+${scripts}`,
 );
 writeFileSync(join(dirname(js), 'package.json'), '{ "type": "commonjs" }\n');

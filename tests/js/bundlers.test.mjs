@@ -37,6 +37,7 @@ const BUILDS = {
   webpack: { example: 'webpack', serve: '.', bundled: true },
   rollup: { example: 'rollup', serve: '.', bundled: true },
   esbuild: { example: 'esbuild', serve: '.', bundled: true },
+  parcel: { example: 'parcel', serve: 'dist', bundled: true },
   plain: { example: 'plain', serve: '.', bundled: false },
 };
 
@@ -86,9 +87,12 @@ after(async () => {
 
 // Built when a test first needs it, one app at a time: building the next app while the
 // browser loads the last one measured no faster on 2 cores.
-// Copies the example, installs the tarball (offline: it has no dependencies), links the
-// bundler's commands from the root's node_modules/ into the copy's node_modules/.bin (first on
-// the PATH npm run makes) and builds it with the example's own build script -> the copy's folder.
+// Copies the example, installs the tarball (offline: it has no dependencies; the lock file it
+// writes makes the copy a project root of its own, where Parcel would take the repository's),
+// links the bundler's commands from the root's node_modules/ into the copy's node_modules/.bin
+// (first on the PATH npm run makes) and builds it with the example's own build script -> the
+// copy's folder. The build must leave the app's package.json as it was: no bundler installs
+// anything into the app (Parcel's autoinstall does, unless its build says --no-autoinstall).
 const builds = {};
 function build(name) {
   builds[name] ??= (async () => {
@@ -100,8 +104,9 @@ function build(name) {
     const devDependencies = Object.keys(pkg.devDependencies ?? {});
     delete pkg.devDependencies;
     pkg.dependencies['wasm-attention'] = `file:${join(repo, 'build', tarball)}`;
-    writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
-    await sh('npm', ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock'], dir);
+    const manifest = JSON.stringify(pkg, null, 2);
+    writeFileSync(join(dir, 'package.json'), manifest);
+    await sh('npm', ['install', '--offline', '--no-audit', '--no-fund'], dir);
     const bin = join(dir, 'node_modules/.bin');
     mkdirSync(bin, { recursive: true });
     for (const dep of devDependencies) {
@@ -111,6 +116,7 @@ function build(name) {
       for (const [command, path] of Object.entries(entries)) symlinkSync(join(tool, path), join(bin, command));
     }
     if (pkg.scripts?.build) await sh('npm', ['run', 'build'], dir);
+    assert.equal(readFileSync(join(dir, 'package.json'), 'utf8'), manifest, `${name}: the build changed package.json`);
     return { dir, tools };
   })();
   return builds[name];
@@ -369,6 +375,44 @@ test('plain: a worker script that does not load gives one thread and a warning',
     );
   } finally {
     await page.close();
+    await server.close();
+  }
+});
+
+// The threaded build's pthread workers run from blob: URLs (scripts/wrap_esm.mjs): a page whose
+// Content-Security-Policy allows blob: in worker-src and script-src gets its threads; one that
+// does not gets one thread and a warning naming the policy, not a failure. 'unsafe-eval': the
+// Embind glue makes functions with new Function(); 'unsafe-inline': the example's import map.
+test('plain: a Content-Security-Policy without blob: gives one thread and a warning, with blob: two', async () => {
+  const { dir } = await build('plain');
+  const index = readFileSync(join(dir, 'index.html'), 'utf8');
+  const server = await startServer({ root: dir, isolation: true, port: 9500, quiet: true });
+  try {
+    for (const blob of [false, true]) {
+      const allow = blob ? ' blob:' : '';
+      const policy = `script-src 'self' 'unsafe-inline' 'unsafe-eval'${allow}; worker-src 'self'${allow}`;
+      const meta = `<meta http-equiv="Content-Security-Policy" content="${policy}" />`;
+      writeFileSync(join(dir, 'csp.html'), index.replace('<meta charset="utf-8" />', `$&${meta}`));
+      const page = await (await browserFor('chromium')).newPage();
+      const warnings = [];
+      page.on('console', (m) => m.type() === 'warning' && warnings.push(m.text()));
+      try {
+        await page.goto(`${server.url}csp.html`);
+        await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…');
+        const shown = await page.evaluate(() =>
+          ['status', 'variant'].map((id) => document.getElementById(id).textContent),
+        );
+        assert.deepEqual(shown, ['done', `relaxed-simd, ${blob ? 'simd-mt, 2 threads' : 'simd, 1 thread'}`], policy);
+        assert.equal(
+          warnings.some((w) => /running on one thread: .*a Content-Security-Policy must allow/.test(w)),
+          !blob,
+          `${policy}: warnings ${JSON.stringify(warnings)}`,
+        );
+      } finally {
+        await page.close();
+      }
+    }
+  } finally {
     await server.close();
   }
 });

@@ -10,34 +10,20 @@
 //                     where the engine validates it (features.js)
 //            simd128  SIMD128 alone: everywhere else
 //
-// Its files are found next to this module, or wherever options.locateFile says: in a browser
-// the .wasm, and for simd-mt the pthread worker's script and the classic glue it loads.
+// Its files are found next to this module, or wherever options.locateFile says: the .wasm, and
+// for simd-mt the pthread workers' script and the classic glue it loads. In a browser without
+// locateFile the pthread workers run from blob: URLs made of the text the glue's module carries
+// (scripts/wrap_esm.mjs): only the .wasm is a file of the app's build.
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
 import { variantFor } from './variants.js';
 
-// file name -> blob: URL, for each script of urls that a bundler inlined as a data: URL
-// (Vite inlines files under 4 KiB, the pthread worker's among them). A worker started from a
-// data: URL has an opaque origin, which may not load the glue nor share the module's memory;
-// one started from a blob: URL has the page's.
-async function sameOriginScripts(urls) {
-  const scripts = {};
-  for (const [file, url] of Object.entries(urls)) {
-    if (url.protocol === 'data:' && file.endsWith('.js')) {
-      const bytes = await (await fetch(url)).arrayBuffer();
-      scripts[file] = URL.createObjectURL(new Blob([bytes], { type: 'text/javascript' }));
-    }
-  }
-  return scripts;
-}
-
-// -> file name -> URL of the build's files (variants.js), with a message a person can act on
-// where the bundler left no import.meta.url (esbuild's default iife format replaces
-// import.meta by {}).
-function packagedFiles(build) {
+// -> URL of the build's .wasm (variants.js), with a message a person can act on where the
+// bundler left no import.meta.url (esbuild's default iife format replaces import.meta by {}).
+function packagedWasm(build) {
   try {
-    return build.urls();
+    return build.wasm();
   } catch {
     throw new Error(
       `wasm-attention: cannot locate its files: import.meta.url is ${import.meta.url} here; ` +
@@ -52,16 +38,19 @@ function packagedFiles(build) {
 // scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
 // process. stop() takes the listeners off once the module is ready; a worker failing later is
 // the glue's to report, as it always was.
-function watchWorkers(settings, base) {
+// fromText: the workers run from blob: URLs (else from the files locateFile or the folder gave).
+function watchWorkers(settings, base, fromText) {
   let fail;
   const failed = new Promise((_, reject) => {
     fail = (e) => {
       e?.preventDefault?.(); // a browser's error event: handled here, not reported as uncaught
       const where = isNode ? 'must be' : "must be served from the page's origin,";
+      const need = fromText
+        ? 'its script is a blob: URL, which a Content-Security-Policy must allow (worker-src and script-src blob:)'
+        : `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`;
       reject(
         new Error(
-          `wasm-attention: a thread's worker failed to start (${e?.message || 'its script did not load'}): ` +
-            `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`,
+          `wasm-attention: a thread's worker failed to start (${e?.message || 'its script did not load'}): ${need}`,
         ),
       );
     };
@@ -114,9 +103,9 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary, glue })
 async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant }) {
   const build = variantFor(isa, variant === 'simd-mt');
   const { base } = build;
-  const { default: wrapped } = await glue[base]();
+  const { default: wrapped, scripts } = await glue[base]();
 
-  const urls = locateFile ? {} : packagedFiles(build);
+  const wasmUrl = locateFile ? undefined : packagedWasm(build);
   const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
   let factory;
   let revokeScripts = () => {};
@@ -124,31 +113,36 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant
     const [{ createRequire }, { readFile }, { fileURLToPath }, { dirname, join }] = await Promise.all(
       ['module', 'fs/promises', 'url', 'path'].map(nodeBuiltin),
     );
-    const locate = locateFile
-      ? (file) => locateFile(file)
-      : (file) => join(dirname(fileURLToPath(urls[`${base}.wasm`])), file);
+    const locate = locateFile ? (file) => locateFile(file) : (file) => join(dirname(fileURLToPath(wasmUrl)), file);
     // Node 20's fetch() cannot read a file path: hand the loader the bytes.
     settings.wasmBinary = wasmBinary ?? (await readFile(locate(`${base}.wasm`)));
     settings.locateFile = locate;
     factory = wrapped(createRequire(import.meta.url), dirname(locate(`${base}.js`)));
   } else {
-    const scripts = await sameOriginScripts(urls);
-    revokeScripts = () => Object.values(scripts).forEach((url) => URL.revokeObjectURL(url));
-    // locateFile's answers resolved against the page, as absolute URLs: a pthread worker would
-    // resolve a relative one against its own script's URL instead.
-    const locate = locateFile
-      ? (file) => new URL(String(locateFile(file)), globalThis.document?.baseURI ?? globalThis.location?.href).href
-      : (file) => scripts[file] ?? (urls[file] ?? new URL(file, urls[`${base}.wasm`])).href;
     if (wasmBinary) settings.wasmBinary = wasmBinary;
-    settings.locateFile = locate;
-    settings.mainScriptUrlOrBlob = locate(`${base}.js`); // what pthread workers load
+    if (locateFile) {
+      // locateFile's answers resolved against the page, as absolute URLs: a pthread worker
+      // would resolve a relative one against its own script's URL instead.
+      const page = globalThis.document?.baseURI ?? globalThis.location?.href;
+      settings.locateFile = (file) => new URL(String(locateFile(file)), page).href;
+      settings.mainScriptUrlOrBlob = settings.locateFile(`${base}.js`); // what pthread workers load
+    } else {
+      // A blob: URL's worker has the page's origin (a data: URL's would have an opaque one).
+      const workerUrl = scripts && URL.createObjectURL(new Blob([scripts.worker], { type: 'text/javascript' }));
+      revokeScripts = () => workerUrl && URL.revokeObjectURL(workerUrl);
+      // the .wasm's URL as the bundler wrote it (a bundler may rename the file: Parcel hashes it)
+      const located = { [`${base}.wasm`]: wasmUrl.href, [`${base}.worker.js`]: workerUrl };
+      settings.locateFile = (file) => located[file] ?? new URL(file, wasmUrl).href;
+      // what pthread workers load: a Blob, which each makes a blob: URL of in its own scope
+      if (scripts) settings.mainScriptUrlOrBlob = new Blob([scripts.glue], { type: 'text/javascript' });
+    }
     factory = wrapped(undefined, undefined);
   }
 
   let module;
   try {
     const ready = factory(settings); // the pool's workers exist once this returns
-    const watch = watchWorkers(settings, base);
+    const watch = watchWorkers(settings, base, !isNode && !locateFile);
     module = await Promise.race([ready, watch.failed]);
     watch.stop();
   } catch (e) {

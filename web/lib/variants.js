@@ -6,15 +6,13 @@
 //   threads  true: pthreads (backend.variant 'simd-mt'); false: one thread ('simd')
 //   files    every file locateFile() may be asked about: the .wasm, the classic glue .js, and
 //            with threads the pthread workers' script .worker.js
-//   urls     () -> file name -> URL, for every file the build loads in a browser: the .wasm,
-//            and with threads the pthread workers' script (Emscripten's glue asks locateFile()
-//            for it by this name) and the classic glue each worker loads with importScripts()
-//            (Module.mainScriptUrlOrBlob). Each is a literal
-//            new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5 and Rollup (with
-//            @web/rollup-plugin-import-meta-assets) follow, copying the file into the app's build
-//            and rewriting the URL. A folder URL joined to a file name would be invisible to
-//            them. esbuild leaves these URLs as they are: its users copy the wasm/ folder next
-//            to their bundle.
+//   wasm     () -> URL of the .wasm, the one file the build loads in a browser by URL (its
+//            pthread workers run text the glue's module carries: scripts/wrap_esm.mjs). A literal
+//            new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5, Parcel 2 and
+//            Rollup (with @web/rollup-plugin-import-meta-assets) follow, copying the file into
+//            the app's build and rewriting the URL. A folder URL joined to a file name would be
+//            invisible to them. esbuild leaves these URLs as they are: its users copy the wasm/
+//            folder next to their bundle.
 
 const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
 
@@ -24,40 +22,28 @@ export const VARIANTS = [
     isa: 'simd128',
     threads: true,
     files: files('wasm_attention_mt', true),
-    urls: () => ({
-      'wasm_attention_mt.wasm': new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
-      'wasm_attention_mt.worker.js': new URL('./wasm/wasm_attention_mt.worker.js', import.meta.url),
-      'wasm_attention_mt.js': new URL('./wasm/wasm_attention_mt.js', import.meta.url),
-    }),
+    wasm: () => new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
   },
   {
     base: 'wasm_attention_st',
     isa: 'simd128',
     threads: false,
     files: files('wasm_attention_st', false),
-    urls: () => ({
-      'wasm_attention_st.wasm': new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
-    }),
+    wasm: () => new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
   },
   {
     base: 'wasm_attention_relaxed_mt',
     isa: 'relaxed-simd',
     threads: true,
     files: files('wasm_attention_relaxed_mt', true),
-    urls: () => ({
-      'wasm_attention_relaxed_mt.wasm': new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
-      'wasm_attention_relaxed_mt.worker.js': new URL('./wasm/wasm_attention_relaxed_mt.worker.js', import.meta.url),
-      'wasm_attention_relaxed_mt.js': new URL('./wasm/wasm_attention_relaxed_mt.js', import.meta.url),
-    }),
+    wasm: () => new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
   },
   {
     base: 'wasm_attention_relaxed_st',
     isa: 'relaxed-simd',
     threads: false,
     files: files('wasm_attention_relaxed_st', false),
-    urls: () => ({
-      'wasm_attention_relaxed_st.wasm': new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
-    }),
+    wasm: () => new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
   },
 ];
 

@@ -16,7 +16,7 @@
 // and detached here (the whole buffer, also when the array is a view on part of it).
 // SharedArrayBuffers are shared, never transferred.
 
-import { isNode, nodeBuiltin } from './host.js';
+import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
 import { checkBoolean } from './tensor.js';
 import { VARIANTS } from './variants.js';
