@@ -4,12 +4,15 @@
 //
 //   { id, op, layer?, args } -> { id, value } with value's ArrayBuffers transferred,
 //                            or { id, error: { name, message } }
+//   while create starts the pool's workers: { progress: 'threads-starting' }, then
+//                            { progress: 'threads-started' } once they exist
 import { createAttentionWith } from './create.js';
 import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
 import { STAND_IN } from './stand_in.js';
 
 let attn = null;
+let post = () => {}; // (message, transfer) -> posts to the main side, once listening
 const layers = new Map(); // id -> a MultiHeadAttention of attn
 let nextLayer = 1;
 
@@ -49,7 +52,11 @@ const ops = {
           throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
         return located[file];
       });
-    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue });
+    const onThreadsStarting = () => {
+      post({ progress: 'threads-starting' });
+      return () => post({ progress: 'threads-started' });
+    };
+    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue, onThreadsStarting });
     return attn.backend;
   },
   attention: (...args) => attn.attention(...args),
@@ -90,8 +97,11 @@ async function handle({ id, op, layer, args }, reply) {
 
 // One request at a time, in the order sent.
 let queue = Promise.resolve();
-const receive = (reply) => (message) => {
-  queue = queue.then(() => handle(message, reply));
+const receive = (reply) => {
+  post = reply;
+  return (message) => {
+    queue = queue.then(() => handle(message, reply));
+  };
 };
 
 // No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
