@@ -134,10 +134,11 @@ class Channel {
     return request;
   }
 
-  // Firefox sometimes never returns from `new Worker()` called in a worker (seen on cross-origin
-  // isolated pages, in about 3 loads of 100): the worker's thread hangs there for good, and
-  // with it the pool its threaded build starts. The pool's workers take milliseconds to
-  // start; a worker whose threads did not start within stallMs is given up on.
+  // Firefox (ESR 153) driven over WebDriver BiDi, as the tests drive it, sometimes never
+  // returns from `new Worker()` called in a worker (the first one after a page load, in about
+  // 1 load of 100, any worker script): the worker's thread hangs there for good, and with it
+  // the pool its threaded build starts. The pool's workers take milliseconds to start; a worker
+  // whose threads did not start within stallMs is given up on.
   #progress(stage) {
     clearTimeout(this.#stallTimer);
     if (stage !== 'threads-starting') return;
