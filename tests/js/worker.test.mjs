@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { randomTensor, rng } from './reference.mjs';
-import { evalArgs, garbageCollector } from './runtime.mjs';
+import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
 
 const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
 const WASM = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
@@ -57,11 +57,11 @@ async function assertCollectedBackTo(attn, baseline) {
 }
 
 // Runs a script that imports the package as `createAttention` in a fresh process of this
-// runtime, with a time limit.
-function runChild(body, timeout = 30000) {
+// runtime, with a time limit, the runtime's flags first.
+function runChild(body, timeout = 30000, flags = []) {
   const script = `import { createAttention } from ${JSON.stringify(INDEX)};\n${body}`;
   const started = Date.now();
-  const r = spawnSync(process.execPath, evalArgs(script), { encoding: 'utf8', timeout });
+  const r = spawnSync(process.execPath, [...flags, ...evalArgs(script)], { encoding: 'utf8', timeout });
   return { ...r, seconds: (Date.now() - started) / 1000 };
 }
 
@@ -544,6 +544,31 @@ describe('dispose', () => {
     assert.equal(r.stdout.trim(), '6');
     assert.ok(r.seconds < 10, `took ${r.seconds}s`);
   });
+
+  // What Firefox sometimes does to the worker's first pthread worker (worker_client.js),
+  // made certain: in the process's first worker thread (the first worker form's), a preload
+  // makes worker_threads' Worker block its thread for good.
+  const HANG_FIRST_POOL =
+    'data:text/javascript,import wt from "node:worker_threads";' +
+    'if (wt.threadId === 1) wt.Worker = function () { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); };';
+  test(
+    'a worker whose threads hang while starting is replaced by a new one',
+    { skip: RUNTIME !== 'node' && 'the hang is made by a preload, a Node flag' },
+    () => {
+      const r = runChild(
+        `
+      const attn = await createAttention({ worker: true, threads: 2 });
+      const t = { data: new Float32Array([1, 0, 0, 1, 1, 1]), shape: [3, 2] };
+      const { output } = await attn.attention(t, t, t);
+      console.log(attn.backend.variant, output.data.length);
+      await attn.dispose();`,
+        30000,
+        ['--import', HANG_FIRST_POOL],
+      );
+      assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
+      assert.equal(r.stdout.trim(), 'simd-mt 6');
+    },
+  );
 
   test('an idle worker that was never disposed does not keep Node running', () => {
     const r = runChild(`

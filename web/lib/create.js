@@ -24,7 +24,8 @@ const MAX_THREADS = 64;
 //
 // glue: base name -> () => Promise of the build's glue module (glue.js).
 // startWorker(options checked, threads resolved) -> Promise of the worker form.
-export async function createAttentionWith(options, { glue, startWorker }) {
+// onThreadsStarting: loadModule's (loader.js), for the worker form's instance.
+export async function createAttentionWith(options, { glue, startWorker, onThreadsStarting }) {
   const where = 'createAttention';
   const o = checkOptions(where, options, ['threads', 'locateFile', 'wasmBinary', 'worker', 'isa']);
   let threads = o.threads ?? 'auto';
@@ -52,6 +53,7 @@ export async function createAttentionWith(options, { glue, startWorker }) {
     locateFile: o.locateFile,
     wasmBinary: o.wasmBinary,
     glue,
+    onThreadsStarting,
   });
   const attention = new Attention(module, variant);
   try {

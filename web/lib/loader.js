@@ -88,10 +88,13 @@ export async function defaultThreads() {
 // or 1 where the threaded build failed to start (its workers, or the engine sending them the
 // shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given.
 // glue: base name -> () => Promise of the build's glue module (glue.js, glue_static.js).
-export async function loadModule({ threads, isa, locateFile, wasmBinary, glue }) {
+// onThreadsStarting(started): where given, called just before the threaded build's factory
+// starts the pool's workers, and started() once they all exist (the worker form's watch on
+// Firefox's nested workers: worker_client.js).
+export async function loadModule({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting }) {
   if (threads > 1 && threadsAvailable()) {
     try {
-      return await loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant: 'simd-mt' });
+      return await loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, variant: 'simd-mt' });
     } catch (e) {
       if (wasmBinary) throw e;
       console.warn(`wasm-attention: the threaded build did not start, running on one thread: ${e.message}`);
@@ -100,7 +103,7 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary, glue })
   return loadVariant({ threads: 1, isa, locateFile, wasmBinary, glue, variant: 'simd' });
 }
 
-async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant }) {
+async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, variant }) {
   const build = variantFor(isa, variant === 'simd-mt');
   const { base } = build;
   const { default: wrapped, scripts } = await glue[base]();
@@ -141,7 +144,13 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, variant
 
   let module;
   try {
-    const ready = factory(settings); // the pool's workers exist once this returns
+    const started = variant === 'simd-mt' ? onThreadsStarting?.() : undefined;
+    let ready;
+    try {
+      ready = factory(settings); // the pool's workers exist once this returns
+    } finally {
+      started?.();
+    }
     const watch = watchWorkers(settings, base, !isNode && !locateFile);
     module = await Promise.race([ready, watch.failed]);
     watch.stop();

@@ -86,16 +86,22 @@ function takeTransfer(where, options) {
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
 // closed: dispose() was called; every later call rejects as the synchronous form throws.
+// stalled: the worker's threads did not start within stallMs of its saying they were
+// starting; every call rejects (createWorkerAttention starts a new worker).
 class Channel {
   #worker;
   #pending = new Map(); // request id -> { resolve, reject }
   #nextId = 1;
   #broken = null; // the Error every call gets once the worker died
+  #stallMs;
+  #stallTimer;
   closed = false;
+  stalled = false;
 
-  constructor(worker) {
+  constructor(worker, { stallMs }) {
     this.#worker = worker;
-    const onMessage = (message) => this.#answer(message);
+    this.#stallMs = stallMs;
+    const onMessage = (message) => (message?.progress ? this.#progress(message.progress) : this.#answer(message));
     const onFailure = (why) => this.#fail(new Error(`wasm-attention: the worker stopped: ${why}`));
     if (isNode) {
       worker.on('message', onMessage);
@@ -136,7 +142,23 @@ class Channel {
     return request;
   }
 
+  // Firefox (ESR 153) driven over WebDriver BiDi, as the tests drive it, sometimes never
+  // returns from `new Worker()` called in a worker (the first one after a page load, in about
+  // 1 load of 100, any worker script): the worker's thread hangs there for good, and with it
+  // the pool its threaded build starts. The pool's workers take milliseconds to start; a worker
+  // whose threads did not start within stallMs is given up on.
+  #progress(stage) {
+    clearTimeout(this.#stallTimer);
+    if (stage !== 'threads-starting') return;
+    this.#stallTimer = setTimeout(() => {
+      this.stalled = true;
+      this.#fail(new Error(`wasm-attention: the worker's threads did not start within ${this.#stallMs} ms`));
+    }, this.#stallMs);
+    this.#stallTimer.unref?.(); // Node: a pending request keeps the worker, and so the process, alive
+  }
+
   #answer({ id, value, error }) {
+    clearTimeout(this.#stallTimer);
     const request = this.#settle(id);
     if (!request) return;
     if (error) request.reject(rebuildError(error));
@@ -144,6 +166,7 @@ class Channel {
   }
 
   #fail(error) {
+    clearTimeout(this.#stallTimer);
     if (this.#broken) return;
     this.#broken = error;
     for (const id of [...this.#pending.keys()]) this.#settle(id).reject(error);
@@ -381,6 +404,10 @@ async function startWorker() {
   return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });
 }
 
+// A worker's first wait for its threads to start (Channel), and how many workers are tried.
+const STALL_MS = 5000;
+const START_ATTEMPTS = 3;
+
 // options: createAttention's, checked already, with threads resolved to a number.
 export async function createWorkerAttention({ threads, isa, locateFile, wasmBinary }) {
   // locateFile's answers as the worker must see them: in a browser absolute URLs (the worker
@@ -396,12 +423,15 @@ export async function createWorkerAttention({ threads, isa, locateFile, wasmBina
     }
   };
   const located = locateFile ? Object.fromEntries(WASM_FILES.flatMap(answer)) : undefined;
-  const channel = new Channel(await startWorker());
-  try {
-    const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
-    return new AsyncAttention(channel, backend);
-  } catch (e) {
-    await channel.terminate();
-    throw e;
+  // A worker whose threads stalled (Channel) is replaced by a new one, given twice as long.
+  for (let attempt = 0; ; attempt++) {
+    const channel = new Channel(await startWorker(), { stallMs: STALL_MS * 2 ** attempt });
+    try {
+      const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
+      return new AsyncAttention(channel, backend);
+    } catch (e) {
+      await channel.terminate();
+      if (!channel.stalled || attempt + 1 === START_ATTEMPTS) throw e;
+    }
   }
 }

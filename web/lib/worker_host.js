@@ -5,6 +5,8 @@
 //   { id, op, target?, args } -> { id, value } with value's ArrayBuffers transferred,
 //                             or { id, error: { name, message } }
 // target: the id of the layer or cache a layer's or cache's operation applies to.
+//   while create starts the pool's workers: { progress: 'threads-starting' }, then
+//                             { progress: 'threads-started' } once they exist
 import { createAttentionWith } from './create.js';
 import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
@@ -12,6 +14,7 @@ import { cacheStandIn } from './kv_cache.js';
 import { STAND_IN } from './stand_in.js';
 
 let attn = null;
+let post = () => {}; // (message, transfer) -> posts to the main side, once listening
 const layers = new Map(); // id -> a MultiHeadAttention of attn
 const caches = new Map(); // id -> a KvCache of attn
 let nextId = 1; // of layers and caches
@@ -69,7 +72,11 @@ const ops = {
           throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
         return located[file];
       });
-    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue });
+    const onThreadsStarting = () => {
+      post({ progress: 'threads-starting' });
+      return () => post({ progress: 'threads-started' });
+    };
+    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue, onThreadsStarting });
     return attn.backend;
   },
   attention: (...args) => attn.attention(...args),
@@ -136,8 +143,11 @@ async function handle({ id, op, target, args }, reply) {
 
 // One request at a time, in the order sent.
 let queue = Promise.resolve();
-const receive = (reply) => (message) => {
-  queue = queue.then(() => handle(message, reply));
+const receive = (reply) => {
+  post = reply;
+  return (message) => {
+    queue = queue.then(() => handle(message, reply));
+  };
 };
 
 // No top-level await: bundlers build worker scripts as classic (iife) scripts too (Vite does).
