@@ -49,12 +49,6 @@ uint16_t half_bits(float x) {
   std::memcpy(&m, &u, 4);
   return sign | static_cast<uint16_t>(std::nearbyint(m * 0x1p24f));  // subnormal: units of 2^-24
 }
-float half_value(uint16_t h) {
-  float f[4];
-  const uint16_t hs[4] = {h, 0, 0, 0};
-  simd::store(f, simd::load_half4(hs));
-  return f[0];
-}
 
 // One head's parts.
 struct I8Head {
@@ -91,7 +85,7 @@ void quantize_row(const float* x, size_t d, Q q, S scale) {
     float amax = 0;
     for (size_t t = t0; t < t1; ++t) amax = std::max(amax, std::fabs(x[t]));
     const uint16_t h = half_bits(amax / 127.0f);
-    const float s = half_value(h);  // the step the block is read back with
+    const float s = simd::half_to_float(h);  // the step the block is read back with
     scale(b) = h;
     for (size_t t = t0; t < t1; ++t)
       q(t) = static_cast<int8_t>(s > 0 ? std::clamp(std::nearbyint(x[t] / s), -127.0f, 127.0f) : 0);
@@ -120,12 +114,12 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   for (size_t j = 0; j < n; ++j) {
     if (k)
       for (size_t t = 0; t < d_k; ++t)
-        k[j * ldk + t] =
-            h.kt[packed_kt_at(j, t, d_k)] * half_value(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
+        k[j * ldk + t] = h.kt[packed_kt_at(j, t, d_k)] *
+                         simd::half_to_float(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
     if (v)
       for (size_t c = 0; c < d_v; ++c)
         v[j * ldv + c] =
-            h.v[packed_v_at(j, c, stride)] * half_value(h.v_scale[c / kB * stride + j]);
+            h.v[packed_v_at(j, c, stride)] * simd::half_to_float(h.v_scale[c / kB * stride + j]);
   }
 }
 
@@ -232,7 +226,8 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
           if (i + 4 <= n) {
             simd::store(sc, simd::load_half4(scale + jc + i));
           } else {
-            for (size_t e = 0; e < 4; ++e) sc[e] = i + e < n ? half_value(scale[jc + i + e]) : 0;
+            for (size_t e = 0; e < 4; ++e)
+              sc[e] = i + e < n ? simd::half_to_float(scale[jc + i + e]) : 0;
           }
           for (size_t r = 0; r < m; ++r)
             for (size_t e = 0; e < 4 && i + e < n; ++e)
