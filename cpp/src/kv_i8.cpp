@@ -123,15 +123,15 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   }
 }
 
-// R query rows (R <= kMR) against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride lds
+// R query rows (R <= kMR) against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride
+// lds. A block's sums take its scales in out, so that the loop over d keeps only 2·R
+// accumulators in registers (16 would spill on x86's 16 vector registers).
 template <size_t R>
 void score_tile(const I8Head& h, size_t panel, size_t d_k, const float* q, size_t ldq, float* out,
                 size_t lds) {
   const size_t nb = blocks(d_k);
   const int8_t* kp = h.kt + panel * kNR * d_k;
   const uint16_t* sp = h.k_scale + panel * kNR * nb;
-  f32x4 acc[R][2];
-  for (size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = simd::splat(0);
   for (size_t b = 0; b < nb; ++b) {
     f32x4 part[R][2];
     for (size_t r = 0; r < R; ++r) part[r][0] = part[r][1] = simd::splat(0);
@@ -146,13 +146,11 @@ void score_tile(const I8Head& h, size_t panel, size_t d_k, const float* q, size_
     }
     const f32x4 s_lo = simd::load_half4(sp + b * kNR), s_hi = simd::load_half4(sp + b * kNR + 4);
     for (size_t r = 0; r < R; ++r) {
-      acc[r][0] = simd::muladd(part[r][0], s_lo, acc[r][0]);
-      acc[r][1] = simd::muladd(part[r][1], s_hi, acc[r][1]);
+      float* o = out + r * lds;
+      const f32x4 zero = simd::splat(0);
+      simd::store(o, simd::muladd(part[r][0], s_lo, b ? simd::load(o) : zero));
+      simd::store(o + 4, simd::muladd(part[r][1], s_hi, b ? simd::load(o + 4) : zero));
     }
-  }
-  for (size_t r = 0; r < R; ++r) {
-    simd::store(out + r * lds, acc[r][0]);
-    simd::store(out + r * lds + 4, acc[r][1]);
   }
 }
 
@@ -190,8 +188,9 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
   }
 }
 
-// Keys per step of weighted_values: the weights times their keys' scales, (kMR, kChunk), 1 KiB.
-constexpr size_t kChunk = 64;
+// Keys per step of weighted_values: the weights times their keys' scales, (kMR, kChunk), 4 KiB;
+// a key block (tuning.h), so that a step of attention is one chunk.
+constexpr size_t kChunk = kKeyBlock;
 
 // R weight rows w (R, n) (scales applied), row stride kChunk, keys [j, j + n) of the v panel at
 // vp -> a (R, kNR) += w·v
@@ -221,18 +220,17 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
       for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
         const size_t n = std::min(kChunk, j0 + cols - jc);
         // w = p · the keys' scales of block b, four keys at a time
-        for (size_t i = 0; i < n; i += 4) {
-          float sc[4];
-          if (i + 4 <= n) {
-            simd::store(sc, simd::load_half4(scale + jc + i));
-          } else {
-            for (size_t e = 0; e < 4; ++e)
-              sc[e] = i + e < n ? simd::half_to_float(scale[jc + i + e]) : 0;
-          }
+        size_t i = 0;
+        for (; i + 4 <= n; i += 4) {
+          const f32x4 sc = simd::load_half4(scale + jc + i);
           for (size_t r = 0; r < m; ++r)
-            for (size_t e = 0; e < 4 && i + e < n; ++e)
-              w[r * kChunk + i + e] = p[(r0 + r) * ldp + (jc - j0) + i + e] * sc[e];
+            simd::store(w + r * kChunk + i,
+                        simd::mul(simd::load(p + (r0 + r) * ldp + (jc - j0) + i), sc));
         }
+        for (; i < n; ++i)
+          for (size_t r = 0; r < m; ++r)
+            w[r * kChunk + i] =
+                p[(r0 + r) * ldp + (jc - j0) + i] * simd::half_to_float(scale[jc + i]);
         for (size_t c0 = b * kB; c0 < std::min(d_v, (b + 1) * kB); c0 += kNR) {
           const size_t nc = std::min(kNR, d_v - c0);
           float* out = acc + r0 * ld_acc + c0;
