@@ -240,11 +240,14 @@ Status rotary_backward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d
 // kv_cache_destroy. kv_cache_create writes the handle as a uint32 at handle_out.
 wa::KvCache* cache_at(uintptr_t handle) { return ptr<wa::KvCache>(handle); }
 
+// type: a wa::KvType's value (web/lib/kv_cache.js's DTYPES lists them in order).
 Status kv_cache_create(uint32_t batch, uint32_t kv_heads, uint32_t d_k, uint32_t d_v,
-                       uint32_t capacity, uintptr_t handle_out) {
+                       uint32_t capacity, uint32_t type, uintptr_t handle_out) {
   return guarded([&] {
-    *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(
-        reinterpret_cast<uintptr_t>(new wa::KvCache(batch, kv_heads, d_k, d_v, capacity)));
+    if (type > static_cast<uint32_t>(wa::KvType::i8))
+      throw std::invalid_argument("kv cache: no element type " + std::to_string(type));
+    *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
+        new wa::KvCache(batch, kv_heads, d_k, d_v, capacity, static_cast<wa::KvType>(type))));
   });
 }
 

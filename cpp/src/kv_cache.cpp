@@ -4,6 +4,7 @@
 #include "wa/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -15,11 +16,12 @@
 
 namespace wa {
 
-KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity)
-    : batch_(batch), kv_heads_(kv_heads), d_k_(d_k), d_v_(d_v), capacity_(capacity) {
+KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity,
+                 KvType type)
+    : batch_(batch), kv_heads_(kv_heads), d_k_(d_k), d_v_(d_v), capacity_(capacity), type_(type) {
   if (!batch || !kv_heads || !d_k || !d_v || !capacity)
     throw std::invalid_argument("kv cache: every size must be at least 1");
-  head_floats_ = packed_kv_floats(capacity, d_k, d_v);
+  head_floats_ = kv_kernels(type).head_floats(capacity, d_k, d_v);
   panels_.resize(checked_product({batch, kv_heads, head_floats_}));  // zeros: padding lanes too
 }
 
@@ -29,7 +31,8 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
                                 " new rows do not fit: length " + std::to_string(length_) +
                                 ", capacity " + std::to_string(capacity_));
   // every new row checked before any is written: a key or value that is not finite would make
-  // every later step over the cache NaN
+  // every later step over the cache NaN, one beyond the type's range would be stored wrong
+  const KvKernels& kern = kv_kernels(type_);
   for (size_t b = 0; b < batch_; ++b)
     for (size_t g = 0; g < kv_heads_; ++g)
       for (size_t i = 0; i < n_new; ++i)
@@ -37,7 +40,17 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
              {std::tuple{k_new.at(b, g) + i * k_new.row_stride, d_k_, "key"},
               std::tuple{v_new.at(b, g) + i * v_new.row_stride, d_v_, "value"}}) {
           const size_t t = first_non_finite(row, d);
-          if (t == d) continue;
+          if (t == d) {
+            const float* big =
+                std::find_if(row, row + d, [&](float x) { return std::fabs(x) > kern.max_abs; });
+            if (big == row + d) continue;
+            throw std::range_error(std::string("kv cache: the new ") + what + " " +
+                                   std::to_string(i) + " of sequence " + std::to_string(b) +
+                                   ", kv head " + std::to_string(g) + " holds " +
+                                   std::to_string(*big) + " at " + std::to_string(big - row) +
+                                   ", beyond the " + kern.name + " cache's range ±" +
+                                   std::to_string(kern.max_abs) + ", so nothing was appended");
+          }
           const float x = row[t];
           throw std::range_error(
               std::string("kv cache: the new ") + what + " " + std::to_string(i) + " of sequence " +
@@ -50,8 +63,8 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
         }
   for (size_t b = 0; b < batch_; ++b)
     for (size_t g = 0; g < kv_heads_; ++g)
-      packed_kv_write_rows(head_panels(b, g), capacity_, d_k_, d_v_, length_, n_new, k_new.at(b, g),
-                           k_new.row_stride, v_new.at(b, g), v_new.row_stride);
+      kern.write_rows(head_panels(b, g), capacity_, d_k_, d_v_, length_, n_new, k_new.at(b, g),
+                      k_new.row_stride, v_new.at(b, g), v_new.row_stride);
   length_ += n_new;
 }
 
@@ -65,9 +78,9 @@ void KvCache::truncate(size_t n) {
 void KvCache::copy_rows(HeadTensor<float> k, HeadTensor<float> v) const {
   for (size_t b = 0; b < batch_; ++b)
     for (size_t g = 0; g < kv_heads_; ++g)
-      packed_kv_read_rows(panels_.data() + (b * kv_heads_ + g) * head_floats_, capacity_, d_k_,
-                          d_v_, length_, k.data ? k.at(b, g) : nullptr, k.row_stride,
-                          v.data ? v.at(b, g) : nullptr, v.row_stride);
+      kv_kernels(type_).read_rows(panels_.data() + (b * kv_heads_ + g) * head_floats_, capacity_,
+                                  d_k_, d_v_, length_, k.data ? k.at(b, g) : nullptr, k.row_stride,
+                                  v.data ? v.at(b, g) : nullptr, v.row_stride);
 }
 
 void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
@@ -80,7 +93,7 @@ void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
         "cache's: n_k " +
         std::to_string(shape.n_k) + " vs length " + std::to_string(cache.length()));
   const PackedHeads panels{cache.panels_.data(), cache.kv_heads_, cache.capacity_,
-                           cache.head_floats_};
+                           cache.head_floats_, cache.type_};
   attention_heads_forward(shape, q, panels, out, scale, mask, trace, pool);
 }
 

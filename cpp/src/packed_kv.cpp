@@ -7,18 +7,6 @@
 
 namespace wa {
 
-using kernels::kNR;
-
-namespace {
-
-// Where key j's element t of kᵀ and its column c of v lie in a head's panels (packed_kv.h).
-size_t kt_at(size_t j, size_t t, size_t d_k) { return j / kNR * kNR * d_k + t * kNR + j % kNR; }
-size_t v_at(size_t j, size_t c, size_t stride) {
-  return c / kNR * kNR * stride + j * kNR + c % kNR;
-}
-
-}  // namespace
-
 size_t packed_kv_floats(size_t stride, size_t d_k, size_t d_v) {
   return checked_sum({packed_b_floats(d_k, stride), packed_b_floats(stride, d_v)});
 }
@@ -48,8 +36,8 @@ void packed_kv_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, si
   float* vp = head + packed_kv_v_offset(stride, d_k);
   for (size_t i = 0; i < n; ++i) {
     const size_t j = j0 + i;
-    for (size_t t = 0; t < d_k; ++t) head[kt_at(j, t, d_k)] = k[i * ldk + t];
-    for (size_t c = 0; c < d_v; ++c) vp[v_at(j, c, stride)] = v[i * ldv + c];
+    for (size_t t = 0; t < d_k; ++t) head[packed_kt_at(j, t, d_k)] = k[i * ldk + t];
+    for (size_t c = 0; c < d_v; ++c) vp[packed_v_at(j, c, stride)] = v[i * ldv + c];
   }
 }
 
@@ -58,21 +46,24 @@ void packed_kv_read_rows(const float* head, size_t stride, size_t d_k, size_t d_
   const float* vp = head + packed_kv_v_offset(stride, d_k);
   for (size_t j = 0; j < n; ++j) {
     if (k)
-      for (size_t t = 0; t < d_k; ++t) k[j * ldk + t] = head[kt_at(j, t, d_k)];
+      for (size_t t = 0; t < d_k; ++t) k[j * ldk + t] = head[packed_kt_at(j, t, d_k)];
     if (v)
-      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = vp[v_at(j, c, stride)];
+      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = vp[packed_v_at(j, c, stride)];
   }
 }
 
 PackedKV PackedHeads::at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const {
   const float* kt = base + (b * kv_heads + g) * head_floats;
-  return {kt, kt + packed_kv_v_offset(capacity, d_k), n_k, d_k, d_v, 0, capacity};
+  return {kt, kt + kv_kernels(type).v_offset(capacity, d_k), n_k, d_k, d_v, 0, capacity, type};
 }
 
 extern const KvKernels kKvF32Kernels;  // kv_f32.cpp
+extern const KvKernels kKvI8Kernels;   // kv_i8.cpp
 
 const KvKernels& kv_kernels(KvType type) {
   switch (type) {
+    case KvType::i8:
+      return kKvI8Kernels;
     case KvType::f32:
       break;
   }

@@ -1,8 +1,9 @@
 // Keys and values as attention reads them (internal), the one place their layout is spelled
 // out: what a kv head's panels hold, how k and v become them (pack), how a cache writes rows
 // into them (append) and copies them out (read back), and where a head's panels start in a
-// run of heads (locate). The panels' element type comes with the two products attention runs
-// on them (KvKernels: scores against kᵀ, weights times v), looked up once per call, as ggml's
+// run of heads (locate). The panels' element type comes with how a head of it is sized,
+// written and read back, and the two products attention runs on it (KvKernels: scores against
+// kᵀ, weights times v), looked up once per call, as ggml's
 // type_traits: a new element type is one KvType, one kernel file and one entry in kKvTypes,
 // which the kernel test sweeps.
 //
@@ -13,33 +14,43 @@
 //       key j, element t at  (j / kNR)·kNR·d_k + t·kNR + j % kNR
 //   v   (stride, d_v) packed with k = stride: one panel per kNR columns, after the kᵀ panels;
 //       key j, column c at   v_offset + (c / kNR)·kNR·stride + j·kNR + c % kNR
-// (j counted from k0).
+// (j counted from k0). Those are float32 panels; a compressed type (a cache's, KvType in
+// wa/kv_cache.h) keeps the same panels of its own elements and lays out its scales beside
+// them in its own file (kv_i8.cpp).
 #pragma once
 
 #include <cstddef>
 
 #include "tuning.h"
 #include "wa/attention.h"
+#include "wa/kv_cache.h"
 
 namespace wa {
 
 class ThreadPool;
 
-// The panels' element type.
-enum class KvType { f32 };
 // Every element type, for the tests that sweep them.
-inline constexpr KvType kKvTypes[] = {KvType::f32};
+inline constexpr KvType kKvTypes[] = {KvType::f32, KvType::i8};
+
+// Where key j's element t of kᵀ and its column c of v lie in a head's panels, in elements.
+inline size_t packed_kt_at(size_t j, size_t t, size_t d_k) {
+  return j / kernels::kNR * kernels::kNR * d_k + t * kernels::kNR + j % kernels::kNR;
+}
+inline size_t packed_v_at(size_t j, size_t c, size_t stride) {
+  return c / kernels::kNR * kernels::kNR * stride + j * kernels::kNR + c % kernels::kNR;
+}
 
 // One kv head's panels, keys [k0, k0 + keys) of n_k, as above.
 struct PackedKV {
-  const float* kt;  // kᵀ panels
-  const float* v;   // v panels
+  const void* kt;  // kᵀ panels (and what the type keeps beside them)
+  const void* v;   // v panels (and what the type keeps beside them)
   size_t n_k, d_k, d_v;
   size_t k0 = 0, v_stride = 0;  // first key held; the room for keys (v's packed k)
   KvType type = KvType::f32;
 };
 
-// Floats of one head's panels with room for `stride` keys, and where its v panels start.
+// Floats of one head's float32 panels with room for `stride` keys, and where its v panels
+// start.
 size_t packed_kv_floats(size_t stride, size_t d_k, size_t d_v);
 size_t packed_kv_v_offset(size_t stride, size_t d_k);
 
@@ -53,7 +64,8 @@ PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
 PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
                       ThreadPool* pool);
 
-// ---- append and read back (a cache's rows, in place) ----
+// ---- append and read back (a cache's rows, in place; float32 panels: KvKernels has every
+// type's) ----
 
 // Keys [j0, j0 + n) of one head's panels (room for `stride` keys) <- rows of k (n,d_k), row
 // stride ldk, and v (n,d_v), row stride ldv. Writes only those keys' lanes.
@@ -66,20 +78,32 @@ void packed_kv_read_rows(const float* head, size_t stride, size_t d_k, size_t d_
 
 // ---- locate ----
 
-// Heads (b, g) one after another from base, head_floats = packed_kv_floats(capacity, d_k, d_v)
-// apart, keys [0, n_k) of each filled: what a KvCache holds.
+// Heads (b, g) one after another from base, head_floats = kv_kernels(type).head_floats(capacity,
+// d_k, d_v) apart, keys [0, n_k) of each filled: what a KvCache holds.
 struct PackedHeads {
   const float* base;
   size_t kv_heads, capacity, head_floats;
+  KvType type = KvType::f32;
   PackedKV at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v) const;
 };
 
-// ---- the element type's kernels ----
+// ---- the element type's storage and kernels ----
 
-// The two products of attention over a head's panels; j0 counts keys of the attention's n_k
-// (a multiple of kNR, inside the keys held).
+// How a type keeps a head (room for `stride` keys, in floats: a cache's storage unit) and
+// the two products of attention over its panels; j0 counts keys of the attention's n_k (a
+// multiple of kNR, inside the keys held).
 struct KvKernels {
   const char* name;
+  // the largest magnitude it holds (its scales' or elements' range)
+  float max_abs;
+  // floats of one head, and where its v part starts
+  size_t (*head_floats)(size_t stride, size_t d_k, size_t d_v);
+  size_t (*v_offset)(size_t stride, size_t d_k);
+  // as packed_kv_write_rows and packed_kv_read_rows (float rows in and out)
+  void (*write_rows)(float* head, size_t stride, size_t d_k, size_t d_v, size_t j0, size_t n,
+                     const float* k, size_t ldk, const float* v, size_t ldv);
+  void (*read_rows)(const float* head, size_t stride, size_t d_k, size_t d_v, size_t n, float* k,
+                    size_t ldk, float* v, size_t ldv);
   // q (rows,d_k) row stride ldq, keys [j0, j0 + cols) -> s (rows,cols) = q·kᵀ, row stride lds
   void (*scores)(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size_t j0,
                  size_t cols, float* s, size_t lds);

@@ -4,6 +4,9 @@
 // without relaxed SIMD, and keeping mul+add on every target keeps the roundings alike.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 #define WA_SIMD_NAME "simd128"
@@ -12,8 +15,6 @@
 #define WA_SIMD_NAME "sse2"
 #else
 #include <algorithm>
-#include <cstdint>
-#include <cstring>
 #define WA_SIMD_NAME "scalar"
 #endif
 
@@ -58,6 +59,28 @@ inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
   r2 = wasm_i64x2_shuffle(t1, t3, 0, 2), r3 = wasm_i64x2_shuffle(t1, t3, 1, 3);
 }
 
+// Eight int8 at p -> lanes 0..3 in lo, 4..7 in hi, as floats: sign-extended to i16x8, then
+// i32x4, then made floats by adding the bits of 1.5·2^23 and subtracting it as a float (exact
+// for |i| < 2^22). Not f32x4.convert_i32x4: clang 14 folds the extend into it, a convert of
+// i16 lanes, which it lowers to four scalar converts (3× slower decoding).
+inline f32x4 small_ints_to_floats(v128_t i) {
+  return wasm_f32x4_sub(wasm_i32x4_add(i, wasm_i32x4_splat(0x4B400000)),
+                        wasm_f32x4_splat(12582912.0f));
+}
+inline void load_i8x8(const int8_t* p, f32x4& lo, f32x4& hi) {
+  const v128_t h = wasm_i16x8_load8x8(p);
+  lo = small_ints_to_floats(wasm_i32x4_extend_low_i16x8(h));
+  hi = small_ints_to_floats(wasm_i32x4_extend_high_i16x8(h));
+}
+// Four IEEE halves at p (finite; subnormals too) -> floats: the magnitude's bits moved into a
+// float's place, times 2^112 to rebias the exponent, the sign or'ed back.
+inline f32x4 load_half4(const uint16_t* p) {
+  const v128_t h = wasm_u32x4_load16x4(p);
+  const v128_t mag = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x7fff)), 13);
+  const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+  return wasm_v128_or(wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f)), sign);
+}
+
 #elif defined(__SSE2__)
 
 using f32x4 = __m128;
@@ -85,6 +108,21 @@ inline f32x4 zero_where_less(f32x4 a, f32x4 b, f32x4 x) {
 }
 inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
   _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+}
+
+inline void load_i8x8(const int8_t* p, f32x4& lo, f32x4& hi) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i h = _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+  lo = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpacklo_epi16(h, h), 16));
+  hi = _mm_cvtepi32_ps(_mm_srai_epi32(_mm_unpackhi_epi16(h, h), 16));
+}
+inline f32x4 load_half4(const uint16_t* p) {
+  const __m128i h =
+      _mm_unpacklo_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), _mm_setzero_si128());
+  const __m128i mag = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x7fff)), 13);
+  const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
+  return _mm_or_ps(_mm_mul_ps(_mm_castsi128_ps(mag), _mm_set1_ps(0x1p112f)),
+                   _mm_castsi128_ps(sign));
 }
 
 #else
@@ -148,7 +186,29 @@ inline void transpose4x4(f32x4& r0, f32x4& r1, f32x4& r2, f32x4& r3) {
     for (int j = i + 1; j < 4; ++j) std::swap(r[i]->v[j], r[j]->v[i]);
 }
 
+inline void load_i8x8(const int8_t* p, f32x4& lo, f32x4& hi) {
+  for (int i = 0; i < 4; ++i) lo.v[i] = p[i], hi.v[i] = p[4 + i];
+}
+inline float half_to_float(uint16_t h);
+inline f32x4 load_half4(const uint16_t* p) {
+  return {{half_to_float(p[0]), half_to_float(p[1]), half_to_float(p[2]), half_to_float(p[3])}};
+}
+
 #endif
+
+// One IEEE half (finite; subnormals too) -> float, as load_half4 does lane by lane. (Scalar on
+// every target: clang 14 loops forever folding wasm's load16x4 of a vector built from one half.)
+inline float half_to_float(uint16_t h) {
+  const uint32_t mag = uint32_t(h & 0x7fff) << 13, sign = uint32_t(h & 0x8000) << 16;
+  float m;
+  std::memcpy(&m, &mag, 4);
+  m *= 0x1p112f;
+  uint32_t bits;
+  std::memcpy(&bits, &m, 4);
+  bits |= sign;
+  std::memcpy(&m, &bits, 4);
+  return m;
+}
 
 // c + a·b, as a separate multiply and add on every target.
 inline f32x4 muladd(f32x4 a, f32x4 b, f32x4 c) { return add(mul(a, b), c); }

@@ -55,6 +55,15 @@ constexpr size_t kDecodeMaxStacked = 64;  // stacked query rows per decode task
 constexpr size_t kDecodeMinRun = 512;     // keys per decode run, at least
 constexpr size_t kDecodeMaxRuns = 64;     // runs per kv head, at most
 static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks");
+
+// ---- compressed kv caches (kv_i8.cpp) ----
+
+// Values of a key or value row per int8 block, each block with its own fp16 scale (llama.cpp's
+// q8_0 block). A scale per 32 rather than per row (d 128): keys carry outlier channels, and an
+// outlier coarsens only its own block's step; the fp16 scales cost 2 bytes per 32, 0.266× of
+// float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
+constexpr size_t kKvQuantBlock = 32;
+static_assert(kKvQuantBlock % kernels::kNR == 0, "an int8 block is whole v panels");
 static_assert(kKeyBlock % kernels::kNR == 0, "a key block is whole panels");
 
 }  // namespace wa

@@ -25,6 +25,7 @@ function attention(n, d, causal, backward, section) {
 // backwardOnly: our layer's backward() alone, after one forward outside the timing (the
 // peers' rows run forward + backward, which is all tf.grads can do; this row is ours only,
 // for the backward-vs-forward GFLOP/s target).
+// oursOnly (any case): why the peers have no such row; they show it as n/a.
 function mha(causal, backward, backwardOnly = false) {
   return {
     id: `mha${causal ? '-causal' : ''}${backward ? '-bwd' : ''}${backwardOnly ? '-only' : ''}`,
@@ -36,25 +37,31 @@ function mha(causal, backward, backwardOnly = false) {
     causal,
     backward,
     backwardOnly,
+    oursOnly: backwardOnly ? 'our backward() alone' : undefined,
     label: `${backward ? (backwardOnly ? 'backward alone ' : 'forward+backward ') : ''}${causal ? 'causal ' : ''}MHA n=${N} dModel=${D_MODEL} h=${HEADS}`,
     inputsKey: `mha n=${N} dModel=${D_MODEL}`,
   };
 }
 
 // Decoding one new token over a key/value cache of `past` tokens, and a causal prefill, both
-// grouped-query (32 query heads, 8 kv heads, d 128: a Llama-style layer), batch 1.
+// grouped-query (32 query heads, 8 kv heads, d 128: a Llama-style layer), batch 1. dtype: the
+// cache's element type (attn.kvCache's dtype); the peers keep float32 caches only.
 const GQA = { batch: 1, qHeads: 32, kvHeads: 8, d: 128 };
 export const DECODE_LENGTHS = [512, 1024, 2048, 4096, 8192];
-function decode(past) {
+export const DECODE_DTYPES = ['float32', 'int8'];
+export const decodeId = (past, dtype = 'float32') => `decode-${past}${dtype === 'float32' ? '' : `-${dtype}`}`;
+function decode(past, dtype) {
   return {
-    id: `decode-${past}`,
+    id: decodeId(past, dtype),
     section: 'decode',
     op: 'decode',
     ...GQA,
     past,
+    dtype,
+    oursOnly: dtype === 'float32' ? undefined : `an ${dtype} kv cache`,
     causal: true,
     backward: false,
-    label: `decode 1 token, cache ${past}, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,
+    label: `decode 1 token, ${dtype} cache ${past}, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,
     inputsKey: `decode past=${past}`,
   };
 }
@@ -97,7 +104,7 @@ export const CASES = [
   mha(true, true),
   mha(false, true, true),
   mha(true, true, true),
-  ...DECODE_LENGTHS.map(decode),
+  ...DECODE_DTYPES.flatMap((dtype) => DECODE_LENGTHS.map((past) => decode(past, dtype))),
   PREFILL,
 ];
 

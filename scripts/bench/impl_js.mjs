@@ -164,7 +164,7 @@ export async function create() {
     wasmBytes: () => null,
     dispose() {},
     prepare(spec, x) {
-      if (spec.backwardOnly) throw new NotAvailable('n/a', 'ours only: our backward() alone');
+      if (spec.oursOnly) throw new NotAvailable('n/a', `ours only: ${spec.oursOnly}`);
       if (spec.op === 'decode' || spec.op === 'prefill') throw new NotAvailable('n/a', 'no GQA loops in plain JS');
       // A backward here redoes the forward and then does twice its work: 3× the forward.
       const estimateMs = (forwardFlops(spec) * (spec.backward ? 3 : 1)) / gflops / 1e6;

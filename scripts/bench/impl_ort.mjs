@@ -53,7 +53,7 @@ export async function create({ threads }) {
 // options.firstOnly: build the first variant only (the long-sequence rows: one model of
 // up to a GB is enough).
 async function prepare(ort, spec, x, { firstOnly = false } = {}) {
-  if (spec.backwardOnly) throw new NotAvailable('n/a', 'ours only: our backward() alone');
+  if (spec.oursOnly) throw new NotAvailable('n/a', `ours only: ${spec.oursOnly}`);
   if (spec.backward) throw new NotAvailable('n/a', 'onnxruntime-web runs inference only (no gradients)');
   const f32 = (data, dims) => new ort.Tensor('float32', data, dims);
   let models, feeds; // models: name -> () => bytes, built only when used

@@ -5,7 +5,7 @@
 //   attention   attn.attention(q, k, v, { causal }), attn.attentionBackward(q, k, v, dOut, { causal })
 //   mha         attn.multiHeadAttention({ dModel, heads, weights }), layer.forward(x, { causal }),
 //               layer.backward(dOut) after layer.forward(x)
-//   decode      a kvCache filled with the past tokens once (untimed); each run
+//   decode      a kvCache of the case's dtype filled with the past tokens once (untimed); each run
 //               attn.attention(q, k, v, { cache, causal }) appends the new token and attends
 //               over all of it, then cache.truncate(past) takes the token back for the next run
 //   prefill     attn.attention(q, k, v, { causal }) on 4-D GQA heads
@@ -93,8 +93,8 @@ function prepare(attn, tensor, spec, x) {
     return { release, variants: [{ name: 'layer.forward() + layer.backward()', run }] };
   }
   if (spec.op === 'decode') {
-    const { batch, qHeads, kvHeads, d, past } = spec;
-    const cache = attn.kvCache({ batch, kvHeads, dK: d, dV: d, capacity: past + 1 });
+    const { batch, qHeads, kvHeads, d, past, dtype } = spec;
+    const cache = attn.kvCache({ batch, kvHeads, dK: d, dV: d, capacity: past + 1, dtype });
     const q = tensor(x.q, [batch, qHeads, 1, d]);
     // the past tokens go in with one call (a query row over them, not causal; its output unused)
     attn.attention(q, tensor(x.pastK, [batch, kvHeads, past, d]), tensor(x.pastV, [batch, kvHeads, past, d]), {

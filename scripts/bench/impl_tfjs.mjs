@@ -140,7 +140,7 @@ function combos(ops, spec) {
 
 // options.firstOnly: try the first formulation only (the long-sequence rows).
 async function prepare(tf, ops, spec, x, { firstOnly = false } = {}) {
-  if (spec.backwardOnly) throw new NotAvailable('n/a', 'ours only: our backward() alone');
+  if (spec.oursOnly) throw new NotAvailable('n/a', `ours only: ${spec.oursOnly}`);
   if (spec.backward) await registerGradients();
   const constants = [];
   const keep = (t) => (constants.push(t), t);

@@ -3,7 +3,7 @@
 import { TOLERANCE } from './compare.mjs';
 import { caseById } from './cases.mjs';
 import { configOf, configOrder } from './configs.mjs';
-import { cacheBytes } from './targets.mjs';
+import { cacheBytes, tokenBytes } from './targets.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
@@ -33,8 +33,11 @@ function grid(header, rows, rightAligned) {
 function notes(r) {
   const parts = [];
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
-  if (r.status === 'ok' && r.case.startsWith('decode-'))
-    parts.push(`${(cacheBytes(caseById(r.case)) / r.ms / 1e6).toFixed(1)} GB/s of cache read`);
+  if (r.status === 'ok' && r.case.startsWith('decode-')) {
+    const spec = caseById(r.case);
+    parts.push(`${tokenBytes(spec)} bytes per token per kv head`);
+    parts.push(`${(cacheBytes(spec) / r.ms / 1e6).toFixed(1)} GB/s of cache read`);
+  }
   if (r.formulation) parts.push(r.formulation);
   if (r.note) parts.push(r.note);
   if (r.check && !r.check.reference && !r.check.ok)

@@ -1,15 +1,18 @@
 // The performance targets of the issue, checked on one run's figures (ratios measured side
 // by side, never absolute times): -> [{ target, value, goal, unit, ok }] (ok null: not measured).
 
-import { DECODE_LENGTHS } from './cases.mjs';
+import { rowBytes } from '../../web/lib/kv_cache.js';
+import { DECODE_LENGTHS, decodeId } from './cases.mjs';
 
 // Median time of a case for an implementation, or null when the row did not run.
 function finder(rows) {
   return (caseId, impl) => rows.find((r) => r.case === caseId && r.impl === impl && r.status === 'ok') ?? null;
 }
 
-// The bytes a decode step reads from the cache: k and v of every kv head, past + 1 tokens.
-export const cacheBytes = (spec) => 2 * 4 * spec.batch * spec.kvHeads * (spec.past + 1) * spec.d;
+// The bytes a decode case's cache keeps per token and kv head (k and v, with an int8 cache's
+// scales), and the bytes a step reads from it: every kv head's, past + 1 tokens.
+export const tokenBytes = (spec) => 2 * rowBytes(spec.dtype ?? 'float32', spec.d);
+export const cacheBytes = (spec) => tokenBytes(spec) * spec.batch * spec.kvHeads * (spec.past + 1);
 
 export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
   const row = finder(rows);
@@ -66,9 +69,10 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
 
   // decoding and prefill: against the faster of onnxruntime-web and tfjs at the
   // same thread count
-  const fasterPeer = (id, t) =>
+  // oursId: our row of the case, when it is another case than the peers' (a compressed cache)
+  const fasterPeer = (id, t, oursId = id) =>
     faster(
-      row(id, `ours-${t}`),
+      row(oursId, `ours-${t}`),
       [row(id, `tfjs-${t}`), row(id, `ort-${t}`)].filter(Boolean).sort((x, y) => x.ms - y.ms)[0],
     );
   if (rows.some((r) => r.section === 'decode')) {
@@ -79,6 +83,23 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
           fasterPeer(`decode-${past}`, t),
           1.5,
         );
+    // a compressed cache against our float32 cache, side by side: at 8192 the issue's goals,
+    // and against the faster peer at every length
+    for (const [dtype, goals] of [['int8', [1.4, 1.8]]]) {
+      for (const t of [1, 2])
+        add(
+          `decode, ${dtype} cache 8192, ${t} thread${t > 1 ? 's' : ''}: over our float32 cache`,
+          faster(row(decodeId(8192, dtype), `ours-${t}`), row(decodeId(8192), `ours-${t}`)),
+          goals[t - 1],
+        );
+      for (const past of DECODE_LENGTHS)
+        for (const t of [1, 2])
+          add(
+            `decode, ${dtype} cache ${past}, ${t} thread${t > 1 ? 's' : ''}: faster than the faster peer`,
+            fasterPeer(decodeId(past), t, decodeId(past, dtype)),
+            1.5,
+          );
+    }
     const d8 = row('decode-8192', 'ours-1');
     const gbs = d8 ? cacheBytes({ batch: 1, kvHeads: 8, past: 8192, d: 128 }) / d8.ms / 1e6 : null;
     add(

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "packed_kv.h"
 #include "testing.h"
 #include "tuning.h"
 #include "wa/kv_cache.h"
@@ -76,56 +77,65 @@ TEST_CASE("decoding token by token over a cache equals causal attention over the
 }
 
 TEST_CASE(
-    "decoding over a cache splits the keys into runs: the reference, 1 and N threads bitwise") {
+    "decoding over a cache of each type splits the keys into runs: the reference of its rows, 1 "
+    "and N threads bitwise") {
   // runs of kDecodeMinRun keys (tuning.h; at these lengths the fewest keys a run takes):
   // kDecodeMinRun + 1 and 2·kDecodeMinRun + 76 keys take 2 and 3 runs, combined in order
   static_assert((2 * kDecodeMinRun + 76 + kDecodeMaxRuns - 1) / kDecodeMaxRuns <= kDecodeMinRun);
   const size_t lengths[] = {1, 3, 5, 17, 63, 65, 129, kDecodeMinRun + 1, 2 * kDecodeMinRun + 76};
-  for (size_t n_q : {size_t{1}, size_t{3}})
-    for (size_t n : lengths) {
-      if (n < n_q) continue;
-      const HeadsShape s{2, 8, 2, n_q, n, 16, 9};  // GQA: 4 query heads per kv head
-      INFO("n_q " << n_q << ", cache length " << n);
-      const std::vector<float> q =
-          test::random_floats(s.batch * s.q_heads * n_q * s.d_k, 11, -2, 2);
-      const std::vector<float> k = test::random_floats(s.batch * s.kv_heads * n * s.d_k, 12, -2, 2);
-      const std::vector<float> v = test::random_floats(s.batch * s.kv_heads * n * s.d_v, 13);
-      // the first half, rows that a truncate takes back (their panels keep stale lanes), the rest
-      KvCache cache(s.batch, s.kv_heads, s.d_k, s.d_v, n + 5);
-      const size_t half = n / 2;
-      const auto append = [&](const float* kr, const float* vr, size_t r0, size_t r1) {
-        HeadTensor<const float> kn = heads_4d(kr, s.kv_heads, n, s.d_k),
-                                vn = heads_4d(vr, s.kv_heads, n, s.d_v);
-        kn.data += r0 * kn.row_stride, vn.data += r0 * vn.row_stride;
-        cache.append(r1 - r0, kn, vn);
-      };
-      const std::vector<float> junk = test::random_floats(k.size() + v.size(), 14, 5, 9);
-      append(k.data(), v.data(), 0, half);
-      append(junk.data(), junk.data() + k.size(), half, n);
-      cache.truncate(half);
-      append(k.data(), v.data(), half, n);
-      REQUIRE(cache.length() == n);
-      for (bool causal : {false, true}) {
-        INFO("causal " << causal);
-        HeadsMask m;
-        m.mask.causal = causal, m.mask.offset = static_cast<long>(n - n_q);
-        const std::vector<double> want = reference_heads(s, q, k, v, 0.3f, causal);
-        std::vector<float> serial(want.size(), NAN), threaded(want.size(), NAN),
-            tensors(want.size(), NAN);
-        const HeadTensor<const float> qh = heads_4d(q.data(), s.q_heads, n_q, s.d_k);
-        attention_heads_forward(s, qh, cache, heads_4d(serial.data(), s.q_heads, n_q, s.d_v), 0.3f,
-                                m);
-        attention_heads_forward(s, qh, cache, heads_4d(threaded.data(), s.q_heads, n_q, s.d_v),
-                                0.3f, m, nullptr, &test::test_pool());
-        attention_heads_forward(s, qh, heads_4d(k.data(), s.kv_heads, n, s.d_k),
-                                heads_4d(v.data(), s.kv_heads, n, s.d_v),
-                                heads_4d(tensors.data(), s.q_heads, n_q, s.d_v), 0.3f, m, nullptr,
-                                &test::test_pool());
-        CHECK(worst(serial, want) <= 2e-5);
-        CHECK(test::bitwise_equal(threaded, serial));
-        CHECK(test::bitwise_equal(tensors, serial));  // the same runs, packed per task
+  for (KvType type : kKvTypes)
+    for (size_t n_q : {size_t{1}, size_t{3}})
+      for (size_t n : lengths) {
+        if (n < n_q) continue;
+        // GQA: 4 query heads per kv head; d_k past an int8 block
+        const HeadsShape s{2, 8, 2, n_q, n, kKvQuantBlock + 3, 9};
+        INFO("type " << kv_kernels(type).name << ", n_q " << n_q << ", cache length " << n);
+        const std::vector<float> q =
+            test::random_floats(s.batch * s.q_heads * n_q * s.d_k, 11, -2, 2);
+        const std::vector<float> k =
+            test::random_floats(s.batch * s.kv_heads * n * s.d_k, 12, -2, 2);
+        const std::vector<float> v = test::random_floats(s.batch * s.kv_heads * n * s.d_v, 13);
+        // the first half, rows that a truncate takes back (their panels keep stale lanes), the rest
+        KvCache cache(s.batch, s.kv_heads, s.d_k, s.d_v, n + 5, type);
+        const size_t half = n / 2;
+        const auto append = [&](const float* kr, const float* vr, size_t r0, size_t r1) {
+          HeadTensor<const float> kn = heads_4d(kr, s.kv_heads, n, s.d_k),
+                                  vn = heads_4d(vr, s.kv_heads, n, s.d_v);
+          kn.data += r0 * kn.row_stride, vn.data += r0 * vn.row_stride;
+          cache.append(r1 - r0, kn, vn);
+        };
+        const std::vector<float> junk = test::random_floats(k.size() + v.size(), 14, 5, 9);
+        append(k.data(), v.data(), 0, half);
+        append(junk.data(), junk.data() + k.size(), half, n);
+        cache.truncate(half);
+        append(k.data(), v.data(), half, n);
+        REQUIRE(cache.length() == n);
+        // the rows as the cache holds them (a compressed type's, dequantized)
+        std::vector<float> k_held(k.size()), v_held(v.size());
+        cache.copy_rows(heads_4d(k_held.data(), s.kv_heads, n, s.d_k),
+                        heads_4d(v_held.data(), s.kv_heads, n, s.d_v));
+        for (bool causal : {false, true}) {
+          INFO("causal " << causal);
+          HeadsMask m;
+          m.mask.causal = causal, m.mask.offset = static_cast<long>(n - n_q);
+          const std::vector<double> want = reference_heads(s, q, k_held, v_held, 0.3f, causal);
+          std::vector<float> serial(want.size(), NAN), threaded(want.size(), NAN),
+              tensors(want.size(), NAN);
+          const HeadTensor<const float> qh = heads_4d(q.data(), s.q_heads, n_q, s.d_k);
+          attention_heads_forward(s, qh, cache, heads_4d(serial.data(), s.q_heads, n_q, s.d_v),
+                                  0.3f, m);
+          attention_heads_forward(s, qh, cache, heads_4d(threaded.data(), s.q_heads, n_q, s.d_v),
+                                  0.3f, m, nullptr, &test::test_pool());
+          attention_heads_forward(s, qh, heads_4d(k.data(), s.kv_heads, n, s.d_k),
+                                  heads_4d(v.data(), s.kv_heads, n, s.d_v),
+                                  heads_4d(tensors.data(), s.q_heads, n_q, s.d_v), 0.3f, m, nullptr,
+                                  &test::test_pool());
+          CHECK(worst(serial, want) <= 2e-5);
+          CHECK(test::bitwise_equal(threaded, serial));
+          if (type == KvType::f32)
+            CHECK(test::bitwise_equal(tensors, serial));  // the same runs, packed per task
+        }
       }
-    }
 }
 
 TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N threads bitwise") {
@@ -182,6 +192,24 @@ TEST_CASE("a cache refuses a key or value that is not finite and keeps what it h
   cache.copy_rows(heads_4d(k_back.data(), 2, 2, 3), heads_4d(v_back.data(), 2, 2, 2));
   CHECK(k_back == k);
   CHECK(v_back == v);
+}
+
+TEST_CASE("an int8 cache refuses a magnitude its fp16 scales cannot hold and keeps what it had") {
+  KvCache cache(1, 1, 3, 2, 4, KvType::i8);
+  const std::vector<float> k = {1, -2, 3}, v = {0.5f, 4};
+  cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
+  const std::vector<float> big = {1, 9e6f, 0};
+  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(big.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2)),
+                       doctest::Contains("the new key 0 of sequence 0, kv head 0 holds 9000000"),
+                       std::range_error);
+  CHECK(cache.length() == 1);
+  // 65504·127 itself is held, to within its block's step
+  const std::vector<float> largest = {65504.0f * 127, -1, 0};
+  cache.append(1, heads_4d(largest.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
+  std::vector<float> k_back(6), v_back(4);
+  cache.copy_rows(heads_4d(k_back.data(), 1, 2, 3), heads_4d(v_back.data(), 1, 2, 2));
+  CHECK(k_back[3] == 65504.0f * 127);
+  CHECK(std::fabs(k_back[0] - 1) <= 3.0f / 254);
 }
 
 TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncate and reset") {

@@ -39,14 +39,30 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
   for (KvType type : kKvTypes) {
     const KvKernels& kern = kv_kernels(type);
     INFO("kv type " << kern.name);
-    const size_t capacity = 2 * kKeyBlock + 40, d_k = kNR + 5, d_v = 2 * kNR + 1;
+    // d_k: a whole int8 block and a partial one ending inside a panel; d_v: a partial block of
+    // whole panels and a partial panel
+    const size_t capacity = 2 * kKeyBlock + 40, d_k = kKvQuantBlock + kNR + 5,
+                 d_v = kKvQuantBlock + 2 * kNR + 1;
     const size_t n_k = capacity - 7;
-    const std::vector<float> k = test::random_floats(n_k * d_k, 3),
-                             v = test::random_floats(n_k * d_v, 4);
-    std::vector<float> head(packed_kv_floats(capacity, d_k, d_v), 0.0f);
-    packed_kv_write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k.data(), d_k, v.data(), d_v);
-    const PackedKV kv = PackedHeads{head.data(), 1, capacity, head.size()}.at(0, 0, n_k, d_k, d_v);
-    for (size_t rows : {size_t{1}, kernels::kMaxMR + 1})
+    const std::vector<float> k_in = test::random_floats(n_k * d_k, 3),
+                             v_in = test::random_floats(n_k * d_v, 4);
+    std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);
+    kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k_in.data(), d_k, v_in.data(), d_v);
+    // the reference runs on the rows read back (a compressed type's values); they are the rows
+    // written, within half a step of their block (1/254 of its largest magnitude, <= 1 here)
+    std::vector<float> k(k_in.size()), v(v_in.size());
+    kern.read_rows(head.data(), capacity, d_k, d_v, n_k, k.data(), d_k, v.data(), d_v);
+    const double step = type == KvType::f32 ? 0.0 : 1.0 / 254 + 1e-6;
+    double k_err = 0, v_err = 0;
+    for (size_t i = 0; i < k.size(); ++i)
+      k_err = std::max(k_err, std::fabs(double(k[i]) - k_in[i]));
+    for (size_t i = 0; i < v.size(); ++i)
+      v_err = std::max(v_err, std::fabs(double(v[i]) - v_in[i]));
+    CHECK(k_err <= step);
+    CHECK(v_err <= step);
+    const PackedKV kv =
+        PackedHeads{head.data(), 1, capacity, head.size(), type}.at(0, 0, n_k, d_k, d_v);
+    for (size_t rows : {size_t{1}, kernels::kMaxMR + 1, 2 * kernels::kMaxMR + 3})
       for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
         for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
           if (j0 + cols > n_k) continue;

@@ -551,6 +551,24 @@ describe('errors', () => {
       /^kvCache: capacity must be a positive integer, got 0$/,
     );
     run(
+      'kvCache with an unknown dtype',
+      () => attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8, dtype: 'int4' }),
+      RangeError,
+      /^kvCache: dtype must be one of float32, int8, got 'int4'$/,
+    );
+    run(
+      'kvCache with a dtype that is not a string',
+      () => attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8, dtype: Float32Array }),
+      TypeError,
+      /^kvCache: dtype must be one of float32, int8, got a function$/,
+    );
+    run(
+      'an int8 kvCache too large for wasm memory',
+      () => attn.kvCache({ batch: 256, kvHeads: 32, dK: 128, dV: 128, capacity: 8192, dtype: 'int8' }),
+      RangeError,
+      /^kvCache: keys \[256,32,8192,128\] and values \[256,32,8192,128\] needs 17\.0 GB, more than wasm memory can hold \(2 GB\)$/,
+    );
+    run(
       'kvCache too large for wasm memory',
       () => attn.kvCache({ batch: 64, kvHeads: 32, dK: 128, dV: 128, capacity: 8192 }),
       RangeError,

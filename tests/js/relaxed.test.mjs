@@ -129,7 +129,7 @@ describe('Node', () => {
     });
     await assert.rejects(createAttention({ isa: 2 }), {
       name: 'TypeError',
-      message: 'createAttention: isa must be one of auto, relaxed-simd, simd128, got number',
+      message: 'createAttention: isa must be one of auto, relaxed-simd, simd128, got the number 2',
     });
   });
 });

@@ -4,7 +4,7 @@
 import { Attention } from './attention.js';
 import { relaxedSimdAvailable } from './features.js';
 import { defaultThreads, loadModule } from './loader.js';
-import { checkBoolean, checkOptions } from './tensor.js';
+import { checkBoolean, checkOneOf, checkOptions } from './tensor.js';
 import { warmUp } from './warm_up.js';
 
 // Each thread is a worker with its own stack and a share of the work: past 64 they cost
@@ -69,9 +69,7 @@ const ISAS = ['auto', 'relaxed-simd', 'simd128'];
 
 // options.isa -> the instruction set to load, 'relaxed-simd' or 'simd128'
 function chooseIsa(where, isa, haveBinary) {
-  if (typeof isa !== 'string')
-    throw new TypeError(`${where}: isa must be one of ${ISAS.join(', ')}, got ${typeof isa}`);
-  if (!ISAS.includes(isa)) throw new RangeError(`${where}: isa must be one of ${ISAS.join(', ')}, got '${isa}'`);
+  checkOneOf(where, 'isa', isa, ISAS);
   if (isa === 'auto') return relaxedSimdAvailable() && !haveBinary ? 'relaxed-simd' : 'simd128';
   if (isa === 'relaxed-simd' && !relaxedSimdAvailable()) {
     throw new RangeError(

@@ -4,7 +4,7 @@
 // The call's description comes from attention_options.js; letters as there.
 import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
-import { stepOver } from './kv_cache.js';
+import { DTYPES, stepOver } from './kv_cache.js';
 import { tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
@@ -52,13 +52,13 @@ function putMask(s, c, offset) {
   });
 }
 
-// A wa::KvCache made for this call only: past rows then the new ones, 4-D; its rows are
-// exactly presentKey and presentValue. Destroyed by the caller (module.kvCacheDestroy).
+// A float32 wa::KvCache made for this call only: past rows then the new ones, 4-D; its rows
+// are exactly presentKey and presentValue. Destroyed by the caller (module.kvCacheDestroy).
 function concatenatePast(rt, where, s, c, k, v) {
   const { heap, module } = rt;
   const n = c.nTotal;
   const out = s.alloc(4, 'the handle');
-  rt.call(where, 'kvCacheCreate', c.batch, c.kvHeads, c.dK, c.dV, n, out);
+  rt.call(where, 'kvCacheCreate', c.batch, c.kvHeads, c.dK, c.dV, n, DTYPES.indexOf('float32'), out);
   const handle = new Uint32Array(heap.buffer(), out, 1)[0];
   try {
     const pastK = heads4d(s.putFinite(c.past.key.data, 'pastKey.data'), c.kvHeads, c.nPast, c.dK);

@@ -30,7 +30,13 @@ export interface KvCacheConfig {
   dK: number;
   dV: number;
   capacity: number;
+  /** What each kept key and value is (default 'float32'). 'int8': blocks of 32 along d as int8
+   *  steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the bytes, read in place;
+   *  presentKey/presentValue give them back as float32 (dequantized). */
+  dtype?: KvCacheDtype;
 }
+
+export type KvCacheDtype = 'float32' | 'int8';
 
 export interface KvCache {
   /** Rows filled in each head (0 once disposed). */
@@ -40,6 +46,7 @@ export interface KvCache {
   readonly kvHeads: number;
   readonly dK: number;
   readonly dV: number;
+  readonly dtype: KvCacheDtype;
   /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
   truncate(n: number): void;
   /** Empties the cache; its memory stays for the next sequence. */

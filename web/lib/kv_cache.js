@@ -4,9 +4,18 @@
 // never copies the cache). attention(q, k, v, { cache }) appends k and v (only the new rows
 // are written) and attends over all of it.
 //
+// dtype: what each kept key and value is. 'float32'; 'int8': each row in blocks of 32 along d,
+// a block stored as int8 steps of its fp16 scale max|x|/127 (llama.cpp's q8_0), 0.27× the
+// bytes, read (and dequantized) in place by the kernels; reads give float32.
+//
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
-import { checkOptions, checkPositiveInteger } from './tensor.js';
+import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
+
+// The element types, in wa::KvType's order (the index is what the core takes).
+export const DTYPES = ['float32', 'int8'];
+// Bytes a cache of dtype keeps per row of d values (with its scales).
+export const rowBytes = (dtype, d) => (dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : 4 * d);
 
 const dropped = new FinalizationRegistry(({ module, handle }) => module.kvCacheDestroy(handle));
 const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
@@ -14,20 +23,22 @@ const internals = new WeakMap(); // KvCache -> its state, for attention() (cache
 export class KvCache {
   #state;
 
-  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer.
+  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer, and dtype (DTYPES,
+  // 'float32' when left out).
   constructor(rt, config) {
     const where = 'kvCache';
     if (config === undefined) throw new TypeError(`${where}: needs { batch, kvHeads, dK, dV, capacity }`);
-    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity']);
+    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity', 'dtype']);
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
-    const { batch, kvHeads, dK, dV, capacity } = o;
+    const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
+    checkOneOf(where, 'dtype', dtype, DTYPES);
     rt.heap.checkFits(
-      4 * batch * kvHeads * capacity * (dK + dV),
+      batch * kvHeads * capacity * (rowBytes(dtype, dK) + rowBytes(dtype, dV)),
       `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`,
     );
     const handle = rt.heap.scoped(where, (s) => {
       const out = s.alloc(4, 'the handle');
-      rt.call(where, 'kvCacheCreate', batch, kvHeads, dK, dV, capacity, out);
+      rt.call(where, 'kvCacheCreate', batch, kvHeads, dK, dV, capacity, DTYPES.indexOf(dtype), out);
       return new Uint32Array(rt.heap.buffer(), out, 1)[0];
     });
     const module = rt.module;
@@ -39,6 +50,7 @@ export class KvCache {
       dK,
       dV,
       capacity,
+      dtype,
       disposed: false,
       length: () => module.kvCacheLength(handle),
     };
@@ -66,6 +78,9 @@ export class KvCache {
   }
   get dV() {
     return this.#state.dV;
+  }
+  get dtype() {
+    return this.#state.dtype;
   }
 
   // Keeps the first n rows (n <= length): undoes appends, e.g. of a rejected draft.

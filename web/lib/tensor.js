@@ -181,6 +181,14 @@ export function checkPositiveInteger(where, name, value) {
     throw new RangeError(`${where}: ${name} must be a positive integer, got ${value}`);
 }
 
+// One of a few strings (allowed): a TypeError for a non-string, a RangeError naming them otherwise.
+export function checkOneOf(where, name, value, allowed) {
+  if (typeof value !== 'string')
+    throw new TypeError(`${where}: ${name} must be one of ${allowed.join(', ')}, got ${describe(value)}`);
+  if (!allowed.includes(value))
+    throw new RangeError(`${where}: ${name} must be one of ${allowed.join(', ')}, got '${value}'`);
+}
+
 // An integer from 0 to 2^32-1 (a seed).
 export function checkUint32(where, name, value) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);

@@ -4,6 +4,9 @@
 //   are filled. They are stored the way attention reads them (each head's kᵀ and v packed in
 //   the GEMM kernel's panels, room for `capacity` keys): an append writes its rows into the
 //   panels and attending over the cache never copies it. copy_rows() reads them back as tensors.
+// The element type (KvType) is float32, or int8 in blocks of 32 along d with an fp16 scale each
+// (cpp/src/kv_i8.cpp): a quarter of the bytes to keep and to read per step, the rows read back
+// dequantized.
 // Attend over it with the attention_heads_forward overload below (n_k = length(), and
 // mask.offset = length() − n_q: the new queries are the last n_q tokens, bottom-right causal).
 #pragma once
@@ -15,10 +18,14 @@
 
 namespace wa {
 
+// A cache's element type.
+enum class KvType { f32, i8 };
+
 class KvCache {
  public:
   // Throws std::invalid_argument on a zero size and std::bad_alloc when it does not fit.
-  KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity);
+  KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity,
+          KvType type = KvType::f32);
 
   size_t batch() const { return batch_; }
   size_t kv_heads() const { return kv_heads_; }
@@ -26,12 +33,13 @@ class KvCache {
   size_t d_v() const { return d_v_; }
   size_t capacity() const { return capacity_; }
   size_t length() const { return length_; }
+  KvType type() const { return type_; }
 
   // k_new (batch, hkv, n_new, d_k), v_new (batch, hkv, n_new, d_v) -> rows [length, length +
   // n_new) of each head; length grows by n_new. Writes only those rows. Throws, the cache
   // untouched, std::invalid_argument when length + n_new would pass the capacity and
   // std::range_error when a new key or value is not finite (it would make every later step
-  // over the cache NaN).
+  // over the cache NaN) or beyond what the type holds (int8: 65504·127, its fp16 scales).
   void append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new);
 
   // The first n rows become the cache (n <= length): undoes appends, e.g. for a rejected draft.
@@ -51,6 +59,7 @@ class KvCache {
   }
 
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
+  KvType type_;
   size_t head_floats_;  // per (b, g): its kᵀ panels, then its v panels (cpp/src/packed_kv.h)
   std::vector<float> panels_;  // (batch, hkv, head_floats)
 };
