@@ -23,7 +23,7 @@ namespace wa {
 
 namespace {
 
-using kernels::kMR;
+constexpr size_t kMR = kKvQuantRows;  // query rows per tile
 using kernels::kNR;
 using simd::f32x4;
 constexpr size_t kB = kKvQuantBlock;
