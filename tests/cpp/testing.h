@@ -19,8 +19,16 @@ namespace wa::test {
 // past two of them. The suites that claim larger edges (kKC, kKeyBlock, runs, passes) derive
 // their sizes from those constants where they sweep them.
 inline const std::vector<size_t> kOddSizes = {
-    1,       2,   kernels::kMaxMR - 1, kernels::kMaxMR + 1, 2 * kernels::kNR + 1, kAttentionRowBlock + 1,
-    kMC - 1, kMC, kMC + 1,          2 * kMC + 1,
+    1,
+    2,
+    kernels::kMaxMR - 1,
+    kernels::kMaxMR + 1,
+    2 * kernels::kNR + 1,
+    kAttentionRowBlock + 1,
+    kMC - 1,
+    kMC,
+    kMC + 1,
+    2 * kMC + 1,
 };
 
 // Uniform floats in [lo, hi) from a fixed xorshift stream: identical natively and in wasm.
