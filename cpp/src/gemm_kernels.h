@@ -36,26 +36,18 @@ struct GemmKernel {
             bool accumulate);
 // SIMD128 (SSE natively): multiply, then add
 WA_GEMM_KERNEL(f32_gemm_3x8_vec128)
-WA_GEMM_KERNEL(f32_gemm_3x8_k2_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)
-WA_GEMM_KERNEL(f32_gemm_4x8_k4_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_splat_vec128)
 WA_GEMM_KERNEL(f32_gemm_5x8_vec128)
-WA_GEMM_KERNEL(f32_gemm_5x8_k2_vec128)
 WA_GEMM_KERNEL(f32_gemm_6x8_vec128)
-WA_GEMM_KERNEL(f32_gemm_6x8_k2_vec128)
 // relaxed SIMD's fused multiply-add; built only into the relaxed variants
 WA_GEMM_KERNEL(f32_gemm_3x8_relaxed)
-WA_GEMM_KERNEL(f32_gemm_3x8_k2_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_relaxed)
-WA_GEMM_KERNEL(f32_gemm_4x8_k4_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_splat_relaxed)
 WA_GEMM_KERNEL(f32_gemm_5x8_relaxed)
-WA_GEMM_KERNEL(f32_gemm_5x8_k2_relaxed)
 WA_GEMM_KERNEL(f32_gemm_6x8_relaxed)
-WA_GEMM_KERNEL(f32_gemm_6x8_k2_relaxed)
 #undef WA_GEMM_KERNEL
 
 }  // namespace wa::kernels
