@@ -21,6 +21,7 @@ import {
   checkScale,
   checkTensor,
   checkWeightedSums,
+  resultTensor,
   showShape,
   tensor,
 } from './tensor.js';
@@ -168,7 +169,8 @@ export class Attention {
         inputs.mask,
         attentionTrace(traced),
       );
-      const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
+      const output = heap.readFinite(out, nQ * dV, where, 'output');
+      const result = { output: resultTensor(output, [nQ, dV], c.q.format, where, 'output') };
       if (trace) {
         for (const name of names) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
@@ -234,11 +236,13 @@ export class Attention {
         rt.call(where, 'rotaryBackward', 1, 1, nQ, dK, heads4d(grads.dq, 1, nQ, dK), inputs.turn);
         rt.call(where, 'rotaryBackward', 1, 1, nK, dK, heads4d(grads.dk, 1, nK, dK), inputs.turn);
       }
-      const read = (name, size) => heap.readFinite(grads[name], size, where, name);
+      // each gradient in the format of the input it differentiates
+      const read = (name, shape, format) =>
+        resultTensor(heap.readFinite(grads[name], shape[0] * shape[1], where, name), shape, format, where, name);
       const result = {
-        dq: tensor(read('dq', nQ * dK), [nQ, dK]),
-        dk: tensor(read('dk', nK * dK), [nK, dK]),
-        dv: tensor(read('dv', nK * dV), [nK, dV]),
+        dq: read('dq', [nQ, dK], c.q.format),
+        dk: read('dk', [nK, dK], c.k.format),
+        dv: read('dv', [nK, dV], c.v.format),
       };
       if (trace)
         for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
@@ -270,7 +274,7 @@ export class Attention {
       const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
       // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
       rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
-      return tensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n]);
+      return resultTensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n], a.format, where, 'the product');
     });
   }
 

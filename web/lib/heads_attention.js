@@ -5,7 +5,7 @@
 import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { tensor } from './tensor.js';
+import { resultTensor, tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 
@@ -127,9 +127,10 @@ function headsForwardOnce(rt, where, c) {
           attentionTrace(traced),
         );
       else rt.call(where, 'attentionHeadsForward', shape, q, k, v, outHeads, c.scale, mask, attentionTrace(traced));
-      const result = {
-        output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape),
-      };
+      // output and qk in q's format (ONNX's T1), presentKey and presentValue in pastKey's and
+      // pastValue's (T2); trace intermediates float32
+      const output = heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output');
+      const result = { output: resultTensor(output, outShape, c.q.format, where, 'output') };
       const qkShape = [c.batch, c.qHeads, c.nQ, n];
       // without softcap, cap() is the identity: 'capped' reads the scaled scores
       const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
@@ -137,7 +138,10 @@ function headsForwardOnce(rt, where, c) {
         for (const name of TRACE_NAMES) result[name] = readTrace(name);
         if (c.softcap > 0) result.capped = readTrace('capped');
       }
-      if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
+      if (c.qkOutput) {
+        const qk = heap.read(traced[QK_OUTPUTS[c.qkOutput]] ?? traced.scaled, traceCount);
+        result.qk = resultTensor(qk, qkShape, c.q.format, where, 'qk');
+      }
       if (c.past) {
         const presentShape = (d) => [c.batch, c.kvHeads, n, d];
         const keys = s.alloc(4 * c.batch * c.kvHeads * n * c.dK, `presentKey ${JSON.stringify(presentShape(c.dK))}`);
@@ -146,8 +150,10 @@ function headsForwardOnce(rt, where, c) {
           `presentValue ${JSON.stringify(presentShape(c.dV))}`,
         );
         rt.call(where, 'kvCacheRead', handle, heads4d(keys, c.kvHeads, n, c.dK), heads4d(values, c.kvHeads, n, c.dV));
-        result.presentKey = tensor(heap.read(keys, c.batch * c.kvHeads * n * c.dK), presentShape(c.dK));
-        result.presentValue = tensor(heap.read(values, c.batch * c.kvHeads * n * c.dV), presentShape(c.dV));
+        const present = (name, ptr, d, format) =>
+          resultTensor(heap.read(ptr, c.batch * c.kvHeads * n * d), presentShape(d), format, where, name);
+        result.presentKey = present('presentKey', keys, c.dK, c.past.key.format);
+        result.presentValue = present('presentValue', values, c.dV, c.past.value.format);
       }
       return result;
     } finally {
@@ -183,11 +189,9 @@ export function headsBackward(rt, where, c, dOut) {
       rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
     }
-    const read = (name) => heap.readFinite(at[name], sizes[name], where, name);
-    return {
-      dq: tensor(read('dq'), c.q.shape.slice()),
-      dk: tensor(read('dk'), c.k.shape.slice()),
-      dv: tensor(read('dv'), c.v.shape.slice()),
-    };
+    // each gradient in the format of the input it differentiates
+    const read = (name, input) =>
+      resultTensor(heap.readFinite(at[name], sizes[name], where, name), input.shape.slice(), input.format, where, name);
+    return { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
   });
 }

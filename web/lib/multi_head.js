@@ -20,9 +20,11 @@ import {
   checkScale,
   checkTensor,
   checkUint32,
+  resultTensor,
   showShape,
   tensor,
 } from './tensor.js';
+import { FORMATS } from './half.js';
 
 const WEIGHT_NAMES = ['wq', 'wk', 'wv', 'wo'];
 const BIAS_NAMES = ['bq', 'bk', 'bv', 'bo'];
@@ -269,10 +271,21 @@ export class MultiHeadAttention {
       scale,
       xShape: [...x.shape],
       contextShape: context ? [...context.shape] : null,
+      formats: { dx: x.format, dContext: context?.format }, // dx, dContext come back in these
     };
     this.#holder.saved = saved;
     try {
-      return this.#forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes });
+      return this.#forwardCall(where, saved, {
+        batch,
+        nQ,
+        nK,
+        rank,
+        causal,
+        scale,
+        trace,
+        savedSizes,
+        format: x.format,
+      });
     } catch (e) {
       this.#releaseSaved(); // a failed forward leaves nothing to differentiate
       throw e;
@@ -330,13 +343,14 @@ export class MultiHeadAttention {
           args.rotary,
           args.rotated,
         );
-        return { output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), x.shape.slice()) };
+        const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
+        return { output: resultTensor(output, x.shape.slice(), x.format, where, 'output') };
       }),
     );
   }
 
   // The forward's wasm call over the saved buffers, and its results read back.
-  #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
+  #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes, format }) {
     const { dModel, heads, kvHeads, dK, dV } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
@@ -376,9 +390,8 @@ export class MultiHeadAttention {
       );
 
       const lead = rank === 3 ? [batch] : [];
-      const result = {
-        output: tensor(heap.readFinite(out, batch * nQ * dModel, where, 'output'), [...lead, nQ, dModel]),
-      };
+      const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
+      const result = { output: resultTensor(output, [...lead, nQ, dModel], format, where, 'output') };
       if (!trace) return result;
       const all = Object.fromEntries(
         Object.keys(traceSizes).map((name) => [name, heap.read(traced[name], traceSizes[name])]),
@@ -473,18 +486,17 @@ export class MultiHeadAttention {
         args.rotary,
         args.rotated,
       );
+      // dx and dContext in x's and context's formats; weight gradients float32, as the weights
       const result = {};
       for (const [name, shape] of Object.entries(sizes)) {
-        if (shape)
-          result[name] = tensor(
-            heap.readFinite(
-              grads[name],
-              shape.reduce((a, b) => a * b, 1),
-              where,
-              name,
-            ),
-            [...shape],
-          );
+        if (!shape) continue;
+        const values = heap.readFinite(
+          grads[name],
+          shape.reduce((a, b) => a * b, 1),
+          where,
+          name,
+        );
+        result[name] = resultTensor(values, [...shape], saved.formats[name] ?? FORMATS.float32, where, name);
       }
       return result;
     });

@@ -1,11 +1,23 @@
 // Tensors, and the checks every public entry runs before it touches wasm memory: the one
 // value describer of messages, the engine's typed-array accessors (heap.js copies through
 // them too), tensors, options, and masks (2-D and on heads) read once into snapshots.
-// A tensor is { data: Float32Array, shape: number[] }, row-major. Checks throw TypeError for
-// a wrong kind of value and RangeError for a wrong size or value, saying what to fix.
+// A tensor is { data: Float32Array, shape: number[] }, row-major, or a half-precision one
+// { data: Float16Array or Uint16Array (the bits), shape, dtype: 'float16' } (half.js), widened
+// to float32 when it is checked. Checks throw TypeError for a wrong kind of value and
+// RangeError for a wrong size or value, saying what to fix.
+import { DTYPES, FORMATS, fromFloat32, halfToFloat32 } from './half.js';
 
-export function tensor(data, shape) {
-  return { data, shape };
+// options: { dtype: 'float32' | 'float16' }, kept on the tensor when given.
+export function tensor(data, shape, options) {
+  return options?.dtype === undefined ? { data, shape } : { data, shape, dtype: options.dtype };
+}
+
+// A result (a Float32Array of values) in `format`, the format of the input it follows (half.js
+// FORMATS): float32 as it is, float16 rounded to nearest even, a RangeError naming a finite
+// value beyond float16's range (where: the entry, name: the result).
+export function resultTensor(values, shape, format, where, name) {
+  if (format.dtype === 'float32') return { data: values, shape };
+  return { data: fromFloat32(values, format, where, name), shape, dtype: format.dtype };
 }
 
 export const showShape = (shape) => `[${shape.join(',')}]`;
@@ -59,16 +71,18 @@ export function describe(value) {
   return typeof value === 'number' ? `the number ${value}` : `a ${typeof value}`;
 }
 
-// value: a typed array named `type` ('Float32Array' or 'Uint8Array'), checked by the engine's
-// own tag -> a fresh view of the same memory, made here, of the length the engine reports.
-// Everything after reads this view only. null when value is not such a typed array.
+// value: a typed array named `type` ('Float32Array', 'Uint8Array', or 'Uint16Array' or
+// 'Float16Array', both read as their bits), checked by the engine's own tag -> a fresh view of
+// the same memory, made here, of the length the engine reports. Everything after reads this
+// view only. null when value is not such a typed array.
+const VIEWS = { Float32Array: F32, Uint8Array: U8, Uint16Array: Uint16Array, Float16Array: Uint16Array };
 function ownView(value, type) {
   if (typedArrayName(value) !== type) return null;
   const buffer = apply(intrinsic.buffer, value, []);
   const length = apply(intrinsic.length, value, []); // 0 once the buffer is detached
   if (length === 0 && isDetached(buffer)) return 'detached';
   const byteOffset = apply(intrinsic.byteOffset, value, []);
-  return type === 'Float32Array' ? new F32(buffer, byteOffset, length) : new U8(buffer, byteOffset, length);
+  return new VIEWS[type](buffer, byteOffset, length);
 }
 
 function isDetached(buffer) {
@@ -127,8 +141,36 @@ function shapeSnapshot(where, name, shape) {
   return Object.freeze(sizes);
 }
 
-// A tensor argument, read once: { data: its own Float32Array view, shape: frozen integers },
-// validated. Callers use what this returns, never the argument again.
+// A tensor's data and dtype (read once) -> { format (half.js FORMATS), view }: its own
+// Float32Array view, or for float16 its own view of the bits (a Uint16Array).
+function tensorData(where, name, rawData, dtype) {
+  if (dtype !== undefined) checkOneOf(where, `${name}.dtype`, dtype, DTYPES);
+  const type = typedArrayName(rawData);
+  const half = type === 'Float16Array' || type === 'Uint16Array';
+  if (dtype === 'float16' && !half) {
+    throw new TypeError(
+      `${where}: ${name}.data must be a Float16Array, or a Uint16Array holding the bits, for dtype 'float16'; got ${describe(rawData)}`,
+    );
+  }
+  if (!half || dtype === 'float32')
+    return { format: FORMATS.float32, view: float32View(where, `${name}.data`, rawData) };
+  if (type === 'Uint16Array' && dtype === undefined) {
+    throw new TypeError(
+      `${where}: ${name}.data is a Uint16Array: if it holds half-precision bits, give the tensor dtype: 'float16' (tensor(data, shape, { dtype: 'float16' })); else pass a Float32Array`,
+    );
+  }
+  const view = ownView(rawData, type);
+  if (view === 'detached') {
+    throw new TypeError(
+      `${where}: ${name}.data's buffer is detached (transferred or released); pass an array whose memory is still there`,
+    );
+  }
+  return { format: type === 'Float16Array' ? FORMATS.float16 : FORMATS.float16Bits, view };
+}
+
+// A tensor argument, read once: { data: its own Float32Array view (float16 data widened into a
+// new Float32Array), shape: frozen integers, format: the input's (half.js FORMATS) }, validated.
+// Callers use what this returns, never the argument again.
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
@@ -145,7 +187,8 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
   }
   const rawData = t.data;
   const rawShape = t.shape;
-  const data = float32View(where, `${name}.data`, rawData);
+  const rawDtype = t.dtype;
+  const { format, view } = tensorData(where, name, rawData, rawDtype);
   const shape = shapeSnapshot(where, name, rawShape);
   if (!ranks.includes(shape.length)) {
     throw new RangeError(
@@ -158,13 +201,15 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
     }
   }
   const count = shape.reduce((a, b) => a * b, 1);
-  if (data.length !== count) {
+  if (view.length !== count) {
     throw new RangeError(
-      `${where}: ${name}.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`,
+      `${where}: ${name}.data has ${view.length} values but shape ${showShape(shape)} needs ${count}`,
     );
   }
-  // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite).
-  return Object.freeze({ data, shape });
+  // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite);
+  // a half ±Infinity or NaN widens to the same float32 at the same index.
+  const data = format.dtype === 'float16' ? halfToFloat32(view) : view;
+  return Object.freeze({ data, shape, format });
 }
 
 export function checkFinite(where, name, data) {
@@ -247,8 +292,9 @@ export function checkMask(where, mask, nQ, nK) {
   const isTensor = !bare && typeof mask === 'object' && !Array.isArray(mask);
   const rawData = bare ? mask : isTensor ? mask.data : undefined;
   const rawShape = isTensor ? mask.shape : undefined;
+  const half = halfMask(where, rawData, isTensor ? mask.dtype : undefined);
   const type = typedArrayName(rawData);
-  const data = type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null;
+  const data = half ?? (type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null);
   if (data === 'detached') {
     throw new TypeError(
       `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
@@ -257,7 +303,7 @@ export function checkMask(where, mask, nQ, nK) {
   if (data === null) {
     const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
     throw new TypeError(
-      `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`,
+      `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array (float16 additive masks: Float16Array, or Uint16Array bits with dtype: 'float16'); ${got}`,
     );
   }
   if (rawShape !== undefined && rawShape !== null) {
@@ -276,6 +322,20 @@ export function checkMask(where, mask, nQ, nK) {
   }
   if (type === 'Uint8Array') return { keep: data, bias: null };
   return { keep: null, bias: checkAdditiveMask(where, data) };
+}
+
+// A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
+// Uint16Array of bits with dtype 'float16') -> a new Float32Array of them; else null.
+function halfMask(where, rawData, dtype) {
+  const type = typedArrayName(rawData);
+  if (type !== 'Float16Array' && !(type === 'Uint16Array' && dtype === 'float16')) return null;
+  const bits = ownView(rawData, type);
+  if (bits === 'detached') {
+    throw new TypeError(
+      `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
+    );
+  }
+  return halfToFloat32(bits);
 }
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
@@ -328,9 +388,11 @@ export function checkHeadsMask(where, mask, s, nTotal) {
   }
   const count = dims[0] * dims[1] * dims[2] * dims[3];
   const type = typedArrayName(rawData);
+  const half = halfMask(where, rawData, mask.dtype); // float16 values added, widened: a copy
   let keep = null,
     bias = null;
-  if (type === 'Uint8Array')
+  if (half) bias = half;
+  else if (type === 'Uint8Array')
     keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
   else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
   else if (Array.isArray(rawData)) {
@@ -343,7 +405,7 @@ export function checkHeadsMask(where, mask, s, nTotal) {
     }
   } else {
     throw new TypeError(
-      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${describe(rawData)}`,
+      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array or Float16Array (added to the scores), got ${describe(rawData)}`,
     );
   }
   const data = keep ?? bias;
