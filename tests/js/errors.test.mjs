@@ -146,7 +146,7 @@ describe('errors', () => {
       'mask as Float64Array',
       () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }),
       TypeError,
-      /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/,
+      /^attention: mask must be \{ data: Uint8Array \(1 = keep\), Float32Array or Float16Array \(added to the scores; or Uint16Array bits with dtype: 'float16'\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/,
     );
     run(
       'mask as a plain array',

@@ -303,7 +303,7 @@ export function checkMask(where, mask, nQ, nK) {
   if (data === null) {
     const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
     throw new TypeError(
-      `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array (float16 additive masks: Float16Array, or Uint16Array bits with dtype: 'float16'); ${got}`,
+      `${where}: mask must be { data: Uint8Array (1 = keep), Float32Array or Float16Array (added to the scores; or Uint16Array bits with dtype: 'float16'), shape: [nQ,nK] } or a bare typed array; ${got}`,
     );
   }
   if (rawShape !== undefined && rawShape !== null) {
