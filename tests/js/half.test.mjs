@@ -237,6 +237,20 @@ describe('float16 tensors through the API', () => {
     assert.ok(attn.attention(bits(q), k, v).output.data instanceof Uint16Array);
   });
 
+  test('the worker form takes and gives float16 tensors, and refuses bits without a dtype', async () => {
+    const worker = await createAttention({ worker: true, threads: 1 });
+    try {
+      const q = half(data(4 * 8), [4, 8]),
+        k = half(data(6 * 8), [6, 8]),
+        v = half(data(6 * 8), [6, 8]);
+      const want = attn.attention(widened(q), widened(k), widened(v), { causal: true }).output;
+      assertBitsEqual((await worker.attention(q, k, v, { causal: true })).output, want, 'output');
+      await assert.rejects(worker.attention(tensor(q.data, q.shape), k, v), TypeError);
+    } finally {
+      await worker.dispose();
+    }
+  });
+
   test('non-finite float16 inputs are refused, naming the element; nothing is left allocated', () => {
     const before = attn.memory().allocatedBytes;
     const k = half(data(6 * 8), [6, 8]),
