@@ -1,7 +1,14 @@
-// ONNX's backend node tests for the Attention operator (opsets 23-25), fp16 and fp32, run on
-// attention(): each case's node attributes and inputs mapped onto our options, its outputs
+// ONNX's backend node tests for the Attention operator (opsets 23-25), float16 and float32, run
+// on attention(): each case's node attributes and inputs mapped onto our options, its outputs
 // compared with ONNX's expected ones. The cases are in fixtures/onnx/ (README.md there says
 // where they come from); onnx_proto.mjs reads them.
+//   Mapped: Q, K, V (3-D with q_num_heads/kv_num_heads as heads), attn_mask (bool: a keep mask;
+//   float32/float16: added), past_key/past_value (pastKey/pastValue), nonpad_kv_seqlen
+//   (kvLength), is_causal, scale, softcap, left_window_size/right_window_size (window),
+//   qk_matmul_output_mode (qkOutput); outputs Y, present_key, present_value, qk_matmul_output.
+//   Run: all 87; none skipped. softmax_precision has no option (the softmax runs in float32):
+//   the one case asking for double runs with a note (NOTES). A case with an attribute not in
+//   this list would be skipped, saying which.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
