@@ -275,17 +275,7 @@ export class MultiHeadAttention {
     };
     this.#holder.saved = saved;
     try {
-      return this.#forwardCall(where, saved, {
-        batch,
-        nQ,
-        nK,
-        rank,
-        causal,
-        scale,
-        trace,
-        savedSizes,
-        format: x.format,
-      });
+      return this.#forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes });
     } catch (e) {
       this.#releaseSaved(); // a failed forward leaves nothing to differentiate
       throw e;
@@ -350,7 +340,7 @@ export class MultiHeadAttention {
   }
 
   // The forward's wasm call over the saved buffers, and its results read back.
-  #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes, format }) {
+  #forwardCall(where, saved, { batch, nQ, nK, rank, causal, scale, trace, savedSizes }) {
     const { dModel, heads, kvHeads, dK, dV } = this.config;
     const rt = this.#rt;
     const { heap } = rt;
@@ -391,6 +381,7 @@ export class MultiHeadAttention {
 
       const lead = rank === 3 ? [batch] : [];
       const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
+      const format = this.#saved.formats.dx; // the output follows x, as dx does
       const result = { output: resultTensor(output, [...lead, nQ, dModel], format, where, 'output') };
       if (!trace) return result;
       const all = Object.fromEntries(
