@@ -32,6 +32,7 @@ export class KvCache {
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
     const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
     checkOneOf(where, 'dtype', dtype, DTYPES);
+    rt.checkAlive(where); // config's getters have run
     rt.heap.checkFits(
       batch * kvHeads * capacity * (rowBytes(dtype, dK) + rowBytes(dtype, dV)),
       `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`,
