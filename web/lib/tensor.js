@@ -289,9 +289,9 @@ export function readMask(where, mask) {
   return Object.freeze({ data, shape });
 }
 
-// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set,
-// each this module's own view of the mask's memory. An additive mask's values are checked
-// here, after every argument was read.
+// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set:
+// keep this module's own view of the mask's memory, bias a copy whose values are checked here
+// (the copy is what wasm gets, even if the caller's memory is a SharedArrayBuffer written meanwhile).
 export function fitMask(where, mask, nQ, nK) {
   if (mask === null) return { keep: null, bias: null };
   const { data, shape } = mask;
@@ -304,7 +304,7 @@ export function fitMask(where, mask, nQ, nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
   if (typedArrayName(data) === 'Uint8Array') return { keep: data, bias: null };
-  return { keep: null, bias: checkAdditiveMask(where, data) };
+  return { keep: null, bias: checkAdditiveMask(where, data.slice()) };
 }
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
