@@ -3,12 +3,13 @@
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import { attentionBackwardTrace, attentionTrace, heads4d, matrix, rotary, scoreMask } from './binding.js';
 import {
-  checkHeadsAttention,
   checkRotary,
   checkSoftcap,
   checkWindow,
   FORWARD_OPTIONS,
   HEADS_ONLY,
+  parseHeadsAttention,
+  resolveHeadsAttention,
 } from './attention_options.js';
 import { headsBackward, headsForward } from './heads_attention.js';
 import { KvCache } from './kv_cache.js';
@@ -16,11 +17,12 @@ import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
   checkBoolean,
-  checkMask,
   checkOptions,
   checkScale,
   checkTensor,
   checkWeightedSums,
+  fitMask,
+  readMask,
   resultTensor,
   showShape,
   tensor,
@@ -51,9 +53,10 @@ function checkQKV(where, q, kArg, vArg) {
   return { nQ, nK, dK, dV, q, k, v };
 }
 
-// The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias, left, right,
-// softcap, rotary }.
+// The checks attention() and attentionBackward() share: q, k, v and the options, read once
+// (every getter of the caller's objects runs first; the values of v and of an additive mask
+// are checked after) -> a frozen { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale,
+// keep, bias, left, right, softcap, rotary }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, FORWARD_OPTIONS);
@@ -63,17 +66,18 @@ function checkAttention(where, q, k, v, options) {
       `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary`,
     );
   }
-  checkWeightedSums(where, sizes.v.data, sizes.nK);
-  return {
-    ...sizes,
+  const read = {
     causal: checkBoolean(where, 'causal', o.causal),
     trace: checkBoolean(where, 'trace', o.trace),
     scale: checkScale(where, o.scale, sizes.dK),
-    ...checkMask(where, o.mask, sizes.nQ, sizes.nK),
+    mask: readMask(where, o.mask),
     ...checkWindow(where, o.window),
     softcap: checkSoftcap(where, o.softcap),
     rotary: checkRotary(where, o.rotary, sizes.dK),
   };
+  const { keep, bias } = fitMask(where, read.mask, sizes.nQ, sizes.nK);
+  checkWeightedSums(where, sizes.v.data, sizes.nK);
+  return Object.freeze({ ...sizes, ...read, keep, bias });
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
@@ -146,8 +150,13 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
-    if (q.shape.length > 2) return headsForward(rt, where, checkHeadsAttention(rt, where, q, k, v, options));
+    if (q.shape.length > 2) {
+      const parsed = parseHeadsAttention(where, q, k, v, options);
+      rt.checkAlive(where);
+      return headsForward(rt, where, resolveHeadsAttention(rt, where, parsed));
+    }
     const c = checkAttention(where, q, k, v, options);
+    rt.checkAlive(where);
     const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
@@ -191,13 +200,14 @@ export class Attention {
     rt.checkAlive(where);
     const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
     if (q.shape.length > 2) {
-      const c = checkHeadsAttention(rt, where, q, k, v, options, true);
+      const c = parseHeadsAttention(where, q, k, v, options, true);
       const want = c.threeD ? [c.batch, c.nQ, c.qHeads * c.dV] : [c.batch, c.qHeads, c.nQ, c.dV];
       const dOut = checkTensor(where, 'dOutput', dOutput, [q.shape.length], showShape(want));
       if (showShape(dOut.shape) !== showShape(want)) {
         throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output is ${showShape(want)}`);
       }
-      return headsBackward(rt, where, c, dOut);
+      rt.checkAlive(where);
+      return headsBackward(rt, where, resolveHeadsAttention(rt, where, c), dOut);
     }
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dK, dV, scale, trace } = c;
@@ -208,6 +218,7 @@ export class Attention {
           `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`,
       );
     }
+    rt.checkAlive(where);
     const { heap } = rt;
     return heap.scoped(where, (s) => {
       const inputs = attentionInputs(rt, where, s, c);
@@ -260,6 +271,7 @@ export class Attention {
     const o = checkOptions(where, options, ['transposeA', 'transposeB']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
+    rt.checkAlive(where);
     const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
     const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
     if (kb !== k) {

@@ -3,9 +3,9 @@
 // side (the measurements behind gemm_select.cpp's table; run it on another CPU to check it). Runs in Node, Bun, Deno and a browser page (gemm_kernels_browser.mjs drives the
 // page); nothing here is specific to one of them.
 //
-//   node [--experimental-wasm-relaxed-simd] scripts/bench/gemm_kernels.mjs [--isa relaxed-simd]
+//   node [--experimental-wasm-relaxed-simd] scripts/forensics/gemm_kernels.mjs [--isa relaxed-simd]
 //        [--rounds N] [--kernels NAME,NAME...] [--baseline DIR] [--json]
-//   bun scripts/bench/gemm_kernels.mjs ...
+//   bun scripts/forensics/gemm_kernels.mjs ...
 //
 // For each kernel: its GFLOP/s on the choice's cache-resident panels (gemmKernelGflops), and
 // matmul 512³ on 1 thread (the single-thread module), the best of `rounds` rounds, each
@@ -13,7 +13,7 @@
 // the host has process.cpuUsage, CPU time. The results of all kernels are compared bitwise.
 // --baseline DIR adds a row for another build's module of the same variant (before and after).
 // peak: the engine's mul+add (and FMA) probe (peak_probe.mjs), the same method as the bench's.
-import { measureOneThread } from './peak_probe.mjs';
+import { measureOneThread } from '../bench/peak_probe.mjs';
 
 // c (M,N) = a (M,K) · b (K,N): 512³ unless a shape is given (shape: [m, n, k])
 let M = 512,
@@ -176,7 +176,7 @@ const isMain =
   typeof window === 'undefined';
 if (isMain) {
   const { readFile } = await import('node:fs/promises');
-  const { probeModule } = await import('./peak_probe.mjs');
+  const { probeModule } = await import('../bench/peak_probe.mjs');
   const args = process.argv.slice(2);
   const arg = (name, fallback) => {
     const i = args.indexOf(name);

@@ -1,17 +1,17 @@
 // gemm_kernels.mjs in a browser engine's page: Chromium (V8), Firefox (SpiderMonkey) or
 // WebKitGTK's MiniBrowser (JavaScriptCore), Debian's builds, never downloaded.
 //
-//   node scripts/bench/gemm_kernels_browser.mjs --browser chromium|firefox|webkit
+//   node scripts/forensics/gemm_kernels_browser.mjs --browser chromium|firefox|webkit
 //        [--isa relaxed-simd] [--rounds N] [--kernels NAME,NAME...] [--baseline DIR] [--json]
 //
-// Serves the repository's web/lib/wasm/ and scripts/bench/ (and the peak probes, assembled
-// here) from a local server, opens a page that runs measureGemmKernels on the single-thread
-// module and prints its report.
+// Serves the repository's web/lib/wasm/, scripts/forensics/ and scripts/bench/ (whose peak probe
+// gemm_kernels.mjs imports; the probe modules themselves are assembled here) from a local server,
+// opens a page that runs measureGemmKernels on the single-thread module and prints its report.
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { formatGemmKernels } from './gemm_kernels.mjs';
-import { probeModule } from './peak_probe.mjs';
+import { probeModule } from '../bench/peak_probe.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => {
@@ -25,7 +25,7 @@ const baselineDir = arg('--baseline', null); // another checkout's web/lib/wasm/
 const root = new URL('../../', import.meta.url);
 
 const page = `<!doctype html><meta charset="utf-8"><title>gemm kernels</title><script type="module">
-import { measureGemmKernels } from '/scripts/bench/gemm_kernels.mjs';
+import { measureGemmKernels } from '/scripts/forensics/gemm_kernels.mjs';
 const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 try {
   const base = ${JSON.stringify(isa === 'relaxed-simd' ? 'wasm_attention_relaxed_st' : 'wasm_attention_st')};
@@ -63,7 +63,7 @@ const server = createServer(async (req, res) => {
     if (baselineDir && /^\/baseline\/[\w.-]+$/.test(path)) {
       return send(await readFile(`${baselineDir}/${path.slice(10)}`), types[path.slice(path.lastIndexOf('.'))]);
     }
-    if (!/^\/(web\/lib\/wasm|scripts\/bench)\/[\w.-]+$/.test(path)) throw new Error('not served');
+    if (!/^\/(web\/lib\/wasm|scripts\/bench|scripts\/forensics)\/[\w.-]+$/.test(path)) throw new Error('not served');
     send(await readFile(new URL(path.slice(1), root)), types[path.slice(path.lastIndexOf('.'))] ?? 'text/plain');
   } catch {
     res.writeHead(404).end();

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// What JavaScriptCore makes of the GEMM micro-kernel's k loop: `node scripts/bench/kernel_code_jsc.mjs`.
+// What JavaScriptCore makes of the GEMM micro-kernel's k loop: `node scripts/forensics/kernel_code_jsc.mjs`.
 // Bun runs JavaScriptCore and takes its options from BUN_JSC_* variables; JSC_dumpOMGDisassembly
 // prints what its optimizing wasm tier (OMG: B3, then Air) emits. Bun's release build has no
 // disassembler, but Air is JSC's assembly-level form, one Air instruction per x86 instruction,

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// What V8 makes of our GEMM micro-kernels: `node scripts/bench/kernel_code.mjs [--out FILE]`.
+// What V8 makes of our GEMM micro-kernels: `node scripts/forensics/kernel_code.mjs [--out FILE]`.
 // For the shipped single-thread modules (web/lib/wasm: SIMD128 and relaxed SIMD, the ones the
 // 1-thread bench rows run), it
 //   1. finds the wasm functions holding a kernel's k loop (wabt disassembles the module; the
 //      build strips names, so a kernel is a function whose innermost loop has the loadsplat
-//      kernels' shape: 2 b loads, MR load32_splats and 2·MR multiply-adds per k step, or a
+//      kernels' shape: 2 b loads, MR ≥ 3 load32_splats and 2·MR multiply-adds per k step, or a
 //      multiple: one per tile and unroll; the splat style has no load32_splat and is not found),
 //   2. runs a small matmul in a child Node with --no-liftoff --no-wasm-lazy-compilation
 //      --print-wasm-code, so TurboFan compiles every function and prints it, and cuts each
@@ -18,7 +18,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { VARIANTS } from '../../web/lib/variants.js';
-import { RELAXED_SIMD_FLAG } from './spawn.mjs';
+import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
 
 const WASM_DIR = new URL('../../web/lib/wasm/', import.meta.url);
 const BUILDS = VARIANTS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
@@ -51,7 +51,7 @@ async function findKernelLoops(bytes) {
           madd: count(/^f32x4\.relaxed_madd/),
         };
         const fmas = c.madd || Math.min(c.mul, c.add);
-        if (c.splat >= 4 && c.load >= 2 && fmas === 2 * c.splat && (c.madd === 0 || c.mul === 0))
+        if (c.splat >= 3 && c.load >= 2 && fmas === 2 * c.splat && (c.madd === 0 || c.mul === 0))
           found.push({ index, steps: c.load / 2, ...c });
       }
     }

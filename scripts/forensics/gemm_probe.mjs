@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Where a 1-thread 512³ matmul's time goes, in one process, side by side:
-//   node scripts/bench/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles]
+//   node scripts/forensics/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles]
 // For the SIMD128 and the relaxed-SIMD builds, as GFLOP/s and % of the mul+add peak:
 //   loop     the kernel's k loop alone, written in wasm text (kernel_shape.mjs): the ceiling of
 //            its instruction mix in this engine
@@ -29,8 +29,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
 import { flopsPerPass, instantiate, kernelShapeModule } from './kernel_shape.mjs';
-import { FLOPS_PER_ITERATION, probeModule } from './peak_probe.mjs';
-import { RELAXED_SIMD_FLAG } from './spawn.mjs';
+import { FLOPS_PER_ITERATION, probeModule } from '../bench/peak_probe.mjs';
+import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
 
 if (!process.execArgv.includes(RELAXED_SIMD_FLAG)) {
   const r = spawnSync(process.execPath, [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)], {
