@@ -284,6 +284,15 @@ describe('float16 tensors through the API', () => {
       /^RangeError: attention: qk\[0\] is 160000, beyond float16's largest value 65504/,
     );
     assert.ok(attn.matmul(widened(a), widened(a)).data.every((x) => x === 180000)); // float32 is fine
+    // over a cache: the failed step's keys and values are taken back out
+    const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    const kv = tensor(new Float32Array(4).fill(70000), [1, 1, 1, 4]);
+    assert.throws(
+      () => attn.attention(half([1, 2, 3, 4], [1, 1, 1, 4]), kv, kv, { cache }),
+      /^RangeError: attention: output\[0\] is 70000, beyond float16's largest value 65504/,
+    );
+    assert.equal(cache.length, 0);
+    cache.dispose();
     assert.equal(attn.memory().allocatedBytes, before);
   });
 
