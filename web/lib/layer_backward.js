@@ -72,12 +72,8 @@ export function layerBackward(layer, where, dOut) {
     // dx and dContext in x's and context's formats; weight gradients float32, as the weights
     const result = {};
     for (const [name, shape] of Object.entries(sizes)) {
-      const values = heap.readFinite(
-        grads[name],
-        shape.reduce((a, b) => a * b, 1),
-        where,
-        name,
-      );
+      const count = shape.reduce((a, b) => a * b, 1);
+      const values = heap.readFinite(grads[name], count, where, name);
       result[name] = resultTensor(values, [...shape], saved.formats[name] ?? FORMATS.float32, where, name);
     }
     return result;

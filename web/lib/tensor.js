@@ -4,10 +4,10 @@
 // A tensor is { data: Float32Array, shape: number[] }, row-major, or a half-precision one
 // { data: Float16Array or Uint16Array (the bits), shape, dtype: 'float16' } (half.js), widened
 // to float32 when it is read. Checks throw TypeError for a wrong kind of value and RangeError
-// for a wrong size or value, saying what to fix. Where
-// the sizes to check against are known only after the call's other arguments were read
-// (a cache's length, the saved forward), a check comes in two halves: read* runs the caller's
-// getters once into a snapshot, fit* holds the snapshot to the sizes.
+// for a wrong size or value, saying what to fix. Where the sizes to check against are known
+// only after the call's other arguments were read (a cache's length, the saved forward), a
+// check comes in two halves: read* runs the caller's getters once into a snapshot, fit* holds
+// the snapshot to the sizes.
 import { DTYPES, FORMATS, fromFloat32, halfToFloat32 } from './half.js';
 
 // options: { dtype: 'float32' | 'float16' }, kept on the tensor when given.
@@ -301,7 +301,7 @@ export function checkScale(where, scale, dK) {
 }
 
 // mask, for nQ queries and nK keys: a keep mask (Uint8Array, 1 = keep) or an additive one
-// (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
+// (Float32Array, or float16 values widened, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
 // of nQ·nK values. Read in two steps, nK being known only once a cache is looked at.
 //
 // The first: the mask read (its getters run once) and its kinds checked -> null
