@@ -4,6 +4,7 @@
 //             batch = heads = 1 (attention_heads.cpp: row blocks, key runs, the decode split)
 //   backward  the weights recomputed in the forward's blocks, then the backward from them
 //             (attention_blocks.h).
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -80,8 +81,11 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
-                        const AttentionBackwardTrace* trace, ThreadPool* pool) {
+                        const AttentionBackwardTrace* trace, ThreadPool* pool, float* d_sink) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
+  if (mask.sink != mask.sink || mask.sink == std::numeric_limits<float>::infinity())
+    throw std::invalid_argument("attention backward: the sink is " + std::to_string(mask.sink) +
+                                ": a sink is finite, or -inf for none");
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
   std::vector<float> own;
@@ -89,7 +93,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   attention_weights(q, k, scale, mask, {p, n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale, mask, pool,
                                   trace ? trace->d_weights : nullptr,
-                                  trace ? trace->d_scores : nullptr);
+                                  trace ? trace->d_scores : nullptr, d_sink);
 }
 
 }  // namespace wa

@@ -107,12 +107,14 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
     float* w = weights + r * ld_weights;
     const float row_max =
         masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
+    // the sink joins the max and the sum (wa/score_mask.h); exp(-inf) = 0 without one
+    const float m = std::max(row_max, mask.sink);
     if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
-    } else if (row_max == kNegInf) {  // every key masked: a zero row (wa/score_mask.h)
+    } else if (m == kNegInf) {  // every key masked, no sink: a zero row (wa/score_mask.h)
       std::fill(w, w + cols, 0.0f);
-    } else {
-      scale_row(w, cols, 1.0f / exp_minus_max(w, cols, row_max));  // sum >= 1: exp(0) is in it
+    } else {  // sum >= 1: exp(0) is in it, a key's or the sink's
+      scale_row(w, cols, 1.0f / (exp_minus_max(w, cols, m) + std::exp(mask.sink - m)));
     }
   }
 }
@@ -154,7 +156,7 @@ void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capp
 // The backward of softmax_rows' passes, in reverse (the 1/sum and exp passes together):
 //   w = e / Σe, e = exp(x - max)  ->  dx = w ⊙ (dw − Σ_j dw_j·w_j)   (max cancels)
 //   x = s·scale + bias            ->  ds = dx·scale
-void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
+float softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
   f32x4 vdot = splat(0.0f);
   size_t j = 0;
   for (; j + 4 <= n; j += 4) vdot = muladd(load(dp + j), load(p + j), vdot);
@@ -167,6 +169,7 @@ void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
     store(dp + j, mul(vds, vscale));
   }
   for (; j < n; ++j) dp[j] = p[j] * (dp[j] - dot) * scale;
+  return dot;
 }
 
 }  // namespace wa
