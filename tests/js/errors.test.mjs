@@ -122,7 +122,7 @@ describe('errors', () => {
       'unknown option casual',
       () => attn.attention(t2(4, 2), k, v, { casual: true }),
       TypeError,
-      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache\)$/,
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache, sinks\)$/,
     );
     run(
       'causal not a boolean',
@@ -501,13 +501,13 @@ describe('errors', () => {
       'a heads-only option on 2-D inputs',
       () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { kvLength: [3] }),
       TypeError,
-      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary$/,
+      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks$/,
     );
     run(
       'backward with a cache option',
       () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { cache: {} }),
       TypeError,
-      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary\)$/,
+      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary, sinks\)$/,
     );
     run(
       'backward with dOutput of the wrong shape',

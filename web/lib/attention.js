@@ -4,6 +4,7 @@
 import { attentionBackwardTrace, attentionTrace, heads4d, matrix, rotary, scoreMask } from './binding.js';
 import {
   checkRotary,
+  checkSinks,
   checkSoftcap,
   checkWindow,
   FORWARD_OPTIONS,
@@ -56,14 +57,14 @@ function checkQKV(where, q, kArg, vArg) {
 // The checks attention() and attentionBackward() share: q, k, v and the options, read once
 // (every getter of the caller's objects runs first; the values of v and of an additive mask
 // are checked after) -> a frozen { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale,
-// keep, bias, left, right, softcap, rotary }.
+// keep, bias, left, right, softcap, rotary, sinks (a Float32Array of 1, or null) }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, FORWARD_OPTIONS);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
   if (headsOnly) {
     throw new TypeError(
-      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary`,
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks`,
     );
   }
   const read = {
@@ -74,6 +75,7 @@ function checkAttention(where, q, k, v, options) {
     ...checkWindow(where, o.window),
     softcap: checkSoftcap(where, o.softcap),
     rotary: checkRotary(where, o.rotary, sizes.dK),
+    sinks: checkSinks(where, o.sinks, 1),
   };
   const { keep, bias } = fitMask(where, read.mask, sizes.nQ, sizes.nK);
   checkWeightedSums(where, sizes.v.data, sizes.nK);
@@ -96,6 +98,7 @@ function attentionInputs(rt, where, s, c) {
       left,
       right,
       softcap,
+      ...(c.sinks && { sink: c.sinks[0] }),
     }),
     turn: c.rotary && rotary(c.rotary),
   };
@@ -188,12 +191,13 @@ export class Attention {
   }
 
   // The gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output:
-  // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }. Masked positions get exactly zero gradient.
+  // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }, and dsinks [1] with sinks. Masked positions get
+  // exactly zero gradient.
   // With trace: also weights (P), dWeights (dP = dOutput·vᵀ) and dScores (dS = ∂L/∂(q·kᵀ)),
   // each [nQ,nK].
   // 3-D and 4-D inputs take attention()'s options except pastKey, pastValue, cache, trace
   // and qkOutput, and give { dq, dk, dv } in q's, k's and v's shapes (kv heads' gradients
-  // summed over the query heads that read them).
+  // summed over the query heads that read them), and dsinks [Hq] with sinks.
   attentionBackward(qArg, k, v, dOutput, options) {
     const where = 'attentionBackward';
     const rt = this.#rt;
@@ -224,6 +228,7 @@ export class Attention {
       const inputs = attentionInputs(rt, where, s, c);
       const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
       const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
+      const dsink = c.sinks ? s.alloc(4, 'dsinks') : 0;
       const traced = {};
       if (trace)
         for (const name of BACKWARD_TRACE_NAMES)
@@ -241,6 +246,7 @@ export class Attention {
         scale,
         inputs.mask,
         attentionBackwardTrace(traced),
+        dsink,
       );
       // q and k were turned by rotary: dq and dk turned back (wa/rotary.h)
       if (inputs.turn) {
@@ -255,6 +261,7 @@ export class Attention {
         dk: read('dk', [nK, dK], c.k.format),
         dv: read('dv', [nK, dV], c.v.format),
       };
+      if (dsink) result.dsinks = tensor(heap.readFinite(dsink, 1, where, 'dsinks'), [1]);
       if (trace)
         for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       return result;

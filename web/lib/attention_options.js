@@ -16,6 +16,7 @@ import {
   checkWeightedSums,
   describe,
   fitHeadsMask,
+  float32View,
   readHeadsMask,
   showShape,
   typedArrayName,
@@ -44,9 +45,10 @@ export const FORWARD_OPTIONS = [
   'qkOutput',
   'rotary',
   'cache',
+  'sinks',
 ];
 export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
-const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
+const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary', 'sinks'];
 
 function integerAtLeast(where, name, value, min) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
@@ -168,6 +170,32 @@ export function checkSoftcap(where, softcap) {
   return softcap;
 }
 
+// sinks: one logit per query head that joins every row's softmax denominator with no value
+// (wa/score_mask.h), as a Float32Array of Hq values or a tensor { data, shape: [Hq] }; each
+// finite, or -Infinity for none (as an additive mask's values). -> a Float32Array copy, or
+// null when left out.
+export function checkSinks(where, sinks, qHeads) {
+  if (sinks === undefined || sinks === null) return null;
+  let data;
+  if (typedArrayName(sinks) !== undefined) data = float32View(where, 'sinks', sinks);
+  else if (typeof sinks === 'object' && !Array.isArray(sinks))
+    data = checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`).data;
+  else
+    throw new TypeError(
+      `${where}: sinks must be a Float32Array of Hq = ${qHeads} values, one per query head, got ${describe(sinks)}`,
+    );
+  if (data.length !== qHeads)
+    throw new RangeError(
+      `${where}: sinks has ${data.length} values but there ${qHeads === 1 ? 'is 1 query head' : `are ${qHeads} query heads`} (Hq): one sink per query head`,
+    );
+  const copy = new Float32Array(data);
+  copy.forEach((x, h) => {
+    if (Number.isNaN(x) || x === Infinity)
+      throw new RangeError(`${where}: sinks[${h}] is ${x}: a sink is a finite logit, or -Infinity for none`);
+  });
+  return copy;
+}
+
 // kvLength: number[] or Int32Array, one per sequence, each in [0, nTotal] -> an Int32Array copy.
 function checkKvLength(where, kvLength, batch, nTotal) {
   if (kvLength === undefined) return null;
@@ -287,6 +315,7 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
     qkOutput: checkQkOutput(where, o.qkOutput),
     rotary: checkRotary(where, o.rotary, s.dK),
     mask: readHeadsMask(where, o.mask),
+    sinks: checkSinks(where, o.sinks, s.qHeads),
   });
 }
 

@@ -28,7 +28,8 @@ function putRotated(rt, where, s, c) {
   return { q, k, v, turn };
 }
 
-// The mask, kvLength and window, in scope s, as wa::HeadsMask; offset: key position of query 0.
+// The mask, kvLength, window and sinks, in scope s, as wa::HeadsMask; offset: key position of
+// query 0.
 function putMask(s, c, offset) {
   const m = c.mask;
   const mask = scoreMask({
@@ -49,6 +50,7 @@ function putMask(s, c, offset) {
     batchStride: m ? m.batchStride : 0,
     headStride: m ? m.headStride : 0,
     kvLength: c.kvLength ? s.put(c.kvLength, 'kvLength') : 0,
+    sinks: c.sinks ? s.put(c.sinks, 'sinks') : 0,
   });
 }
 
@@ -163,7 +165,8 @@ function headsForwardOnce(rt, where, c) {
 }
 
 // dOutput (a snapshot, the output's shape) -> { dq, dk, dv } in q's, k's and v's shapes: the
-// gradients of the inputs before rotation (rotary_backward turns dq and dk back).
+// gradients of the inputs before rotation (rotary_backward turns dq and dk back); with sinks,
+// also dsinks [Hq], each summed over every sequence's queries.
 export function headsBackward(rt, where, c, dOut) {
   const { heap } = rt;
   return heap.scoped(where, (s) => {
@@ -184,7 +187,8 @@ export function headsBackward(rt, where, c, dOut) {
       dK: c.dK,
       dV: c.dV,
     });
-    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0));
+    const dsinks = c.sinks ? s.alloc(4 * c.qHeads, 'dsinks') : 0;
+    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0), dsinks);
     if (turn) {
       rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
@@ -192,6 +196,9 @@ export function headsBackward(rt, where, c, dOut) {
     // each gradient in the format of the input it differentiates
     const read = (name, input) =>
       resultTensor(heap.readFinite(at[name], sizes[name], where, name), input.shape.slice(), input.format, where, name);
-    return { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
+    const result = { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
+    // dsinks: float32, as sinks are
+    if (dsinks) result.dsinks = tensor(heap.readFinite(dsinks, c.qHeads, where, 'dsinks'), [c.qHeads]);
+    return result;
   });
 }

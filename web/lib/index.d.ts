@@ -147,7 +147,12 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> {
   softcap?: number;
   /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
-  /** 3-D/4-D only from here on, rotary aside. The heads of 3-D inputs [B,S,H·D] (required
+  /** Attention sinks: one logit per query head, [Hq] (2-D: [1]), joining every row's softmax
+   *  denominator with no value, after scale, softcap and mask (gpt-oss; onnxruntime's
+   *  GroupQueryAttention head_sink): weights = exp(x_j − m) / (Σ_l exp(x_l − m) + exp(sink − m)).
+   *  Each finite, or -Infinity for none. A row with every key masked stays a zero row. */
+  sinks?: Float32Array | Tensor;
+  /** 3-D/4-D only from here on, rotary aside, sinks too. The heads of 3-D inputs [B,S,H·D] (required
    *  there; checked against 4-D inputs). */
   heads?: { q: number; kv: number };
   /** [B,Hkv,nPast,dK]: keys before k; the result holds presentKey [B,Hkv,nTotal,dK]. */
@@ -187,7 +192,8 @@ export interface AttentionResult<O extends AnyTensor = Tensor, P extends AnyTens
   scaled?: Tensor;
   /** With trace: the softmax input [nQ,nK]: scaled + additive mask, -Infinity where masked */
   masked?: Tensor;
-  /** With trace: softmax(masked), rows sum to 1 (a row with every key masked is all zero) [nQ,nK] */
+  /** With trace: softmax(masked), rows sum to 1, or to 1 − the sink's weight with sinks (a
+   *  row with every key masked is all zero) [nQ,nK] */
   weights?: Tensor;
 }
 
@@ -325,6 +331,9 @@ export interface AttentionGradients<
   dWeights?: Tensor;
   /** With trace: dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale, zero where masked [nQ,nK] */
   dScores?: Tensor;
+  /** With sinks: ∂L/∂sinks [Hq] (2-D: [1]) = −Σ over the head's rows of p_sink·(dOutput·output),
+   *  summed over the batch; 0 for a sink of -Infinity. */
+  dsinks?: Tensor;
 }
 
 export interface MatmulOptions {

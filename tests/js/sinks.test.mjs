@@ -1,0 +1,248 @@
+// Attention sinks ({ sinks }: one logit per query head in every row's softmax denominator, with
+// no value): attention() on 2-D, 3-D and 4-D tensors and over a cache, attentionBackward()'s
+// dsinks checked against the reference and by finite differences, the worker form, and the
+// errors (nothing changed after one).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+
+import { createAttention, tensor } from '../../web/lib/index.js';
+import {
+  attentionBackwardRef,
+  attentionRef,
+  maxAbs,
+  maxAbsDiff,
+  onnxAttentionBackwardRef,
+  onnxAttentionRef,
+  randomTensor,
+  rng,
+} from './reference.mjs';
+
+// a [B,H,rows,d] (4-D) -> the same heads in 3-D [B,rows,H·d]
+function to3d(a, [B, H, rows, d]) {
+  const out = new Float32Array(a.length);
+  for (let b = 0; b < B; ++b)
+    for (let h = 0; h < H; ++h)
+      for (let r = 0; r < rows; ++r)
+        for (let t = 0; t < d; ++t) out[((b * rows + r) * H + h) * d + t] = a[((b * H + h) * rows + r) * d + t];
+  return tensor(out, [B, rows, H * d]);
+}
+
+// Σ dOut ⊙ attention(...).output, in float64 from the float32 output
+const lossOf = (output, dOut) => output.reduce((acc, x, i) => acc + x * dOut[i], 0);
+
+describe('attention sinks', () => {
+  let attn;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
+  after(() => attn.dispose());
+
+  test('2-D: one sink pulls weight off the keys, as the reference; -Infinity is no sink', () => {
+    const next = rng(11);
+    const q = randomTensor(next, [7, 5], -2, 2),
+      k = randomTensor(next, [9, 5], -2, 2),
+      v = randomTensor(next, [9, 3]);
+    for (const causal of [false, true]) {
+      const sinks = Float32Array.of(1.5);
+      const want = attentionRef(q, k, v, { causal, sinks });
+      const got = attn.attention(q, k, v, { causal, sinks, trace: true });
+      assert.ok(maxAbsDiff(got.output.data, want.output) < 2e-6, `causal ${causal}: output`);
+      assert.ok(maxAbsDiff(got.weights.data, want.weights) < 2e-6, `causal ${causal}: weights`);
+      // each row's weights sum to 1 − p_sink < 1
+      for (let i = 0; i < 7; ++i) {
+        const sum = got.weights.data.subarray(i * 9, (i + 1) * 9).reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(sum + want.sinkWeights[i] - 1) < 1e-5 && want.sinkWeights[i] > 0.01);
+      }
+      const none = attn.attention(q, k, v, { causal });
+      const minusInf = attn.attention(q, k, v, { causal, sinks: Float32Array.of(-Infinity) });
+      assert.deepEqual(minusInf.output.data, none.output.data);
+      assert.ok(maxAbsDiff(got.output.data, none.output.data) > 1e-3, 'a sink changes the output');
+      // a tensor of shape [1] is the same sinks
+      const asTensor = attn.attention(q, k, v, { causal, sinks: tensor(Float32Array.of(1.5), [1]) });
+      assert.deepEqual(asTensor.output.data, attn.attention(q, k, v, { causal, sinks }).output.data);
+    }
+  });
+
+  test('a row whose keys are all masked gives a zero row with a sink, never NaN', () => {
+    const next = rng(12);
+    const q = randomTensor(next, [3, 4]),
+      k = randomTensor(next, [5, 4]),
+      v = randomTensor(next, [5, 2]);
+    const keep = new Uint8Array(15).fill(1);
+    keep.fill(0, 5, 10); // row 1 sees no key
+    const { output } = attn.attention(q, k, v, { mask: tensor(keep, [3, 5]), sinks: Float32Array.of(4) });
+    assert.deepEqual([...output.data.subarray(2, 4)], [0, 0]);
+    assert.ok(output.data.every(Number.isFinite));
+    const g = attn.attentionBackward(q, k, v, randomTensor(next, [3, 2]), {
+      mask: tensor(keep, [3, 5]),
+      sinks: Float32Array.of(4),
+    });
+    assert.deepEqual([...g.dq.data.subarray(4, 8)], [0, 0, 0, 0]);
+    assert.ok(Number.isFinite(g.dsinks.data[0]));
+  });
+
+  test('3-D and 4-D, GQA: the reference, one sink per query head, -Infinity mixed in', () => {
+    const next = rng(13);
+    const [B, Hq, Hkv, nQ, nK, dK, dV] = [2, 4, 2, 5, 300, 8, 6];
+    const q = randomTensor(next, [B, Hq, nQ, dK], -2, 2);
+    const k = randomTensor(next, [B, Hkv, nK, dK], -2, 2);
+    const v = randomTensor(next, [B, Hkv, nK, dV]);
+    const sinks = Float32Array.of(0.5, 3, -Infinity, -1);
+    const a = { batch: B, qHeads: Hq, kvHeads: Hkv, nQ, nNew: nK, dK, dV, q: q.data, k: k.data, v: v.data };
+    for (const causal of [false, true]) {
+      const want = onnxAttentionRef({ ...a, causal, sinks, kvLength: causal ? [nK, nK] : undefined });
+      const four = attn.attention(q, k, v, { causal, sinks, kvLength: causal ? [nK, nK] : undefined });
+      assert.ok(maxAbsDiff(four.output.data, want.y) < 2e-5, `4-D causal ${causal}`);
+      const three = attn.attention(to3d(q.data, q.shape), to3d(k.data, k.shape), to3d(v.data, v.shape), {
+        heads: { q: Hq, kv: Hkv },
+        causal,
+        sinks,
+        kvLength: causal ? [nK, nK] : undefined,
+      });
+      assert.deepEqual(three.output.data, to3d(four.output.data, [B, Hq, nQ, dV]).data, `3-D causal ${causal}`);
+    }
+  });
+
+  test('decoding over a cache with sinks equals attention over the whole sequence, each dtype', () => {
+    const next = rng(14);
+    const [Hq, Hkv, T, prefill, d] = [4, 2, 1100, 1090, 16]; // 1100 keys: the decode splits them into runs
+    const q = randomTensor(next, [1, Hq, T, d], -2, 2);
+    const k = randomTensor(next, [1, Hkv, T, d], -2, 2);
+    const v = randomTensor(next, [1, Hkv, T, d]);
+    const sinks = Float32Array.of(2, -0.5, 1, -Infinity);
+    const rows = (x, H, from, to) => {
+      const out = new Float32Array(H * (to - from) * d);
+      for (let h = 0; h < H; ++h) out.set(x.data.subarray((h * T + from) * d, (h * T + to) * d), h * (to - from) * d);
+      return tensor(out, [1, H, to - from, d]);
+    };
+    const want = attn.attention(q, k, v, { causal: true, sinks }).output.data;
+    for (const dtype of ['float32', 'int8']) {
+      const cache = attn.kvCache({ batch: 1, kvHeads: Hkv, dK: d, dV: d, capacity: T, dtype });
+      try {
+        for (let t = 0; t < T;) {
+          const n = t === 0 ? prefill : 1;
+          const { output } = attn.attention(rows(q, Hq, t, t + n), rows(k, Hkv, t, t + n), rows(v, Hkv, t, t + n), {
+            cache,
+            causal: true,
+            sinks,
+          });
+          const expected = rows({ data: want }, Hq, t, t + n).data;
+          const tol = dtype === 'float32' ? 2e-5 : 0.05;
+          assert.ok(maxAbsDiff(output.data, expected) < tol, `${dtype}: rows ${t}..${t + n}`);
+          t += n;
+        }
+      } finally {
+        cache.dispose();
+      }
+    }
+  });
+
+  test('backward: dsinks as the reference and as finite differences of the loss, 2-D and 4-D', () => {
+    const next = rng(15);
+    // 2-D
+    const q = randomTensor(next, [6, 4], -2, 2),
+      k = randomTensor(next, [8, 4], -2, 2),
+      v = randomTensor(next, [8, 3]),
+      dOut = randomTensor(next, [6, 3]);
+    const sinks = Float32Array.of(0.25);
+    const g = attn.attentionBackward(q, k, v, dOut, { causal: true, sinks });
+    const r = attentionBackwardRef(q, k, v, dOut, { causal: true, sinks });
+    assert.deepEqual(g.dsinks.shape, [1]);
+    for (const name of ['dq', 'dk', 'dv', 'dsinks']) assert.ok(maxAbsDiff(g[name].data, r[name]) < 1e-5, name);
+    const h = 1e-2;
+    const at = (s) => lossOf(attentionRef(q, k, v, { causal: true, sinks: [s] }).output, dOut.data);
+    const fd = (at(0.25 + h) - at(0.25 - h)) / (2 * h);
+    assert.ok(Math.abs(g.dsinks.data[0] - fd) < 1e-4 * Math.max(1, Math.abs(fd)), `${g.dsinks.data[0]} vs ${fd}`);
+
+    // 4-D, GQA, two sequences: dsinks summed over both
+    const [B, Hq, Hkv, nQ, nK, d] = [2, 4, 2, 3, 7, 5];
+    const q4 = randomTensor(next, [B, Hq, nQ, d], -2, 2),
+      k4 = randomTensor(next, [B, Hkv, nK, d], -2, 2),
+      v4 = randomTensor(next, [B, Hkv, nK, d]),
+      dOut4 = randomTensor(next, [B, Hq, nQ, d]);
+    const sinks4 = Float32Array.of(0.5, -1, 2, -Infinity);
+    const g4 = attn.attentionBackward(q4, k4, v4, dOut4, { sinks: sinks4 });
+    const a = { batch: B, qHeads: Hq, kvHeads: Hkv, nQ, nNew: nK, dK: d, dV: d, q: q4.data, k: k4.data, v: v4.data };
+    const r4 = onnxAttentionBackwardRef({ ...a, sinks: sinks4 }, dOut4.data);
+    assert.deepEqual(g4.dsinks.shape, [Hq]);
+    for (const name of ['dq', 'dk', 'dv', 'dsinks']) assert.ok(maxAbsDiff(g4[name].data, r4[name]) < 1e-5, name);
+    assert.equal(g4.dsinks.data[3], 0); // no sink, no gradient
+    for (let hd = 0; hd < 3; ++hd) {
+      const loss = (s) => {
+        const moved = Float64Array.from(sinks4);
+        moved[hd] = s;
+        return lossOf(onnxAttentionRef({ ...a, sinks: moved }).y, dOut4.data);
+      };
+      const fd4 = (loss(sinks4[hd] + h) - loss(sinks4[hd] - h)) / (2 * h);
+      assert.ok(Math.abs(g4.dsinks.data[hd] - fd4) < 1e-4 * Math.max(1, Math.abs(fd4)), `head ${hd}`);
+    }
+    // without sinks, no dsinks key
+    assert.equal('dsinks' in attn.attentionBackward(q4, k4, v4, dOut4), false);
+    assert.ok(maxAbs(g4.dq.data) > 0);
+  });
+
+  test('bad sinks are refused with a clear error; a cache keeps its rows', () => {
+    const next = rng(16);
+    const q = randomTensor(next, [1, 2, 1, 4]),
+      k = randomTensor(next, [1, 1, 1, 4]),
+      v = randomTensor(next, [1, 1, 1, 4]);
+    const cases = [
+      [Float32Array.of(1), RangeError, /sinks has 1 values but there are 2 query heads \(Hq\)/],
+      [Float32Array.of(1, NaN), RangeError, /sinks\[1\] is NaN: a sink is a finite logit, or -Infinity for none/],
+      [Float32Array.of(Infinity, 0), RangeError, /sinks\[0\] is Infinity/],
+      [[1, 2], TypeError, /sinks must be a Float32Array of Hq = 2 values/],
+      [Float64Array.of(1, 2), TypeError, /sinks must be a Float32Array, got a Float64Array/],
+      [tensor(Float32Array.of(1, 2), [1, 2]), RangeError, /sinks must have 1 dimensions/],
+      [3, TypeError, /sinks must be a Float32Array/],
+    ];
+    const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 8 });
+    try {
+      attn.attention(q, k, v, { cache });
+      for (const [sinks, ErrorClass, message] of cases) {
+        assert.throws(() => attn.attention(q, k, v, { sinks }), { name: ErrorClass.name, message });
+        assert.throws(() => attn.attention(q, k, v, { cache, sinks }), { name: ErrorClass.name, message });
+        assert.throws(() => attn.attentionBackward(q, k, v, q, { sinks }), { name: ErrorClass.name, message });
+        assert.equal(cache.length, 1);
+      }
+      // 2-D: Hq is 1
+      const q2 = randomTensor(next, [2, 4]);
+      assert.throws(() => attn.attention(q2, q2, q2, { sinks: Float32Array.of(1, 2) }), {
+        name: 'RangeError',
+        message: /sinks has 2 values but there is 1 query head/,
+      });
+    } finally {
+      cache.dispose();
+    }
+  });
+});
+
+describe('attention sinks in the worker form', () => {
+  let local, remote;
+  before(async () => {
+    local = await createAttention({ threads: 1 });
+    remote = await createAttention({ threads: 1, worker: true });
+  });
+  after(() => {
+    local.dispose();
+    remote.dispose();
+  });
+
+  test('sinks pass through: the same bits as the synchronous form, forward and backward', async () => {
+    const next = rng(17);
+    const q = randomTensor(next, [1, 2, 3, 4]),
+      k = randomTensor(next, [1, 1, 5, 4]),
+      v = randomTensor(next, [1, 1, 5, 4]),
+      dOut = randomTensor(next, [1, 2, 3, 4]);
+    const sinks = Float32Array.of(0.5, -2);
+    const want = local.attention(q, k, v, { sinks, causal: true });
+    const got = await remote.attention(q, k, v, { sinks, causal: true });
+    assert.deepEqual(got.output.data, want.output.data);
+    const gWant = local.attentionBackward(q, k, v, dOut, { sinks });
+    const gGot = await remote.attentionBackward(q, k, v, dOut, { sinks });
+    assert.deepEqual(gGot.dsinks.data, gWant.dsinks.data);
+    await assert.rejects(remote.attention(q, k, v, { sinks: Float32Array.of(NaN, 0) }), {
+      name: 'RangeError',
+      message: /sinks\[0\] is NaN/,
+    });
+  });
+});
