@@ -289,6 +289,47 @@ TEST_CASE(
     }
 }
 
+TEST_CASE(
+    "a layer with sinks decoding over a cache equals its causal forward over the whole "
+    "sequence; a bad sink leaves the cache as it was") {
+  //                         batch n_q n_k d_model h d_k d_v kv_heads
+  const test::MhaLayer l({2, 9, 9, 8, 4, 3, 2, 2}, false, true, 9900);
+  const std::vector<float> sinks = {1.0f, -0.5f, 2.5f, 0.0f};
+  MhaWeights w = l.weights();
+  w.sinks = sinks.data();
+  ScoreMask causal;
+  causal.causal = true;
+  std::vector<float> full(2 * 9 * 8);
+  mha_forward(l.s, w, l.x.data(), nullptr, full.data(), l.scale(), causal, nullptr,
+              &test::test_pool());
+  KvCache cache(2, 2, 3, 2, 9);
+  for (size_t t0 = 0; t0 < 9;) {
+    const size_t n = t0 == 0 ? 5 : 1, t1 = t0 + n;
+    std::vector<float> x(2 * n * 8), out(2 * n * 8);
+    for (size_t b = 0; b < 2; ++b)
+      std::copy(&l.x[(b * 9 + t0) * 8], &l.x[(b * 9 + t1) * 8], &x[b * n * 8]);
+    MhaShape step = l.s;
+    step.n_q = step.n_k = n;
+    mha_forward_cached(step, w, x.data(), cache, out.data(), l.scale(), causal, &test::test_pool());
+    for (size_t b = 0; b < 2; ++b) {
+      INFO("sequence " << b << ", tokens " << t0 << ".." << t1);
+      CHECK_CLOSE(std::vector<float>(&out[b * n * 8], &out[(b + 1) * n * 8]),
+                  std::vector<float>(&full[(b * 9 + t0) * 8], &full[(b * 9 + t1) * 8]), 2e-6);
+    }
+    t0 = t1;
+  }
+  cache.truncate(4);
+  const std::vector<float> bad = {0.0f, NAN, 0.0f, 0.0f};
+  w.sinks = bad.data();
+  std::vector<float> out(2 * 8);
+  MhaShape step = l.s;
+  step.n_q = step.n_k = 1;
+  CHECK_THROWS_WITH_AS(
+      mha_forward_cached(step, w, l.x.data(), cache, out.data(), l.scale(), causal),
+      doctest::Contains("the sink of query head 1"), std::invalid_argument);
+  CHECK(cache.length() == 4);
+}
+
 TEST_CASE("a NaN or +inf sink is refused, naming the head") {
   const Problem p(2, 3, 2, 2, 5);
   std::vector<float> out(4), dq(4), dk(6), dv(6);
