@@ -4,13 +4,13 @@
 //             batch = heads = 1 (attention_heads.cpp: row blocks, key runs, the decode split)
 //   backward  the weights recomputed in the forward's blocks, then the backward from them
 //             (attention_blocks.h).
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "attention_blocks.h"
 #include "sizes.h"
+#include "softmax_rows.h"
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 
@@ -83,9 +83,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const AttentionBackwardTrace* trace, ThreadPool* pool, float* d_sink) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
-  if (mask.sink != mask.sink || mask.sink == std::numeric_limits<float>::infinity())
-    throw std::invalid_argument("attention backward: the sink is " + std::to_string(mask.sink) +
-                                ": a sink is finite, or -inf for none");
+  check_sink("attention backward", mask.sink, 0);
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
   std::vector<float> own;

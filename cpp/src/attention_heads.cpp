@@ -32,13 +32,8 @@ void check(const HeadsShape& s, const HeadsMask& m) {
       if (m.kv_length[b] < 0 || static_cast<size_t>(m.kv_length[b]) > s.n_k)
         problem = "kv_length[" + std::to_string(b) + "] = " + std::to_string(m.kv_length[b]) +
                   " is not in [0, n_k]";
-  if (problem.empty())
-    for (size_t h = 0; h < s.q_heads; ++h) {
-      const float sink = m.sinks ? m.sinks[h] : m.mask.sink;
-      if (sink != sink || sink == std::numeric_limits<float>::infinity())
-        problem = "the sink of query head " + std::to_string(h) + " is " + std::to_string(sink) +
-                  ": a sink is finite, or -inf for none";
-    }
+  for (size_t h = 0; problem.empty() && h < s.q_heads; ++h)
+    check_sink("attention heads", m.sinks ? m.sinks[h] : m.mask.sink, h);
   if (!problem.empty())
     throw std::invalid_argument(
         "attention heads: " + problem + ": batch " + std::to_string(s.batch) + ", q_heads " +

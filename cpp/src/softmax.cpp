@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "simd.h"
 #include "softmax_rows.h"
@@ -99,6 +101,13 @@ void scale_row(float* w, size_t cols, float factor) {
 }
 
 }  // namespace
+
+void check_sink(const char* where, float sink, size_t head) {
+  if (sink == sink && sink != kPosInf) return;
+  throw std::invalid_argument(std::string(where) + ": the sink of query head " +
+                              std::to_string(head) + " is " + (sink != sink ? "NaN" : "+inf") +
+                              ": a sink is finite, or -inf for none");
+}
 
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
                   size_t row0, size_t rows, size_t cols, size_t n_k, float scale,

@@ -72,6 +72,10 @@ void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_
                           size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
                           const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
 
+// Throws std::invalid_argument, naming where and the query head, when sink is NaN or +inf
+// (wa/score_mask.h: a sink is finite, or -inf for none).
+void check_sink(const char* where, float sink, size_t head);
+
 // The online state of rows before their first key: the sink alone (max = sink, Σ = exp(0) =
 // 1; wa/score_mask.h), or nothing (max = -inf, Σ = 0) for sink = -inf. A row's keys may be
 // split into runs whose states are merged later: only the first run starts from the sink,
