@@ -670,7 +670,7 @@ describe('errors', () => {
       'unknown key',
       mk({ dModel: 8, heads: 2, head: 2 }),
       TypeError,
-      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, weights, seed\)$/,
+      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, sinks, weights, seed\)$/,
     );
     run(
       'softcap rounding to 0 in float32',
@@ -822,7 +822,7 @@ describe('errors', () => {
       'weights with an unknown name',
       () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(7)), wx: t2(8, 8) } }),
       TypeError,
-      /^multiHeadAttention: weights: unknown option "wx" \(known: wq, wk, wv, wo, bq, bk, bv, bo\)$/,
+      /^multiHeadAttention: weights: unknown option "wx" \(known: wq, wk, wv, wo, bq, bk, bv, bo, sinks\)$/,
     );
     run(
       'weights with biases but no bias: true',

@@ -1,7 +1,8 @@
 // Attention sinks ({ sinks }: one logit per query head in every row's softmax denominator, with
 // no value): attention() on 2-D, 3-D and 4-D tensors and over a cache, attentionBackward()'s
-// dsinks checked against the reference and by finite differences, the worker form, and the
-// errors (nothing changed after one).
+// dsinks checked against the reference and by finite differences, the layer's learned sinks
+// (forward, backward, step, decoding), the worker form, and the errors (nothing changed after
+// one).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
@@ -11,6 +12,8 @@ import {
   attentionRef,
   maxAbs,
   maxAbsDiff,
+  mhaBackwardRef,
+  mhaRef,
   onnxAttentionBackwardRef,
   onnxAttentionRef,
   randomTensor,
@@ -216,6 +219,152 @@ describe('attention sinks', () => {
   });
 });
 
+describe('a layer with sinks', () => {
+  let attn;
+  before(async () => {
+    attn = await createAttention({ threads: 2 });
+  });
+  after(() => attn.dispose());
+
+  const config = { dModel: 8, heads: 4, kvHeads: 2, dK: 3, dV: 2, bias: true, seed: 3 };
+  const refOptions = (batch, nQ, causal) => ({ batch, nQ, dModel: 8, heads: 4, kvHeads: 2, dK: 3, dV: 2, causal });
+  const weightsOf = (layer) => Object.fromEntries(Object.entries(layer.weights).map(([n, t]) => [n, t.data]));
+
+  test('forward and backward match the float64 layer; dsinks by finite differences; step moves them', () => {
+    const next = rng(21);
+    const first = Float32Array.of(0.5, -1, 2, 0);
+    const layer = attn.multiHeadAttention({ ...config, sinks: first });
+    try {
+      assert.equal(layer.config.sinks, true);
+      assert.deepEqual(layer.weights.sinks.data, first);
+      assert.deepEqual(layer.weights.sinks.shape, [4]);
+      const x = randomTensor(next, [2, 5, 8], -2, 2);
+      const { output } = layer.forward(x, { causal: true });
+      const w = weightsOf(layer);
+      const want = mhaRef(x.data, w, refOptions(2, 5, true)).output;
+      assert.ok(maxAbsDiff(output.data, want) < 2e-5 * Math.max(1, maxAbs(want)), 'output');
+      const dOut = randomTensor(next, [2, 5, 8]);
+      const g = layer.backward(dOut);
+      const r = mhaBackwardRef(x.data, w, refOptions(2, 5, true), dOut.data);
+      assert.deepEqual(g.dsinks.shape, [4]);
+      for (const key of ['dx', 'dwq', 'dwk', 'dwv', 'dwo', 'dbq', 'dbo', 'dsinks'])
+        assert.ok(maxAbsDiff(g[key].data, r[key]) < 2e-5 * Math.max(1, maxAbs(r[key])), key);
+      const h = 1e-3;
+      for (let hd = 0; hd < 4; ++hd) {
+        const loss = (s) => {
+          const sinks = Float64Array.from(w.sinks);
+          sinks[hd] = s;
+          return lossOf(mhaRef(x.data, { ...w, sinks }, refOptions(2, 5, true)).output, dOut.data);
+        };
+        const fd = (loss(w.sinks[hd] + h) - loss(w.sinks[hd] - h)) / (2 * h);
+        assert.ok(
+          Math.abs(g.dsinks.data[hd] - fd) < 1e-4 * Math.max(1, Math.abs(fd)),
+          `head ${hd}: ${g.dsinks.data[hd]} vs ${fd}`,
+        );
+      }
+      // step: sinks -= learningRate·dsinks, in float32, and nothing else moves with only dsinks
+      const before = layer.weights;
+      layer.step({ dsinks: g.dsinks }, 0.5);
+      const after = layer.weights;
+      assert.deepEqual(
+        after.sinks.data,
+        before.sinks.data.map((s, i) => s - 0.5 * g.dsinks.data[i]),
+      );
+      assert.deepEqual(after.wq.data, before.wq.data);
+      // a full step takes dsinks with the rest
+      layer.forward(x, { causal: true });
+      layer.step(layer.backward(dOut), 0.1);
+      assert.notDeepEqual(layer.weights.sinks.data, after.sinks.data);
+    } finally {
+      layer.dispose();
+    }
+  });
+
+  test('sinks: true starts at zero; weights.sinks gives them; a layer without sinks has none', () => {
+    const layer = attn.multiHeadAttention({ ...config, sinks: true });
+    const given = attn.multiHeadAttention({
+      ...config,
+      sinks: true,
+      weights: { ...layer.weights, sinks: tensor(Float32Array.of(1, 2, 3, 4), [4]) },
+    });
+    const none = attn.multiHeadAttention(config);
+    try {
+      assert.deepEqual([...layer.weights.sinks.data], [0, 0, 0, 0]);
+      assert.deepEqual([...given.weights.sinks.data], [1, 2, 3, 4]);
+      assert.equal(none.config.sinks, false);
+      assert.equal('sinks' in none.weights, false);
+      const x = randomTensor(rng(22), [4, 8]);
+      none.forward(x);
+      assert.equal('dsinks' in none.backward(randomTensor(rng(23), [4, 8])), false);
+      // a sink of 0 still takes weight: the output differs from the layer without sinks
+      assert.ok(maxAbsDiff(layer.forward(x).output.data, none.forward(x).output.data) > 1e-4);
+    } finally {
+      for (const l of [layer, given, none]) l.dispose();
+    }
+  });
+
+  test('decoding over a cache with the layer sinks equals its causal forward over the whole sequence', () => {
+    const next = rng(24);
+    const layer = attn.multiHeadAttention({ ...config, sinks: Float32Array.of(1, -0.5, 2.5, 0) });
+    const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 3, dV: 2, capacity: 9 });
+    try {
+      const x = randomTensor(next, [1, 9, 8], -2, 2);
+      const whole = layer.forward(x, { causal: true }).output.data;
+      for (let t = 0; t < 9;) {
+        const n = t === 0 ? 6 : 1;
+        const step = tensor(x.data.slice(t * 8, (t + n) * 8), [1, n, 8]);
+        const { output } = layer.forward(step, { cache, causal: true });
+        assert.ok(maxAbsDiff(output.data, whole.subarray(t * 8, (t + n) * 8)) < 1e-5, `tokens ${t}..${t + n}`);
+        t += n;
+      }
+    } finally {
+      cache.dispose();
+      layer.dispose();
+    }
+  });
+
+  test('bad sinks are refused with a clear error, and no layer is made', () => {
+    const cases = [
+      [{ sinks: Float32Array.of(1, 2) }, RangeError, /sinks has 2 values but there are 4 query heads/],
+      [
+        { sinks: Float32Array.of(0, 0, -Infinity, 0) },
+        RangeError,
+        /sinks\[2\] is -Infinity: a layer's sinks are learned logits and must be finite/,
+      ],
+      [{ sinks: Float32Array.of(0, NaN, 0, 0) }, RangeError, /sinks\[1\] is NaN/],
+      [{ sinks: 'yes' }, TypeError, /sinks must be true, false or a Float32Array of heads = 4 first values/],
+      [
+        { sinks: Float32Array.of(0, 0, 0, 0), weights: { sinks: tensor(new Float32Array(4), [4]) } },
+        TypeError,
+        /given twice/,
+      ],
+    ];
+    for (const [extra, ErrorClass, message] of cases)
+      assert.throws(() => attn.multiHeadAttention({ ...config, ...extra }), { name: ErrorClass.name, message });
+    const plain = attn.multiHeadAttention(config);
+    const w = plain.weights;
+    plain.dispose();
+    const before = attn.memory().allocatedBytes;
+    assert.throws(
+      () => attn.multiHeadAttention({ ...config, weights: { ...w, sinks: tensor(new Float32Array(4), [4]) } }),
+      {
+        name: 'TypeError',
+        message: /weights has sinks but sinks is not true; pass sinks: true/,
+      },
+    );
+    assert.throws(
+      () =>
+        attn.multiHeadAttention({
+          ...config,
+          sinks: true,
+          weights: { ...w, sinks: tensor(Float32Array.of(0, -Infinity, 0, 0), [4]) },
+        }),
+      { name: 'RangeError', message: /weights\.sinks\.data\[1\] is -Infinity/ },
+    );
+    assert.equal(attn.memory().allocatedBytes, before); // no layer was left behind
+  });
+});
+
 describe('attention sinks in the worker form', () => {
   let local, remote;
   before(async () => {
@@ -244,5 +393,23 @@ describe('attention sinks in the worker form', () => {
       name: 'RangeError',
       message: /sinks\[0\] is NaN/,
     });
+  });
+
+  test('a layer with sinks in the worker: the same output and dsinks as the synchronous form', async () => {
+    const config = { dModel: 8, heads: 2, sinks: Float32Array.of(0.5, -1), seed: 4 };
+    const mine = local.multiHeadAttention(config);
+    const theirs = await remote.multiHeadAttention(config);
+    try {
+      const x = randomTensor(rng(18), [3, 8]);
+      const want = mine.forward(x, { causal: true });
+      const got = await theirs.forward(x, { causal: true });
+      assert.deepEqual(got.output.data, want.output.data);
+      const dOut = randomTensor(rng(19), [3, 8]);
+      assert.deepEqual((await theirs.backward(dOut)).dsinks.data, mine.backward(dOut).dsinks.data);
+      assert.deepEqual((await theirs.weights).sinks.data, mine.weights.sinks.data);
+    } finally {
+      mine.dispose();
+      await theirs.dispose();
+    }
   });
 });

@@ -214,6 +214,8 @@ export interface MultiHeadWeights {
   bv?: Tensor;
   /** [dModel], with bias */
   bo?: Tensor;
+  /** [heads], with sinks: each head's learned sink logit */
+  sinks?: Tensor;
 }
 
 export interface MultiHeadConfig {
@@ -237,7 +239,11 @@ export interface MultiHeadConfig {
   window?: { left?: number; right?: number };
   /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
   softcap?: number;
-  /** Initial weights; without them, seeded Xavier-uniform (biases zero). */
+  /** Attention sinks, a learned parameter: one logit per head in every row's softmax
+   *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
+   *  (or tensor) of heads finite values: starting there (or give weights.sinks with true). */
+  sinks?: boolean | Float32Array | Tensor;
+  /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
   weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
   /** Seed of the initialization, 0 to 2^32-1 (default 0). */
   seed?: number;
@@ -268,6 +274,7 @@ export type MultiHeadLayerConfig = Readonly<{
   rotary: Readonly<{ offset: number; base: number; dims: number; interleaved: boolean }> | null;
   window: Readonly<{ left: number; right: number }>;
   softcap: number;
+  sinks: boolean;
 }>;
 
 export interface HeadTrace {
@@ -311,6 +318,8 @@ export interface MultiHeadGradients {
   dbk?: Tensor;
   dbv?: Tensor;
   dbo?: Tensor;
+  /** With sinks: [heads], summed over every sequence's rows. */
+  dsinks?: Tensor;
 }
 
 /** Each gradient in the format of its input (Q, K, V); trace intermediates float32. */

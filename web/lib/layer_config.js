@@ -2,9 +2,17 @@
 // the parameters' shapes (the one list of them, PARAMETERS), the check that they fit in wasm
 // memory, and their first values (given, or Xavier-uniform from a seed). Nothing here touches
 // wasm memory.
-import { checkRotary, checkSoftcap, checkWindow } from './attention_options.js';
+import { checkRotary, checkSinks, checkSoftcap, checkWindow } from './attention_options.js';
 import { random, xavierUniform } from './random.js';
-import { checkBoolean, checkOptions, checkPositiveInteger, checkTensor, checkUint32, showShape } from './tensor.js';
+import {
+  checkBoolean,
+  checkOptions,
+  checkPositiveInteger,
+  checkTensor,
+  checkUint32,
+  describe,
+  showShape,
+} from './tensor.js';
 
 // The layer's parameters, in the order of the core's MhaWeights (and of MhaGrads, each as d<name>):
 //   shape: its sizes for a config c
@@ -20,9 +28,11 @@ export const PARAMETERS = Object.freeze([
   { name: 'bk', shape: (c) => [c.kvHeads * c.dK], flag: 'bias' },
   { name: 'bv', shape: (c) => [c.kvHeads * c.dV], flag: 'bias' },
   { name: 'bo', shape: (c) => [c.dModel], flag: 'bias' },
+  // one logit per query head in every row's softmax denominator (wa/score_mask.h)
+  { name: 'sinks', shape: (c) => [c.heads], flag: 'sinks' },
 ]);
 // What a flag's parameters are called in messages.
-const FLAG_NOUNS = { bias: 'biases' };
+const FLAG_NOUNS = { bias: 'biases', sinks: 'sinks' };
 
 const CONFIG_OPTIONS = [
   'dModel',
@@ -34,6 +44,7 @@ const CONFIG_OPTIONS = [
   'rotary',
   'window',
   'softcap',
+  'sinks',
   'weights',
   'seed',
 ];
@@ -67,6 +78,26 @@ function checkLayerFits(where, c, shapes) {
   }
 }
 
+// sinks: true (learned, starting at 0), false or left out (none), or their first values as a
+// Float32Array (or tensor) of heads values, each finite: a learned logit of -Infinity would
+// never move (its gradient is 0); leave sinks out for none. -> { sinks: boolean, first:
+// Float32Array or null }.
+function checkLayerSinks(where, sinks, heads) {
+  if (sinks === undefined || sinks === false) return { sinks: false, first: null };
+  if (sinks === true) return { sinks: true, first: null };
+  if (sinks === null || typeof sinks !== 'object')
+    throw new TypeError(
+      `${where}: sinks must be true, false or a Float32Array of heads = ${heads} first values, got ${describe(sinks)}`,
+    );
+  const first = checkSinks(where, sinks, heads);
+  const at = first.findIndex((x) => x === -Infinity);
+  if (at >= 0)
+    throw new RangeError(
+      `${where}: sinks[${at}] is -Infinity: a layer's sinks are learned logits and must be finite; leave sinks out for none`,
+    );
+  return { sinks: true, first };
+}
+
 // config (multiHeadAttention's argument), read once -> { config: the layer's (frozen), shapes
 // (name -> sizes), values (name -> Float32Array, the first value of each parameter it has) }.
 export function checkLayerConfig(where, config) {
@@ -94,6 +125,7 @@ export function checkLayerConfig(where, config) {
   const rotary = checkRotary(where, c.rotary, dK);
   const window = checkWindow(where, c.window);
   const softcap = checkSoftcap(where, c.softcap);
+  const { sinks, first: firstSinks } = checkLayerSinks(where, c.sinks, c.heads);
   const { dModel, heads } = c;
   const layer = Object.freeze({
     dModel,
@@ -105,25 +137,32 @@ export function checkLayerConfig(where, config) {
     rotary: rotary && Object.freeze(rotary),
     window: Object.freeze(window),
     softcap,
+    sinks,
   });
   const shapes = parameterShapes(layer);
   checkLayerFits(where, layer, shapes); // before any array is made
-  return { config: layer, shapes, values: firstValues(where, layer, shapes, c.weights, c.seed) };
+  const values = firstValues(where, layer, shapes, c.weights, c.seed, firstSinks);
+  return { config: layer, shapes, values };
 }
 
 // The parameters' first values: weights (config.weights, each checked against its shape) or
-// Xavier-uniform from the seed (default 0), and zeros for those neither gives.
-function firstValues(where, c, shapes, weights, seed) {
+// Xavier-uniform from the seed (default 0), config.sinks' values (firstSinks), and zeros for
+// those none gives.
+function firstValues(where, c, shapes, weights, seed, firstSinks) {
   const has = layerParameters(c);
-  const values = {};
+  const values = firstSinks ? { sinks: firstSinks } : {};
   if (weights !== undefined) {
     const w = checkOptions(
       `${where}: weights`,
       weights,
       PARAMETERS.map((p) => p.name),
     );
+    if (firstSinks && w.sinks !== undefined)
+      throw new TypeError(
+        `${where}: sinks' first values are given twice, in sinks and in weights.sinks; pass sinks: true`,
+      );
     for (const { name, xavier } of has) {
-      if (w[name] === undefined && !xavier) continue; // zeros, below
+      if (w[name] === undefined && !xavier) continue; // zeros, or config.sinks' values
       const given = checkTensor(where, `weights.${name}`, w[name], [shapes[name].length], showShape(shapes[name]));
       if (given.shape.some((d, i) => d !== shapes[name][i])) {
         const { dModel, heads, kvHeads, dK, dV } = c;

@@ -3,7 +3,8 @@
 //   (hKv = kvHeads divides h: grouped-query attention; 1: multi-query attention)
 //   rotary: Q's and K's heads turned to their positions (RoPE, wa/rotary.h)
 //   head i: attention over columns [i·dK,(i+1)·dK) of Q and, g = ⌊i/(h/hKv)⌋, columns
-//   [g·dK,(g+1)·dK) of K and [g·dV,(g+1)·dV) of V, with the layer's window and softcap
+//   [g·dK,(g+1)·dK) of K and [g·dV,(g+1)·dV) of V, with the layer's window, softcap and
+//   sink (sinks[i], a learned logit in every row's softmax denominator)
 //   output = concat(heads)·wo + bo [n,dModel]
 // forward(x, { cache }) decodes: x holds only the new tokens, whose K and V join the cache
 // (wa::mha_forward_cached).
@@ -52,8 +53,9 @@ export class MultiHeadAttention {
   }
 
   // Gradients of the most recent forward: dOutput (the output's shape) = ∂L/∂output ->
-  // { dx, dContext (cross-attention only), dwq, dwk, dwv, dwo, and dbq, dbk, dbv, dbo with bias },
-  // each the shape of what it differentiates; weight gradients are summed over the batch.
+  // { dx, dContext (cross-attention only), dwq, dwk, dwv, dwo, and dbq, dbk, dbv, dbo with bias,
+  // dsinks with sinks }, each the shape of what it differentiates; weight gradients are summed
+  // over the batch.
   backward(dOutput) {
     const where = 'multiHeadAttention.backward';
     const layer = this.#layer;
@@ -62,7 +64,7 @@ export class MultiHeadAttention {
   }
 
   // One plain SGD step, in place: w -= learningRate · dw for every gradient given (dwq..dwo,
-  // dbq..dbo, as backward() returns them; dx and dContext are ignored). Clears the saved
+  // dbq..dbo, dsinks, as backward() returns them; dx and dContext are ignored). Clears the saved
   // forward, whose gradients would no longer match the weights.
   step(grads, learningRate) {
     const where = 'multiHeadAttention.step';
@@ -71,7 +73,8 @@ export class MultiHeadAttention {
     layerStep(layer, where, parseStep(layer, where, grads, learningRate));
   }
 
-  // The current weights as tensors (copies): wq, wk, wv, wo, and bq, bk, bv, bo with bias.
+  // The current weights as tensors (copies): wq, wk, wv, wo, and bq, bk, bv, bo with bias,
+  // sinks [heads] with sinks.
   get weights() {
     checkLayerAlive(this.#layer, 'multiHeadAttention.weights');
     return readWeights(this.#layer);
