@@ -228,8 +228,9 @@ function relayout(x, from, to, batch, heads, rows, d) {
       for (let r = 0; r < rows; ++r) for (let t = 0; t < d; ++t) out[dst(b, h, r, t)] = x[src(b, h, r, t)];
   return out;
 }
-const to4d = (x, threeD, ...shape) => relayout(x, threeD, false, ...shape);
-const from4d = (x, threeD, ...shape) => relayout(x, false, threeD, ...shape);
+// x in either layout -> 4-D, and a 4-D x -> either layout (threeD: 3-D); shape batch, heads, rows, d
+export const to4d = (x, threeD, ...shape) => relayout(x, threeD, false, ...shape);
+export const from4d = (x, threeD, ...shape) => relayout(x, false, threeD, ...shape);
 
 // The (b, head) block bh = b·heads + head of x [B,heads,rows,d]: [rows,d]
 const block = (x, bh, rows, d) => x.subarray(bh * rows * d, (bh + 1) * rows * d);

@@ -10,6 +10,7 @@ import { createAttention, tensor } from '../../web/lib/index.js';
 import {
   attentionBackwardRef,
   attentionRef,
+  from4d,
   maxAbs,
   maxAbsDiff,
   mhaBackwardRef,
@@ -21,14 +22,7 @@ import {
 } from './reference.mjs';
 
 // a [B,H,rows,d] (4-D) -> the same heads in 3-D [B,rows,H·d]
-function to3d(a, [B, H, rows, d]) {
-  const out = new Float32Array(a.length);
-  for (let b = 0; b < B; ++b)
-    for (let h = 0; h < H; ++h)
-      for (let r = 0; r < rows; ++r)
-        for (let t = 0; t < d; ++t) out[((b * rows + r) * H + h) * d + t] = a[((b * H + h) * rows + r) * d + t];
-  return tensor(out, [B, rows, H * d]);
-}
+const to3d = (a, [B, H, rows, d]) => tensor(Float32Array.from(from4d(a, true, B, H, rows, d)), [B, rows, H * d]);
 
 // Σ dOut ⊙ attention(...).output, in float64 from the float32 output
 const lossOf = (output, dOut) => output.reduce((acc, x, i) => acc + x * dOut[i], 0);
