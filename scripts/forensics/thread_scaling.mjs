@@ -10,23 +10,27 @@
 // the split's share from the engine's (the pool's wake-ups and waits). Every round runs each
 // instance `calls` times in turn; per call: the whole call, and the wasm call alone
 // (Runtime.call), medians and bests of the rounds.
-import { Runtime } from '../../web/lib/runtime.js';
-import { createAttention, tensor } from '../../web/lib/index.js';
+// --baseline DIR: another build's package (a copy of web/lib/ with its wasm/, inside the
+// repository, served to the page as it is) adds its 1- and 2-thread instances to the same rounds.
 
 const N = 512;
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))];
+const summary = (xs) => ({ median: quantile(xs, 0.5), p10: quantile(xs, 0.1), best: Math.min(...xs) });
 
 function values(n, seed) {
   const x = new Float32Array(n);
   for (let i = 0; i < n; ++i) x[i] = (((i * 7919 + seed) % 1009) / 1009 - 0.5) * 0.5;
   return x;
 }
+// a, b (512,512): plain tensors, which every package copy takes
+const a = { data: values(N * N, 1), shape: [N, N] };
+const b = { data: values(N * N, 2), shape: [N, N] };
 
 // Runtime.call timed: wasm[] gets each binding call's ms; the last runtime called is kept.
 const wasm = [];
 let lastRuntime = null;
-const originalCall = Runtime.prototype.call;
-function instrument() {
+function instrument(Runtime) {
+  const originalCall = Runtime.prototype.call;
   Runtime.prototype.call = function (...args) {
     lastRuntime = this;
     const t0 = performance.now();
@@ -39,22 +43,30 @@ function instrument() {
   return () => (Runtime.prototype.call = originalCall);
 }
 
-export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto' } = {}) {
-  const undo = instrument();
+// lib: the package's folder (a URL or path ending in '/'); baseline: another one, or null.
+export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto', lib = null, baseline = null } = {}) {
+  lib ??= new URL('../../web/lib/', import.meta.url).href;
+  const undo = [];
   try {
-    const a = tensor(values(N * N, 1), [N, N]);
-    const b = tensor(values(N * N, 2), [N, N]);
     const instances = [];
-    for (const pin of [false, true])
-      for (const threads of [1, 2]) {
-        const attn = await createAttention({ threads, isa });
-        attn.matmul(a, b);
-        const module = lastRuntime.module;
-        const relaxed = attn.backend.isa === 'relaxed-simd';
-        if (pin && !module.useGemmKernel(relaxed ? 'f32_gemm_4x8_relaxed' : 'f32_gemm_4x8_vec128'))
-          throw new Error('no 4x8 kernel');
-        instances.push({ attn, threads: attn.backend.threads, kernel: module.gemmKernel(), total: [], wasm: [] });
-      }
+    for (const [dir, pins, label] of [
+      [lib, [false, true], ''],
+      ...(baseline ? [[baseline, [false], ' (baseline)']] : []),
+    ]) {
+      const { createAttention } = await import(`${dir}index.js`);
+      undo.push(instrument((await import(`${dir}runtime.js`)).Runtime));
+      for (const pin of pins)
+        for (const threads of [1, 2]) {
+          const attn = await createAttention({ threads, isa });
+          attn.matmul(a, b);
+          const module = lastRuntime.module;
+          const relaxed = attn.backend.isa === 'relaxed-simd';
+          if (pin && !module.useGemmKernel(relaxed ? 'f32_gemm_4x8_relaxed' : 'f32_gemm_4x8_vec128'))
+            throw new Error('no 4x8 kernel');
+          const kernel = `${module.gemmKernel()}${pin ? ' pinned' : ''}${label}`;
+          instances.push({ attn, threads: attn.backend.threads, kernel, total: [], wasm: [] });
+        }
+    }
     for (const i of instances) for (let c = 0; c < 3; ++c) i.attn.matmul(a, b); // warm
     for (let r = 0; r < rounds; ++r)
       for (const i of instances)
@@ -69,23 +81,25 @@ export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto'
     const rows = instances.map((i) => ({
       threads: i.threads,
       kernel: i.kernel,
-      total: { median: median(i.total), best: Math.min(...i.total) },
-      wasm: { median: median(i.wasm), best: Math.min(...i.wasm) },
+      total: summary(i.total),
+      wasm: summary(i.wasm),
     }));
     for (const i of instances) i.attn.dispose();
     return { isa: backend.isa, rows };
   } finally {
-    undo();
+    undo.forEach((u) => u());
   }
 }
 
 export function formatThreadScaling(engine, { isa, rows }, load) {
-  const lines = [`${engine}, ${isa}${load ? `, load ${load}` : ''}: matmul 512³, ms per call, median [best]`];
-  const ms = (t) => `${t.median.toFixed(2)} [${t.best.toFixed(2)}]`;
+  const lines = [
+    `${engine}, ${isa}${load ? `, load ${load}` : ''}: matmul 512³, ms per call, median / 10th percentile / best`,
+  ];
+  const ms = (t) => `${t.median.toFixed(2)} / ${t.p10.toFixed(2)} / ${t.best.toFixed(2)}`;
   for (const r of rows) lines.push(`  ${r.kernel}, ${r.threads} thread(s): call ${ms(r.total)}, wasm ${ms(r.wasm)}`);
   for (let k = 0; k < rows.length; k += 2) {
     const [one, two] = [rows[k], rows[k + 1]];
-    const x = (f) => `${(one[f].median / two[f].median).toFixed(2)}× [${(one[f].best / two[f].best).toFixed(2)}×]`;
+    const x = (f) => ['median', 'p10', 'best'].map((q) => `${(one[f][q] / two[f][q]).toFixed(2)}×`).join(' / ');
     lines.push(`  ${one.kernel}: 2 threads over 1, call ${x('total')}, wasm ${x('wasm')}`);
   }
   return lines.join('\n');
@@ -94,7 +108,15 @@ export function formatThreadScaling(engine, { isa, rows }, load) {
 async function main() {
   const args = process.argv.slice(2);
   const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+  const baselineDir = arg('--baseline', null); // a folder inside the repository
   const options = { rounds: Number(arg('--rounds', 9)), isa: arg('--isa', 'auto') };
+  if (baselineDir) {
+    const { resolve, relative } = await import('node:path');
+    const { pathToFileURL, fileURLToPath } = await import('node:url');
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const dir = resolve(baselineDir);
+    options.baseline = arg('--browser', null) ? `/${relative(root, dir)}/` : `${pathToFileURL(dir).href}/`;
+  }
   const { loadavg } = await import('node:os');
   const load = () =>
     loadavg()
