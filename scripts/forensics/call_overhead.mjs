@@ -14,6 +14,8 @@
 //   read     a result copied out (Float32Array.slice of a wasm view)
 //   wasm     the binding call itself: the kernels, threads included
 //   js       the rest: argument checks, views, the layer's bookkeeping
+// "into a reused array": the same call with read() copying into an array made once, as an output
+// buffer passed in would (the package has no such option; this measures what one would save).
 // Then, for one 1 MB result (512² floats) in this instance's memory (a SharedArrayBuffer in the
 // threaded build): slice(); new Float32Array(n) alone; new + set(view); set(view) into an array
 // made beforehand; the same four on a plain ArrayBuffer. Medians of interleaved rounds.
@@ -66,14 +68,16 @@ function values(n, seed) {
 }
 
 // Each case's calls in one round, spent split by name (ms per call, 'total' the call's).
-function round(run, calls) {
+function round({ run, reuse = false }, calls) {
   const spent = {};
+  const unreuse = reuse ? readIntoReused() : () => {};
   const undo = instrument(spent);
   const t0 = performance.now();
   try {
     for (let i = 0; i < calls; ++i) run();
   } finally {
     undo();
+    unreuse();
   }
   const total = (performance.now() - t0) / calls;
   const out = { total };
@@ -85,6 +89,21 @@ function round(run, calls) {
 function medians(rounds) {
   const keys = [...new Set(rounds.flatMap(Object.keys))];
   return Object.fromEntries(keys.map((k) => [k, median(rounds.map((r) => r[k] ?? 0))]));
+}
+
+// run() with Heap.read copying into one array per length, made once: what a caller's output
+// buffer (an `out` option, which the package does not have) would save, the fresh array's pages.
+// Installs that read(); returns what puts the package's back.
+const reused = new Map();
+function readIntoReused() {
+  const read = Heap.prototype.read;
+  Heap.prototype.read = function (ptr, length) {
+    if (!reused.has(length)) reused.set(length, new Float32Array(length));
+    const out = reused.get(length);
+    out.set(this.f32(ptr, length));
+    return out;
+  };
+  return () => (Heap.prototype.read = read);
 }
 
 // The read-back alternatives on a view of n floats.
@@ -113,10 +132,12 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
   const layer = attn.multiHeadAttention({ dModel: 512, heads: 8, seed: 1 });
   const x = tensor(values(N * 512, 3), [N, 512]);
   const cases = {
-    'matmul 512³': () => attn.matmul(a, b),
-    'mha n 512 forward': () => layer.forward(x),
+    'matmul 512³': { run: () => attn.matmul(a, b) },
+    'matmul 512³, result into a reused array': { run: () => attn.matmul(a, b), reuse: true },
+    'mha n 512 forward': { run: () => layer.forward(x) },
+    'mha n 512 forward, output into a reused array': { run: () => layer.forward(x), reuse: true },
   };
-  for (const run of Object.values(cases)) for (let i = 0; i < 3; ++i) run(); // warm
+  for (const c of Object.values(cases)) round(c, 3); // warm
   const per = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
   for (let r = 0; r < rounds; ++r) for (const [name, run] of Object.entries(cases)) per[name].push(round(run, 4));
   const calls = Object.fromEntries(Object.entries(per).map(([k, v]) => [k, medians(v)]));
