@@ -1,4 +1,5 @@
-// 2 threads over 1 on matmul 512³, per engine, side by side in one process or page:
+// 2 threads over 1 on matmul 512³ (or a multi-head attention forward, n 512, dModel 512, h 8:
+// --case mha), per engine, side by side in one process or page:
 //
 //   node scripts/forensics/thread_scaling.mjs [--rounds N] [--isa simd128|relaxed-simd] [--json]
 //   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--rounds N] ...
@@ -9,7 +10,9 @@
 // and a ninth of 32 rows, so 2 threads can split the work at best 4.53 : 4. Pinning 4x8 tells
 // the split's share from the engine's (the pool's wake-ups and waits). Every round runs each
 // instance `calls` times in turn; per call: the whole call, and the wasm call alone
-// (Runtime.call), medians and bests of the rounds.
+// (Runtime.call), medians and bests of the rounds. A round's first call on an instance is
+// reported apart: its workers have slept meanwhile (thread_pool.cpp's kSpin is 2 ms), so it
+// pays their wake-up; the later ones find them spinning.
 // --baseline DIR: another build's package (a copy of web/lib/ with its wasm/, inside the
 // repository, served to the page as it is) adds its 1- and 2-thread instances to the same rounds.
 
@@ -44,7 +47,14 @@ function instrument(Runtime) {
 }
 
 // lib: the package's folder (a URL or path ending in '/'); baseline: another one, or null.
-export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto', lib = null, baseline = null } = {}) {
+export async function measureThreadScaling({
+  rounds = 9,
+  calls = 4,
+  isa = 'auto',
+  lib = null,
+  baseline = null,
+  op = 'matmul',
+} = {}) {
   lib ??= new URL('../../web/lib/', import.meta.url).href;
   const undo = [];
   try {
@@ -58,24 +68,27 @@ export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto'
       for (const pin of pins)
         for (const threads of [1, 2]) {
           const attn = await createAttention({ threads, isa });
-          attn.matmul(a, b);
+          const layer = attn.multiHeadAttention({ dModel: N, heads: 8, seed: 1 });
+          const run = op === 'mha' ? () => layer.forward(a) : () => attn.matmul(a, b);
+          run();
           const module = lastRuntime.module;
           const relaxed = attn.backend.isa === 'relaxed-simd';
           if (pin && !module.useGemmKernel(relaxed ? 'f32_gemm_4x8_relaxed' : 'f32_gemm_4x8_vec128'))
             throw new Error('no 4x8 kernel');
           const kernel = `${module.gemmKernel()}${pin ? ' pinned' : ''}${label}`;
-          instances.push({ attn, threads: attn.backend.threads, kernel, total: [], wasm: [] });
+          instances.push({ attn, run, threads: attn.backend.threads, kernel, total: [], wasm: [], first: [] });
         }
     }
-    for (const i of instances) for (let c = 0; c < 3; ++c) i.attn.matmul(a, b); // warm
+    for (const i of instances) for (let c = 0; c < 3; ++c) i.run(); // warm
     for (let r = 0; r < rounds; ++r)
       for (const i of instances)
         for (let c = 0; c < calls; ++c) {
           wasm.length = 0;
           const t0 = performance.now();
-          i.attn.matmul(a, b);
+          i.run();
           i.total.push(performance.now() - t0);
-          i.wasm.push(wasm.reduce((x, y) => x + y, 0));
+          // the round's first call finds the workers asleep (the other instances ran meanwhile)
+          (c === 0 ? i.first : i.wasm).push(wasm.reduce((x, y) => x + y, 0));
         }
     const backend = instances[0].attn.backend;
     const rows = instances.map((i) => ({
@@ -83,20 +96,24 @@ export async function measureThreadScaling({ rounds = 9, calls = 4, isa = 'auto'
       kernel: i.kernel,
       total: summary(i.total),
       wasm: summary(i.wasm),
+      first: summary(i.first),
     }));
     for (const i of instances) i.attn.dispose();
-    return { isa: backend.isa, rows };
+    return { isa: backend.isa, op, rows };
   } finally {
     undo.forEach((u) => u());
   }
 }
 
-export function formatThreadScaling(engine, { isa, rows }, load) {
+export function formatThreadScaling(engine, { isa, op, rows }, load) {
   const lines = [
-    `${engine}, ${isa}${load ? `, load ${load}` : ''}: matmul 512³, ms per call, median / 10th percentile / best`,
+    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${op === 'mha' ? 'multi-head attention forward n 512' : 'matmul 512³'}, ms per call, median / 10th percentile / best`,
   ];
   const ms = (t) => `${t.median.toFixed(2)} / ${t.p10.toFixed(2)} / ${t.best.toFixed(2)}`;
-  for (const r of rows) lines.push(`  ${r.kernel}, ${r.threads} thread(s): call ${ms(r.total)}, wasm ${ms(r.wasm)}`);
+  for (const r of rows)
+    lines.push(
+      `  ${r.kernel}, ${r.threads} thread(s): call ${ms(r.total)}, wasm ${ms(r.wasm)}, wasm of a round's first call ${ms(r.first)}`,
+    );
   for (let k = 0; k < rows.length; k += 2) {
     const [one, two] = [rows[k], rows[k + 1]];
     const x = (f) => ['median', 'p10', 'best'].map((q) => `${(one[f][q] / two[f][q]).toFixed(2)}×`).join(' / ');
@@ -109,7 +126,7 @@ async function main() {
   const args = process.argv.slice(2);
   const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
   const baselineDir = arg('--baseline', null); // a folder inside the repository
-  const options = { rounds: Number(arg('--rounds', 9)), isa: arg('--isa', 'auto') };
+  const options = { rounds: Number(arg('--rounds', 9)), isa: arg('--isa', 'auto'), op: arg('--case', 'matmul') };
   if (baselineDir) {
     const { resolve, relative } = await import('node:path');
     const { pathToFileURL, fileURLToPath } = await import('node:url');
