@@ -189,35 +189,18 @@ export function formatCallOverhead(engine, { backend, calls, reads }, load) {
 }
 
 async function main() {
-  const args = process.argv.slice(2);
-  const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-  const options = {
-    threads: Number(arg('--threads', 1)),
-    rounds: Number(arg('--rounds', 7)),
-    isa: arg('--isa', 'auto'),
-  };
-  const { loadavg } = await import('node:os');
-  const load = () =>
-    loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ');
-  const before = load();
-  const browserName = arg('--browser', null);
-  let engine, result;
-  if (browserName) {
-    const { inPage } = await import('./in_page.mjs');
-    ({ engine, result } = await inPage(
-      browserName,
-      '/scripts/forensics/call_overhead.mjs',
-      'measureCallOverhead',
-      options,
-    ));
-  } else {
-    engine = process.versions.bun ? `Bun ${process.versions.bun} (JavaScriptCore)` : `Node ${process.version} (V8)`;
-    result = await measureCallOverhead(options);
-  }
-  console.log(formatCallOverhead(engine, result, `${before} -> ${load()}`));
-  if (args.includes('--json')) console.log(JSON.stringify({ engine, ...result }));
+  const { argument, measureAndPrint } = await import('./in_page.mjs');
+  await measureAndPrint({
+    moduleUrl: '/scripts/forensics/call_overhead.mjs',
+    exportName: 'measureCallOverhead',
+    measureHere: measureCallOverhead,
+    format: formatCallOverhead,
+    options: {
+      threads: Number(argument('--threads', 1)),
+      rounds: Number(argument('--rounds', 7)),
+      isa: argument('--isa', 'auto'),
+    },
+  });
 }
 
 if (typeof process === 'object' && process.argv?.[1] && new URL(import.meta.url).pathname === process.argv[1])

@@ -14,9 +14,10 @@
 //   values   weights·v per key block (GEMM)      exp      the exp polynomial alone, as many lanes
 //   online   attention_rows_online itself: the three pieces and the rescaling of the sums
 // For each ISA the engine runs (SIMD128; relaxed SIMD where it validates), every round runs
-// every piece once in turn (so a busy neighbour slows them alike); medians of the rounds.
-// Shares are of scores + softmax + values; "softmax/GEMM" compares engines with their own GEMM
-// speed taken out.
+// every piece once in turn (so a busy neighbour slows them alike); medians and bests of the
+// rounds. Shares are of scores + softmax + values, from the bests (a neighbour only ever adds
+// time: in a page, whose clock is wall time, the best is what the piece costs); "softmax/GEMM"
+// compares engines with their own GEMM speed taken out.
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
 
 const SHAPES = {
@@ -66,18 +67,17 @@ export async function measureRows({ factory, wasmBinary, rounds = 7 }) {
 export function formatRows(engine, results, load) {
   const clock = Object.values(results)[0]?.clock;
   const lines = [
-    `${engine}${load ? `, load ${load}` : ''}: ms per call (${clock}), median [best]; share of scores+softmax+values (medians)`,
+    `${engine}${load ? `, load ${load}` : ''}: ms per call (${clock}), median [best]; shares and ratios of the bests`,
   ];
   for (const [isa, { clock: _, ...shapes }] of Object.entries(results))
     for (const [name, { median: t, best: b }] of Object.entries(shapes)) {
-      const sum = t.scores + t.softmax + t.values;
+      const sum = b.scores + b.softmax + b.values;
       const pct = (x) => `${((100 * x) / sum).toFixed(0)} %`;
+      const ms = (piece) => `${t[piece].toFixed(3)} [${b[piece].toFixed(3)}]`;
       lines.push(
-        `  ${isa.padEnd(8)} ${name.padEnd(9)} online ${t.online.toFixed(3)} [${b.online.toFixed(3)}]` +
-          `  scores ${t.scores.toFixed(3)} [${b.scores.toFixed(3)}] (${pct(t.scores)})` +
-          `  softmax ${t.softmax.toFixed(3)} [${b.softmax.toFixed(3)}] (${pct(t.softmax)}; exp alone ${t.exp.toFixed(3)})` +
-          `  values ${t.values.toFixed(3)} [${b.values.toFixed(3)}] (${pct(t.values)})  softmax/GEMM ${(t.softmax / (t.scores + t.values)).toFixed(2)}` +
-          `  online/sum ${(t.online / sum).toFixed(2)}`,
+        `  ${isa.padEnd(8)} ${name.padEnd(9)} online ${ms('online')}  scores ${ms('scores')} (${pct(b.scores)})` +
+          `  softmax ${ms('softmax')} (${pct(b.softmax)}; exp alone ${ms('exp')})  values ${ms('values')} (${pct(b.values)})` +
+          `  softmax/GEMM ${(b.softmax / (b.scores + b.values)).toFixed(2)}  online/sum ${(b.online / sum).toFixed(2)}`,
       );
     }
   return lines.join('\n');
@@ -104,6 +104,25 @@ export async function measureRowsInPage(rounds) {
   return results;
 }
 
+// In Node or Bun: the probe modules from build/wasm/bench/.
+async function measureRowsHere(rounds) {
+  const { readFile } = await import('node:fs/promises');
+  const { createRequire } = await import('node:module');
+  const require = createRequire(import.meta.url);
+  const dir = new URL('../../build/wasm/bench/', import.meta.url);
+  const results = {};
+  for (const [isa, name] of [
+    ['simd128', 'rows_probe_simd'],
+    ['relaxed', 'rows_probe_relaxed'],
+  ]) {
+    if (isa === 'relaxed' && !relaxedSimdAvailable()) continue;
+    const factory = require(new URL(`${name}.js`, dir).pathname);
+    const wasmBinary = await readFile(new URL(`${name}.wasm`, dir));
+    results[isa] = await measureRows({ factory, wasmBinary, rounds });
+  }
+  return results;
+}
+
 async function main() {
   const { RELAXED_SIMD_FLAG } = await import('../bench/spawn.mjs');
   if (!process.versions.bun && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
@@ -112,44 +131,14 @@ async function main() {
     const argv = [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)];
     process.exit(spawnSync(process.execPath, argv, { stdio: 'inherit' }).status ?? 1);
   }
-  const { readFile } = await import('node:fs/promises');
-  const args = process.argv.slice(2);
-  const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-  const rounds = Number(arg('--rounds', 7));
-  const browserName = arg('--browser', null);
-  const { loadavg } = await import('node:os');
-  const load = () =>
-    loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ');
-  const loadBefore = load();
-  let engine, results;
-  if (browserName) {
-    const { inPage } = await import('./in_page.mjs');
-    ({ engine, result: results } = await inPage(
-      browserName,
-      '/scripts/forensics/rows_probe.mjs',
-      'measureRowsInPage',
-      rounds,
-    ));
-  } else {
-    const { createRequire } = await import('node:module');
-    const require = createRequire(import.meta.url);
-    const dir = new URL('../../build/wasm/bench/', import.meta.url);
-    engine = process.versions.bun ? `Bun ${process.versions.bun} (JavaScriptCore)` : `Node ${process.version} (V8)`;
-    results = {};
-    for (const [isa, name] of [
-      ['simd128', 'rows_probe_simd'],
-      ['relaxed', 'rows_probe_relaxed'],
-    ]) {
-      if (isa === 'relaxed' && !relaxedSimdAvailable()) continue;
-      const factory = require(new URL(`${name}.js`, dir).pathname);
-      const wasmBinary = await readFile(new URL(`${name}.wasm`, dir));
-      results[isa] = await measureRows({ factory, wasmBinary, rounds });
-    }
-  }
-  console.log(formatRows(engine, results, `${loadBefore} -> ${load()}`));
-  if (args.includes('--json')) console.log(JSON.stringify({ engine, results }));
+  const { argument, measureAndPrint } = await import('./in_page.mjs');
+  await measureAndPrint({
+    moduleUrl: '/scripts/forensics/rows_probe.mjs',
+    exportName: 'measureRowsInPage',
+    measureHere: measureRowsHere,
+    format: formatRows,
+    options: Number(argument('--rounds', 7)),
+  });
 }
 
 if (typeof process === 'object' && process.argv?.[1] && new URL(import.meta.url).pathname === process.argv[1])

@@ -14,7 +14,8 @@
 // reported apart: its workers have slept meanwhile (thread_pool.cpp's kSpin is 2 ms), so it
 // pays their wake-up; the later ones find them spinning.
 // --baseline DIR: another build's package (a copy of web/lib/ with its wasm/, inside the
-// repository, served to the page as it is) adds its 1- and 2-thread instances to the same rounds.
+// repository, served to the page as it is; for Node with a package.json of "type": "module")
+// adds its 1- and 2-thread instances to the same rounds.
 
 const N = 512;
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))];
@@ -123,39 +124,28 @@ export function formatThreadScaling(engine, { isa, op, rows }, load) {
 }
 
 async function main() {
-  const args = process.argv.slice(2);
-  const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
-  const baselineDir = arg('--baseline', null); // a folder inside the repository
-  const options = { rounds: Number(arg('--rounds', 9)), isa: arg('--isa', 'auto'), op: arg('--case', 'matmul') };
+  const { argument, measureAndPrint } = await import('./in_page.mjs');
+  const options = {
+    rounds: Number(argument('--rounds', 9)),
+    isa: argument('--isa', 'auto'),
+    op: argument('--case', 'matmul'),
+  };
+  const baselineDir = argument('--baseline', null); // a folder inside the repository
   if (baselineDir) {
+    // the page imports it from the server, which serves the repository; Node from the file
     const { resolve, relative } = await import('node:path');
     const { pathToFileURL, fileURLToPath } = await import('node:url');
     const root = fileURLToPath(new URL('../../', import.meta.url));
     const dir = resolve(baselineDir);
-    options.baseline = arg('--browser', null) ? `/${relative(root, dir)}/` : `${pathToFileURL(dir).href}/`;
+    options.baseline = argument('--browser', null) ? `/${relative(root, dir)}/` : `${pathToFileURL(dir).href}/`;
   }
-  const { loadavg } = await import('node:os');
-  const load = () =>
-    loadavg()
-      .map((x) => x.toFixed(1))
-      .join(' ');
-  const before = load();
-  const browserName = arg('--browser', null);
-  let engine, result;
-  if (browserName) {
-    const { inPage } = await import('./in_page.mjs');
-    ({ engine, result } = await inPage(
-      browserName,
-      '/scripts/forensics/thread_scaling.mjs',
-      'measureThreadScaling',
-      options,
-    ));
-  } else {
-    engine = process.versions.bun ? `Bun ${process.versions.bun} (JavaScriptCore)` : `Node ${process.version} (V8)`;
-    result = await measureThreadScaling(options);
-  }
-  console.log(formatThreadScaling(engine, result, `${before} -> ${load()}`));
-  if (args.includes('--json')) console.log(JSON.stringify({ engine, ...result }));
+  await measureAndPrint({
+    moduleUrl: '/scripts/forensics/thread_scaling.mjs',
+    exportName: 'measureThreadScaling',
+    measureHere: measureThreadScaling,
+    format: formatThreadScaling,
+    options,
+  });
 }
 
 if (typeof process === 'object' && process.argv?.[1] && new URL(import.meta.url).pathname === process.argv[1])
