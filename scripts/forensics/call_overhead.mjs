@@ -14,8 +14,10 @@
 //   read     a result copied out (Float32Array.slice of a wasm view)
 //   wasm     the binding call itself: the kernels, threads included
 //   js       the rest: argument checks, views, the layer's bookkeeping
-// "into a reused array": the same call with read() copying into an array made once, as an output
-// buffer passed in would (the package has no such option; this measures what one would save).
+// The same calls with read() done another way:
+//   "new + set"          new Float32Array(n), then set(view), instead of slice()
+//   "into a reused array" copying into an array made once, as an output buffer passed in would
+//                        (the package has no such option; this measures what one would save)
 // Then, for one 1 MB result (512² floats) in this instance's memory (a SharedArrayBuffer in the
 // threaded build): slice(); new Float32Array(n) alone; new + set(view); set(view) into an array
 // made beforehand; the same four on a plain ArrayBuffer. Medians of interleaved rounds.
@@ -68,9 +70,9 @@ function values(n, seed) {
 }
 
 // Each case's calls in one round, spent split by name (ms per call, 'total' the call's).
-function round({ run, reuse = false }, calls) {
+function round({ run, read = null }, calls) {
   const spent = {};
-  const unreuse = reuse ? readIntoReused() : () => {};
+  const unreuse = read ? readOtherwise(read) : () => {};
   const undo = instrument(spent);
   const t0 = performance.now();
   try {
@@ -91,18 +93,26 @@ function medians(rounds) {
   return Object.fromEntries(keys.map((k) => [k, median(rounds.map((r) => r[k] ?? 0))]));
 }
 
-// run() with Heap.read copying into one array per length, made once: what a caller's output
-// buffer (an `out` option, which the package does not have) would save, the fresh array's pages.
-// Installs that read(); returns what puts the package's back.
+// Heap.read done another way for a round: 'new + set', or 'reused' (one array per length, made
+// once: what a caller's output buffer would save, the fresh array's pages). Installs that
+// read(); returns what puts the package's back.
 const reused = new Map();
-function readIntoReused() {
-  const read = Heap.prototype.read;
-  Heap.prototype.read = function (ptr, length) {
+const READS = {
+  'new + set': function (ptr, length) {
+    const out = new Float32Array(length);
+    out.set(this.f32(ptr, length));
+    return out;
+  },
+  reused: function (ptr, length) {
     if (!reused.has(length)) reused.set(length, new Float32Array(length));
     const out = reused.get(length);
     out.set(this.f32(ptr, length));
     return out;
-  };
+  },
+};
+function readOtherwise(way) {
+  const read = Heap.prototype.read;
+  Heap.prototype.read = READS[way];
   return () => (Heap.prototype.read = read);
 }
 
@@ -133,9 +143,11 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
   const x = tensor(values(N * 512, 3), [N, 512]);
   const cases = {
     'matmul 512³': { run: () => attn.matmul(a, b) },
-    'matmul 512³, result into a reused array': { run: () => attn.matmul(a, b), reuse: true },
+    'matmul 512³, new + set': { run: () => attn.matmul(a, b), read: 'new + set' },
+    'matmul 512³, result into a reused array': { run: () => attn.matmul(a, b), read: 'reused' },
     'mha n 512 forward': { run: () => layer.forward(x) },
-    'mha n 512 forward, output into a reused array': { run: () => layer.forward(x), reuse: true },
+    'mha n 512 forward, new + set': { run: () => layer.forward(x), read: 'new + set' },
+    'mha n 512 forward, output into a reused array': { run: () => layer.forward(x), read: 'reused' },
   };
   for (const c of Object.values(cases)) round(c, 3); // warm
   const per = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
