@@ -110,7 +110,7 @@ const READS = {
     return out;
   },
 };
-function readOtherwise(way) {
+export function readOtherwise(way) {
   const read = Heap.prototype.read;
   Heap.prototype.read = READS[way];
   return () => (Heap.prototype.read = read);

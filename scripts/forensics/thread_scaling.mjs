@@ -13,6 +13,8 @@
 // (Runtime.call), medians and bests of the rounds. A round's first call on an instance is
 // reported apart: its workers have slept meanwhile (thread_pool.cpp's kSpin is 2 ms), so it
 // pays their wake-up; the later ones find them spinning.
+// --read reused: this checkout's package reads results into an array made once (call_overhead.mjs),
+// as an output buffer passed in would: the scaling a call would have without the fresh array's pages.
 // --baseline DIR: another build's package (a copy of web/lib/ with its wasm/, inside the
 // repository, served to the page as it is; for Node with a package.json of "type": "module")
 // adds its 1- and 2-thread instances to the same rounds.
@@ -55,9 +57,11 @@ export async function measureThreadScaling({
   lib = null,
   baseline = null,
   op = 'matmul',
+  read = null,
 } = {}) {
   lib ??= new URL('../../web/lib/', import.meta.url).href;
   const undo = [];
+  if (read) undo.push((await import('./call_overhead.mjs')).readOtherwise(read));
   try {
     const instances = [];
     for (const [dir, pins, label] of [
@@ -100,15 +104,15 @@ export async function measureThreadScaling({
       first: summary(i.first),
     }));
     for (const i of instances) i.attn.dispose();
-    return { isa: backend.isa, op, rows };
+    return { isa: backend.isa, op, read, rows };
   } finally {
     undo.forEach((u) => u());
   }
 }
 
-export function formatThreadScaling(engine, { isa, op, rows }, load) {
+export function formatThreadScaling(engine, { isa, op, read, rows }, load) {
   const lines = [
-    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${op === 'mha' ? 'multi-head attention forward n 512' : 'matmul 512³'}, ms per call, median / 10th percentile / best`,
+    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${op === 'mha' ? 'multi-head attention forward n 512' : 'matmul 512³'}${read ? `, read: ${read}` : ''}, ms per call, median / 10th percentile / best`,
   ];
   const ms = (t) => `${t.median.toFixed(2)} / ${t.p10.toFixed(2)} / ${t.best.toFixed(2)}`;
   for (const r of rows)
@@ -129,6 +133,7 @@ async function main() {
     rounds: Number(argument('--rounds', 9)),
     isa: argument('--isa', 'auto'),
     op: argument('--case', 'matmul'),
+    read: argument('--read', null),
   };
   const baselineDir = argument('--baseline', null); // a folder inside the repository
   if (baselineDir) {
