@@ -258,8 +258,9 @@ export function checkScale(where, scale, dK) {
 // (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
 // of nQ·nK values. Read in two steps, nK being known only once a cache is looked at.
 //
-// The first: the mask read (its getters run once) and its kinds checked -> null
-// (no mask) or a frozen { data: its own Uint8Array or Float32Array view, shape: frozen sizes or null }.
+// The first: the mask read (its getters run once) and its kinds checked -> null (no mask) or
+// a frozen { data: a copy (Uint8Array or Float32Array), shape: frozen sizes or null }. A copy:
+// the getters of arguments read after it may detach, shrink or write the caller's buffer.
 export function readMask(where, mask) {
   if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
@@ -286,12 +287,11 @@ export function readMask(where, mask) {
     }
     shape = shapeSnapshot(where, 'mask', rawShape);
   }
-  return Object.freeze({ data, shape });
+  return Object.freeze({ data: data.slice(), shape });
 }
 
-// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set:
-// keep this module's own view of the mask's memory, bias a copy whose values are checked here
-// (the copy is what wasm gets, even if the caller's memory is a SharedArrayBuffer written meanwhile).
+// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set,
+// each the snapshot's copy; bias's values are checked here, on the copy wasm gets.
 export function fitMask(where, mask, nQ, nK) {
   if (mask === null) return { keep: null, bias: null };
   const { data, shape } = mask;
@@ -304,7 +304,7 @@ export function fitMask(where, mask, nQ, nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
   if (typedArrayName(data) === 'Uint8Array') return { keep: data, bias: null };
-  return { keep: null, bias: checkAdditiveMask(where, data.slice()) };
+  return { keep: null, bias: checkAdditiveMask(where, data) };
 }
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity

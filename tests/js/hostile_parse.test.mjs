@@ -1,0 +1,57 @@
+// Arguments built to break the read-once parsing: buffers detached or shrunk by a later
+// argument's getter, masks whose Arrays claim billions of elements, getters that dispose or
+// use the instance in the worker form. Each gets a clear TypeError or RangeError naming the
+// argument (or the snapshot it read computes the right numbers), quickly, and leaves the
+// instance working with nothing more allocated.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { createAttention } from '../../web/lib/index.js';
+import { randomTensor, rng } from './reference.mjs';
+
+const detach = (typedArray) => structuredClone(typedArray.buffer, { transfer: [typedArray.buffer] });
+
+describe('2-D attention: a getter read after the mask detaches it', () => {
+  let attn, baseline;
+  const next = rng(11);
+  const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [3, 4]), randomTensor(next, [3, 4])];
+  before(async () => {
+    attn = await createAttention({ threads: 1 });
+    attn.attention(q, k, v);
+    baseline = attn.memory().allocatedBytes;
+  });
+  after(() => attn.dispose());
+
+  // rotary's and window's getters run after the mask was read: the mask is used as it was read.
+  for (const Mask of [Uint8Array, Float32Array]) {
+    test(`a ${Mask.name} mask detached or shrunk by a later option's getter: the mask as read`, () => {
+      const values = Mask.from([1, 0, 1, 1, 1, 0]); // keep (1 = keep) or bias (0 = none, 1 added)
+      const expected = attn.attention(q, k, v, { mask: values.slice() }).output.data;
+      const detached = values.slice();
+      const byRotary = attn.attention(q, k, v, {
+        mask: detached,
+        rotary: {
+          get offset() {
+            detach(detached);
+            return 0;
+          },
+        },
+      });
+      assert.deepEqual(byRotary.output.data, attn.attention(q, k, v, { mask: values, rotary: true }).output.data);
+      const buffer = new ArrayBuffer(values.byteLength, { maxByteLength: values.byteLength });
+      const shrunk = new Mask(buffer);
+      shrunk.set(values);
+      const byWindow = attn.attention(q, k, v, {
+        mask: shrunk,
+        window: {
+          get left() {
+            buffer.resize(0);
+            return -1;
+          },
+        },
+      });
+      assert.deepEqual(byWindow.output.data, expected);
+      assert.equal(attn.memory().allocatedBytes, baseline);
+    });
+  }
+});
