@@ -6,12 +6,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention } from '../../web/lib/index.js';
+import { createAttention, tensor } from '../../web/lib/index.js';
+import { throwsWith } from './assertions.mjs';
 import { randomTensor, rng } from './reference.mjs';
 
 const detach = (typedArray) => structuredClone(typedArray.buffer, { transfer: [typedArray.buffer] });
 
-describe('2-D attention: a getter read after the mask detaches it', () => {
+describe('2-D attention: a getter read after the mask or v detaches them', () => {
   let attn, baseline;
   const next = rng(11);
   const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [3, 4]), randomTensor(next, [3, 4])];
@@ -54,4 +55,48 @@ describe('2-D attention: a getter read after the mask detaches it', () => {
       assert.equal(attn.memory().allocatedBytes, baseline);
     });
   }
+
+  test('v detached by a getter read after it (an option, pastKey): the TypeError naming v.data', () => {
+    for (const when of ['causal', 'rotary']) {
+      const data = v.data.slice();
+      const options =
+        when === 'causal'
+          ? {
+              get causal() {
+                detach(data);
+                return false;
+              },
+            }
+          : {
+              rotary: {
+                get offset() {
+                  detach(data);
+                  return 0;
+                },
+              },
+            };
+      throwsWith(
+        () => attn.attention(q, k, tensor(data, v.shape), options),
+        TypeError,
+        /^attention: v\.data: its buffer was detached or shrunk after it was checked$/,
+      );
+    }
+    // on heads: pastKey is read after v
+    const next4 = rng(12);
+    const [q4, k4, v4] = [1, 2, 2].map((n) => randomTensor(next4, [1, 1, n, 4]));
+    const pastValue = randomTensor(next4, [1, 1, 3, 4]);
+    const pastKey = {
+      shape: [1, 1, 3, 4],
+      get data() {
+        detach(v4.data);
+        return randomTensor(next4, [1, 1, 3, 4]).data;
+      },
+    };
+    throwsWith(
+      () => attn.attention(q4, k4, v4, { pastKey, pastValue }),
+      TypeError,
+      /^attention: v\.data: its buffer was detached or shrunk after it was checked$/,
+    );
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
 });

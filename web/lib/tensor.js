@@ -416,6 +416,8 @@ export function fitHeadsMask(where, mask, s, nTotal) {
 const FLOAT32_MAX = 3.4028234663852886e38;
 const INFINITY_BITS = 0x7f800000;
 export function checkWeightedSums(where, v, nK) {
+  // no values: v's buffer was detached or shrunk by a getter read after v (Heap.put names it)
+  if (typedArrayLength(v) === 0) return;
   // max |v| from the bits: for floats of one sign the bit patterns order like the values,
   // and integer compares run several times faster here than Math.abs over floats.
   const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
