@@ -100,3 +100,66 @@ describe('2-D attention: a getter read after the mask or v detaches them', () =>
     assert.equal(attn.memory().allocatedBytes, baseline);
   });
 });
+
+// An Array whose length claims 2^32 - 1 elements: sparse, or a Proxy counting what is read
+// (and failing the test once it reads far past where the answer is known).
+const HUGE = 2 ** 32 - 1;
+function huge(first) {
+  const array = [first];
+  array.length = HUGE;
+  return array;
+}
+function counted(array, limit = 1000) {
+  const counter = { reads: 0 };
+  const proxy = new Proxy(array, {
+    get(target, key) {
+      if (typeof key === 'string' && /^\d+$/.test(key) && ++counter.reads > limit)
+        throw new Error(`read ${limit} elements of an Array of ${target.length}`);
+      return target[key];
+    },
+  });
+  return { proxy, counter };
+}
+
+describe('a mask on heads whose Arrays claim 2^32 - 1 elements', () => {
+  let attn, baseline;
+  const next = rng(13);
+  const [q, k, v] = [
+    randomTensor(next, [1, 1, 2, 4]),
+    randomTensor(next, [1, 1, 2, 4]),
+    randomTensor(next, [1, 1, 2, 4]),
+  ];
+  before(async () => {
+    attn = await createAttention({ threads: 1 });
+    attn.attention(q, k, v);
+    baseline = attn.memory().allocatedBytes;
+  });
+  after(() => attn.dispose());
+
+  test('a boolean[] with a hole after its first element: the TypeError naming the hole, elements read up to it', () => {
+    const message = /^attention: mask\.data\[1\] is undefined: a boolean\[\] mask holds true \(keep\) or false$/;
+    throwsWith(() => attn.attention(q, k, v, { mask: { data: huge(true), shape: [2, 2] } }), TypeError, message);
+    const { proxy, counter } = counted(huge(true));
+    throwsWith(() => attn.attention(q, k, v, { mask: { data: proxy, shape: [2, 2] } }), TypeError, message);
+    assert.ok(counter.reads <= 2, `${counter.reads} elements read`);
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
+
+  test('a shape of 2^32 - 1 sizes: a RangeError, its sizes never copied', () => {
+    const message = /^attention: mask\.shape has 4294967295 dimensions/;
+    const mask = (shape) => ({ data: new Uint8Array(4).fill(1), shape });
+    throwsWith(() => attn.attention(q, k, v, { mask: mask(huge(2)) }), RangeError, message);
+    const { proxy, counter } = counted(huge(2));
+    throwsWith(() => attn.attention(q, k, v, { mask: mask(proxy) }), RangeError, message);
+    assert.equal(counter.reads, 0);
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
+
+  test('a size that is no number: a TypeError, as for a tensor', () => {
+    throwsWith(
+      () => attn.attention(q, k, v, { mask: { data: new Uint8Array(4).fill(1), shape: ['2', 2] } }),
+      TypeError,
+      /^attention: mask\.shape\[0\] is a string \("2"\): sizes must be numbers$/,
+    );
+  });
+});

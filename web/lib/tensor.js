@@ -117,7 +117,7 @@ function shapeSnapshot(where, name, shape) {
   }
   const length = shape.length;
   if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 8) {
-    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have 1 to 3`);
+    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have at most 4`);
   }
   const sizes = [];
   for (let i = 0; i < length; ++i) {
@@ -326,9 +326,11 @@ export function checkAdditiveMask(where, bias) {
 // past it are masked). Read in two steps, nTotal being known only once a cache is looked at.
 //
 // The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
-// mask) or a frozen { data: a copy (a typed array's, or the Array's
-// elements as an Array; null for anything else), type ('Uint8Array', 'Float32Array', 'Array',
-// or else what data was, for the message), shape: the sizes }.
+// mask) or a frozen { data: a copy (a typed array's; a boolean[]'s as a Uint8Array, see
+// readBooleans; null for anything else), length: the values the caller's data holds, type
+// ('Uint8Array', 'Float32Array', 'Array', or else what data was, for the message), bad: the
+// first element of a boolean[] that is not a boolean ({ index, what }) or null, shape: the
+// sizes (numbers) }.
 export function readHeadsMask(where, mask) {
   if (mask === undefined || mask === null) return null;
   if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
@@ -340,19 +342,38 @@ export function readHeadsMask(where, mask) {
     rawShape = mask.shape;
   if (!Array.isArray(rawShape))
     throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
-  const shape = Object.freeze(Array.from(rawShape));
+  const shape = shapeSnapshot(where, 'mask', rawShape);
   if (shape.length < 1 || shape.length > 4)
     throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
   let type = typedArrayName(rawData);
-  let data = null;
+  let data = null,
+    length,
+    bad = null;
   if (type === 'Uint8Array')
     data = new Uint8Array(rawData); // a copy, made from the engine's own slots
   else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
   else if (Array.isArray(rawData)) {
     type = 'Array';
-    data = Array.from(rawData);
+    const count = shape.reduce((a, b) => a * b, 1);
+    ({ data, length, bad } = readBooleans(rawData, count));
   } else type = describe(rawData); // refused by fitHeadsMask, after the shape's checks
-  return Object.freeze({ data, type, shape });
+  return Object.freeze({ data, length: length ?? data?.length, type, bad, shape });
+}
+
+// A boolean[] (its length read once) -> { data: its elements, each read once, as a Uint8Array
+// (true = 1, keep), length, bad: the first that is not a boolean ({ index, what }; data null)
+// or null }. At most `count` elements are read, the values the mask's shape needs (an Array
+// of another length is refused by its length alone): an Array whose length claims billions of
+// elements (sparse, or a Proxy) costs no more than its shape.
+function readBooleans(array, count) {
+  const length = array.length;
+  const keep = [];
+  for (let i = 0; i < Math.min(length, count); ++i) {
+    const b = array[i];
+    if (typeof b !== 'boolean') return { data: null, length, bad: { index: i, what: describe(b) } };
+    keep.push(b ? 1 : 0);
+  }
+  return { data: Uint8Array.from(keep), length, bad: null };
 }
 
 // The second, on readHeadsMask's snapshot, for s: { batch, qHeads, nQ } -> a copy and its
@@ -382,21 +403,18 @@ export function fitHeadsMask(where, mask, s, nTotal) {
   if (type === 'Uint8Array') keep = mask.data;
   else if (type === 'Float32Array') bias = mask.data;
   else if (type === 'Array') {
-    keep = new Uint8Array(mask.data.length);
-    for (let i = 0; i < keep.length; ++i) {
-      const b = mask.data[i];
-      if (typeof b !== 'boolean')
-        throw new TypeError(`${where}: mask.data[${i}] is ${describe(b)}: a boolean[] mask holds true (keep) or false`);
-      keep[i] = b ? 1 : 0;
+    if (mask.bad) {
+      const { index, what } = mask.bad;
+      throw new TypeError(`${where}: mask.data[${index}] is ${what}: a boolean[] mask holds true (keep) or false`);
     }
+    keep = mask.data;
   } else {
     throw new TypeError(
       `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${type}`,
     );
   }
-  const data = keep ?? bias;
-  if (data.length !== count)
-    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
+  if (mask.length !== count)
+    throw new RangeError(`${where}: mask.data has ${mask.length} values but shape ${showShape(shape)} needs ${count}`);
   if (bias) checkAdditiveMask(where, bias);
   const cols = dims[3];
   return {
