@@ -163,3 +163,85 @@ describe('a mask on heads whose Arrays claim 2^32 - 1 elements', () => {
     );
   });
 });
+
+// The worker form, where a call's arguments are read (encoded for postMessage) on the main
+// side: a getter that disposes what the call is about gets the synchronous form's error, as a
+// rejection, and never a Promise that settles neither way.
+describe('the worker form: a getter that disposes the instance, the layer or the cache', () => {
+  const next = rng(14);
+  const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [2, 4]), randomTensor(next, [2, 4])];
+  const NEVER = 'never settled';
+  // promise's rejection message, or NEVER when it does not settle within 5 s
+  async function rejection(promise) {
+    let timer;
+    const never = new Promise((resolve) => {
+      timer = setTimeout(() => resolve(NEVER), 5000);
+    });
+    const settled = promise.then(
+      () => 'resolved',
+      (e) => `${e.constructor.name}: ${e.message}`,
+    );
+    const first = await Promise.race([settled, never]);
+    clearTimeout(timer);
+    return first;
+  }
+  const disposing = (dispose, option = 'causal', value = false) => ({
+    get [option]() {
+      dispose();
+      return value;
+    },
+  });
+
+  test('the instance, during attention (repeated: the worker may answer before it ends)', async () => {
+    for (let i = 0; i < 4; ++i) {
+      const attn = await createAttention({ worker: true, threads: 1 });
+      const called = attn.attention(
+        q,
+        k,
+        v,
+        disposing(() => attn.dispose()),
+      );
+      assert.equal(
+        await rejection(called),
+        'TypeError: attention: this attention instance was disposed; create a new one with createAttention()',
+      );
+      await attn.dispose();
+    }
+  });
+
+  test("a layer, during its forward; a cache, during truncate's argument", async () => {
+    const attn = await createAttention({ worker: true, threads: 1 });
+    const layer = await attn.multiHeadAttention({ dModel: 4, heads: 1 });
+    const forward = layer.forward(
+      q,
+      disposing(() => layer.dispose()),
+    );
+    assert.equal(await rejection(forward), 'TypeError: multiHeadAttention.forward: this layer was disposed');
+    const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    const n = {
+      get valueOf() {
+        cache.dispose();
+        return () => 0;
+      },
+    };
+    assert.equal(await rejection(cache.truncate(n)), 'TypeError: kvCache.truncate: this cache was disposed');
+    await attn.dispose();
+  });
+
+  test('a getter that throws: a rejection, never a throw', async () => {
+    const attn = await createAttention({ worker: true, threads: 1 });
+    const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    const throwing = {
+      get n() {
+        throw new RangeError('from the getter');
+      },
+    };
+    let truncated;
+    assert.doesNotThrow(() => {
+      truncated = cache.truncate(throwing);
+    });
+    assert.equal(await rejection(truncated), 'RangeError: from the getter');
+    assert.equal(await cache.length, 0);
+    await attn.dispose();
+  });
+});

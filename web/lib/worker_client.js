@@ -120,14 +120,25 @@ class Channel {
   }
 
   // where: the public entry, for errors; op: the worker's operation; target: the id of the
-  // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies.
-  send(where, op, args, { target, transfer = false } = {}) {
-    if (this.#broken) return Promise.reject(this.#broken);
-    const id = this.#nextId++;
+  // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies;
+  // stale(): the error the call gets when what it is about (the instance, the layer, the
+  // cache) was disposed, else null, asked before the arguments are read and again after: their
+  // getters may dispose it. A Promise always: what the getters throw rejects it.
+  send(where, op, args, { target, transfer = false, stale = () => null } = {}) {
     const buffers = new Set();
-    const message = { id, op, target, args: encode(args, buffers, this) };
+    let encoded;
     try {
-      this.#worker.postMessage(message, transfer ? [...buffers] : []);
+      const before = stale() ?? this.#broken;
+      if (before) throw before;
+      encoded = encode(args, buffers, this);
+      const after = stale();
+      if (after) throw after;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const id = this.#nextId++;
+    try {
+      this.#worker.postMessage({ id, op, target, args: encoded }, transfer ? [...buffers] : []);
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }
@@ -210,9 +221,11 @@ class AsyncMultiHeadAttention {
 
   // The checks the synchronous layer makes first, then the request.
   #call(where, op, args, transfer) {
-    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
-    if (this.#disposed) return Promise.reject(layerDisposed(where));
-    return this.#channel.send(where, op, args, { target: this.#id, transfer });
+    const stale = () => {
+      if (this.#channel.closed) return instanceDisposed(where);
+      return this.#disposed ? layerDisposed(where) : null;
+    };
+    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale });
   }
 
   // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
@@ -288,9 +301,11 @@ class AsyncKvCache {
   // The checks the synchronous cache makes first (disposed, then the instance), then the request.
   #call(what, op, args = []) {
     const where = `kvCache.${what}`;
-    if (this.#ref.disposed) return Promise.reject(cacheDisposed(where));
-    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
-    return this.#channel.send(where, op, args, { target: this.#ref.id });
+    const stale = () => {
+      if (this.#ref.disposed) return cacheDisposed(where);
+      return this.#channel.closed ? instanceDisposed(where) : null;
+    };
+    return this.#channel.send(where, op, args, { target: this.#ref.id, stale });
   }
 
   // A Promise of the rows filled in each head once the calls made before it ran (0 once disposed).
@@ -335,11 +350,13 @@ class AsyncAttention {
 
   // Sends where(...args, options) with options' transfer key taken out.
   #call(where, args, options) {
+    const stale = () => (this.#channel.closed ? instanceDisposed(where) : null);
     return promised(() => {
-      if (this.#channel.closed) throw instanceDisposed(where);
+      if (stale()) throw stale();
       const t = takeTransfer(where, options);
       return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
+        stale,
       });
     });
   }
