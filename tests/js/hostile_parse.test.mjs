@@ -164,6 +164,61 @@ describe('a mask on heads whose Arrays claim 2^32 - 1 elements', () => {
   });
 });
 
+describe("attention on heads: a mask's Uint8Array or kvLength's Int32Array detached or shrunk", () => {
+  let attn, baseline;
+  const next = rng(15);
+  const [q, k, v] = [
+    randomTensor(next, [1, 1, 2, 4]),
+    randomTensor(next, [1, 1, 2, 4]),
+    randomTensor(next, [1, 1, 2, 4]),
+  ];
+  before(async () => {
+    attn = await createAttention({ threads: 1 });
+    attn.attention(q, k, v);
+    baseline = attn.memory().allocatedBytes;
+  });
+  after(() => attn.dispose());
+  // a view of n elements whose resizable buffer was then shrunk under it
+  const shrunk = (Type, n) => {
+    const buffer = new ArrayBuffer(n * Type.BYTES_PER_ELEMENT, { maxByteLength: 64 });
+    const view = new Type(buffer, 0, n).fill(1);
+    buffer.resize(0);
+    return view;
+  };
+
+  test('detached: the TypeError naming the argument', () => {
+    const keep = new Uint8Array(4).fill(1);
+    detach(keep);
+    throwsWith(
+      () => attn.attention(q, k, v, { mask: { data: keep, shape: [2, 2] } }),
+      TypeError,
+      /^attention: mask\.data's buffer is detached \(transferred or released\); pass a Uint8Array whose memory is still there$/,
+    );
+    const kvLength = Int32Array.of(2);
+    detach(kvLength);
+    throwsWith(
+      () => attn.attention(q, k, v, { kvLength }),
+      TypeError,
+      /^attention: kvLength's buffer is detached \(transferred or released\); pass an Int32Array whose memory is still there$/,
+    );
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
+
+  test('shrunk out of its buffer: the RangeError of an argument holding no values', () => {
+    throwsWith(
+      () => attn.attention(q, k, v, { mask: { data: shrunk(Uint8Array, 4), shape: [2, 2] } }),
+      RangeError,
+      /^attention: mask\.data has 0 values but shape \[2,2\] needs 4$/,
+    );
+    throwsWith(
+      () => attn.attention(q, k, v, { kvLength: shrunk(Int32Array, 1) }),
+      RangeError,
+      /^attention: kvLength has 0 values but there are 1 sequences \(B\)$/,
+    );
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
+});
+
 // The worker form, where a call's arguments are read (encoded for postMessage) on the main
 // side: a getter that disposes what the call is about gets the synchronous form's error, as a
 // rejection, and never a Promise that settles neither way.

@@ -18,6 +18,7 @@ import {
   fitHeadsMask,
   readHeadsMask,
   showShape,
+  typedArrayCopy,
   typedArrayName,
 } from './tensor.js';
 
@@ -172,7 +173,7 @@ export function checkSoftcap(where, softcap) {
 function checkKvLength(where, kvLength, batch, nTotal) {
   if (kvLength === undefined) return null;
   let lengths;
-  if (typedArrayName(kvLength) === 'Int32Array') lengths = new Int32Array(kvLength);
+  if (typedArrayName(kvLength) === 'Int32Array') lengths = typedArrayCopy(where, 'kvLength', kvLength, Int32Array);
   else if (Array.isArray(kvLength)) {
     lengths = new Int32Array(kvLength.length);
     for (let b = 0; b < lengths.length; ++b) {

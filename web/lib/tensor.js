@@ -74,6 +74,18 @@ function ownView(value, type) {
   return type === 'Float32Array' ? new F32(buffer, byteOffset, length) : new U8(buffer, byteOffset, length);
 }
 
+// value: a real typed array of type Type (Uint8Array, Int32Array) -> a copy of its values, as
+// the engine counts them (none once its buffer was shrunk under it), or a TypeError naming
+// `name` when its buffer is detached.
+export function typedArrayCopy(where, name, value, Type) {
+  if (isDetached(apply(intrinsic.buffer, value, []))) {
+    throw new TypeError(
+      `${where}: ${name}'s buffer is detached (transferred or released); pass ${describe(value)} whose memory is still there`,
+    );
+  }
+  return new Type(typedArrayBytes(value).slice().buffer);
+}
+
 function isDetached(buffer) {
   try {
     new U8(buffer, 0, 0);
@@ -349,8 +361,7 @@ export function readHeadsMask(where, mask) {
   let data = null,
     length,
     bad = null;
-  if (type === 'Uint8Array')
-    data = new Uint8Array(rawData); // a copy, made from the engine's own slots
+  if (type === 'Uint8Array') data = typedArrayCopy(where, 'mask.data', rawData, Uint8Array);
   else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
   else if (Array.isArray(rawData)) {
     type = 'Array';
