@@ -219,6 +219,34 @@ describe("attention on heads: a mask's Uint8Array or kvLength's Int32Array detac
   });
 });
 
+// A layer's forward that fails on its inputs' values or its results (NaN in x, an output that
+// overflows float32), over a cache or not: backward() still differentiates the forward before.
+test("a layer's failed forward leaves the saved forward as it was", async () => {
+  const attn = await createAttention({ threads: 1 });
+  const next = rng(16);
+  const layer = attn.multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
+  const cache = attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 8 });
+  const x = randomTensor(next, [3, 8]);
+  const dOutput = randomTensor(next, [3, 8]);
+  layer.forward(x);
+  const expected = layer.backward(dOutput);
+  const memory = attn.memory().allocatedBytes;
+  const nan = tensor(new Float32Array(24).fill(NaN), [3, 8]);
+  const huge = tensor(new Float32Array(24).fill(3e38), [3, 8]);
+  const failing = {
+    'NaN in x': () => layer.forward(nan),
+    'an output that overflows': () => layer.forward(huge),
+    'NaN in x over a cache': () => layer.forward(tensor(nan.data.subarray(0, 8), [1, 8]), { cache }),
+  };
+  for (const [name, call] of Object.entries(failing)) {
+    assert.throws(call, RangeError, name);
+    assert.deepEqual(layer.backward(dOutput), expected, `backward after a forward failing on ${name}`);
+    assert.equal(attn.memory().allocatedBytes, memory, `memory after ${name}`);
+  }
+  assert.equal(cache.length, 0);
+  attn.dispose();
+});
+
 // The worker form, where a call's arguments are read (encoded for postMessage) on the main
 // side: a getter that disposes what the call is about gets the synchronous form's error, as a
 // rejection, and never a Promise that settles neither way.

@@ -81,7 +81,7 @@ export function layerForward(layer, where, c) {
     concat: batch * nQ * heads * dV,
   };
   for (const [name, size] of Object.entries(savedSizes)) heap.checkFits(4 * size, `${where}: ${name}`);
-  releaseSaved(layer);
+  // the previous forward stays saved until this one succeeds: a failed forward changes nothing
   const { owned } = layer;
   const saved = {};
   try {
@@ -90,25 +90,22 @@ export function layerForward(layer, where, c) {
     saved.keep = keep ? owned.put(keep, `${where}: mask`) : 0;
     saved.bias = bias ? owned.put(bias, `${where}: mask`) : 0;
     for (const [name, size] of Object.entries(savedSizes)) saved[name] = owned.alloc(4 * size, `${where}: ${name}`);
+    const result = forwardCall(layer, where, c, saved, savedSizes);
+    releaseSaved(layer);
+    layer.saved = {
+      ptrs: saved,
+      batch,
+      nQ,
+      nK,
+      rank: c.rank,
+      causal: c.causal,
+      scale: c.scale,
+      xShape: x.shape,
+      contextShape: context ? context.shape : null,
+    };
+    return result;
   } catch (e) {
     for (const p of Object.values(saved)) owned.free(p);
-    throw e;
-  }
-  layer.saved = {
-    ptrs: saved,
-    batch,
-    nQ,
-    nK,
-    rank: c.rank,
-    causal: c.causal,
-    scale: c.scale,
-    xShape: x.shape,
-    contextShape: context ? context.shape : null,
-  };
-  try {
-    return forwardCall(layer, where, c, saved, savedSizes);
-  } catch (e) {
-    releaseSaved(layer); // a failed forward leaves nothing to differentiate
     throw e;
   }
 }
