@@ -292,6 +292,25 @@ describe('the worker form: a getter that disposes the instance, the layer or the
     }
   });
 
+  test('the instance, by a getter deeper than the client copies (postMessage runs it)', async () => {
+    for (let i = 0; i < 4; ++i) {
+      const attn = await createAttention({ worker: true, threads: 1 });
+      const root = {};
+      let deep = root;
+      for (let depth = 0; depth < 12; ++depth) deep = deep.x = {};
+      const y = () => {
+        attn.dispose();
+        return 1;
+      };
+      Object.defineProperty(deep, 'y', { enumerable: true, get: y });
+      assert.equal(
+        await rejection(attn.attention(q, k, v, { window: root })),
+        'TypeError: attention: this attention instance was disposed; create a new one with createAttention()',
+      );
+      await attn.dispose();
+    }
+  });
+
   test("a layer, during its forward; a cache, during truncate's argument", async () => {
     const attn = await createAttention({ worker: true, threads: 1 });
     const layer = await attn.multiHeadAttention({ dModel: 4, heads: 1 });

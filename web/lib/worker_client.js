@@ -122,8 +122,10 @@ class Channel {
   // where: the public entry, for errors; op: the worker's operation; target: the id of the
   // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies;
   // stale(): the error the call gets when what it is about (the instance, the layer, the
-  // cache) was disposed, else null, asked before the arguments are read and again after: their
-  // getters may dispose it. A Promise always: what the getters throw rejects it.
+  // cache) was disposed, else null, asked before the arguments are read and again once they
+  // were sent: their getters (run by encode, and past its depth by postMessage's cloning) may
+  // dispose it. Then the worker refuses the request, and its answer finds no one waiting.
+  // A Promise always: what the getters throw rejects it.
   send(where, op, args, { target, transfer = false, stale = () => null } = {}) {
     const buffers = new Set();
     let encoded;
@@ -131,8 +133,6 @@ class Channel {
       const before = stale() ?? this.#broken;
       if (before) throw before;
       encoded = encode(args, buffers, this);
-      const after = stale();
-      if (after) throw after;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -142,6 +142,8 @@ class Channel {
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }
+    const after = stale();
+    if (after) return Promise.reject(after);
     if (isNode && this.#pending.size === 0) this.#worker.ref();
     return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
   }
