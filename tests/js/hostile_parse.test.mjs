@@ -247,6 +247,62 @@ test("a layer's failed forward leaves the saved forward as it was", async () => 
   attn.dispose();
 });
 
+// A revoked Proxy wherever an object goes: the TypeError naming the argument, as for any
+// other wrong kind of value, in both forms (V8's own "Cannot perform 'IsArray' on a proxy
+// that has been revoked" named nothing).
+function revoked(target = {}) {
+  const { proxy, revoke } = Proxy.revocable(target, {});
+  revoke();
+  return proxy;
+}
+const revokedCases = (attn, layer) => {
+  const next = rng(17);
+  const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [2, 4]), randomTensor(next, [2, 4])];
+  const h = () => randomTensor(next, [1, 1, 2, 4]);
+  return {
+    'attention: q must be a tensor .*, got a revoked Proxy': () => attn.attention(revoked(), k, v),
+    'attention: q\\.shape must be an array of sizes, got a revoked Proxy': () =>
+      attn.attention(tensor(q.data, revoked([])), k, v),
+    'attention: q\\.data must be a Float32Array, got a revoked Proxy': () =>
+      attn.attention(tensor(revoked(q.data), [2, 4]), k, v),
+    'attention: options must be an object, got a revoked Proxy': () => attn.attention(q, k, v, revoked()),
+    'attention: mask must be .*; got a revoked Proxy': () => attn.attention(q, k, v, { mask: revoked() }),
+    'attention: window must be an object, got a revoked Proxy': () => attn.attention(q, k, v, { window: revoked() }),
+    'attention: mask\\.data must be .*, got a revoked Proxy': () =>
+      attn.attention(h(), h(), h(), { mask: { data: revoked([]), shape: [2, 2] } }),
+    'attention: kvLength must be .*, got a revoked Proxy': () =>
+      attn.attention(h(), h(), h(), { kvLength: revoked([]) }),
+    'kvCache: options must be an object, got a revoked Proxy': () => attn.kvCache(revoked()),
+    'multiHeadAttention\\.step: options must be an object, got a revoked Proxy': () => layer.step(revoked(), 0.1),
+  };
+};
+
+test('a revoked Proxy as any argument: the TypeError naming it', async () => {
+  const attn = await createAttention({ threads: 1 });
+  const layer = attn.multiHeadAttention({ dModel: 4, heads: 1 });
+  const baseline = attn.memory().allocatedBytes;
+  for (const [message, call] of Object.entries(revokedCases(attn, layer)))
+    throwsWith(call, TypeError, new RegExp(`^${message}$`));
+  assert.equal(attn.memory().allocatedBytes, baseline);
+  attn.dispose();
+});
+
+test('a revoked Proxy as any argument of the worker form: the same TypeError', async () => {
+  const attn = await createAttention({ worker: true, threads: 1 });
+  const layer = await attn.multiHeadAttention({ dModel: 4, heads: 1 });
+  for (const [message, call] of Object.entries(revokedCases(attn, layer))) {
+    let error;
+    try {
+      await call();
+    } catch (e) {
+      error = e;
+    }
+    assert.equal(error?.constructor, TypeError, message);
+    assert.match(error.message, new RegExp(`^${message}$`));
+  }
+  await attn.dispose();
+});
+
 // The worker form, where a call's arguments are read (encoded for postMessage) on the main
 // side: a getter that disposes what the call is about gets the synchronous form's error, as a
 // rejection, and never a Promise that settles neither way.

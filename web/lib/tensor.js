@@ -41,12 +41,33 @@ export function typedArrayBytes(value) {
   return new U8(apply(intrinsic.buffer, value, []), apply(intrinsic.byteOffset, value, []), byteLength);
 }
 
+// Array.isArray, false for a revoked Proxy (on which it throws): the checks of what such a
+// value is not refuse it, describe() saying 'a revoked Proxy'.
+export function isArray(value) {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+// Whether value is a revoked Proxy, whose properties cannot be read.
+export function isRevoked(value) {
+  try {
+    Array.isArray(value);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 // What a wrong value is, for messages: 'null', 'an Array', 'a Float32Array', 'the number 3',
 // 'a string ("…")', 'an Object', …
 export function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'object' || typeof value === 'function') {
+    if (isRevoked(value)) return 'a revoked Proxy';
     let name;
     try {
       if (Array.isArray(value)) return 'an Array';
@@ -124,7 +145,7 @@ export function float32View(where, name, value) {
 
 // shape (an Array of sizes), read once -> a frozen Array of plain integers.
 function shapeSnapshot(where, name, shape) {
-  if (!Array.isArray(shape)) {
+  if (!isArray(shape)) {
     throw new TypeError(`${where}: ${name}.shape must be an array of sizes, got ${describe(shape)}`);
   }
   const length = shape.length;
@@ -158,7 +179,8 @@ export function readTensor(where, name, t, shapeNames) {
     typeof t !== 'object' ||
     ArrayBuffer.isView(t) ||
     typedArrayName(t) !== undefined ||
-    Array.isArray(t)
+    isArray(t) ||
+    isRevoked(t)
   ) {
     throw new TypeError(
       `${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`,
@@ -232,7 +254,8 @@ export function checkOptions(where, options, allowed) {
   if (
     options === null ||
     typeof options !== 'object' ||
-    Array.isArray(options) ||
+    isArray(options) ||
+    isRevoked(options) ||
     typedArrayName(options) !== undefined
   ) {
     throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
@@ -276,7 +299,7 @@ export function checkScale(where, scale, dK) {
 export function readMask(where, mask) {
   if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
-  const isTensor = !bare && typeof mask === 'object' && !Array.isArray(mask);
+  const isTensor = !bare && typeof mask === 'object' && !isArray(mask) && !isRevoked(mask);
   const rawData = bare ? mask : isTensor ? mask.data : undefined;
   const rawShape = isTensor ? mask.shape : undefined;
   const type = typedArrayName(rawData);
@@ -294,7 +317,7 @@ export function readMask(where, mask) {
   }
   let shape = null;
   if (rawShape !== undefined && rawShape !== null) {
-    if (!Array.isArray(rawShape)) {
+    if (!isArray(rawShape)) {
       throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(rawShape)}`);
     }
     shape = shapeSnapshot(where, 'mask', rawShape);
@@ -345,14 +368,14 @@ export function checkAdditiveMask(where, bias) {
 // sizes (numbers) }.
 export function readHeadsMask(where, mask) {
   if (mask === undefined || mask === null) return null;
-  if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
+  if (typeof mask !== 'object' || isArray(mask) || isRevoked(mask) || typedArrayName(mask) !== undefined) {
     throw new TypeError(
       `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${describe(mask)}`,
     );
   }
   const rawData = mask.data,
     rawShape = mask.shape;
-  if (!Array.isArray(rawShape))
+  if (!isArray(rawShape))
     throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
   const shape = shapeSnapshot(where, 'mask', rawShape);
   if (shape.length < 1 || shape.length > 4)
@@ -363,7 +386,7 @@ export function readHeadsMask(where, mask) {
     bad = null;
   if (type === 'Uint8Array') data = typedArrayCopy(where, 'mask.data', rawData, Uint8Array);
   else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
-  else if (Array.isArray(rawData)) {
+  else if (isArray(rawData)) {
     type = 'Array';
     const count = shape.reduce((a, b) => a * b, 1);
     ({ data, length, bad } = readBooleans(rawData, count));

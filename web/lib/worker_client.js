@@ -18,7 +18,7 @@
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean } from './tensor.js';
+import { checkBoolean, isArray, isRevoked } from './tensor.js';
 import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
@@ -54,22 +54,23 @@ function rebuildError({ name, message }) {
 // A cache proxy of this form -> { channel, id, disposed }: what encode() sends for it.
 const cacheRefs = new WeakMap();
 
-// A value for postMessage to `channel`'s worker: objects and arrays copied, functions and
-// symbols replaced by stand-ins, and cache proxies by references to their cache (worker_host.js
-// turns each back into a function, a symbol or a cache, so that its checks throw the message
-// they throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
+// A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols
+// and revoked Proxies replaced by stand-ins, and cache proxies by references to their cache
+// (worker_host.js turns each back into a function, a symbol, a revoked Proxy or a cache, so
+// that its checks throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
 // Maps, Dates and the like go as structured cloning copies them.
 function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
   if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (isRevoked(value)) return { [STAND_IN]: 'revoked' };
   const cache = cacheRefs.get(value);
   if (cache) return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
   if (ArrayBuffer.isView(value)) {
     if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
     return value;
   }
-  if (Array.isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
+  if (isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
   if (Object.prototype.toString.call(value) !== '[object Object]') return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
 }
@@ -77,7 +78,13 @@ function encode(value, buffers, channel, depth = 0) {
 // options -> { options without its transfer key (undefined when nothing else is left),
 // transfer }. Anything but an object is passed on untouched, for the worker's checks to report.
 function takeTransfer(where, options) {
-  if (options === null || typeof options !== 'object' || Array.isArray(options) || !('transfer' in options)) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    isArray(options) ||
+    isRevoked(options) ||
+    !('transfer' in options)
+  ) {
     return { options, transfer: false };
   }
   const { transfer, ...rest } = options;
