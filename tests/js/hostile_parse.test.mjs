@@ -101,6 +101,29 @@ describe('2-D attention: a getter read after the mask or v detaches them', () =>
   });
 });
 
+// The getters of a tensor's own shape (its elements) run before its data is looked at: one
+// that transfers the data's buffer gets the TypeError of a detached buffer, not a RangeError
+// about the values' count.
+test("a getter of a tensor's shape that detaches its data: the TypeError naming the data", async () => {
+  const attn = await createAttention({ threads: 1 });
+  const next = rng(18);
+  const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [2, 4]), randomTensor(next, [2, 4])];
+  const data = q.data.slice();
+  const shape = [2, 4];
+  Object.defineProperty(shape, 0, {
+    get() {
+      detach(data);
+      return 2;
+    },
+  });
+  throwsWith(
+    () => attn.attention(tensor(data, shape), k, v),
+    TypeError,
+    /^attention: q\.data's buffer is detached \(transferred or released\); pass a Float32Array whose memory is still there$/,
+  );
+  attn.dispose();
+});
+
 // An Array whose length claims 2^32 - 1 elements: sparse, or a Proxy counting what is read
 // (and failing the test once it reads far past where the answer is known).
 const HUGE = 2 ** 32 - 1;

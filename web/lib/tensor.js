@@ -188,8 +188,9 @@ export function readTensor(where, name, t, shapeNames) {
   }
   const rawData = t.data;
   const rawShape = t.shape;
-  const data = float32View(where, `${name}.data`, rawData);
+  // the shape's elements first: their getters may detach or shrink the data's buffer
   const shape = shapeSnapshot(where, name, rawShape);
+  const data = float32View(where, `${name}.data`, rawData);
   return Object.freeze({ data, shape });
 }
 
