@@ -56,6 +56,21 @@ describe('2-D attention: a getter read after the mask or v detaches them', () =>
     });
   }
 
+  test("a mask detached by a getter of its own shape's elements: the mask as read", () => {
+    const values = Uint8Array.from([1, 0, 1, 1, 1, 0]);
+    const data = values.slice();
+    const shape = [2, 3];
+    Object.defineProperty(shape, 1, {
+      get() {
+        detach(data);
+        return 3;
+      },
+    });
+    const got = attn.attention(q, k, v, { mask: tensor(data, shape) }).output.data;
+    assert.deepEqual(got, attn.attention(q, k, v, { mask: values }).output.data);
+    assert.equal(attn.memory().allocatedBytes, baseline);
+  });
+
   test('v detached by a getter read after it (an option, pastKey): the TypeError naming v.data', () => {
     for (const when of ['causal', 'rotary']) {
       const data = v.data.slice();

@@ -316,6 +316,7 @@ export function readMask(where, mask) {
       `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`,
     );
   }
+  const copy = data.slice(); // before the shape's getters run
   let shape = null;
   if (rawShape !== undefined && rawShape !== null) {
     if (!isArray(rawShape)) {
@@ -323,7 +324,7 @@ export function readMask(where, mask) {
     }
     shape = shapeSnapshot(where, 'mask', rawShape);
   }
-  return Object.freeze({ data: data.slice(), shape });
+  return Object.freeze({ data: copy, shape });
 }
 
 // The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set,
