@@ -441,3 +441,22 @@ describe('the worker form: a getter that disposes the instance, the layer or the
     await attn.dispose();
   });
 });
+
+// A cache whose instance was disposed went with it: its length reads 0 (as once the cache
+// itself is disposed), in both forms, instead of reading the disposed module's memory.
+test("a cache's length once its instance was disposed: 0, in both forms", async () => {
+  const config = { batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 };
+  const x = randomTensor(rng(19), [1, 1, 2, 4]);
+  const attn = await createAttention({ threads: 1 });
+  const cache = attn.kvCache(config);
+  attn.attention(x, x, x, { cache });
+  assert.equal(cache.length, 2);
+  attn.dispose();
+  assert.equal(cache.length, 0);
+  const remote = await createAttention({ worker: true, threads: 1 });
+  const remoteCache = await remote.kvCache(config);
+  await remote.attention(x, x, x, { cache: remoteCache });
+  assert.equal(await remoteCache.length, 2);
+  await remote.dispose();
+  assert.equal(await remoteCache.length, 0);
+});

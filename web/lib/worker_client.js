@@ -317,9 +317,11 @@ class AsyncKvCache {
     return this.#channel.send(where, op, args, { target: this.#ref.id, stale });
   }
 
-  // A Promise of the rows filled in each head once the calls made before it ran (0 once disposed).
+  // A Promise of the rows filled in each head once the calls made before it ran (0 once the
+  // cache or its instance was disposed).
   get length() {
-    return this.#ref.disposed ? Promise.resolve(0) : this.#call('length', 'cacheLength');
+    const gone = this.#ref.disposed || this.#channel.closed;
+    return gone ? Promise.resolve(0) : this.#call('length', 'cacheLength');
   }
 
   truncate(n) {
