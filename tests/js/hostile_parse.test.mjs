@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { throwsWith } from './assertions.mjs';
+import { rejectsWith, throwsWith } from './assertions.mjs';
 import { randomTensor, rng } from './reference.mjs';
 
 const detach = (typedArray) => structuredClone(typedArray.buffer, { transfer: [typedArray.buffer] });
@@ -459,4 +459,24 @@ test("a cache's length once its instance was disposed: 0, in both forms", async 
   assert.equal(await remoteCache.length, 2);
   await remote.dispose();
   assert.equal(await remoteCache.length, 0);
+});
+
+// wasmBinary with no bytes: the error names it, before the loader aborts on them (a
+// RuntimeError 'Aborted(TypeError: Cannot perform Construct on a detached ArrayBuffer)', with
+// the glue's lines on the console).
+test('createAttention: a wasmBinary detached or empty names it', async () => {
+  const view = new Uint8Array(8);
+  detach(view);
+  for (const wasmBinary of [view.buffer, view]) {
+    await rejectsWith(
+      createAttention({ threads: 1, wasmBinary }),
+      TypeError,
+      /^createAttention: wasmBinary's buffer is detached \(transferred or released\); pass the \.wasm file's bytes$/,
+    );
+  }
+  await rejectsWith(
+    createAttention({ threads: 1, wasmBinary: new Uint8Array(0) }),
+    RangeError,
+    /^createAttention: wasmBinary is empty; pass the \.wasm file's bytes$/,
+  );
 });

@@ -107,7 +107,8 @@ export function typedArrayCopy(where, name, value, Type) {
   return new Type(typedArrayBytes(value).slice().buffer);
 }
 
-function isDetached(buffer) {
+// Whether an ArrayBuffer was detached (transferred or released).
+export function isDetached(buffer) {
   try {
     new U8(buffer, 0, 0);
     return false;
