@@ -341,6 +341,49 @@ test('a revoked Proxy as any argument of the worker form: the same TypeError', a
   await attn.dispose();
 });
 
+// Typed arrays with no bytes left (a detached buffer, or a resizable one shrunk under the view)
+// cannot be cloned for postMessage; the worker form's errors are still the synchronous form's.
+test("a detached or shrunk typed array in the worker form: the synchronous form's error", async () => {
+  const local = await createAttention({ threads: 1 });
+  const remote = await createAttention({ worker: true, threads: 1 });
+  const next = rng(20);
+  const [q, k, v] = [randomTensor(next, [2, 4]), randomTensor(next, [2, 4]), randomTensor(next, [2, 4])];
+  const detached = (data) => {
+    const copy = data.slice();
+    detach(copy);
+    return copy;
+  };
+  const shrunk = (data) => {
+    const buffer = new ArrayBuffer(data.byteLength, { maxByteLength: data.byteLength });
+    const view = new data.constructor(buffer, 0, data.length);
+    buffer.resize(0);
+    return view;
+  };
+  const calls = {
+    'q.data detached': (a) => a.attention(tensor(detached(q.data), q.shape), k, v),
+    'q.data shrunk': (a) => a.attention(tensor(shrunk(q.data), q.shape), k, v),
+    'a mask detached': (a) => a.attention(q, k, v, { mask: detached(new Uint8Array(4).fill(1)) }),
+    'kvLength detached': (a) =>
+      a.attention(tensor(q.data, [1, 1, 2, 4]), tensor(k.data, [1, 1, 2, 4]), tensor(v.data, [1, 1, 2, 4]), {
+        kvLength: detached(Int32Array.of(2)),
+      }),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    const errors = [];
+    for (const form of [local, remote]) {
+      try {
+        await call(form);
+        errors.push('no error');
+      } catch (e) {
+        errors.push(`${e.constructor.name}: ${e.message}`);
+      }
+    }
+    assert.equal(errors[1], errors[0], name);
+  }
+  local.dispose();
+  await remote.dispose();
+});
+
 // The worker form, where a call's arguments are read (encoded for postMessage) on the main
 // side: a getter that disposes what the call is about gets the synchronous form's error, as a
 // rejection, and never a Promise that settles neither way.

@@ -18,7 +18,7 @@
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean, isArray, isRevoked } from './tensor.js';
+import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './tensor.js';
 import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
@@ -54,10 +54,11 @@ function rebuildError({ name, message }) {
 // A cache proxy of this form -> { channel, id, disposed }: what encode() sends for it.
 const cacheRefs = new WeakMap();
 
-// A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols
-// and revoked Proxies replaced by stand-ins, and cache proxies by references to their cache
-// (worker_host.js turns each back into a function, a symbol, a revoked Proxy or a cache, so
-// that its checks throw the message they throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
+// A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols,
+// revoked Proxies and typed arrays with no bytes left replaced by stand-ins, and cache proxies
+// by references to their cache (worker_host.js turns each back into a function, a symbol, a
+// revoked Proxy, an empty typed array or a cache, so that its checks throw the message they
+// throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
 // Maps, Dates and the like go as structured cloning copies them.
 function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
@@ -67,6 +68,10 @@ function encode(value, buffers, channel, depth = 0) {
   const cache = cacheRefs.get(value);
   if (cache) return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
   if (ArrayBuffer.isView(value)) {
+    // a typed array with no bytes left (its buffer detached, or shrunk under it) cannot be
+    // cloned: the host makes an empty one, detached like it, for its checks to name
+    const type = typedArrayName(value);
+    if (type && typedArrayLength(value) === 0) return { [STAND_IN]: 'empty', type, detached: isDetached(value.buffer) };
     if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
     return value;
   }
