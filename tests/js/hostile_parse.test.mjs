@@ -523,3 +523,17 @@ test('createAttention: a wasmBinary detached or empty names it', async () => {
     /^createAttention: wasmBinary is empty; pass the \.wasm file's bytes$/,
   );
 });
+
+// null is no size: kvHeads, dK and dV given as null get the TypeError of a wrong kind, as
+// every other option does, instead of silently taking their defaults.
+test('a layer config with kvHeads, dK or dV null: the TypeError naming it', async () => {
+  const attn = await createAttention({ threads: 1 });
+  for (const name of ['kvHeads', 'dK', 'dV']) {
+    throwsWith(
+      () => attn.multiHeadAttention({ dModel: 8, heads: 2, [name]: null }),
+      TypeError,
+      new RegExp(`^multiHeadAttention: ${name} must be a number, got null$`),
+    );
+  }
+  attn.dispose();
+});
