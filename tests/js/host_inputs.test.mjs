@@ -111,7 +111,7 @@ for (const threads of [1, 2]) {
       throwsWith(
         () => attn.attention(tensor(proxy, q.shape), k, v),
         TypeError,
-        /^attention: q\.data must be a Float32Array, got an object$/,
+        /^attention: q\.data must be a Float32Array, got a revoked Proxy$/,
       );
       intact();
     });

@@ -17,8 +17,11 @@ import {
   describe,
   fitHeadsMask,
   float32View,
+  isArray,
+  isRevoked,
   readHeadsMask,
   showShape,
+  typedArrayCopy,
   typedArrayName,
 } from './tensor.js';
 
@@ -59,7 +62,13 @@ function integerAtLeast(where, name, value, min) {
 }
 
 function plainObject(where, name, value, allowed) {
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || typedArrayName(value) !== undefined) {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    isArray(value) ||
+    isRevoked(value) ||
+    typedArrayName(value) !== undefined
+  ) {
     throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
   }
   return checkOptions(`${where}: ${name}`, value, allowed);
@@ -200,8 +209,8 @@ export function checkSinks(where, sinks, qHeads) {
 function checkKvLength(where, kvLength, batch, nTotal) {
   if (kvLength === undefined) return null;
   let lengths;
-  if (typedArrayName(kvLength) === 'Int32Array') lengths = new Int32Array(kvLength);
-  else if (Array.isArray(kvLength)) {
+  if (typedArrayName(kvLength) === 'Int32Array') lengths = typedArrayCopy(where, 'kvLength', kvLength, Int32Array);
+  else if (isArray(kvLength)) {
     lengths = new Int32Array(kvLength.length);
     for (let b = 0; b < lengths.length; ++b) {
       const n = kvLength[b];

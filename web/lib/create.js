@@ -4,7 +4,7 @@
 import { Attention } from './attention.js';
 import { relaxedSimdAvailable } from './features.js';
 import { defaultThreads, loadModule } from './loader.js';
-import { checkBoolean, checkOneOf, checkOptions } from './tensor.js';
+import { checkBoolean, checkOneOf, checkOptions, isDetached } from './tensor.js';
 import { warmUp } from './warm_up.js';
 
 // Each thread is a worker with its own stack and a share of the work: past 64 they cost
@@ -43,6 +43,7 @@ export async function createAttentionWith(options, { glue, startWorker, onThread
   if (o.wasmBinary !== undefined && !(o.wasmBinary instanceof ArrayBuffer || ArrayBuffer.isView(o.wasmBinary))) {
     throw new TypeError(`${where}: wasmBinary must be an ArrayBuffer or Uint8Array`);
   }
+  if (o.wasmBinary !== undefined) checkBytes(where, o.wasmBinary);
   const isa = chooseIsa(where, o.isa ?? 'auto', o.wasmBinary !== undefined);
   if (checkBoolean(where, 'worker', o.worker)) {
     return startWorker({ threads, isa: o.isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
@@ -63,6 +64,18 @@ export async function createAttentionWith(options, { glue, startWorker, onThread
     throw e;
   }
   return attention;
+}
+
+// wasmBinary (an ArrayBuffer or a view) must hold bytes: the loader aborts on none (a detached
+// or an empty buffer) with the engine's message.
+function checkBytes(where, wasmBinary) {
+  const buffer = ArrayBuffer.isView(wasmBinary) ? wasmBinary.buffer : wasmBinary;
+  if (isDetached(buffer)) {
+    throw new TypeError(
+      `${where}: wasmBinary's buffer is detached (transferred or released); pass the .wasm file's bytes`,
+    );
+  }
+  if (wasmBinary.byteLength === 0) throw new RangeError(`${where}: wasmBinary is empty; pass the .wasm file's bytes`);
 }
 
 const ISAS = ['auto', 'relaxed-simd', 'simd128'];

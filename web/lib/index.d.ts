@@ -66,7 +66,7 @@ export interface KvCacheConfig {
 export type KvCacheDtype = 'float32' | 'int8';
 
 export interface KvCache {
-  /** Rows filled in each head (0 once disposed). */
+  /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: number;
   readonly capacity: number;
   readonly batch: number;
@@ -411,7 +411,7 @@ export interface TransferOption {
 /** A KvCache living in the worker: the same members, length and the methods giving Promises
  *  that settle once the calls made before them ran. */
 export interface AsyncKvCache {
-  /** Rows filled in each head (0 once disposed). */
+  /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: Promise<number>;
   readonly capacity: number;
   readonly batch: number;

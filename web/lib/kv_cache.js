@@ -63,10 +63,10 @@ export class KvCache {
     internals.set(this, this.#state);
   }
 
-  // Rows filled in each head (0 once disposed).
+  // Rows filled in each head (0 once disposed, or once its instance was: its memory went with it).
   get length() {
     const s = this.#state;
-    return s.disposed ? 0 : s.length();
+    return s.disposed || s.rt.disposed ? 0 : s.length();
   }
 
   get capacity() {

@@ -14,9 +14,7 @@ export function savedForward(layer, where) {
     );
   }
   if (!layer.saved) {
-    throw new TypeError(
-      `${where}: there is no forward to differentiate: call forward() first (step() and a failed forward clear it)`,
-    );
+    throw new TypeError(`${where}: there is no forward to differentiate: call forward() first (step() clears it)`);
   }
   return layer.saved;
 }

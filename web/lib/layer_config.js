@@ -104,7 +104,7 @@ export function checkLayerConfig(where, config) {
   const c = checkOptions(where, config, CONFIG_OPTIONS);
   checkPositiveInteger(where, 'dModel', c.dModel);
   checkPositiveInteger(where, 'heads', c.heads);
-  const kvHeads = c.kvHeads ?? c.heads;
+  const kvHeads = c.kvHeads === undefined ? c.heads : c.kvHeads; // null is refused, not a default
   checkPositiveInteger(where, 'kvHeads', kvHeads);
   if (c.heads % kvHeads !== 0) {
     throw new RangeError(
@@ -116,9 +116,9 @@ export function checkLayerConfig(where, config) {
       `${where}: heads (${c.heads}) does not divide dModel (${c.dModel}): pass dK (and dV) explicitly`,
     );
   }
-  const dK = c.dK ?? c.dModel / c.heads;
+  const dK = c.dK === undefined ? c.dModel / c.heads : c.dK;
   checkPositiveInteger(where, 'dK', dK);
-  const dV = c.dV ?? dK;
+  const dV = c.dV === undefined ? dK : c.dV;
   checkPositiveInteger(where, 'dV', dV);
   const bias = checkBoolean(where, 'bias', c.bias);
   if (c.seed !== undefined) checkUint32(where, 'seed', c.seed);

@@ -91,7 +91,7 @@ export function layerForward(layer, where, c) {
     concat: batch * nQ * heads * dV,
   };
   for (const [name, size] of Object.entries(savedSizes)) heap.checkFits(4 * size, `${where}: ${name}`);
-  releaseSaved(layer);
+  // the previous forward stays saved until this one succeeds: a failed forward changes nothing
   const { owned } = layer;
   const saved = {};
   try {
@@ -100,32 +100,29 @@ export function layerForward(layer, where, c) {
     saved.keep = keep ? owned.put(keep, `${where}: mask`) : 0;
     saved.bias = bias ? owned.put(bias, `${where}: mask`) : 0;
     for (const [name, size] of Object.entries(savedSizes)) saved[name] = owned.alloc(4 * size, `${where}: ${name}`);
+    const result = forwardCall(layer, where, c, saved, savedSizes);
+    releaseSaved(layer);
+    layer.saved = {
+      ptrs: saved,
+      batch,
+      nQ,
+      nK,
+      rank: c.rank,
+      causal: c.causal,
+      scale: c.scale,
+      xShape: x.shape,
+      contextShape: context ? context.shape : null,
+      formats: { dx: x.format, dContext: context?.format }, // the output, dx and dContext follow these
+    };
+    return result;
   } catch (e) {
     for (const p of Object.values(saved)) owned.free(p);
-    throw e;
-  }
-  layer.saved = {
-    ptrs: saved,
-    batch,
-    nQ,
-    nK,
-    rank: c.rank,
-    causal: c.causal,
-    scale: c.scale,
-    xShape: x.shape,
-    contextShape: context ? context.shape : null,
-    formats: { dx: x.format, dContext: context?.format }, // the output, dx and dContext follow these
-  };
-  try {
-    return forwardCall(layer, where, c, saved, savedSizes);
-  } catch (e) {
-    releaseSaved(layer); // a failed forward leaves nothing to differentiate
     throw e;
   }
 }
 
 // The forward's wasm call over the saved buffers, and its results read back.
-function forwardCall(layer, where, { batch, nQ, nK, rank, causal, scale, trace }, saved, savedSizes) {
+function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trace }, saved, savedSizes) {
   const { dModel, heads, kvHeads, dK, dV } = layer.config;
   const { rt } = layer;
   const { heap } = rt;
@@ -166,7 +163,7 @@ function forwardCall(layer, where, { batch, nQ, nK, rank, causal, scale, trace }
 
     const lead = rank === 3 ? [batch] : [];
     const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
-    const result = { output: resultTensor(output, [...lead, nQ, dModel], layer.saved.formats.dx, where, 'output') };
+    const result = { output: resultTensor(output, [...lead, nQ, dModel], x.format, where, 'output') };
     if (!trace) return result;
     const all = Object.fromEntries(
       Object.keys(traceSizes).map((name) => [name, heap.read(traced[name], traceSizes[name])]),

@@ -1,6 +1,7 @@
 // multiHeadAttention.forward(x, { cache }): the new tokens through the layer over a kv cache
 // (wa::mha_forward_cached): their keys and values join the cache, and the new queries attend
-// over all of it. A step that fails leaves the cache as it was (kv_cache.js, stepOver).
+// over all of it. A step that fails leaves the cache (kv_cache.js, stepOver) and the saved
+// forward as they were.
 import { mhaShape, mhaWeights } from './binding.js';
 import { checkCacheFits, stepOver } from './kv_cache.js';
 import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
@@ -20,10 +21,8 @@ export function layerForwardCached(layer, where, c) {
       `${where}: x has ${nQ} new tokens but the cache holds ${length} of its capacity ${cc.capacity}: ${length + nQ} do not fit`,
   });
   const { keep, bias } = fitMask(where, c.mask, nQ, past + nQ);
-  releaseSaved(layer); // the most recent forward is this one, which backward() does not follow
-  layer.cachedLast = true;
   const { heap } = rt;
-  return stepOver(cache, () =>
+  const result = stepOver(cache, () =>
     heap.scoped(where, (s) => {
       const xPtr = s.putFinite(x.data, 'x.data');
       const out = s.alloc(4 * batch * nQ * dModel, 'the output');
@@ -49,4 +48,9 @@ export function layerForwardCached(layer, where, c) {
       return { output: resultTensor(output, x.shape.slice(), x.format, where, 'output') };
     }),
   );
+  // the most recent forward is this one, which backward() does not follow (a failed one
+  // changed nothing)
+  releaseSaved(layer);
+  layer.cachedLast = true;
+  return result;
 }

@@ -43,7 +43,7 @@ export function attentionArgs(layer, { causal, keep, bias }) {
   };
 }
 
-// Frees the saved forward (a forward that fails, step() and dispose() leave none).
+// Frees the saved forward (step(), dispose() and a forward over a cache leave none).
 export function releaseSaved(layer) {
   if (layer.saved) for (const p of Object.values(layer.saved.ptrs)) layer.owned.free(p);
   layer.saved = null;

@@ -53,12 +53,33 @@ export function typedArrayBytes(value) {
   return new U8(apply(intrinsic.buffer, value, []), apply(intrinsic.byteOffset, value, []), byteLength);
 }
 
+// Array.isArray, false for a revoked Proxy (on which it throws): the checks of what such a
+// value is not refuse it, describe() saying 'a revoked Proxy'.
+export function isArray(value) {
+  try {
+    return Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+// Whether value is a revoked Proxy, whose properties cannot be read.
+export function isRevoked(value) {
+  try {
+    Array.isArray(value);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 // What a wrong value is, for messages: 'null', 'an Array', 'a Float32Array', 'the number 3',
 // 'a string ("…")', 'an Object', …
 export function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
   if (typeof value === 'object' || typeof value === 'function') {
+    if (isRevoked(value)) return 'a revoked Proxy';
     let name;
     try {
       if (Array.isArray(value)) return 'an Array';
@@ -88,7 +109,20 @@ function ownView(value, type) {
   return new VIEWS[type](buffer, byteOffset, length);
 }
 
-function isDetached(buffer) {
+// value: a real typed array of type Type (Uint8Array, Int32Array) -> a copy of its values, as
+// the engine counts them (none once its buffer was shrunk under it), or a TypeError naming
+// `name` when its buffer is detached.
+export function typedArrayCopy(where, name, value, Type) {
+  if (isDetached(apply(intrinsic.buffer, value, []))) {
+    throw new TypeError(
+      `${where}: ${name}'s buffer is detached (transferred or released); pass ${describe(value)} whose memory is still there`,
+    );
+  }
+  return new Type(typedArrayBytes(value).slice().buffer);
+}
+
+// Whether an ArrayBuffer was detached (transferred or released).
+export function isDetached(buffer) {
   try {
     new U8(buffer, 0, 0);
     return false;
@@ -126,12 +160,12 @@ export function float32View(where, name, value) {
 
 // shape (an Array of sizes), read once -> a frozen Array of plain integers.
 function shapeSnapshot(where, name, shape) {
-  if (!Array.isArray(shape)) {
+  if (!isArray(shape)) {
     throw new TypeError(`${where}: ${name}.shape must be an array of sizes, got ${describe(shape)}`);
   }
   const length = shape.length;
   if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 8) {
-    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have 1 to 3`);
+    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have at most 4`);
   }
   const sizes = [];
   for (let i = 0; i < length; ++i) {
@@ -189,7 +223,8 @@ export function readTensor(where, name, t, shapeNames) {
     typeof t !== 'object' ||
     ArrayBuffer.isView(t) ||
     typedArrayName(t) !== undefined ||
-    Array.isArray(t)
+    isArray(t) ||
+    isRevoked(t)
   ) {
     throw new TypeError(
       `${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`,
@@ -198,8 +233,9 @@ export function readTensor(where, name, t, shapeNames) {
   const rawData = t.data;
   const rawShape = t.shape;
   const rawDtype = t.dtype;
-  const { format, view } = tensorData(where, name, rawData, rawDtype);
+  // the shape's elements first: their getters may detach or shrink the data's buffer
   const shape = shapeSnapshot(where, name, rawShape);
+  const { format, view } = tensorData(where, name, rawData, rawDtype);
   // a half ±Infinity or NaN widens to the same float32 at the same index (named by putFinite)
   const data = format.dtype === 'float16' ? halfToFloat32(view) : view;
   return Object.freeze({ data, shape, format });
@@ -266,7 +302,8 @@ export function checkOptions(where, options, allowed) {
   if (
     options === null ||
     typeof options !== 'object' ||
-    Array.isArray(options) ||
+    isArray(options) ||
+    isRevoked(options) ||
     typedArrayName(options) !== undefined
   ) {
     throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
@@ -304,12 +341,13 @@ export function checkScale(where, scale, dK) {
 // (Float32Array, or float16 values widened, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
 // of nQ·nK values. Read in two steps, nK being known only once a cache is looked at.
 //
-// The first: the mask read (its getters run once) and its kinds checked -> null
-// (no mask) or a frozen { data: its own Uint8Array or Float32Array view, shape: frozen sizes or null }.
+// The first: the mask read (its getters run once) and its kinds checked -> null (no mask) or
+// a frozen { data: a copy (Uint8Array or Float32Array), shape: frozen sizes or null }. A copy:
+// the getters of arguments read after it may detach, shrink or write the caller's buffer.
 export function readMask(where, mask) {
   if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
-  const isTensor = !bare && typeof mask === 'object' && !Array.isArray(mask);
+  const isTensor = !bare && typeof mask === 'object' && !isArray(mask) && !isRevoked(mask);
   const rawData = bare ? mask : isTensor ? mask.data : undefined;
   const rawShape = isTensor ? mask.shape : undefined;
   const half = halfMask(where, rawData, isTensor ? mask.dtype : undefined);
@@ -326,14 +364,15 @@ export function readMask(where, mask) {
       `${where}: mask must be { data: Uint8Array (1 = keep), Float32Array or Float16Array (added to the scores; or Uint16Array bits with dtype: 'float16'), shape: [nQ,nK] } or a bare typed array; ${got}`,
     );
   }
+  const copy = data.slice(); // before the shape's getters run
   let shape = null;
   if (rawShape !== undefined && rawShape !== null) {
-    if (!Array.isArray(rawShape)) {
+    if (!isArray(rawShape)) {
       throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(rawShape)}`);
     }
     shape = shapeSnapshot(where, 'mask', rawShape);
   }
-  return Object.freeze({ data, shape });
+  return Object.freeze({ data: copy, shape });
 }
 
 // A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
@@ -350,9 +389,8 @@ function halfMask(where, rawData, dtype) {
   return halfToFloat32(bits);
 }
 
-// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set:
-// keep this module's own view of the mask's memory, bias a copy whose values are checked here
-// (the copy is what wasm gets, even if the caller's memory is a SharedArrayBuffer written meanwhile).
+// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set,
+// each the snapshot's copy; bias's values are checked here, on the copy wasm gets.
 export function fitMask(where, mask, nQ, nK) {
   if (mask === null) return { keep: null, bias: null };
   const { data, shape } = mask;
@@ -365,7 +403,7 @@ export function fitMask(where, mask, nQ, nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
   if (typedArrayName(data) === 'Uint8Array') return { keep: data, bias: null };
-  return { keep: null, bias: checkAdditiveMask(where, data.slice()) };
+  return { keep: null, bias: checkAdditiveMask(where, data) };
 }
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
@@ -387,34 +425,54 @@ export function checkAdditiveMask(where, bias) {
 // past it are masked). Read in two steps, nTotal being known only once a cache is looked at.
 //
 // The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
-// mask) or a frozen { data: a copy (a typed array's, or the Array's
-// elements as an Array; null for anything else), type ('Uint8Array', 'Float32Array', 'Array',
-// or else what data was, for the message), shape: the sizes }.
+// mask) or a frozen { data: a copy (a typed array's; a boolean[]'s as a Uint8Array, see
+// readBooleans; null for anything else), length: the values the caller's data holds, type
+// ('Uint8Array', 'Float32Array', 'Array', or else what data was, for the message), bad: the
+// first element of a boolean[] that is not a boolean ({ index, what }) or null, shape: the
+// sizes (numbers) }.
 export function readHeadsMask(where, mask) {
   if (mask === undefined || mask === null) return null;
-  if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
+  if (typeof mask !== 'object' || isArray(mask) || isRevoked(mask) || typedArrayName(mask) !== undefined) {
     throw new TypeError(
       `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${describe(mask)}`,
     );
   }
   const rawData = mask.data,
     rawShape = mask.shape;
-  if (!Array.isArray(rawShape))
+  if (!isArray(rawShape))
     throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
-  const shape = Object.freeze(Array.from(rawShape));
+  const shape = shapeSnapshot(where, 'mask', rawShape);
   if (shape.length < 1 || shape.length > 4)
     throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
   let type = typedArrayName(rawData);
-  let data = halfMask(where, rawData, mask.dtype); // float16 values added, widened: a copy
+  let data = halfMask(where, rawData, mask.dtype), // float16 values added, widened: a copy
+    length,
+    bad = null;
   if (data) type = 'Float32Array';
-  else if (type === 'Uint8Array')
-    data = new Uint8Array(rawData); // a copy, made from the engine's own slots
+  else if (type === 'Uint8Array') data = typedArrayCopy(where, 'mask.data', rawData, Uint8Array);
   else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
-  else if (Array.isArray(rawData)) {
+  else if (isArray(rawData)) {
     type = 'Array';
-    data = Array.from(rawData);
+    const count = shape.reduce((a, b) => a * b, 1);
+    ({ data, length, bad } = readBooleans(rawData, count));
   } else type = describe(rawData); // refused by fitHeadsMask, after the shape's checks
-  return Object.freeze({ data, type, shape });
+  return Object.freeze({ data, length: length ?? data?.length, type, bad, shape });
+}
+
+// A boolean[] (its length read once) -> { data: its elements, each read once, as a Uint8Array
+// (true = 1, keep), length, bad: the first that is not a boolean ({ index, what }; data null)
+// or null }. At most `count` elements are read, the values the mask's shape needs (an Array
+// of another length is refused by its length alone): an Array whose length claims billions of
+// elements (sparse, or a Proxy) costs no more than its shape.
+function readBooleans(array, count) {
+  const length = array.length;
+  const keep = [];
+  for (let i = 0; i < Math.min(length, count); ++i) {
+    const b = array[i];
+    if (typeof b !== 'boolean') return { data: null, length, bad: { index: i, what: describe(b) } };
+    keep.push(b ? 1 : 0);
+  }
+  return { data: Uint8Array.from(keep), length, bad: null };
 }
 
 // The second, on readHeadsMask's snapshot, for s: { batch, qHeads, nQ } -> a copy and its
@@ -444,21 +502,18 @@ export function fitHeadsMask(where, mask, s, nTotal) {
   if (type === 'Uint8Array') keep = mask.data;
   else if (type === 'Float32Array') bias = mask.data;
   else if (type === 'Array') {
-    keep = new Uint8Array(mask.data.length);
-    for (let i = 0; i < keep.length; ++i) {
-      const b = mask.data[i];
-      if (typeof b !== 'boolean')
-        throw new TypeError(`${where}: mask.data[${i}] is ${describe(b)}: a boolean[] mask holds true (keep) or false`);
-      keep[i] = b ? 1 : 0;
+    if (mask.bad) {
+      const { index, what } = mask.bad;
+      throw new TypeError(`${where}: mask.data[${index}] is ${what}: a boolean[] mask holds true (keep) or false`);
     }
+    keep = mask.data;
   } else {
     throw new TypeError(
       `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array or Float16Array (added to the scores), got ${type}`,
     );
   }
-  const data = keep ?? bias;
-  if (data.length !== count)
-    throw new RangeError(`${where}: mask.data has ${data.length} values but shape ${showShape(shape)} needs ${count}`);
+  if (mask.length !== count)
+    throw new RangeError(`${where}: mask.data has ${mask.length} values but shape ${showShape(shape)} needs ${count}`);
   if (bias) checkAdditiveMask(where, bias);
   const cols = dims[3];
   return {
@@ -478,6 +533,8 @@ export function fitHeadsMask(where, mask, s, nTotal) {
 const FLOAT32_MAX = 3.4028234663852886e38;
 const INFINITY_BITS = 0x7f800000;
 export function checkWeightedSums(where, v, nK) {
+  // no values: v's buffer was detached or shrunk by a getter read after v (Heap.put names it)
+  if (typedArrayLength(v) === 0) return;
   // max |v| from the bits: for floats of one sign the bit patterns order like the values,
   // and integer compares run several times faster here than Math.abs over floats.
   const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);

@@ -18,7 +18,7 @@
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean } from './tensor.js';
+import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './tensor.js';
 import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
@@ -54,22 +54,28 @@ function rebuildError({ name, message }) {
 // A cache proxy of this form -> { channel, id, disposed }: what encode() sends for it.
 const cacheRefs = new WeakMap();
 
-// A value for postMessage to `channel`'s worker: objects and arrays copied, functions and
-// symbols replaced by stand-ins, and cache proxies by references to their cache (worker_host.js
-// turns each back into a function, a symbol or a cache, so that its checks throw the message
-// they throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
+// A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols,
+// revoked Proxies and typed arrays with no bytes left replaced by stand-ins, and cache proxies
+// by references to their cache (worker_host.js turns each back into a function, a symbol, a
+// revoked Proxy, an empty typed array or a cache, so that its checks throw the message they
+// throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
 // Maps, Dates and the like go as structured cloning copies them.
 function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
   if (value === null || typeof value !== 'object' || depth > 8) return value;
+  if (isRevoked(value)) return { [STAND_IN]: 'revoked' };
   const cache = cacheRefs.get(value);
   if (cache) return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
   if (ArrayBuffer.isView(value)) {
+    // a typed array with no bytes left (its buffer detached, or shrunk under it) cannot be
+    // cloned: the host makes an empty one, detached like it, for its checks to name
+    const type = typedArrayName(value);
+    if (type && typedArrayLength(value) === 0) return { [STAND_IN]: 'empty', type, detached: isDetached(value.buffer) };
     if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
     return value;
   }
-  if (Array.isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
+  if (isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
   if (Object.prototype.toString.call(value) !== '[object Object]') return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
 }
@@ -77,7 +83,13 @@ function encode(value, buffers, channel, depth = 0) {
 // options -> { options without its transfer key (undefined when nothing else is left),
 // transfer }. Anything but an object is passed on untouched, for the worker's checks to report.
 function takeTransfer(where, options) {
-  if (options === null || typeof options !== 'object' || Array.isArray(options) || !('transfer' in options)) {
+  if (
+    options === null ||
+    typeof options !== 'object' ||
+    isArray(options) ||
+    isRevoked(options) ||
+    !('transfer' in options)
+  ) {
     return { options, transfer: false };
   }
   const { transfer, ...rest } = options;
@@ -120,17 +132,30 @@ class Channel {
   }
 
   // where: the public entry, for errors; op: the worker's operation; target: the id of the
-  // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies.
-  send(where, op, args, { target, transfer = false } = {}) {
-    if (this.#broken) return Promise.reject(this.#broken);
-    const id = this.#nextId++;
+  // layer or cache it applies to; transfer: send the arguments' ArrayBuffers instead of copies;
+  // stale(): the error the call gets when what it is about (the instance, the layer, the
+  // cache) was disposed, else null, asked before the arguments are read and again once they
+  // were sent: their getters (run by encode, and past its depth by postMessage's cloning) may
+  // dispose it. Then the worker refuses the request, and its answer finds no one waiting.
+  // A Promise always: what the getters throw rejects it.
+  send(where, op, args, { target, transfer = false, stale = () => null } = {}) {
     const buffers = new Set();
-    const message = { id, op, target, args: encode(args, buffers, this) };
+    let encoded;
     try {
-      this.#worker.postMessage(message, transfer ? [...buffers] : []);
+      const before = stale() ?? this.#broken;
+      if (before) throw before;
+      encoded = encode(args, buffers, this);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const id = this.#nextId++;
+    try {
+      this.#worker.postMessage({ id, op, target, args: encoded }, transfer ? [...buffers] : []);
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }
+    const after = stale();
+    if (after) return Promise.reject(after);
     if (isNode && this.#pending.size === 0) this.#worker.ref();
     return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
   }
@@ -210,9 +235,11 @@ class AsyncMultiHeadAttention {
 
   // The checks the synchronous layer makes first, then the request.
   #call(where, op, args, transfer) {
-    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
-    if (this.#disposed) return Promise.reject(layerDisposed(where));
-    return this.#channel.send(where, op, args, { target: this.#id, transfer });
+    const stale = () => {
+      if (this.#channel.closed) return instanceDisposed(where);
+      return this.#disposed ? layerDisposed(where) : null;
+    };
+    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale });
   }
 
   // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
@@ -288,14 +315,18 @@ class AsyncKvCache {
   // The checks the synchronous cache makes first (disposed, then the instance), then the request.
   #call(what, op, args = []) {
     const where = `kvCache.${what}`;
-    if (this.#ref.disposed) return Promise.reject(cacheDisposed(where));
-    if (this.#channel.closed) return Promise.reject(instanceDisposed(where));
-    return this.#channel.send(where, op, args, { target: this.#ref.id });
+    const stale = () => {
+      if (this.#ref.disposed) return cacheDisposed(where);
+      return this.#channel.closed ? instanceDisposed(where) : null;
+    };
+    return this.#channel.send(where, op, args, { target: this.#ref.id, stale });
   }
 
-  // A Promise of the rows filled in each head once the calls made before it ran (0 once disposed).
+  // A Promise of the rows filled in each head once the calls made before it ran (0 once the
+  // cache or its instance was disposed).
   get length() {
-    return this.#ref.disposed ? Promise.resolve(0) : this.#call('length', 'cacheLength');
+    const gone = this.#ref.disposed || this.#channel.closed;
+    return gone ? Promise.resolve(0) : this.#call('length', 'cacheLength');
   }
 
   truncate(n) {
@@ -335,11 +366,13 @@ class AsyncAttention {
 
   // Sends where(...args, options) with options' transfer key taken out.
   #call(where, args, options) {
+    const stale = () => (this.#channel.closed ? instanceDisposed(where) : null);
     return promised(() => {
-      if (this.#channel.closed) throw instanceDisposed(where);
+      if (stale()) throw stale();
       const t = takeTransfer(where, options);
       return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
+        stale,
       });
     });
   }

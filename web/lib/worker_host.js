@@ -27,12 +27,33 @@ function cacheOf({ id, own, disposed }) {
   return caches.get(id) ?? cacheStandIn({ disposed: true });
 }
 
-// The client's stand-ins back into a function, a symbol or a cache, in place (args is our own copy).
+// A revoked Proxy, the stand-in for one.
+function revoked() {
+  const { proxy, revoke } = Proxy.revocable({}, {});
+  revoke();
+  return proxy;
+}
+
+// An empty typed array of type ('Float32Array', …), its buffer detached if `detached`: the
+// stand-in for one with no bytes left.
+const TypedArray = Object.getPrototypeOf(Uint8Array); // every typed array's constructor's prototype
+function empty({ type, detached }) {
+  const Type = Object.getPrototypeOf(globalThis[type] ?? {}) === TypedArray ? globalThis[type] : Uint8Array;
+  const view = new Type(0);
+  if (detached) structuredClone(view.buffer, { transfer: [view.buffer] });
+  return view;
+}
+
+// The client's stand-ins back into a function, a symbol, a revoked Proxy, an empty typed array
+// or a cache, in place (args is our own copy).
 function decode(value, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
   if (STAND_IN in value) {
-    if (value[STAND_IN] === 'cache') return cacheOf(value);
-    return value[STAND_IN] === 'function' ? function standIn() {} : Symbol('stand-in');
+    const kind = value[STAND_IN];
+    if (kind === 'cache') return cacheOf(value);
+    if (kind === 'revoked') return revoked();
+    if (kind === 'empty') return empty(value);
+    return kind === 'function' ? function standIn() {} : Symbol('stand-in');
   }
   for (const key of Object.keys(value)) value[key] = decode(value[key], depth + 1);
   return value;
