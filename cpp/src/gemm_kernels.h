@@ -35,18 +35,14 @@ struct GemmKernel {
   void name(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
             bool accumulate);
 // SIMD128 (SSE natively): multiply, then add
-WA_GEMM_KERNEL(f32_gemm_3x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_splat_vec128)
-WA_GEMM_KERNEL(f32_gemm_5x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_6x8_vec128)
 // relaxed SIMD's fused multiply-add; built only into the relaxed variants
-WA_GEMM_KERNEL(f32_gemm_3x8_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_relaxed)
 WA_GEMM_KERNEL(f32_gemm_4x8_splat_relaxed)
-WA_GEMM_KERNEL(f32_gemm_5x8_relaxed)
 WA_GEMM_KERNEL(f32_gemm_6x8_relaxed)
 #undef WA_GEMM_KERNEL
 

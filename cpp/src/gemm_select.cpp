@@ -27,28 +27,25 @@ namespace wa::kernels {
 namespace {
 
 // Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
-// variants). Each ISA's first is its default. The k-by-4 unroll and the k-by-2 unrolls of the
-// 3x8, 5x8 and 6x8 tiles lost in every engine measured (README, "The GEMM micro-kernel per
-// engine") and are not built: the .wasm stays under its size budget.
+// variants). Each ISA's first is its default. The k-by-4 unroll, the k-by-2 unrolls of the
+// 3x8, 5x8 and 6x8 tiles, and the 3x8 and 5x8 tiles themselves were never the fastest in any
+// engine measured (README, "The GEMM micro-kernel per engine") and are not built: the .wasm
+// stays under its size budget.
 const GemmKernel kAllKernels[] = {
     {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
     {"f32_gemm_4x8_k2_vec128", 4, f32_gemm_4x8_k2_vec128},
     {"f32_gemm_4x8_splat_vec128", 4, f32_gemm_4x8_splat_vec128},
-    {"f32_gemm_3x8_vec128", 3, f32_gemm_3x8_vec128},
-    {"f32_gemm_5x8_vec128", 5, f32_gemm_5x8_vec128},
     {"f32_gemm_6x8_vec128", 6, f32_gemm_6x8_vec128},
 #if defined(WA_RELAXED_SIMD)
     {"f32_gemm_4x8_relaxed", 4, f32_gemm_4x8_relaxed},
     {"f32_gemm_4x8_k2_relaxed", 4, f32_gemm_4x8_k2_relaxed},
     {"f32_gemm_4x8_splat_relaxed", 4, f32_gemm_4x8_splat_relaxed},
-    {"f32_gemm_3x8_relaxed", 3, f32_gemm_3x8_relaxed},
-    {"f32_gemm_5x8_relaxed", 5, f32_gemm_5x8_relaxed},
     {"f32_gemm_6x8_relaxed", 6, f32_gemm_6x8_relaxed},
 #endif
 };
 constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
 // This build's ISA's: the last kCount
-constexpr size_t kCount = 6;
+constexpr size_t kCount = 4;
 #if defined(WA_RELAXED_SIMD)
 static_assert(kAllCount == 2 * kCount, "as many relaxed kernels as SIMD128 ones");
 #else
@@ -57,7 +54,7 @@ static_assert(kAllCount == kCount);
 const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
 
 // gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows
-// divide into whole tiles of 3, 4, 5 and 6 rows; a's panels (60·kc floats, 60 KB) and b's
+// divide into whole tiles of 3 to 6 rows; a's panels (60·kc floats, 60 KB) and b's
 // four (32 KB) stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
 constexpr size_t kProbeRows = 60, kProbePanels = 4, kProbeK = 256;
 
