@@ -49,10 +49,11 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
     std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);
     kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k_in.data(), d_k, v_in.data(), d_v);
     // the reference runs on the rows read back (a compressed type's values); they are the rows
-    // written, within half a step of their block (1/254 of its largest magnitude, <= 1 here)
+    // written, within half a step: int8's of their block (1/254 of its largest magnitude, <= 1
+    // here), float16's of its exponent (2^-11 relative, values in [-1, 1))
     std::vector<float> k(k_in.size()), v(v_in.size());
     kern.read_rows(head.data(), capacity, d_k, d_v, n_k, k.data(), d_k, v.data(), d_v);
-    const double step = type == KvType::f32 ? 0.0 : 1.0 / 254 + 1e-6;
+    const double step = type == KvType::i8 ? 1.0 / 254 + 1e-6 : type == KvType::f16 ? 0x1p-11 : 0.0;
     double k_err = 0, v_err = 0;
     for (size_t i = 0; i < k.size(); ++i)
       k_err = std::max(k_err, std::fabs(double(k[i]) - k_in[i]));
@@ -62,7 +63,8 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
     CHECK(v_err <= step);
     const PackedKV kv =
         PackedHeads{head.data(), 1, capacity, head.size(), type}.at(0, 0, n_k, d_k, d_v);
-    for (size_t rows : {size_t{1}, kernels::kMaxMR + 1, 2 * kernels::kMaxMR + 3})
+    // rows: every row tail of the GEMM kernels' tiles and of the compressed kernels' (kKvQuantRows)
+    for (size_t rows : {size_t{1}, kKvQuantRows + 2, kernels::kMaxMR + 1, 2 * kernels::kMaxMR + 3})
       for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
         for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
           if (j0 + cols > n_k) continue;
