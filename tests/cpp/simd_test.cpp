@@ -52,19 +52,24 @@ double half_value(uint16_t h) {
   return h & 0x8000 ? -magnitude : magnitude;
 }
 
-TEST_CASE("every finite half widens to its value: load_half8 lane by lane, half_to_float") {
+TEST_CASE(
+    "every finite half widens to its value: load_half8 lane by lane, half_to_float, and "
+    "load_half8_small to 2^-112 of it") {
   size_t wrong = 0, first_wrong = 0;
   for (uint32_t h0 = 0; h0 < 0x10000; h0 += 8) {
     uint16_t h[8];
     for (uint32_t i = 0; i < 8; ++i) h[i] = static_cast<uint16_t>(h0 + i);
-    float lanes[8];
+    float lanes[8], small[8];
     f32x4 lo, hi;
     load_half8(h, lo, hi);
     store(lanes, lo), store(lanes + 4, hi);
+    load_half8_small(h, lo, hi);
+    store(small, lo), store(small + 4, hi);
     for (uint32_t i = 0; i < 8; ++i) {
       if ((h[i] & 0x7c00) == 0x7c00) continue;  // Inf and NaN: never in a cache
       const double want = half_value(h[i]);
-      if (lanes[i] != want || half_to_float(h[i]) != want || std::signbit(lanes[i]) != (h[i] >> 15))
+      if (lanes[i] != want || half_to_float(h[i]) != want || small[i] != std::ldexp(want, -112) ||
+          std::signbit(lanes[i]) != (h[i] >> 15) || std::signbit(small[i]) != (h[i] >> 15))
         wrong += !wrong ? (first_wrong = h[i], 1) : 1;
     }
   }
