@@ -3,9 +3,10 @@
 //   kᵀ  fp16 (d_k, stride) panels at packed_kt_at, from the head's start
 //   v   fp16 (stride, d_v) panels at packed_v_at, from v_offset floats
 // half the bytes of float32. The kernels read the fp16 panels and widen them in registers
-// (simd::load_half8: 8 halves -> 2 × f32x4, integer shifts and one multiply each), then run
-// float32's multiply-adds; nothing is widened in memory. A key or value beyond ±65504 (the
-// largest half) is refused by the cache before it is written.
+// (simd::load_half8_small: 8 halves -> 2 × f32x4 by integer shifts and shuffles, no multiply;
+// the rows they meet carry the exponent's rebias, below), then run float32's multiply-adds;
+// nothing is widened in memory. A key or value beyond ±65504 (the largest half) is refused by
+// the cache before it is written.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -104,7 +105,7 @@ __attribute__((noinline)) void panel_product(const uint16_t* panel, size_t n, co
                                              f32x4 (&a)[kMR][2]) {
   f32x4 acc[R][2];  // in registers through the loop
   for (size_t r = 0; r < R; ++r) acc[r][0] = a[r][0], acc[r][1] = a[r][1];
-  const auto step = [&](size_t i) {
+  for (size_t i = 0; i < n; ++i) {
     f32x4 lo, hi;
     simd::load_half8_small(panel + i * kNR, lo, hi);
     for (size_t r = 0; r < R; ++r) {
@@ -112,8 +113,7 @@ __attribute__((noinline)) void panel_product(const uint16_t* panel, size_t n, co
       acc[r][0] = simd::muladd(w, lo, acc[r][0]);
       acc[r][1] = simd::muladd(w, hi, acc[r][1]);
     }
-  };
-  for (size_t i = 0; i < n; ++i) step(i);
+  }
   for (size_t r = 0; r < R; ++r) a[r][0] = acc[r][0], a[r][1] = acc[r][1];
 }
 
