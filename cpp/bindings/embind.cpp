@@ -244,7 +244,7 @@ wa::KvCache* cache_at(uintptr_t handle) { return ptr<wa::KvCache>(handle); }
 Status kv_cache_create(uint32_t batch, uint32_t kv_heads, uint32_t d_k, uint32_t d_v,
                        uint32_t capacity, uint32_t type, uintptr_t handle_out) {
   return guarded([&] {
-    if (type > static_cast<uint32_t>(wa::KvType::i8))
+    if (type > static_cast<uint32_t>(wa::KvType::f16))
       throw std::invalid_argument("kv cache: no element type " + std::to_string(type));
     *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
         new wa::KvCache(batch, kv_heads, d_k, d_v, capacity, static_cast<wa::KvType>(type))));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -15,6 +16,17 @@
 #include "wa/finite.h"
 
 namespace wa {
+
+namespace {
+
+// x as a person writes it: -65505, 8318008, 1e+30 (to_string would say -65505.000000)
+std::string shown(float x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", x);
+  return text;
+}
+
+}  // namespace
 
 KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity,
                  KvType type)
@@ -44,12 +56,11 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
             const float* big =
                 std::find_if(row, row + d, [&](float x) { return std::fabs(x) > kern.max_abs; });
             if (big == row + d) continue;
-            throw std::range_error(std::string("kv cache: the new ") + what + " " +
-                                   std::to_string(i) + " of sequence " + std::to_string(b) +
-                                   ", kv head " + std::to_string(g) + " holds " +
-                                   std::to_string(*big) + " at " + std::to_string(big - row) +
-                                   ", beyond the " + kern.name + " cache's range ±" +
-                                   std::to_string(kern.max_abs) + ", so nothing was appended");
+            throw std::range_error(
+                std::string("kv cache: the new ") + what + " " + std::to_string(i) +
+                " of sequence " + std::to_string(b) + ", kv head " + std::to_string(g) + " holds " +
+                shown(*big) + " at " + std::to_string(big - row) + ", beyond the " + kern.name +
+                " cache's range ±" + shown(kern.max_abs) + ", so nothing was appended");
           }
           const float x = row[t];
           throw std::range_error(

@@ -59,11 +59,14 @@ PackedKV PackedHeads::at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v)
 
 extern const KvKernels kKvF32Kernels;  // kv_f32.cpp
 extern const KvKernels kKvI8Kernels;   // kv_i8.cpp
+extern const KvKernels kKvF16Kernels;  // kv_f16.cpp
 
 const KvKernels& kv_kernels(KvType type) {
   switch (type) {
     case KvType::i8:
       return kKvI8Kernels;
+    case KvType::f16:
+      return kKvF16Kernels;
     case KvType::f32:
       break;
   }

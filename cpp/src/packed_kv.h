@@ -16,7 +16,7 @@
 //       key j, column c at   v_offset + (c / kNR)·kNR·stride + j·kNR + c % kNR
 // (j counted from k0). Those are float32 panels; a compressed type (a cache's, KvType in
 // wa/kv_cache.h) keeps the same panels of its own elements and lays out its scales beside
-// them in its own file (kv_i8.cpp).
+// them in its own file (kv_i8.cpp; kv_f16.cpp keeps float32's panels in halves).
 #pragma once
 
 #include <cstddef>
@@ -30,7 +30,7 @@ namespace wa {
 class ThreadPool;
 
 // Every element type, for the tests that sweep them.
-inline constexpr KvType kKvTypes[] = {KvType::f32, KvType::i8};
+inline constexpr KvType kKvTypes[] = {KvType::f32, KvType::i8, KvType::f16};
 
 // Where key j's element t of kᵀ and its column c of v lie in a head's panels, in elements.
 inline size_t packed_kt_at(size_t j, size_t t, size_t d_k) {

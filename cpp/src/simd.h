@@ -4,6 +4,7 @@
 // without relaxed SIMD, and keeping mul+add on every target keeps the roundings alike.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -80,6 +81,20 @@ inline f32x4 load_half4(const uint16_t* p) {
   const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
   return wasm_v128_or(wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f)), sign);
 }
+// Eight IEEE halves at p (finite; subnormals too) -> lanes 0..3 in lo, 4..7 in hi, as floats
+// 2^-112 times their value (load_half8, below, multiplies them back), widened in i16 lanes
+// (XNNPACK's f16-f32-vcvt wasmsimd-int16, without its Inf/NaN cases): each float's bits are
+// s000 eeeee mmmmmmmmmm 0…0 (13 zeros), its high i16 the half shifted right by 3 with the sign
+// kept in place (arithmetic shift, then the sign's copies cleared), its low i16 the half's last
+// three bits shifted left by 13, the two interleaved. Exact: a half's exponent lands 112 below
+// its own, a subnormal half on a subnormal float.
+inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
+  const v128_t h = wasm_v128_load(p);
+  const v128_t low = wasm_i16x8_shl(h, 13);
+  const v128_t high = wasm_v128_and(wasm_i16x8_shr(h, 3), wasm_i16x8_splat(int16_t(0x8fff)));
+  lo = wasm_i16x8_shuffle(low, high, 0, 8, 1, 9, 2, 10, 3, 11);
+  hi = wasm_i16x8_shuffle(low, high, 4, 12, 5, 13, 6, 14, 7, 15);
+}
 
 #elif defined(__SSE2__)
 
@@ -123,6 +138,13 @@ inline f32x4 load_half4(const uint16_t* p) {
   const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
   return _mm_or_ps(_mm_mul_ps(_mm_castsi128_ps(mag), _mm_set1_ps(0x1p112f)),
                    _mm_castsi128_ps(sign));
+}
+inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i low = _mm_slli_epi16(h, 13);
+  const __m128i high = _mm_and_si128(_mm_srai_epi16(h, 3), _mm_set1_epi16(int16_t(0x8fff)));
+  lo = _mm_castsi128_ps(_mm_unpacklo_epi16(low, high));
+  hi = _mm_castsi128_ps(_mm_unpackhi_epi16(low, high));
 }
 
 #else
@@ -193,6 +215,9 @@ inline float half_to_float(uint16_t h);
 inline f32x4 load_half4(const uint16_t* p) {
   return {{half_to_float(p[0]), half_to_float(p[1]), half_to_float(p[2]), half_to_float(p[3])}};
 }
+inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
+  lo = mul(load_half4(p), splat(0x1p-112f)), hi = mul(load_half4(p + 4), splat(0x1p-112f));
+}
 
 #endif
 
@@ -210,8 +235,30 @@ inline float half_to_float(uint16_t h) {
   return m;
 }
 
+// IEEE half bits of x (finite, |x| <= 65504), rounded to nearest even; below 2^-14 a subnormal
+// half (steps of 2^-24), below 2^-25 zero.
+inline uint16_t float_to_half(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
+  u &= 0x7fffffff;
+  if (u >= 0x38800000) {                                          // at least 2^-14: a normal half
+    u += 0x0fff + ((u >> 13) & 1);                                // round the 23-bit mantissa to 10
+    return sign | static_cast<uint16_t>((u - 0x38000000) >> 13);  // exponent bias 127 -> 15
+  }
+  float m;
+  std::memcpy(&m, &u, 4);
+  return sign | static_cast<uint16_t>(std::nearbyint(m * 0x1p24f));  // subnormal: units of 2^-24
+}
+
 // c + a·b, as a separate multiply and add on every target.
 inline f32x4 muladd(f32x4 a, f32x4 b, f32x4 c) { return add(mul(a, b), c); }
+
+// Eight IEEE halves at p (finite; subnormals too) -> lanes 0..3 in lo, 4..7 in hi, as floats.
+inline void load_half8(const uint16_t* p, f32x4& lo, f32x4& hi) {
+  load_half8_small(p, lo, hi);
+  lo = mul(lo, splat(0x1p112f)), hi = mul(hi, splat(0x1p112f));
+}
 // exp(x) for x <= 0 (softmax's x - max), within 3 ulp (2.2 worst seen by simd_test.cpp);
 // lanes below -87.3 (and -inf) give 0.
 // Range reduction x = n·ln2 + t, |t| <= ln2/2, with n rounded by a magic bias whose low

@@ -48,7 +48,7 @@ function mha(causal, backward, backwardOnly = false) {
 // cache's element type (attn.kvCache's dtype); the peers keep float32 caches only.
 const GQA = { batch: 1, qHeads: 32, kvHeads: 8, d: 128 };
 export const DECODE_LENGTHS = [512, 1024, 2048, 4096, 8192];
-export const DECODE_DTYPES = ['float32', 'int8'];
+export const DECODE_DTYPES = ['float32', 'float16', 'int8'];
 export const decodeId = (past, dtype = 'float32') => `decode-${past}${dtype === 'float32' ? '' : `-${dtype}`}`;
 function decode(past, dtype) {
   return {
@@ -58,7 +58,7 @@ function decode(past, dtype) {
     ...GQA,
     past,
     dtype,
-    oursOnly: dtype === 'float32' ? undefined : `an ${dtype} kv cache`,
+    oursOnly: dtype === 'float32' ? undefined : `${dtype === 'int8' ? 'an' : 'a'} ${dtype} kv cache`,
     causal: true,
     backward: false,
     label: `decode 1 token, ${dtype} cache ${past}, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,

@@ -85,7 +85,10 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
         );
     // a compressed cache against our float32 cache, side by side: at 8192 the issue's goals,
     // and against the faster peer at every length
-    for (const [dtype, goals] of [['int8', [1.4, 1.8]]]) {
+    for (const [dtype, goals] of [
+      ['float16', [1.2, 1.4]],
+      ['int8', [1.4, 1.8]],
+    ]) {
       for (const t of [1, 2])
         add(
           `decode, ${dtype} cache 8192, ${t} thread${t > 1 ? 's' : ''}: over our float32 cache`,

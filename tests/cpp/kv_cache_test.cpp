@@ -212,6 +212,24 @@ TEST_CASE("an int8 cache refuses a magnitude its fp16 scales cannot hold and kee
   CHECK(std::fabs(k_back[0] - 1) <= 3.0f / 254);
 }
 
+TEST_CASE("a float16 cache refuses a magnitude past 65504 and keeps what it had") {
+  KvCache cache(1, 1, 3, 2, 4, KvType::f16);
+  const std::vector<float> k = {1, -2, 3}, v = {0.5f, 4};
+  cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
+  const std::vector<float> big = {1, -65505};
+  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(big.data(), 1, 1, 2)),
+                       doctest::Contains("the new value 0 of sequence 0, kv head 0 holds -65505"),
+                       std::range_error);
+  CHECK(cache.length() == 1);
+  // ±65504 itself is held exactly; a subnormal to its step of 2^-24, rounded to nearest even
+  const std::vector<float> largest = {65504, -65504, 3 * 0x1p-25f};
+  cache.append(1, heads_4d(largest.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
+  std::vector<float> k_back(6), v_back(4);
+  cache.copy_rows(heads_4d(k_back.data(), 1, 2, 3), heads_4d(v_back.data(), 1, 2, 2));
+  CHECK(k_back == std::vector<float>{1, -2, 3, 65504, -65504, 2 * 0x1p-24f});
+  CHECK(v_back == std::vector<float>{0.5f, 4, 0.5f, 4});
+}
+
 TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncate and reset") {
   KvCache cache(1, 1, 2, 2, 3);
   const std::vector<float> rows = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -1,6 +1,7 @@
 // The kv panels (packed_kv.h): pack and append lay keys and values out alike, read back
 // returns them, and every element type's two kernels (scores against kᵀ, weights times v)
 // match a double reference across panel and key-block edges, at any first key.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -39,61 +40,102 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
   for (KvType type : kKvTypes) {
     const KvKernels& kern = kv_kernels(type);
     INFO("kv type " << kern.name);
-    // d_k: a whole int8 block and a partial one ending inside a panel; d_v: a partial block of
-    // whole panels and a partial panel
-    const size_t capacity = 2 * kKeyBlock + 40, d_k = kKvQuantBlock + kNR + 5,
-                 d_v = kKvQuantBlock + 2 * kNR + 1;
-    const size_t n_k = capacity - 7;
-    const std::vector<float> k_in = test::random_floats(n_k * d_k, 3),
-                             v_in = test::random_floats(n_k * d_v, 4);
+    // d_k: a whole int8 block and a partial one ending inside a panel, and past a key block
+    // (float16 packs its rows a key block of steps at a time); d_v: a partial block of whole
+    // panels and a partial panel
+    for (size_t d_k : {kKvQuantBlock + kNR + 5, kKeyBlock + kKvQuantBlock + 3}) {
+      INFO("d_k " << d_k);
+      const size_t capacity = 2 * kKeyBlock + 40, d_v = kKvQuantBlock + 2 * kNR + 1;
+      const size_t n_k = capacity - 7;
+      const std::vector<float> k_in = test::random_floats(n_k * d_k, 3),
+                               v_in = test::random_floats(n_k * d_v, 4);
+      std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);
+      kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k_in.data(), d_k, v_in.data(), d_v);
+      // the reference runs on the rows read back (a compressed type's values); they are the rows
+      // written, within half a step: int8's of their block (1/254 of its largest magnitude, <= 1
+      // here), float16's of its exponent (2^-11 relative, values in [-1, 1))
+      std::vector<float> k(k_in.size()), v(v_in.size());
+      kern.read_rows(head.data(), capacity, d_k, d_v, n_k, k.data(), d_k, v.data(), d_v);
+      const double step = type == KvType::i8    ? 1.0 / 254 + 1e-6
+                          : type == KvType::f16 ? 0x1p-11
+                                                : 0.0;
+      double k_err = 0, v_err = 0;
+      for (size_t i = 0; i < k.size(); ++i)
+        k_err = std::max(k_err, std::fabs(double(k[i]) - k_in[i]));
+      for (size_t i = 0; i < v.size(); ++i)
+        v_err = std::max(v_err, std::fabs(double(v[i]) - v_in[i]));
+      CHECK(k_err <= step);
+      CHECK(v_err <= step);
+      const PackedKV kv =
+          PackedHeads{head.data(), 1, capacity, head.size(), type}.at(0, 0, n_k, d_k, d_v);
+      // rows: every row tail of the GEMM kernels' tiles and of the compressed kernels' (kKvQuantRows)
+      for (size_t rows :
+           {size_t{1}, kKvQuantRows + 2, kernels::kMaxMR + 1, 2 * kernels::kMaxMR + 3})
+        for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
+          for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
+            if (j0 + cols > n_k) continue;
+            INFO("rows " << rows << ", keys [" << j0 << ", " << j0 + cols << ")");
+            const std::vector<float> q = test::random_floats(rows * d_k, 5);
+            std::vector<float> s(rows * cols, NAN);
+            kern.scores(kv, q.data(), d_k, rows, j0, cols, s.data(), cols);
+            double worst = 0;
+            for (size_t r = 0; r < rows; ++r)
+              for (size_t j = 0; j < cols; ++j) {
+                double want = 0;
+                for (size_t t = 0; t < d_k; ++t)
+                  want += double(q[r * d_k + t]) * k[(j0 + j) * d_k + t];
+                worst = std::max(worst, std::fabs(s[r * cols + j] - want));
+              }
+            CHECK(worst <= 1e-5 * std::max(1.0, d_k / 64.0));  // a sum of d_k products
+            const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
+            for (bool accumulate : {false, true}) {
+              std::vector<float> acc(rows * d_v, 0.5f);
+              kern.weighted_values(kv, p.data(), cols, rows, j0, cols, acc.data(), d_v, accumulate);
+              worst = 0;
+              for (size_t r = 0; r < rows; ++r)
+                for (size_t c = 0; c < d_v; ++c) {
+                  double want = accumulate ? 0.5 : 0.0;
+                  for (size_t j = 0; j < cols; ++j)
+                    want += double(p[r * cols + j]) * v[(j0 + j) * d_v + c];
+                  worst = std::max(worst, std::fabs(acc[r * d_v + c] - want));
+                }
+              CHECK(worst <= 1e-4);
+            }
+          }
+    }
+  }
+}
+
+TEST_CASE("every kv element type's kernels scale exactly with rows times 2^17 (past 2^16)") {
+  // float16 runs rows below 2^16 packed times 2^112 and larger ones one lane at a time; either
+  // way a product is the real one rounded, so scaling the rows by a power of two scales the
+  // results exactly
+  const size_t capacity = kKeyBlock + 40, d_k = kKvQuantBlock + 3, d_v = kNR + 3,
+               n_k = capacity - 3, rows = kKvQuantRows + 1;
+  const float big = 0x1p17f;
+  for (KvType type : kKvTypes) {
+    const KvKernels& kern = kv_kernels(type);
+    INFO("kv type " << kern.name);
+    const std::vector<float> k = test::random_floats(n_k * d_k, 3),
+                             v = test::random_floats(n_k * d_v, 4);
     std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);
-    kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k_in.data(), d_k, v_in.data(), d_v);
-    // the reference runs on the rows read back (a compressed type's values); they are the rows
-    // written, within half a step of their block (1/254 of its largest magnitude, <= 1 here)
-    std::vector<float> k(k_in.size()), v(v_in.size());
-    kern.read_rows(head.data(), capacity, d_k, d_v, n_k, k.data(), d_k, v.data(), d_v);
-    const double step = type == KvType::f32 ? 0.0 : 1.0 / 254 + 1e-6;
-    double k_err = 0, v_err = 0;
-    for (size_t i = 0; i < k.size(); ++i)
-      k_err = std::max(k_err, std::fabs(double(k[i]) - k_in[i]));
-    for (size_t i = 0; i < v.size(); ++i)
-      v_err = std::max(v_err, std::fabs(double(v[i]) - v_in[i]));
-    CHECK(k_err <= step);
-    CHECK(v_err <= step);
+    kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k.data(), d_k, v.data(), d_v);
     const PackedKV kv =
         PackedHeads{head.data(), 1, capacity, head.size(), type}.at(0, 0, n_k, d_k, d_v);
-    for (size_t rows : {size_t{1}, kernels::kMaxMR + 1, 2 * kernels::kMaxMR + 3})
-      for (size_t j0 : {size_t{0}, kNR, kKeyBlock})
-        for (size_t cols : {size_t{1}, kNR + 1, kKeyBlock + 9}) {
-          if (j0 + cols > n_k) continue;
-          INFO("rows " << rows << ", keys [" << j0 << ", " << j0 + cols << ")");
-          const std::vector<float> q = test::random_floats(rows * d_k, 5);
-          std::vector<float> s(rows * cols, NAN);
-          kern.scores(kv, q.data(), d_k, rows, j0, cols, s.data(), cols);
-          double worst = 0;
-          for (size_t r = 0; r < rows; ++r)
-            for (size_t j = 0; j < cols; ++j) {
-              double want = 0;
-              for (size_t t = 0; t < d_k; ++t)
-                want += double(q[r * d_k + t]) * k[(j0 + j) * d_k + t];
-              worst = std::max(worst, std::fabs(s[r * cols + j] - want));
-            }
-          CHECK(worst <= 1e-5);
-          const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
-          for (bool accumulate : {false, true}) {
-            std::vector<float> acc(rows * d_v, 0.5f);
-            kern.weighted_values(kv, p.data(), cols, rows, j0, cols, acc.data(), d_v, accumulate);
-            worst = 0;
-            for (size_t r = 0; r < rows; ++r)
-              for (size_t c = 0; c < d_v; ++c) {
-                double want = accumulate ? 0.5 : 0.0;
-                for (size_t j = 0; j < cols; ++j)
-                  want += double(p[r * cols + j]) * v[(j0 + j) * d_v + c];
-                worst = std::max(worst, std::fabs(acc[r * d_v + c] - want));
-              }
-            CHECK(worst <= 1e-4);
-          }
-        }
+    std::vector<float> q = test::random_floats(rows * d_k, 5),
+                       p = test::random_floats(rows * n_k, 6);
+    std::vector<float> s(rows * n_k), o(rows * d_v);
+    kern.scores(kv, q.data(), d_k, rows, 0, n_k, s.data(), n_k);
+    kern.weighted_values(kv, p.data(), n_k, rows, 0, n_k, o.data(), d_v, false);
+    for (float& x : q) x *= big;
+    for (float& x : p) x *= big;
+    std::vector<float> s_big(s.size()), o_big(o.size());
+    kern.scores(kv, q.data(), d_k, rows, 0, n_k, s_big.data(), n_k);
+    kern.weighted_values(kv, p.data(), n_k, rows, 0, n_k, o_big.data(), d_v, false);
+    for (float& x : s) x *= big;
+    for (float& x : o) x *= big;
+    CHECK(test::bitwise_equal(s_big, s));
+    CHECK(test::bitwise_equal(o_big, o));
   }
 }
 

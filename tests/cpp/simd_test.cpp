@@ -1,8 +1,10 @@
-// The SIMD layer's own arithmetic: the vector exp used by softmax, and the 4x4 transpose
-// used by packing. Internal header, so this test reaches into cpp/src.
+// The SIMD layer's own arithmetic: the vector exp used by softmax, the 4x4 transpose used by
+// packing, and the half <-> float conversions of the compressed kv caches. Internal header, so this test reaches into cpp/src.
 #include <cfloat>
 #include <cmath>
+#include <ios>
 #include <limits>
+#include <vector>
 
 #include "simd.h"
 #include "testing.h"
@@ -41,6 +43,76 @@ TEST_CASE("transpose4x4 turns rows into columns") {
   store(t, r0), store(t + 4, r1), store(t + 8, r2), store(t + 12, r3);
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) CHECK(t[i * 4 + j] == m[j * 4 + i]);
+}
+
+// The value of IEEE half bits h (finite), from its fields.
+double half_value(uint16_t h) {
+  const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  const double magnitude = e ? std::ldexp(1024 + m, e - 25) : std::ldexp(m, -24);
+  return h & 0x8000 ? -magnitude : magnitude;
+}
+
+TEST_CASE(
+    "every finite half widens to its value: load_half8 lane by lane, half_to_float, and "
+    "load_half8_small to 2^-112 of it") {
+  size_t wrong = 0, first_wrong = 0;
+  for (uint32_t h0 = 0; h0 < 0x10000; h0 += 8) {
+    uint16_t h[8];
+    for (uint32_t i = 0; i < 8; ++i) h[i] = static_cast<uint16_t>(h0 + i);
+    float lanes[8], small[8];
+    f32x4 lo, hi;
+    load_half8(h, lo, hi);
+    store(lanes, lo), store(lanes + 4, hi);
+    load_half8_small(h, lo, hi);
+    store(small, lo), store(small + 4, hi);
+    for (uint32_t i = 0; i < 8; ++i) {
+      if ((h[i] & 0x7c00) == 0x7c00) continue;  // Inf and NaN: never in a cache
+      const double want = half_value(h[i]);
+      if (lanes[i] != want || half_to_float(h[i]) != want || small[i] != std::ldexp(want, -112) ||
+          std::signbit(lanes[i]) != (h[i] >> 15) || std::signbit(small[i]) != (h[i] >> 15))
+        wrong += !wrong ? (first_wrong = h[i], 1) : 1;
+    }
+  }
+  INFO(wrong << " halves widened wrong, the first 0x" << std::hex << first_wrong);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("float_to_half rounds to the nearest half, ties to even, subnormals included") {
+  // every finite half comes back as itself
+  size_t wrong = 0;
+  for (uint32_t h = 0; h < 0x10000; ++h)
+    if ((h & 0x7c00) != 0x7c00)
+      wrong += float_to_half(half_to_float(static_cast<uint16_t>(h))) != h;
+  CHECK(wrong == 0);
+  // ties between two halves go to the even one, normal and subnormal
+  CHECK(float_to_half(1.0f + 0x1p-11f) == 0x3c00);      // 1
+  CHECK(float_to_half(1.0f + 3 * 0x1p-11f) == 0x3c02);  // 1 + 2^-9
+  CHECK(float_to_half(0x1p-25f) == 0x0000);             // 0.5 of 2^-24: 0
+  CHECK(float_to_half(3 * 0x1p-25f) == 0x0002);         // 1.5 of 2^-24: 2
+  CHECK(float_to_half(-5 * 0x1p-25f) == 0x8002);        // -2.5 of 2^-24: -2
+  CHECK(float_to_half(0x1p-14f - 0x1p-25f) == 0x0400);  // up to the least normal
+  CHECK(float_to_half(1e-7f) == 0x0002);                // 1.68 of 2^-24
+  CHECK(float_to_half(0x1p-26f) == 0x0000);             // below half a step
+  CHECK(float_to_half(65504.0f) == 0x7bff);             // the largest half
+  CHECK(float_to_half(-0.0f) == 0x8000);
+  // off ties: the nearer one, either side, at random
+  const std::vector<float> xs = test::random_floats(100000, 7, -70000.0f, 70000.0f);
+  wrong = 0;
+  for (float x : xs) {
+    for (float y : {x, x * 0x1p-20f}) {
+      if (std::fabs(y) > 65504.0f) continue;
+      const uint16_t h = float_to_half(y);
+      const double got = half_value(h), err = std::fabs(got - y);
+      // no half nearer: both neighbours (one step either way along the magnitudes) are farther
+      const uint16_t mag = h & 0x7fff;
+      for (uint16_t other : {uint16_t(mag + 1), uint16_t(mag ? mag - 1 : 0)}) {
+        if ((other & 0x7c00) == 0x7c00) continue;
+        const double o = half_value(static_cast<uint16_t>(other | (h & 0x8000)));
+        wrong += std::fabs(o - y) < err;
+      }
+    }
+  }
+  CHECK(wrong == 0);
 }
 
 }  // namespace

@@ -554,13 +554,13 @@ describe('errors', () => {
       'kvCache with an unknown dtype',
       () => attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8, dtype: 'int4' }),
       RangeError,
-      /^kvCache: dtype must be one of float32, int8, got 'int4'$/,
+      /^kvCache: dtype must be one of float32, int8, float16, got 'int4'$/,
     );
     run(
       'kvCache with a dtype that is not a string',
       () => attn.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 3, capacity: 8, dtype: Float32Array }),
       TypeError,
-      /^kvCache: dtype must be one of float32, int8, got a function$/,
+      /^kvCache: dtype must be one of float32, int8, float16, got a function$/,
     );
     run(
       'an int8 kvCache too large for wasm memory',

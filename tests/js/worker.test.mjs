@@ -272,6 +272,25 @@ describe('the worker form', () => {
     await remoteCache.dispose();
   });
 
+  test('a float16 kvCache in the worker says its dtype and decodes as the synchronous form does, bitwise', async () => {
+    const next = rng(23);
+    const config = { batch: 1, kvHeads: 2, dK: 8, dV: 6, capacity: 8, dtype: 'float16' };
+    const [mine, theirs] = [local.kvCache(config), await remote.kvCache(config)];
+    assert.equal(theirs.dtype, 'float16');
+    for (const [i, nQ] of [3, 1, 1].entries()) {
+      const q = randomTensor(next, [1, 4, nQ, 8]),
+        k = randomTensor(next, [1, 2, nQ, 8]),
+        v = randomTensor(next, [1, 2, nQ, 6]);
+      assertSameBits(
+        await remote.attention(q, k, v, { causal: true, cache: theirs }),
+        local.attention(q, k, v, { causal: true, cache: mine }),
+        `attention step ${i}`,
+      );
+    }
+    mine.dispose();
+    await theirs.dispose();
+  });
+
   test("errors over a kvCache reject with the synchronous form's class and message, leaving the cache as it was", async () => {
     const config = { batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 };
     const other = [await createAttention({ threads: 1 }), await createAttention({ threads: 1, worker: true })];

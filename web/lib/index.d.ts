@@ -57,13 +57,14 @@ export interface KvCacheConfig {
   dK: number;
   dV: number;
   capacity: number;
-  /** What each kept key and value is (default 'float32'). 'int8': blocks of 32 along d as int8
-   *  steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the bytes, read in place;
-   *  presentKey/presentValue give them back as float32 (dequantized). */
+  /** What each kept key and value is (default 'float32'). 'float16': IEEE binary16 (rounded to
+   *  nearest even), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
+   *  of 32 along d as int8 steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the
+   *  bytes. Both are read in place; presentKey/presentValue give them back as float32. */
   dtype?: KvCacheDtype;
 }
 
-export type KvCacheDtype = 'float32' | 'int8';
+export type KvCacheDtype = 'float32' | 'float16' | 'int8';
 
 export interface KvCache {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
@@ -418,6 +419,7 @@ export interface AsyncKvCache {
   readonly kvHeads: number;
   readonly dK: number;
   readonly dV: number;
+  readonly dtype: KvCacheDtype;
   truncate(n: number): Promise<void>;
   reset(): Promise<void>;
   /** Frees the cache in the worker; later use rejects. */

@@ -4,9 +4,10 @@
 // never copies the cache). attention(q, k, v, { cache }) appends k and v (only the new rows
 // are written) and attends over all of it.
 //
-// dtype: what each kept key and value is. 'float32'; 'int8': each row in blocks of 32 along d,
-// a block stored as int8 steps of its fp16 scale max|x|/127 (llama.cpp's q8_0), 0.27× the
-// bytes, read (and dequantized) in place by the kernels; reads give float32.
+// dtype: what each kept key and value is. 'float32'; 'float16': IEEE binary16, rounded to
+// nearest even, half the bytes, |x| <= 65504; 'int8': each row in blocks of 32 along d, a block
+// stored as int8 steps of its fp16 scale max|x|/127 (llama.cpp's q8_0), 0.27× the bytes. The
+// kernels read either in place (widening in registers); reads give float32.
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
@@ -14,9 +15,10 @@ import { Owned } from './owned.js';
 import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
-export const DTYPES = ['float32', 'int8'];
+export const DTYPES = ['float32', 'int8', 'float16'];
 // Bytes a cache of dtype keeps per row of d values (with its scales).
-export const rowBytes = (dtype, d) => (dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : 4 * d);
+export const rowBytes = (dtype, d) =>
+  dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : dtype === 'float16' ? 2 * d : 4 * d;
 
 const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
 

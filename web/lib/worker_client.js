@@ -311,6 +311,9 @@ class AsyncKvCache {
   get dV() {
     return this.#config.dV;
   }
+  get dtype() {
+    return this.#config.dtype;
+  }
 
   // The checks the synchronous cache makes first (disposed, then the instance), then the request.
   #call(what, op, args = []) {

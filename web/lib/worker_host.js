@@ -122,8 +122,8 @@ const ops = {
     const cache = attn.kvCache(...args);
     const id = nextId++;
     caches.set(id, cache);
-    const { batch, kvHeads, dK, dV, capacity } = cache;
-    return { id, config: { batch, kvHeads, dK, dV, capacity } };
+    const { batch, kvHeads, dK, dV, capacity, dtype } = cache;
+    return { id, config: { batch, kvHeads, dK, dV, capacity, dtype } };
   },
   cacheLength: (id) => ownCache(id).length,
   truncate: (id, ...args) => ownCache(id).truncate(...args),
