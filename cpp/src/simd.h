@@ -15,6 +15,7 @@
 #define WA_SIMD_NAME "sse2"
 #else
 #include <algorithm>
+#include <cmath>
 #define WA_SIMD_NAME "scalar"
 #endif
 
@@ -81,6 +82,27 @@ inline f32x4 load_half4(const uint16_t* p) {
   return wasm_v128_or(wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f)), sign);
 }
 
+// ---- integer lanes, for the int8 kv kernels (kv_i8.cpp) ----
+// i16x8 and i32x4: eight int16 and four int32 lanes, the operands and sums of dot_pairs_add.
+using i16x8 = v128_t;
+using i32x4 = v128_t;
+// Eight int8 at p -> i16x8, sign-extended.
+inline i16x8 load_i8x8_as_i16(const int8_t* p) { return wasm_i16x8_load8x8(p); }
+// The two int16 at p repeated in every pair of lanes.
+inline i16x8 load_i16_pair_splat(const int16_t* p) { return wasm_v128_load32_splat(p); }
+inline i32x4 zero_i32() { return wasm_i32x4_splat(0); }
+// c + lane i: a[2i]·b[2i] + a[2i+1]·b[2i+1] (i32x4.dot_i16x8_s; exact while it fits in int32).
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(a, b), c);
+}
+inline f32x4 to_float(i32x4 v) { return wasm_f32x4_convert_i32x4(v); }
+inline f32x4 abs(f32x4 v) { return wasm_f32x4_abs(v); }
+// lo, hi (|x| <= 32767) rounded to the nearest integer, ties to even -> eight int16 at p.
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  wasm_v128_store(p, wasm_i16x8_narrow_i32x4(wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(lo)),
+                                             wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_nearest(hi))));
+}
+
 #elif defined(__SSE2__)
 
 using f32x4 = __m128;
@@ -123,6 +145,29 @@ inline f32x4 load_half4(const uint16_t* p) {
   const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
   return _mm_or_ps(_mm_mul_ps(_mm_castsi128_ps(mag), _mm_set1_ps(0x1p112f)),
                    _mm_castsi128_ps(sign));
+}
+
+using i16x8 = __m128i;
+using i32x4 = __m128i;
+inline i16x8 load_i8x8_as_i16(const int8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+}
+inline i16x8 load_i16_pair_splat(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm_set1_epi32(pair);
+}
+inline i32x4 zero_i32() { return _mm_setzero_si128(); }
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  return _mm_add_epi32(_mm_madd_epi16(a, b), c);
+}
+inline f32x4 to_float(i32x4 v) { return _mm_cvtepi32_ps(v); }
+inline f32x4 abs(f32x4 v) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), v); }
+// cvtps rounds as the MXCSR says: to nearest, ties to even, unless a host changed it
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm_packs_epi32(_mm_cvtps_epi32(lo), _mm_cvtps_epi32(hi)));
 }
 
 #else
@@ -192,6 +237,39 @@ inline void load_i8x8(const int8_t* p, f32x4& lo, f32x4& hi) {
 inline float half_to_float(uint16_t h);
 inline f32x4 load_half4(const uint16_t* p) {
   return {{half_to_float(p[0]), half_to_float(p[1]), half_to_float(p[2]), half_to_float(p[3])}};
+}
+
+struct i16x8 {
+  int16_t v[8];
+};
+struct i32x4 {
+  int32_t v[4];
+};
+inline i16x8 load_i8x8_as_i16(const int8_t* p) {
+  i16x8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = p[i];
+  return r;
+}
+inline i16x8 load_i16_pair_splat(const int16_t* p) {
+  i16x8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = p[i % 2];
+  return r;
+}
+inline i32x4 zero_i32() { return {{0, 0, 0, 0}}; }
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  for (int i = 0; i < 4; ++i) c.v[i] += a.v[2 * i] * b.v[2 * i] + a.v[2 * i + 1] * b.v[2 * i + 1];
+  return c;
+}
+inline f32x4 to_float(i32x4 v) {
+  return {{float(v.v[0]), float(v.v[1]), float(v.v[2]), float(v.v[3])}};
+}
+inline f32x4 abs(f32x4 a) {
+  for (int i = 0; i < 4; ++i) a.v[i] = std::fabs(a.v[i]);
+  return a;
+}
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = int16_t(std::nearbyint(lo.v[i])), p[4 + i] = int16_t(std::nearbyint(hi.v[i]));
 }
 
 #endif
