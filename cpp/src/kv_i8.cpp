@@ -147,24 +147,31 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   }
 }
 
-// x (n) -> out (n, then a zero when n is odd: the pad of its last pair) = round(x / s), ties to
-// even, with s = max|x| / kQ in *scale. A NaN or infinite x makes *scale NaN and out zero, so
-// that what it scales is NaN.
-void round_to_i16(const float* x, size_t n, int16_t* out, float* scale) {
+// x (n), times by (n) where given -> out (n, then a zero when n is odd: the pad of its last
+// pair) = round(x·by / s), ties to even, with s = max|x·by| / kQ in *scale; x·by goes through
+// tmp (n) when by is given. A NaN or infinite x·by makes *scale NaN and out zero, so that what
+// it scales is NaN.
+void round_to_i16(const float* x, const float* by, size_t n, float* tmp, int16_t* out,
+                  float* scale) {
   f32x4 vmax = simd::splat(0), vbad = simd::splat(0);
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    const f32x4 xi = simd::load(x + i);
+    f32x4 xi = simd::load(x + i);
+    if (by) simd::store(tmp + i, xi = simd::mul(xi, simd::load(by + i)));
     vmax = simd::max(vmax, simd::abs(xi));
     vbad = simd::add(vbad, simd::sub(xi, xi));  // 0, or NaN from a NaN or an infinity
   }
   float amax = simd::hmax(vmax), bad = simd::hsum(vbad);
-  for (; i < n; ++i) amax = std::max(amax, std::fabs(x[i])), bad += x[i] - x[i];
+  for (; i < n; ++i) {
+    const float xi = by ? (tmp[i] = x[i] * by[i]) : x[i];
+    amax = std::max(amax, std::fabs(xi)), bad += xi - xi;
+  }
   if (bad != 0) {
     *scale = std::numeric_limits<float>::quiet_NaN();
     std::fill(out, out + even(n), int16_t{0});
     return;
   }
+  if (by) x = tmp;
   *scale = amax / kQ;
   const float inv = amax > 0 ? kQ / amax : 0.0f;
   const f32x4 vinv = simd::splat(inv);
@@ -220,8 +227,8 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
   float* qs = reinterpret_cast<float*>(q16 + rows * d2);
   for (size_t r = 0; r < rows; ++r)
     for (size_t b = 0; b < nb; ++b)
-      round_to_i16(q + r * ldq + b * kB, std::min(kB, d_k - b * kB), q16 + r * d2 + b * kB,
-                   qs + r * nb + b);
+      round_to_i16(q + r * ldq + b * kB, nullptr, std::min(kB, d_k - b * kB), nullptr,
+                   q16 + r * d2 + b * kB, qs + r * nb + b);
   float tail[kMR * kNR];
   for (size_t p0 = j0; p0 < j0 + cols; p0 += kNR) {
     const size_t n = std::min(kNR, j0 + cols - p0);
@@ -292,13 +299,8 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
         size_t i = 0;
         for (; i + 4 <= n; i += 4) simd::store(sc + i, simd::load_half4(scale + jc + i));
         for (; i < n; ++i) sc[i] = simd::half_to_float(scale[jc + i]);
-        for (size_t r = 0; r < m; ++r) {
-          const float* pr = p + (r0 + r) * ldp + (jc - j0);
-          for (i = 0; i + 4 <= n; i += 4)
-            simd::store(wf + i, simd::mul(simd::load(pr + i), simd::load(sc + i)));
-          for (; i < n; ++i) wf[i] = pr[i] * sc[i];
-          round_to_i16(wf, n, w + r * kChunk, step + r);
-        }
+        for (size_t r = 0; r < m; ++r)
+          round_to_i16(p + (r0 + r) * ldp + (jc - j0), sc, n, wf, w + r * kChunk, step + r);
         for (size_t c0 = b * kB; c0 < std::min(d_v, (b + 1) * kB); c0 += kNR) {
           const size_t nc = std::min(kNR, d_v - c0);
           float* out = acc + r0 * ld_acc + c0;
