@@ -147,38 +147,31 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   }
 }
 
-// x (n), times by (n) where given -> out (n, then a zero when n is odd: the pad of its last
-// pair) = round(x·by / s), ties to even, with s = max|x·by| / kQ in *scale; x·by goes through
-// tmp (n) when by is given. A NaN or infinite x·by makes *scale NaN and out zero, so that what
-// it scales is NaN.
-void round_to_i16(const float* x, const float* by, size_t n, float* tmp, int16_t* out,
-                  float* scale) {
+// x (n) -> max|x|, or NaN if an x is NaN or infinite.
+float max_abs(const float* x, size_t n) {
   f32x4 vmax = simd::splat(0), vbad = simd::splat(0);
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    f32x4 xi = simd::load(x + i);
-    if (by) simd::store(tmp + i, xi = simd::mul(xi, simd::load(by + i)));
+    const f32x4 xi = simd::load(x + i);
     vmax = simd::max(vmax, simd::abs(xi));
     vbad = simd::add(vbad, simd::sub(xi, xi));  // 0, or NaN from a NaN or an infinity
   }
   float amax = simd::hmax(vmax), bad = simd::hsum(vbad);
-  for (; i < n; ++i) {
-    const float xi = by ? (tmp[i] = x[i] * by[i]) : x[i];
-    amax = std::max(amax, std::fabs(xi)), bad += xi - xi;
+  for (; i < n; ++i) amax = std::max(amax, std::fabs(x[i])), bad += x[i] - x[i];
+  return bad == 0 ? amax : std::numeric_limits<float>::quiet_NaN();
+}
+
+// a (n) times b (n; null: ones) times c, each |a·b·c| <= kQ -> out (n, then a zero when n is
+// odd: the pad of its last pair), rounded to the nearest integer, ties to even.
+void round_to_i16(const float* a, const float* b, float c, size_t n, int16_t* out) {
+  const f32x4 vc = simd::splat(c);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    f32x4 lo = simd::mul(simd::load(a + i), vc), hi = simd::mul(simd::load(a + i + 4), vc);
+    if (b) lo = simd::mul(lo, simd::load(b + i)), hi = simd::mul(hi, simd::load(b + i + 4));
+    simd::store_rounded_i16x8(out + i, lo, hi);
   }
-  if (bad != 0) {
-    *scale = std::numeric_limits<float>::quiet_NaN();
-    std::fill(out, out + even(n), int16_t{0});
-    return;
-  }
-  if (by) x = tmp;
-  *scale = amax / kQ;
-  const float inv = amax > 0 ? kQ / amax : 0.0f;
-  const f32x4 vinv = simd::splat(inv);
-  for (i = 0; i + 8 <= n; i += 8)
-    simd::store_rounded_i16x8(out + i, simd::mul(simd::load(x + i), vinv),
-                              simd::mul(simd::load(x + i + 4), vinv));
-  for (; i < n; ++i) out[i] = static_cast<int16_t>(std::nearbyint(x[i] * inv));
+  for (; i < n; ++i) out[i] = static_cast<int16_t>(std::nearbyint(a[i] * c * (b ? b[i] : 1.0f)));
   if (n % 2) out[n] = 0;
 }
 
@@ -226,9 +219,16 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
       thread_scratch(ScratchSlot::kv_operand, checked_product({rows, d2 / 2 + nb})));
   float* qs = reinterpret_cast<float*>(q16 + rows * d2);
   for (size_t r = 0; r < rows; ++r)
-    for (size_t b = 0; b < nb; ++b)
-      round_to_i16(q + r * ldq + b * kB, nullptr, std::min(kB, d_k - b * kB), nullptr,
-                   q16 + r * d2 + b * kB, qs + r * nb + b);
+    for (size_t b = 0; b < nb; ++b) {
+      const float* x = q + r * ldq + b * kB;
+      const size_t n = std::min(kB, d_k - b * kB);
+      const float amax = max_abs(x, n);  // NaN: the block's scores NaN, its int16 zeros
+      qs[r * nb + b] = amax / kQ;
+      if (amax == amax)
+        round_to_i16(x, nullptr, amax > 0 ? kQ / amax : 0.0f, n, q16 + r * d2 + b * kB);
+      else
+        std::fill(q16 + r * d2 + b * kB, q16 + r * d2 + b * kB + even(n), int16_t{0});
+    }
   float tail[kMR * kNR];
   for (size_t p0 = j0; p0 < j0 + cols; p0 += kNR) {
     const size_t n = std::min(kNR, j0 + cols - p0);
@@ -281,26 +281,46 @@ void value_tile(const int8_t* vp, size_t j, size_t n, const int16_t* w, i32x4 (&
   }
 }
 
-// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v
+// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v. Per step of kChunk keys
+// and block b of columns, w = p·s (s: the keys' scales of block b) rounds to int16 as
+// (p / max p)·(s / max s)·kQ, its step max p · max s / kQ: each factor normalized once per step
+// (p per row, s per block), so that rounding costs two products an element.
 void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t rows, size_t j0,
                         size_t cols, float* acc, size_t ld_acc, bool accumulate) {
   const I8Head h = parts(kv.kt, kv.v, kv.v_stride, kv.d_k, kv.d_v);
   const size_t d_v = kv.d_v, stride = kv.v_stride;
-  alignas(16) float sc[kChunk], wf[kChunk];
+  alignas(16) float sc[kChunk];
   alignas(16) int16_t w[kMR * kChunk];
-  float step[kMR];
+  float p_max[kMR], step[kMR];
   for (size_t r0 = 0; r0 < rows; r0 += kMR) {
     const size_t m = std::min(kMR, rows - r0);
-    for (size_t b = 0; b * kB < d_v; ++b) {
-      const uint16_t* scale = h.v_scale + b * stride;
-      for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
-        const size_t n = std::min(kChunk, j0 + cols - jc);
-        // sc = the keys' scales of block b; w = p·sc as int16, a step per row
+    for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
+      const size_t n = std::min(kChunk, j0 + cols - jc);
+      const float* pc = p + r0 * ldp + (jc - j0);
+      for (size_t r = 0; r < m; ++r) p_max[r] = max_abs(pc + r * ldp, n);  // NaN: a NaN row
+      for (size_t b = 0; b * kB < d_v; ++b) {
+        // sc = the keys' scales of block b, kQ at their largest
+        const uint16_t* scale = h.v_scale + b * stride + jc;
+        f32x4 vmax = simd::splat(0);
         size_t i = 0;
-        for (; i + 4 <= n; i += 4) simd::store(sc + i, simd::load_half4(scale + jc + i));
-        for (; i < n; ++i) sc[i] = simd::half_to_float(scale[jc + i]);
-        for (size_t r = 0; r < m; ++r)
-          round_to_i16(p + (r0 + r) * ldp + (jc - j0), sc, n, wf, w + r * kChunk, step + r);
+        for (; i + 4 <= n; i += 4) {
+          const f32x4 s4 = simd::load_half4(scale + i);
+          simd::store(sc + i, s4);
+          vmax = simd::max(vmax, s4);
+        }
+        float s_max = simd::hmax(vmax);
+        for (; i < n; ++i) s_max = std::max(s_max, sc[i] = simd::half_to_float(scale[i]));
+        const f32x4 to_q = simd::splat(s_max > 0 ? kQ / s_max : 0.0f);
+        for (i = 0; i + 4 <= n; i += 4) simd::store(sc + i, simd::mul(simd::load(sc + i), to_q));
+        for (; i < n; ++i) sc[i] *= simd::lane0(to_q);
+        for (size_t r = 0; r < m; ++r) {
+          step[r] = p_max[r] * s_max / kQ;  // NaN: the row's outputs NaN, its int16 zeros
+          if (p_max[r] == p_max[r])
+            round_to_i16(pc + r * ldp, sc, p_max[r] > 0 ? 1.0f / p_max[r] : 0.0f, n,
+                         w + r * kChunk);
+          else
+            std::fill(w + r * kChunk, w + r * kChunk + even(n), int16_t{0});
+        }
         for (size_t c0 = b * kB; c0 < std::min(d_v, (b + 1) * kB); c0 += kNR) {
           const size_t nc = std::min(kNR, d_v - c0);
           float* out = acc + r0 * ld_acc + c0;

@@ -102,8 +102,9 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
           CHECK(worst <= 1e-5);
           const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
           // beyond float rounding, a compressed type's weighted values err by its rounding of p
-          // times the keys' scales, per key block of a row and block of columns, to int16:
-          // each by at most half a step, times the value's int8 element (v / its scale)
+          // times the keys' scales to int16, per key block of a row and block of columns: each
+          // by at most half a step (the block's largest p times its largest scale, over
+          // kOperandMax), times the value's int8 element (v / its scale)
           const size_t nb_v = (d_v + kKvQuantBlock - 1) / kKvQuantBlock;
           std::vector<double> v_scale(cols * nb_v);  // key j0 + j, block b: its amax is 127 steps
           for (size_t j = 0; j < cols; ++j)
@@ -116,12 +117,13 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
             for (size_t r = 0; r < rows; ++r)
               for (size_t from = 0; from < cols; from += kKeyBlock) {
                 const size_t to = std::min(cols, from + kKeyBlock);
+                double p_max = 0;
+                for (size_t j = from; j < to; ++j) p_max = std::max(p_max, double(p[r * cols + j]));
                 for (size_t c = 0; c < d_v; ++c) {
                   const size_t b = c / kKvQuantBlock;
-                  double w_step = 0;
-                  for (size_t j = from; j < to; ++j)
-                    w_step =
-                        std::max(w_step, p[r * cols + j] * v_scale[j * nb_v + b] / kOperandMax);
+                  double s_max = 0;
+                  for (size_t j = from; j < to; ++j) s_max = std::max(s_max, v_scale[j * nb_v + b]);
+                  const double w_step = p_max * s_max / kOperandMax;
                   for (size_t j = from; j < to; ++j)
                     if (v_scale[j * nb_v + b] > 0)
                       v_bound[r * d_v + c] +=
