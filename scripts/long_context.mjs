@@ -123,20 +123,27 @@ async function main() {
     const start = performance.now();
     fill(attn, cache, { seed: o.seed, tokens: o.tokens - o.steps, chunk: o.chunk });
     const fillMs = performance.now() - start;
-    const times = [];
+    // wall time per token, and this process's CPU time (all its threads: on a busy machine a
+    // neighbour's time slices do not count there)
+    const times = [],
+      cpu = [];
     for (let t = cache.length; t < o.tokens; ++t) {
-      const t0 = performance.now();
+      const c0 = process.cpuUsage(),
+        t0 = performance.now();
       decode(attn, cache, o, t);
       times.push(performance.now() - t0);
+      const c = process.cpuUsage(c0);
+      cpu.push((c.user + c.system) / 1000);
     }
     times.sort((a, b) => a - b);
+    cpu.sort((a, b) => a - b);
     const { wasmBytes } = attn.memory();
     console.log(
       `${threads} thread${threads > 1 ? 's' : ''}: cache ${(bytes / MiB).toFixed(1)} MiB ` +
         `(${(bytes / o.tokens).toFixed(0)} bytes per token, ${(bytes / o.tokens / LAYER.kvHeads).toFixed(0)} per kv head), ` +
         `module memory ${(wasmBytes / MiB).toFixed(1)} MiB; filled ${o.tokens - o.steps} tokens in ${(fillMs / 1000).toFixed(1)} s; ` +
         `decode at ${o.tokens - o.steps}..${o.tokens}: median ${times[times.length >> 1].toFixed(2)} ms per token ` +
-        `(best ${times[0].toFixed(2)}), load average ${os.loadavg()[0].toFixed(2)}`,
+        `(best ${times[0].toFixed(2)}; CPU ${cpu[cpu.length >> 1].toFixed(2)} ms), load average ${os.loadavg()[0].toFixed(2)}`,
     );
     cache.dispose();
     attn.dispose();
