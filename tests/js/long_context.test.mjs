@@ -7,14 +7,7 @@ import { test } from 'node:test';
 
 import { createAttention } from '../../web/lib/index.js';
 import { LAYER, createCache, decode, fill, referenceHead } from '../../scripts/long_context.mjs';
-
-// ||a − b|| / ||b||
-function relativeRms(a, b) {
-  let num = 0,
-    den = 0;
-  for (let i = 0; i < a.length; ++i) ((num += (a[i] - b[i]) ** 2), (den += b[i] ** 2));
-  return Math.sqrt(num / den);
-}
+import { relativeRms } from './reference.mjs';
 
 test('an int8 cache of one layer holds 131072 tokens in one module and decodes over them', async () => {
   const tokens = 131072,

@@ -10,19 +10,12 @@ import { createAttention } from '../../web/lib/index.js';
 import { crossEntropy, headParams, outputWords } from '../../web/page/model/lm.js';
 import { headForward, makeBatch, vectorCache, windowsOf } from '../../web/page/model/train.js';
 import { layerWeights } from '../../web/page/model/weights.js';
+import { relativeRms } from './reference.mjs';
 import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the
 // attention layers' outputs' relative RMS over every decoded token.
 const DTYPES = [{ dtype: 'int8', loss: 0.005, output: 0.01 }];
-
-// ||a − b|| / ||b||
-function relativeRms(a, b) {
-  let num = 0,
-    den = 0;
-  for (let i = 0; i < a.length; ++i) ((num += (a[i] - b[i]) ** 2), (den += b[i] ** 2));
-  return Math.sqrt(num / den);
-}
 
 describe('the shipped model decoding over compressed kv caches', () => {
   let attn, model, emb, windows;
