@@ -26,9 +26,9 @@
 //                               its relaxed_madd (FMA) twin is printed beside it
 //   bandwidth                   the memory read probe decoding is measured against (same way)
 //   table, svg, compare         the report
-// Two GEMM tools run on their own (see their headers): `node scripts/bench/kernel_code.mjs`
-// prints V8's x64 code for the GEMM micro-kernel loop; `node scripts/bench/gemm_probe.mjs`
-// splits a 1-thread 512³ matmul's time (kernel_shape.mjs: the kernel's loop in wasm text).
+// The GEMM forensics tools run on their own, from scripts/forensics/ (see their headers):
+// kernel_code.mjs prints V8's x64 code for the GEMM micro-kernels, gemm_probe.mjs splits a
+// 1-thread 512³ matmul's time, gemm_kernels.mjs times every micro-kernel side by side.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

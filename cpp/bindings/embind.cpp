@@ -148,10 +148,10 @@ Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
                           const wa::ConstMatrix& v, const wa::ConstMatrix& d_out,
                           const wa::Matrix& dq, const wa::Matrix& dk, const wa::Matrix& dv,
                           float scale, const wa::ScoreMask& mask,
-                          const wa::AttentionBackwardTrace& trace) {
+                          const wa::AttentionBackwardTrace& trace, uintptr_t d_sink) {
   return guarded([&] {
     wa::attention_backward(q, k, v, d_out, dq, dk, dv, scale, mask,
-                           trace.weights ? &trace : nullptr, pool.get());
+                           trace.weights ? &trace : nullptr, pool.get(), ptr<float>(d_sink));
   });
 }
 
@@ -218,10 +218,10 @@ Status attention_heads_backward(const wa::HeadsShape& shape, const wa::HeadTenso
                                 const wa::HeadTensor<const float>& d_out,
                                 const wa::HeadTensor<float>& dq, const wa::HeadTensor<float>& dk,
                                 const wa::HeadTensor<float>& dv, float scale,
-                                const wa::HeadsMask& mask) {
+                                const wa::HeadsMask& mask, uintptr_t d_sinks) {
   return guarded([&] {
     wa::attention_heads_backward(shape, q, k, v, d_out, dq, dk, dv, scale, mask, nullptr,
-                                 pool.get());
+                                 pool.get(), ptr<float>(d_sinks));
   });
 }
 
@@ -301,7 +301,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("keyLimit", &wa::ScoreMask::key_limit)
       .field("maskLd", &wa::ScoreMask::mask_ld)
       .field("maskCols", &wa::ScoreMask::mask_cols)
-      .field("softcap", &wa::ScoreMask::softcap);
+      .field("softcap", &wa::ScoreMask::softcap)
+      .field("sink", &wa::ScoreMask::sink);
   value_object<wa::AttentionTrace>("AttentionTrace")
       .field("scores", WA_OFFSET(wa::AttentionTrace::scores))
       .field("scaled", WA_OFFSET(wa::AttentionTrace::scaled))
@@ -335,7 +336,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("mask", &wa::HeadsMask::mask)
       .field("batchStride", &wa::HeadsMask::batch_stride)
       .field("headStride", &wa::HeadsMask::head_stride)
-      .field("kvLength", WA_OFFSET(wa::HeadsMask::kv_length));
+      .field("kvLength", WA_OFFSET(wa::HeadsMask::kv_length))
+      .field("sinks", WA_OFFSET(wa::HeadsMask::sinks));
   value_object<wa::Rotary>("Rotary")
       .field("offset", &wa::Rotary::offset)
       .field("base", &wa::Rotary::base)
@@ -359,7 +361,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("bq", WA_OFFSET(wa::MhaWeights::bq))
       .field("bk", WA_OFFSET(wa::MhaWeights::bk))
       .field("bv", WA_OFFSET(wa::MhaWeights::bv))
-      .field("bo", WA_OFFSET(wa::MhaWeights::bo));
+      .field("bo", WA_OFFSET(wa::MhaWeights::bo))
+      .field("sinks", WA_OFFSET(wa::MhaWeights::sinks));
   value_object<wa::MhaTrace>("MhaTrace")
       .field("q", WA_OFFSET(wa::MhaTrace::q))
       .field("k", WA_OFFSET(wa::MhaTrace::k))
@@ -379,7 +382,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("dbq", WA_OFFSET(wa::MhaGrads::dbq))
       .field("dbk", WA_OFFSET(wa::MhaGrads::dbk))
       .field("dbv", WA_OFFSET(wa::MhaGrads::dbv))
-      .field("dbo", WA_OFFSET(wa::MhaGrads::dbo));
+      .field("dbo", WA_OFFSET(wa::MhaGrads::dbo))
+      .field("dsinks", WA_OFFSET(wa::MhaGrads::dsinks));
 
   function("setThreads", &set_threads);
   function("threads", &threads);

@@ -10,6 +10,7 @@
 
 #include "attention_blocks.h"
 #include "sizes.h"
+#include "softmax_rows.h"
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 
@@ -80,8 +81,9 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
-                        const AttentionBackwardTrace* trace, ThreadPool* pool) {
+                        const AttentionBackwardTrace* trace, ThreadPool* pool, float* d_sink) {
   check_backward_shapes(q, k, v, d_out, dq, dk, dv);
+  check_sink("attention backward", mask.sink, 0);
   const size_t n_q = q.rows, n_k = k.rows;
   // The forward's first passes again: q (n_q,d_k), k (n_k,d_k) -> P (n_q,n_k)
   std::vector<float> own;
@@ -89,7 +91,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
   attention_weights(q, k, scale, mask, {p, n_q, n_k, n_k}, pool);
   attention_backward_from_weights(q, k, v, {p, n_q, n_k, n_k}, d_out, dq, dk, dv, scale, mask, pool,
                                   trace ? trace->d_weights : nullptr,
-                                  trace ? trace->d_scores : nullptr);
+                                  trace ? trace->d_scores : nullptr, d_sink);
 }
 
 }  // namespace wa

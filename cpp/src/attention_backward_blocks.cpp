@@ -3,6 +3,7 @@
 // over every query, so they are GEMMs over the block's queries, not per-row-block sums.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "attention_blocks.h"
@@ -34,7 +35,7 @@ size_t first_query_not(size_t n_q, Pred pred) {
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
                                      ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
                                      float scale, const ScoreMask& mask, ThreadPool* pool,
-                                     float* d_weights, float* d_scores) {
+                                     float* d_weights, float* d_scores, float* d_sink) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols, d_v = v.cols;
   constexpr size_t B = kAttentionRowBlock;
   // Without a trace to fill, each pass covers only the keys its queries may see (visible_keys):
@@ -44,10 +45,14 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
   const bool skip = !d_weights && !d_scores;
   std::vector<float> ds(checked_product({n_q, n_k}));  // dP, then dS; zero where skipped
   const bool softcapped = mask.softcap > 0;
+  // ∂L/∂sink of each query row (n_q), summed in row order after the blocks; 0 without a sink
+  const bool sunk = d_sink && mask.sink != -std::numeric_limits<float>::infinity();
+  std::vector<double> d_sink_rows(sunk ? n_q : 0);
 
   // Per block of query rows (for (b < row blocks) rows [b·B, (b+1)·B)):
   //   out = P·v             -> dP = d_out·vᵀ: d_out (rows,d_v), v (cols,d_v) -> (rows,cols)
-  //   P = softmax(x)        -> dx = P ⊙ (dP − rowsum(dP ⊙ P)), then ·scale
+  //   P = softmax(x)        -> dx = P ⊙ (dP − rowsum(dP ⊙ P)), then ·scale; with a sink,
+  //                            ∂L/∂sink = −p_sink·rowsum(dP ⊙ P), p_sink = 1 − rowsum(P)
   //   x = cap(s·scale) + bias -> with a softcap, d(s·scale) = dx ⊙ (1 − tanh²(s·scale/softcap))
   //   s = q·kᵀ              -> dq = dS·k: dS (rows,cols), k (cols,d_k) -> (rows,d_k)
   parallel_for(pool, (n_q + B - 1) / B, [&](size_t b) {
@@ -56,8 +61,15 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     float* ds_block = ds.data() + r0 * n_k;
     gemm_nt(rows, cols, d_v, d_out.data + r0 * d_out.ld, d_out.ld, v.data, v.ld, ds_block, n_k);
     if (d_weights) std::copy(ds_block, ds_block + rows * n_k, d_weights + r0 * n_k);
-    for (size_t i = r0; i < r1; ++i)
-      softmax_backward_row(p.data + i * p.ld, ds.data() + i * n_k, cols, scale);
+    for (size_t i = r0; i < r1; ++i) {
+      const float* pi = p.data + i * p.ld;
+      const float dot = softmax_backward_row(pi, ds.data() + i * n_k, cols, scale);
+      if (sunk) {  // keys past cols are masked: P is 0 there
+        double weight = 0;
+        for (size_t j = 0; j < cols; ++j) weight += pi[j];
+        d_sink_rows[i] = -(1.0 - weight) * dot;
+      }
+    }
     if (softcapped && cols > 0) {
       // s (rows,cols) again, for tanh′: the softcap's only cost in the backward
       std::vector<float> s(rows * cols);
@@ -95,6 +107,11 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     gemm_tn(keys, d_v, queries, p.data + i0 * p.ld + c0, p.ld, d_out.data + i0 * d_out.ld, d_out.ld,
             dv.data + c0 * dv.ld, dv.ld);
   });
+  if (d_sink) {
+    double sum = 0;
+    for (double d : d_sink_rows) sum += d;
+    *d_sink = static_cast<float>(sum);
+  }
 }
 
 }  // namespace wa

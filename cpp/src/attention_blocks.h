@@ -68,10 +68,12 @@ void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMas
 // pool spreads each pass (null: all on the calling thread, as inside a pool task).
 // mask: the forward's (wa/score_mask.h): where it hides keys (causal, windows, limits) P is zero and
 // that part is skipped; a softcap adds its tanh′. d_weights, d_scores (n_q,n_k), when not null,
-// receive dP and dS (AttentionBackwardTrace), computed in full.
+// receive dP and dS (AttentionBackwardTrace), computed in full. d_sink, when not null, receives
+// ∂L/∂mask.sink (0 without a sink), summed over the rows in order.
 void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix p,
                                      ConstMatrix d_out, Matrix dq, Matrix dk, Matrix dv,
                                      float scale, const ScoreMask& mask, ThreadPool* pool,
-                                     float* d_weights = nullptr, float* d_scores = nullptr);
+                                     float* d_weights = nullptr, float* d_scores = nullptr,
+                                     float* d_sink = nullptr);
 
 }  // namespace wa

@@ -13,6 +13,7 @@
 #include "attention_blocks.h"
 #include "scratch.h"
 #include "sizes.h"
+#include "softmax_rows.h"
 #include "threading.h"
 #include "wa/thread_pool.h"
 
@@ -31,6 +32,8 @@ void check(const HeadsShape& s, const HeadsMask& m) {
       if (m.kv_length[b] < 0 || static_cast<size_t>(m.kv_length[b]) > s.n_k)
         problem = "kv_length[" + std::to_string(b) + "] = " + std::to_string(m.kv_length[b]) +
                   " is not in [0, n_k]";
+  for (size_t h = 0; problem.empty() && h < s.q_heads; ++h)
+    check_sink("attention heads", m.sinks ? m.sinks[h] : m.mask.sink, h);
   if (!problem.empty())
     throw std::invalid_argument(
         "attention heads: " + problem + ": batch " + std::to_string(s.batch) + ", q_heads " +
@@ -65,6 +68,7 @@ ScoreMask HeadsMask::of(size_t b, size_t h, size_t n_q) const {
     m.key_limit = static_cast<size_t>(kv_length[b]);
     m.offset = static_cast<long>(kv_length[b]) - static_cast<long>(n_q);
   }
+  if (sinks) m.sink = sinks[h];
   return m;
 }
 
@@ -164,9 +168,8 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
         float* o = oh.data + r0 * oh.ld;
         float* row_max = state + i * state_floats + hg * s.n_q + r0;
         float* row_sum = state + i * state_floats + (group + hg) * s.n_q + r0;
-        if (c == 0) {
-          std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
-          std::fill(row_sum, row_sum + rows, 0.0f);
+        if (c == 0) {  // the rows' state before their first key: the head's sink, if any
+          softmax_online_start(masks[b * s.q_heads + h].sink, row_max, row_sum, rows);
           for (size_t r = 0; r < rows; ++r) std::fill(o + r * oh.ld, o + r * oh.ld + s.d_v, 0.0f);
         }
         const ConstMatrix qh = const_head(q, b, h, s.n_q, s.d_k);
@@ -209,8 +212,11 @@ void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSour
     float* row_max = acc + stacked * s.d_v;
     float* row_sum = row_max + stacked;
     std::fill(acc, acc + rows * s.d_v, 0.0f);
-    std::fill(row_max, row_max + rows, -std::numeric_limits<float>::infinity());
-    std::fill(row_sum, row_sum + rows, 0.0f);
+    // each head's sink joins the state of its first run only: the merge below then counts it once
+    for (size_t h = 0; h < heads; ++h)
+      softmax_online_start(
+          c == 0 ? masks[b * s.q_heads + h0 + h].sink : -std::numeric_limits<float>::infinity(),
+          row_max + h * s.n_q, row_sum + h * s.n_q, s.n_q);
     const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
     // the tile's query rows stacked: q (heads·n_q, d_k), head after head
     float* qs = thread_scratch(ScratchSlot::attention_rows, rows * s.d_k);
@@ -232,6 +238,7 @@ void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSour
   });
 
   // out = Σ_c exp(max_c − M)·acc_c / Σ_c exp(max_c − M)·sum_c, M = max_c max_c, in run order
+  // (a sink is in run 0's max and sum)
   for (size_t bgt = 0; bgt < s.batch * s.kv_heads * tiles; ++bgt) {
     const size_t tile = bgt % tiles, g = bgt / tiles % s.kv_heads, b = bgt / tiles / s.kv_heads;
     const size_t h0 = g * group + tile * tile_heads,
@@ -293,9 +300,12 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
                               HeadTensor<const float> k, HeadTensor<const float> v,
                               HeadTensor<const float> d_out, HeadTensor<float> dq,
                               HeadTensor<float> dk, HeadTensor<float> dv, float scale,
-                              const HeadsMask& mask, const float* weights, ThreadPool* pool) {
+                              const HeadsMask& mask, const float* weights, ThreadPool* pool,
+                              float* d_sinks) {
   check(s, mask);
   const size_t group = s.q_heads / s.kv_heads, nn = checked_product({s.n_q, s.n_k});
+  // ∂L/∂sink of each (b, h), b·hq + h: written by the task of (b, h's kv head), then summed over b
+  std::vector<float> d_sink_heads(d_sinks ? checked_product({s.batch, s.q_heads}) : 0);
   // kv head g of sequence b and the query heads that read it, one after another; inner spreads
   // each head's passes (null inside a pool task)
   auto group_backward = [&](size_t bg, ThreadPool* inner) {
@@ -318,7 +328,8 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
       const Matrix dv_into = first ? dvg : Matrix{dv_h.data(), s.n_k, s.d_v, s.d_v};
       attention_backward_from_weights(
           qh, kg, vg, {ph, s.n_q, s.n_k, s.n_k}, const_head(d_out, b, h, s.n_q, s.d_v),
-          head(dq, b, h, s.n_q, s.d_k), dk_into, dv_into, scale, m, inner);
+          head(dq, b, h, s.n_q, s.d_k), dk_into, dv_into, scale, m, inner, nullptr, nullptr,
+          d_sinks ? &d_sink_heads[b * s.q_heads + h] : nullptr);
       if (!first)  // dk[g] += dk_h, dv[g] += dv_h
         for (size_t j = 0; j < s.n_k; ++j) {
           for (size_t c = 0; c < s.d_k; ++c) dkg.data[j * dkg.ld + c] += dk_h[j * s.d_k + c];
@@ -331,6 +342,11 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
     group_backward(0, pool);
   else  // for (bg = 0; bg < batch·hkv; ++bg): writes only its query heads' dq, its kv head's dk, dv
     parallel_for(pool, groups, [&](size_t bg) { group_backward(bg, nullptr); });
+  if (d_sinks)
+    for (size_t h = 0; h < s.q_heads; ++h) {
+      d_sinks[h] = 0;
+      for (size_t b = 0; b < s.batch; ++b) d_sinks[h] += d_sink_heads[b * s.q_heads + h];
+    }
 }
 
 }  // namespace wa

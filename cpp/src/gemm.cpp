@@ -2,14 +2,13 @@
 // (gemm_select.h: the kernel of mr x kNR tiles chosen where the code runs).
 //
 // op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
-// each task then owns kMC rows of c over a group of kNC-column blocks (every column, when m has
+// each task then owns about kMC rows of c over a group of kNC-column blocks (every column, when m has
 // kGemmMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into panels of the
 // kernel's tile rows once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
 // order: one b panel stays in L1 while the a block streams from L2). Transposed operands
 // are handled by the packing, so all three forms run the same kernel. A task's result
 // depends only on its block, never on the thread running it.
 #include <algorithm>
-#include <cstring>
 
 #include "gemm_kernels.h"
 #include "gemm_packed.h"
@@ -46,9 +45,16 @@ void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_
     const size_t mr = std::min(tile_mr, m - i);
     size_t r0 = 0;  // rows [0, r0) of the panel are packed
     if (mr == tile_mr && ta == Transpose::yes) {
-      // a stored (k,m): the tile_mr values of a step are contiguous
-      for (size_t p = 0; p < kc; ++p)
-        std::memcpy(dst + p * tile_mr, a + (p0 + p) * lda + i, tile_mr * sizeof(float));
+      // a stored (k,m): the tile_mr values of a step are contiguous; copied a vector at a time
+      // (a memcpy of tile_mr floats is a call per step in wasm: 8 % of a backward's time)
+      const size_t vec = tile_mr / kLanes * kLanes;
+      for (size_t p = 0; p < kc; ++p) {
+        const float* src = a + (p0 + p) * lda + i;
+        float* d = dst + p * tile_mr;
+        size_t q = 0;
+        for (; q < vec; q += kLanes) store(d + q, load(src + q));
+        for (; q < tile_mr; ++q) d[q] = src[q];
+      }
       r0 = tile_mr;
     } else if (ta == Transpose::no) {
       // a stored (m,k): kLanes rows at a time, kLanes steps at a time, transposed in registers
@@ -128,20 +134,26 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
   pool = pool_for(pool, static_cast<double>(m) * n * k);
   const kernels::GemmKernel& kernel = kernels::gemm_kernel_for_rows(m);
   const size_t tile_mr = kernel.mr;
-  const size_t task_rows = kMC / tile_mr * tile_mr;
 
-  // Tasks own whole rows of c blocks (task_rows rows, every column) when there are rows enough
+  // Tasks own whole rows of c blocks (about kMC rows, every column) when there are rows enough
   // for kGemmMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
   // row of c (a cache line at a block edge would go back and forth between two cores). With
-  // fewer row blocks, the columns are split in groups of blocks too.
-  const size_t row_blocks = (m + task_rows - 1) / task_rows, col_blocks = (n + kNC - 1) / kNC;
+  // fewer row blocks, the columns are split in groups of blocks too. The m / tile_mr tiles of
+  // rows are dealt out evenly, so row blocks differ by a tile at most: kMC / tile_mr · tile_mr
+  // rows each would leave a short last block where tile_mr does not divide kMC (512 rows of 6x8
+  // tiles: 8 blocks of 60 rows and one of 32, which 2 threads split 4.53 : 4 at best).
+  const size_t tiles = (m + tile_mr - 1) / tile_mr;
+  const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
   const size_t groups = std::min(col_blocks, (kGemmMinTasks + row_blocks - 1) / row_blocks);
   const size_t group_blocks = (col_blocks + groups - 1) / groups;  // column blocks per group
   const size_t col_groups = (col_blocks + group_blocks - 1) / group_blocks;
   // for (t = 0; t < row_blocks·col_groups; ++t)
-  //   rows [i0, i0+task_rows) of c, column group t % col_groups
+  //   row block t / col_groups: tiles [r·tiles/row_blocks, (r+1)·tiles/row_blocks) of rows;
+  //   column group t % col_groups
   parallel_for(pool, row_blocks * col_groups, [&](size_t t) {
-    const size_t i0 = t / col_groups * task_rows, mc = std::min(task_rows, m - i0);
+    const size_t r = t / col_groups;
+    const size_t i0 = r * tiles / row_blocks * tile_mr;
+    const size_t mc = std::min(m, (r + 1) * tiles / row_blocks * tile_mr) - i0;
     const size_t j_first = t % col_groups * group_blocks * kNC;
     const size_t j_end = std::min(n, j_first + group_blocks * kNC);
     float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, tile_mr) * kKC);

@@ -8,7 +8,7 @@
 // still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
 // whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
 // Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
-// gemm_kernel_gflops stays for the benchmark (scripts/bench/gemm_kernels.mjs), which times
+// gemm_kernel_gflops stays for the benchmark (scripts/forensics/gemm_kernels.mjs), which times
 // every kernel once the engine has optimized them, to derive the table on other CPUs.
 #include "gemm_select.h"
 
@@ -108,7 +108,7 @@ int js_engine() { return kUnknown; }
 #endif
 
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
-// instance (scripts/bench/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
+// instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
 // Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
 // WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in both

@@ -80,6 +80,8 @@ void check_backward(const MhaWeights& w, const float* context, const MhaTrace& s
                       : "self-attention takes no grads.d_context (dx holds context's gradient)";
   else if (!w.bq != !g.dbq || !w.bk != !g.dbk || !w.bv != !g.dbv || !w.bo != !g.dbo)
     problem = "grads.db* must be set exactly for the biases w has (dbq for bq, ...)";
+  else if (!w.sinks != !g.dsinks)
+    problem = "grads.dsinks must be set exactly when w has sinks";
   if (!problem.empty()) throw std::invalid_argument("multi-head attention backward: " + problem);
 }
 
@@ -95,6 +97,13 @@ void rotate(const MhaShape& s, float* q, float* k, const Rotary* rotary, bool ba
 // Q (batch·n_q,h·d_k) and concat (batch·n_q,h·d_v) as the attention's query and output heads.
 HeadsShape heads_shape(const MhaShape& s, size_t n_k) {
   return {s.batch, s.heads, s.kv(), s.n_q, n_k, s.d_k, s.d_v};
+}
+
+// The mask every head shares, with each head's sink from the weights when they have them.
+HeadsMask heads_mask(const ScoreMask& mask, const MhaWeights& w) {
+  HeadsMask m{mask};
+  m.sinks = w.sinks;
+  return m;
 }
 
 }  // namespace
@@ -138,7 +147,7 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   attention_heads_forward(heads_shape(s, s.n_k), heads_3d<const float>(q, s.heads, s.n_q, s.d_k),
                           heads_3d<const float>(k, s.kv(), s.n_k, s.d_k),
                           heads_3d<const float>(v, s.kv(), s.n_k, s.d_v),
-                          heads_3d(concat, s.heads, s.n_q, s.d_v), scale, HeadsMask{mask},
+                          heads_3d(concat, s.heads, s.n_q, s.d_v), scale, heads_mask(mask, w),
                           head_traces ? &heads_trace : nullptr, pool);
 
   // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
@@ -193,7 +202,7 @@ void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float*
     m.offset = static_cast<long>(past);  // bottom-right: query i stands at key past + i
     attention_heads_forward(
         heads_shape(s, cache.length()), heads_3d<const float>(q, s.heads, s.n_q, s.d_k), cache,
-        heads_3d(concat, s.heads, s.n_q, s.d_v), scale, HeadsMask{m}, nullptr, pool);
+        heads_3d(concat, s.heads, s.n_q, s.d_v), scale, heads_mask(m, w), nullptr, pool);
     // concat (batch·n_q,h·d_v), W_O (h·d_v,d_model) -> out (batch·n_q,d_model)
     project(concat, rows, hv, w.wo, w.bo, s.d_model, out, pool);
   } catch (...) {
@@ -236,7 +245,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
       heads_3d<const float>(saved.v, s.kv(), s.n_k, s.d_v),
       heads_3d<const float>(d_concat, s.heads, s.n_q, s.d_v), heads_3d(dq, s.heads, s.n_q, s.d_k),
       heads_3d(dk, s.kv(), s.n_k, s.d_k), heads_3d(dv, s.kv(), s.n_k, s.d_v), scale,
-      HeadsMask{mask}, saved.weights, pool);
+      heads_mask(mask, w), saved.weights, pool, g.dsinks);
   // Q, K turned by rotary: dQ, dK turned back
   rotate(s, dq, dk, rotary, true);
 

@@ -42,13 +42,16 @@ struct HeadScores {
   Doubles masked;   // the softmax input x: capped + bias, −∞ where hidden
   Doubles weights;  // row softmax of x: zero rows where every key is hidden, NaN rows where an
                     // x is NaN or +∞ (an overflow upstream), as the fast paths give
+  Doubles sink;     // (n_q) the sink's weight in each row: 0 without a sink
 };
 
-// raw (n_q,n_k) q·kᵀ -> every stage after it.
+// raw (n_q,n_k) q·kᵀ -> every stage after it; sink: a logit in every row's denominator with no
+// value (wa/score_mask.h), −∞ for none.
 HeadScores score_stages(Doubles raw, size_t n_q, size_t n_k, double scale, double softcap,
-                        const BiasOf& bias) {
+                        const BiasOf& bias, double sink) {
   const size_t n = n_q * n_k;
-  HeadScores h{std::move(raw), Doubles(n), Doubles(n), Doubles(n), Doubles(n, 0.0)};
+  HeadScores h{std::move(raw), Doubles(n),      Doubles(n),
+               Doubles(n),     Doubles(n, 0.0), Doubles(n_q, 0.0)};
   for (size_t i = 0; i < n_q; ++i) {
     double max = -kInf;
     bool bad = false;
@@ -64,12 +67,15 @@ HeadScores score_stages(Doubles raw, size_t n_q, size_t n_k, double scale, doubl
     double* w = &h.weights[i * n_k];
     if (bad) {
       std::fill(w, w + n_k, std::numeric_limits<double>::quiet_NaN());
+      h.sink[i] = std::numeric_limits<double>::quiet_NaN();
       continue;
     }
-    if (max == -kInf) continue;  // every key hidden: zero weights
-    double sum = 0;
+    max = std::max(max, sink);
+    if (max == -kInf) continue;  // every key hidden, no sink: zero weights
+    double sum = h.sink[i] = std::exp(sink - max);
     for (size_t j = 0; j < n_k; ++j) sum += w[j] = std::exp(h.masked[i * n_k + j] - max);
     for (size_t j = 0; j < n_k; ++j) w[j] /= sum;
+    h.sink[i] /= sum;
   }
   return h;
 }
@@ -103,9 +109,9 @@ Doubles matmul_tn_d(const double* a, const double* b, size_t m, size_t n, size_t
 
 // q (n_q,d_k), k (n_k,d_k) -> every stage of the scores
 HeadScores head_scores(const Doubles& q, const Doubles& k, size_t n_q, size_t n_k, size_t d_k,
-                       double scale, double softcap, const BiasOf& bias) {
+                       double scale, double softcap, const BiasOf& bias, double sink) {
   return score_stages(matmul_nt_d(q.data(), k.data(), n_q, n_k, d_k), n_q, n_k, scale, softcap,
-                      bias);
+                      bias, sink);
 }
 
 // weights (n_q,n_k), v (n_k,d_v) -> out (n_q,d_v)
@@ -115,14 +121,15 @@ Doubles head_output(const HeadScores& h, const Doubles& v, size_t n_q, size_t n_
 
 struct HeadGrads {
   Doubles dq, dk, dv;  // (n_q,d_k), (n_k,d_k), (n_k,d_v)
+  double dsink = 0;    // ∂L/∂sink; 0 without a sink
 };
 
 // The backward of head_scores + head_output: q, k, v, d_out (n_q,d_v) -> dq, dk, dv; its passes
 // in reverse.
 HeadGrads head_backward(const Doubles& q, const Doubles& k, const Doubles& v, const Doubles& d_out,
                         size_t n_q, size_t n_k, size_t d_k, size_t d_v, double scale,
-                        double softcap, const BiasOf& bias) {
-  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, softcap, bias);
+                        double softcap, const BiasOf& bias, double sink) {
+  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, softcap, bias, sink);
   const Doubles& p = h.weights;
   HeadGrads g;
   // out = P·v -> dv = Pᵀ·d_out, dP = d_out·vᵀ
@@ -130,10 +137,13 @@ HeadGrads head_backward(const Doubles& q, const Doubles& k, const Doubles& v, co
   Doubles ds = matmul_nt_d(d_out.data(), v.data(), n_q, n_k, d_v);
   // P_ij = exp(x_ij) / Σ_l exp(x_il) -> dx_ij = P_ij·(dP_ij − Σ_l dP_il·P_il); the bias adds no
   //   gradient
+  //   with a sink, P_ij = exp(x_ij) / (Σ_l exp(x_il) + exp(sink)): the same dx, and
+  //   ∂P_ij/∂sink = −P_ij·p_sink,i -> dsink = −Σ_i p_sink,i·Σ_j dP_ij·P_ij
   // x = cap(s·scale) + bias         -> ds = dx·cap′·scale, cap′ = 1 − tanh²(s·scale/softcap) or 1
   for (size_t i = 0; i < n_q; ++i) {
     double dot = 0;
     for (size_t j = 0; j < n_k; ++j) dot += ds[i * n_k + j] * p[i * n_k + j];
+    g.dsink -= h.sink[i] * dot;
     for (size_t j = 0; j < n_k; ++j) {
       const double t = softcap > 0 ? std::tanh(h.scaled[i * n_k + j] / softcap) : 0.0;
       ds[i * n_k + j] = p[i * n_k + j] * (ds[i * n_k + j] - dot) * (1 - t * t) * scale;
@@ -194,10 +204,11 @@ void store(const Doubles& d, Matrix out) {
 
 // Attention in double: q (n_q,d_k), k (n_k,d_k), v (n_k,d_v) -> out (n_q,d_v).
 // trace (float, (n_q,n_k) each) when set.
+// sink: m's, in double (finite differences step it).
 Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q, size_t n_k,
                     size_t d_k, size_t d_v, float scale, const ScoreMask& m,
-                    const AttentionTrace* trace) {
-  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, m.softcap, bias_of(m, n_k));
+                    const AttentionTrace* trace, double sink) {
+  const HeadScores h = head_scores(q, k, n_q, n_k, d_k, scale, m.softcap, bias_of(m, n_k), sink);
   if (trace) {
     store(h.raw, trace->scores);
     store(h.scaled, trace->scaled);
@@ -211,8 +222,8 @@ Doubles attention_d(const Doubles& q, const Doubles& k, const Doubles& v, size_t
 // The backward of attention_d: q, k, v, d_out (n_q,d_v) -> dq, dk, dv.
 HeadGrads attention_backward_d(const Doubles& q, const Doubles& k, const Doubles& v,
                                const Doubles& d_out, size_t n_q, size_t n_k, size_t d_k, size_t d_v,
-                               float scale, const ScoreMask& m) {
-  return head_backward(q, k, v, d_out, n_q, n_k, d_k, d_v, scale, m.softcap, bias_of(m, n_k));
+                               float scale, const ScoreMask& m, double sink) {
+  return head_backward(q, k, v, d_out, n_q, n_k, d_k, d_v, scale, m.softcap, bias_of(m, n_k), sink);
 }
 
 MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
@@ -225,7 +236,8 @@ MhaWeightsDouble to_doubles(const MhaShape& s, const MhaWeights& w) {
           to_doubles(w.bq, hk),
           to_doubles(w.bk, gk),
           to_doubles(w.bv, gv),
-          to_doubles(w.bo, s.d_model)};
+          to_doubles(w.bo, s.d_model),
+          to_doubles(w.sinks, s.heads)};
 }
 
 // m (rows,heads·d), in place: in each head, row i turned by rotary at position r.offset + i
@@ -256,6 +268,11 @@ Doubles project_d(const double* x, size_t n, size_t d_model, const Doubles& w, c
     for (size_t r = 0; r < n; ++r)
       for (size_t c = 0; c < cols; ++c) y[r * cols + c] += bias[c];
   return y;
+}
+
+// Head h's sink: the weights' when they have sinks, else the mask's.
+double sink_of(const MhaWeightsDouble& w, const ScoreMask& mask, size_t h) {
+  return w.sinks.empty() ? mask.sink : w.sinks[h];
 }
 
 // One sequence through the layer, every intermediate the backward needs kept.
@@ -290,7 +307,7 @@ SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const
     const Doubles o = attention_d(columns(f.q, s.n_q, hk, h * s.d_k, s.d_k),
                                   columns(f.k, s.n_k, gk, g * s.d_k, s.d_k),
                                   columns(f.v, s.n_k, gv, g * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k,
-                                  s.d_v, scale, mask, trace ? &th : nullptr);
+                                  s.d_v, scale, mask, trace ? &th : nullptr, sink_of(w, mask, h));
     set_columns(f.concat, s.n_q, hv, h * s.d_v, s.d_v, o);
   }
   f.out = project_d(f.concat.data(), s.n_q, hv, w.wo, w.bo, s.d_model);
@@ -315,24 +332,25 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
 
 void softmax(const float* scores, float* weights, size_t n_q, size_t n_k, float scale,
              const ScoreMask& mask) {
-  store(
-      score_stages(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask.softcap, bias_of(mask, n_k))
-          .weights,
-      weights);
+  store(score_stages(to_doubles(scores, n_q * n_k), n_q, n_k, scale, mask.softcap,
+                     bias_of(mask, n_k), mask.sink)
+            .weights,
+        weights);
 }
 
 void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, float scale,
                        const ScoreMask& mask, const AttentionTrace* trace) {
   store(attention_d(to_doubles(q), to_doubles(k), to_doubles(v), q.rows, k.rows, q.cols, v.cols,
-                    scale, mask, trace),
+                    scale, mask, trace, mask.sink),
         out);
 }
 
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
-                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask) {
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask, float* d_sink) {
   const HeadGrads g =
       attention_backward_d(to_doubles(q), to_doubles(k), to_doubles(v), to_doubles(d_out), q.rows,
-                           k.rows, q.cols, v.cols, scale, mask);
+                           k.rows, q.cols, v.cols, scale, mask, mask.sink);
+  if (d_sink) *d_sink = static_cast<float>(g.dsink);
   store(g.dq, dq);
   store(g.dk, dk);
   store(g.dv, dv);
@@ -369,7 +387,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   const Doubles xd = to_doubles(x, s.batch * s.n_q * dm);
   const Doubles cd = context ? to_doubles(context, s.batch * s.n_k * dm) : xd;
   Doubles dwq(dm * hk, 0.0), dwk(dm * gk, 0.0), dwv(dm * gv, 0.0), dwo(hv * dm, 0.0);
-  Doubles dbq(hk, 0.0), dbk(gk, 0.0), dbv(gv, 0.0), dbo(dm, 0.0);
+  Doubles dbq(hk, 0.0), dbk(gk, 0.0), dbv(gv, 0.0), dbo(dm, 0.0), dsinks(s.heads, 0.0);
 
   for (size_t b = 0; b < s.batch; ++b) {
     const double* xb = &xd[b * s.n_q * dm];
@@ -390,7 +408,9 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
       const HeadGrads g = attention_backward_d(
           columns(f.q, s.n_q, hk, h * s.d_k, s.d_k), columns(f.k, s.n_k, gk, kg * s.d_k, s.d_k),
           columns(f.v, s.n_k, gv, kg * s.d_v, s.d_v),
-          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, scale, mask);
+          columns(d_concat, s.n_q, hv, h * s.d_v, s.d_v), s.n_q, s.n_k, s.d_k, s.d_v, scale, mask,
+          sink_of(wd, mask, h));
+      dsinks[h] += g.dsink;
       set_columns(dq, s.n_q, hk, h * s.d_k, s.d_k, g.dq);
       add_columns(dk, s.n_k, gk, kg * s.d_k, s.d_k, g.dk);
       add_columns(dv, s.n_k, gv, kg * s.d_v, s.d_v, g.dv);
@@ -427,12 +447,19 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   if (grads.dbk) store(dbk, grads.dbk);
   if (grads.dbv) store(dbv, grads.dbv);
   if (grads.dbo) store(dbo, grads.dbo);
+  if (grads.dsinks) store(dsinks, grads.dsinks);
 }
 
 Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
                                  size_t n_k, size_t d_k, size_t d_v, float scale,
                                  const ScoreMask& mask) {
-  return attention_d(q, k, v, n_q, n_k, d_k, d_v, scale, mask, nullptr);
+  return attention_d(q, k, v, n_q, n_k, d_k, d_v, scale, mask, nullptr, mask.sink);
+}
+
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
+                                 size_t n_k, size_t d_k, size_t d_v, float scale,
+                                 const ScoreMask& mask, double sink) {
+  return attention_d(q, k, v, n_q, n_k, d_k, d_v, scale, mask, nullptr, sink);
 }
 
 Doubles mha_forward_double(const MhaShape& s, const MhaWeightsDouble& w, const Doubles& x,
@@ -569,6 +596,7 @@ void validate(const Attention& a) {
   require(!(a.has_past && !a.kv_length.empty()), "kv_length cannot be combined with a past");
   require(a.kv_length.empty() || a.kv_length.size() == a.batch,
           "kv_length needs one entry per batch");
+  require(a.sinks.empty() || a.sinks.size() == a.q_heads, "sinks needs one entry per query head");
   if (a.has_past) {
     require(a.past_k.size() == a.batch * a.kv_heads * a.n_past * a.d_k, "past_k's size");
     require(a.past_v.size() == a.batch * a.kv_heads * a.n_past * a.d_v, "past_v's size");
@@ -625,6 +653,9 @@ Prepared prepare(const Attention& a) {
   return p;
 }
 
+// Query head h's sink, −∞ for none.
+double sink(const Attention& a, size_t h) { return a.sinks.empty() ? -kInf : a.sinks[h]; }
+
 // The (b, head) block of x (b,heads,rows,d), numbered bh = b·heads + head: dense (rows,d).
 Doubles block(const Doubles& x, size_t bh, size_t rows, size_t d) {
   return Doubles(x.begin() + bh * rows * d, x.begin() + (bh + 1) * rows * d);
@@ -643,8 +674,9 @@ Outputs attention_forward(const Attention& a) {
   for (size_t b = 0; b < a.batch; ++b)
     for (size_t h = 0; h < a.q_heads; ++h) {
       const size_t bh = b * a.q_heads + h, bg = b * a.kv_heads + h / group;
-      const HeadScores s = head_scores(block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k),
-                                       a.n_q, p.n, a.d_k, p.scale, a.softcap, bias.of(b, h));
+      const HeadScores s =
+          head_scores(block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k), a.n_q, p.n, a.d_k,
+                      p.scale, a.softcap, bias.of(b, h), sink(a, h));
       const Doubles* modes[4] = {&s.scaled, &s.capped, &s.masked, &s.weights};
       for (size_t mode = 0; mode < 4; ++mode)
         out.qk[mode].insert(out.qk[mode].end(), modes[mode]->begin(), modes[mode]->end());
@@ -661,13 +693,16 @@ Grads attention_backward(const Attention& a, const Doubles& dy_in) {
   const size_t group = a.q_heads / a.kv_heads;
   const Doubles dy = to_4d(dy_in, a.three_d, a.batch, a.q_heads, a.n_q, a.d_v);
   Doubles dq, dk(p.k.size(), 0.0), dv(p.v.size(), 0.0);  // present-sized dk, dv
+  Doubles dsinks(a.sinks.empty() ? 0 : a.q_heads, 0.0);
   for (size_t b = 0; b < a.batch; ++b)
     for (size_t h = 0; h < a.q_heads; ++h) {
       const size_t bh = b * a.q_heads + h, bg = b * a.kv_heads + h / group;
       // head h reads kv head g: its dk, dv add into g's, summed over the group
-      const HeadGrads g = head_backward(
-          block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k), block(p.v, bg, p.n, a.d_v),
-          block(dy, bh, a.n_q, a.d_v), a.n_q, p.n, a.d_k, a.d_v, p.scale, a.softcap, bias.of(b, h));
+      const HeadGrads g =
+          head_backward(block(p.q, bh, a.n_q, a.d_k), block(p.k, bg, p.n, a.d_k),
+                        block(p.v, bg, p.n, a.d_v), block(dy, bh, a.n_q, a.d_v), a.n_q, p.n, a.d_k,
+                        a.d_v, p.scale, a.softcap, bias.of(b, h), sink(a, h));
+      if (!dsinks.empty()) dsinks[h] += g.dsink;
       dq.insert(dq.end(), g.dq.begin(), g.dq.end());
       for (size_t e = 0; e < g.dk.size(); ++e) dk[bg * p.n * a.d_k + e] += g.dk[e];
       for (size_t e = 0; e < g.dv.size(); ++e) dv[bg * p.n * a.d_v + e] += g.dv[e];
@@ -690,6 +725,7 @@ Grads attention_backward(const Attention& a, const Doubles& dy_in) {
   grads.dq = from_4d(dq, a.three_d, a.batch, a.q_heads, a.n_q, a.d_k);
   grads.dk = from_4d(dk_new, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_k);
   grads.dv = from_4d(dv_new, a.three_d, a.batch, a.kv_heads, a.n_new, a.d_v);
+  grads.dsinks = dsinks;
   return grads;
 }
 

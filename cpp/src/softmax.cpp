@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "simd.h"
 #include "softmax_rows.h"
@@ -100,6 +102,13 @@ void scale_row(float* w, size_t cols, float factor) {
 
 }  // namespace
 
+void check_sink(const char* where, float sink, size_t head) {
+  if (sink == sink && sink != kPosInf) return;
+  throw std::invalid_argument(std::string(where) + ": the sink of query head " +
+                              std::to_string(head) + " is " + (sink != sink ? "NaN" : "+inf") +
+                              ": a sink is finite, or -inf for none");
+}
+
 void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t ld_weights,
                   size_t row0, size_t rows, size_t cols, size_t n_k, float scale,
                   const ScoreMask& mask) {
@@ -107,12 +116,14 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
     float* w = weights + r * ld_weights;
     const float row_max =
         masked_scaled_row(scores + r * ld_scores, w, row0 + r, 0, cols, n_k, scale, mask);
+    // the sink joins the max and the sum (wa/score_mask.h); exp(-inf) = 0 without one
+    const float m = std::max(row_max, mask.sink);
     if (row_max != row_max) {  // a NaN or +inf input: NaN weights, never a plausible-looking row
       std::fill(w, w + cols, kNaN);
-    } else if (row_max == kNegInf) {  // every key masked: a zero row (wa/score_mask.h)
+    } else if (m == kNegInf) {  // every key masked, no sink: a zero row (wa/score_mask.h)
       std::fill(w, w + cols, 0.0f);
-    } else {
-      scale_row(w, cols, 1.0f / exp_minus_max(w, cols, row_max));  // sum >= 1: exp(0) is in it
+    } else {  // sum >= 1: exp(0) is in it, a key's or the sink's
+      scale_row(w, cols, 1.0f / (exp_minus_max(w, cols, m) + std::exp(mask.sink - m)));
     }
   }
 }
@@ -154,7 +165,7 @@ void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capp
 // The backward of softmax_rows' passes, in reverse (the 1/sum and exp passes together):
 //   w = e / Σe, e = exp(x - max)  ->  dx = w ⊙ (dw − Σ_j dw_j·w_j)   (max cancels)
 //   x = s·scale + bias            ->  ds = dx·scale
-void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
+float softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
   f32x4 vdot = splat(0.0f);
   size_t j = 0;
   for (; j + 4 <= n; j += 4) vdot = muladd(load(dp + j), load(p + j), vdot);
@@ -167,6 +178,7 @@ void softmax_backward_row(const float* p, float* dp, size_t n, float scale) {
     store(dp + j, mul(vds, vscale));
   }
   for (; j < n; ++j) dp[j] = p[j] * (dp[j] - dot) * scale;
+  return dot;
 }
 
 }  // namespace wa

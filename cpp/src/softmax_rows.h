@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "wa/score_mask.h"
 
@@ -63,13 +64,26 @@ void softmax_rows(const float* scores, size_t ld_scores, float* weights, size_t 
 // The online form, for attention that never holds a whole score row: one block of keys
 // [j0, j0+cols) for rows [row0, row0+rows). scores (rows,cols) raw q·kᵀ -> p (rows,cols) =
 // exp(x - m), where m is the row's running max over the keys seen so far; per row r, row_max[r]
-// and row_sum[r] (start at -inf and 0) carry the running max and Σ exp(x - max), and
+// and row_sum[r] (set by softmax_online_start first) carry the running max and Σ exp(x - max), and
 // rescale[r] = exp(old max - new max) is the factor by which whatever was accumulated from
 // earlier blocks must be multiplied. After the last block, weights = p / row_sum (a row_sum of
 // 0 means every key was masked: a zero row). scores == p is allowed.
 void softmax_online_block(const float* scores, size_t ld_scores, float* p, size_t ld_p, size_t row0,
                           size_t rows, size_t j0, size_t cols, size_t n_k, float scale,
                           const ScoreMask& mask, float* row_max, float* row_sum, float* rescale);
+
+// Throws std::invalid_argument, naming where and the query head, when sink is NaN or +inf
+// (wa/score_mask.h: a sink is finite, or -inf for none).
+void check_sink(const char* where, float sink, size_t head);
+
+// The online state of rows before their first key: the sink alone (max = sink, Σ = exp(0) =
+// 1; wa/score_mask.h), or nothing (max = -inf, Σ = 0) for sink = -inf. A row's keys may be
+// split into runs whose states are merged later: only the first run starts from the sink,
+// the others from -inf, so that the sink is in the denominator once.
+inline void softmax_online_start(float sink, float* row_max, float* row_sum, size_t rows) {
+  std::fill(row_max, row_max + rows, sink);
+  std::fill(row_sum, row_sum + rows, sink == -std::numeric_limits<float>::infinity() ? 0.0f : 1.0f);
+}
 
 // For a trace: scores (rows,n_k) -> scaled = s·scale, capped = cap(scaled) (when not null),
 // masked = x (with -inf where masked).
@@ -81,6 +95,9 @@ void score_trace_rows(const float* scores, size_t ld, float* scaled, float* capp
 // The backward of softmax_rows for one row, with the scale, in place over dP:
 //   w = softmax(x), x = s·scale + bias  ->  ds = w ⊙ (dw − Σ_j dw_j·w_j) · scale
 // p (n) the row's weights, dp (n) = ∂L/∂w -> ds (n) = ∂L/∂s. Masked keys have p = 0: ds = 0.
-void softmax_backward_row(const float* p, float* dp, size_t n, float scale);
+// The sink's weight has no value and so no dw: the formula is the same with a sink (p then
+// sums to 1 − p_sink). Returns Σ_j dw_j·w_j, from which the sink's gradient follows:
+//   ∂L/∂sink = Σ_j dw_j·∂w_j/∂sink = −p_sink·Σ_j dw_j·w_j.
+float softmax_backward_row(const float* p, float* dp, size_t n, float scale);
 
 }  // namespace wa

@@ -20,7 +20,7 @@ constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 // k per packed slice: a 4x512 a panel is 8 KB, an 8x512 b panel 16 KB, together in a 32 KB L1.
 // 512 rather than 256: each c tile is loaded, stored and set up for once per slice, and at
 // 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
-// (scripts/bench/gemm_probe.mjs, the two side by side).
+// (scripts/forensics/gemm_probe.mjs, the two side by side).
 constexpr size_t kKC = 512;
 constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 128 KB, in L2
 constexpr size_t kNC = 256;  // columns of c per task

@@ -1,6 +1,7 @@
 // Attention over heads (wa/attention_heads.h) held to the ONNX Attention reference: layouts,
 // GQA/MQA, a cache of earlier keys (bottom-right causal), masks of every rank, windows,
-// kv_length, softcap and every qk output, forward and backward, over odd sizes and key blocks.
+// kv_length, softcap, sinks and every qk output, forward and backward, over odd sizes and key
+// blocks.
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -41,6 +42,7 @@ struct Case {
   bool kv_length = false;
   std::vector<size_t> mask_dims;  // empty: no mask
   bool boolean_mask = false;
+  bool sinks = false;  // a sink per query head, the last one -inf (none)
 };
 
 onnx::Attention make(const Case& c, uint32_t seed) {
@@ -67,6 +69,10 @@ onnx::Attention make(const Case& c, uint32_t seed) {
     const std::vector<float> r = test::random_floats(count, seed + 5);
     for (float x : r) a.mask.values.push_back(c.boolean_mask ? (x > -0.6f ? 1.0 : 0.0) : x);
   }
+  if (c.sinks) {
+    a.sinks = doubles(test::random_floats(c.hq, seed + 6, -1, 3));
+    a.sinks.back() = -INFINITY;
+  }
   return a;
 }
 
@@ -77,6 +83,7 @@ struct Fast {
   std::vector<float> q, k, v, out, d_out, dq, dk, dv;
   std::vector<uint8_t> keep;
   std::vector<float> bias;
+  std::vector<float> sinks;
   HeadsMask mask;
   float scale;
   bool kv_4d;
@@ -94,6 +101,10 @@ struct Fast {
     m.softcap = static_cast<float>(a.softcap);
     m.offset = static_cast<long>(a.n_past);
     if (!a.kv_length.empty()) mask.kv_length = a.kv_length.data();
+    if (!a.sinks.empty()) {
+      sinks = floats(a.sinks);
+      mask.sinks = sinks.data();
+    }
     if (!a.mask.dims.empty()) {
       std::vector<size_t> d(4 - a.mask.dims.size(), 1);
       d.insert(d.end(), a.mask.dims.begin(), a.mask.dims.end());  // (mb, mh, mq, mc)
@@ -204,6 +215,27 @@ std::vector<Case> cases() {
            3};
   all.mask_dims = {4, 1, 16};
   cs.push_back(all);
+  // sinks on every path: decode split into runs (n_k past 2·kDecodeMinRun: three runs, merged),
+  // row blocks with a key block tail, the traced path, and rows whose keys are all masked
+  // (causal, window left 0: query i sees key i only, none past n_k)
+  Case sd{"sinks: decode over runs", 2, 4, 2, 1, 0, 2 * kDecodeMinRun + 37, 16, 8, true, true};
+  sd.sinks = true;
+  cs.push_back(sd);
+  Case sd3{"sinks: decode, 3 queries, GQA", 1, 6, 2, 3, 0, kDecodeMinRun + 5, 8, 8};
+  sd3.causal = true, sd3.sinks = true;
+  cs.push_back(sd3);
+  Case sr{"sinks: row blocks, key block tail", 1, 3, 1, kDecodeRows + 1, 0, kKeyBlock + 1, 8, 4};
+  sr.causal = true, sr.sinks = true;
+  cs.push_back(sr);
+  Case se{"sinks: rows with every key masked", 2, 2, 1, kDecodeRows + 9, 0, 9, 4, 4};
+  se.causal = true, se.left = 0, se.sinks = true;
+  cs.push_back(se);
+  Case sde{"sinks: decode rows with every key masked", 1, 2, 2, 7, 0, 3, 4, 4};
+  sde.causal = true, sde.left = 0, sde.sinks = true;
+  cs.push_back(sde);
+  Case sa{"sinks + softcap + additive mask + kv_length", 3, 2, 1, 6, 0, 11, 8, 8};
+  sa.softcap = 1.5, sa.mask_dims = {6, 11}, sa.kv_length = true, sa.sinks = true;
+  cs.push_back(sa);
   return cs;
 }
 
@@ -251,13 +283,16 @@ TEST_CASE(
     for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &test::test_pool()}) {
       Fast f(a, ref);
       std::vector<float> dq(f.q.size(), NAN), dk(f.k.size(), NAN), dv(f.v.size(), NAN);
+      std::vector<float> dsinks(c.sinks ? c.hq : 0, NAN);
       attention_heads_backward(f.shape, f.Q(a), f.kv(f.k.data(), a, a.d_k),
                                f.kv(f.v.data(), a, a.d_v), f.qo(d_out.data(), a, a.d_v),
                                f.qo(dq.data(), a, a.d_k), f.kv(dk.data(), a, a.d_k),
-                               f.kv(dv.data(), a, a.d_v), f.scale, f.mask, nullptr, pool);
+                               f.kv(dv.data(), a, a.d_v), f.scale, f.mask, nullptr, pool,
+                               c.sinks ? dsinks.data() : nullptr);
       CHECK(worst(dq, want.dq) <= 1e-4);
       CHECK(worst(dk, want.dk) <= 1e-4);
       CHECK(worst(dv, want.dv) <= 1e-4);
+      if (c.sinks) CHECK(worst(dsinks, want.dsinks) <= 1e-4);
     }
   }
 }

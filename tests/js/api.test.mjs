@@ -631,6 +631,7 @@ describe('binding contract (web/lib/binding.js)', () => {
       maskLd: 2 ** 32 - 1,
       maskCols: 2 ** 32 - 1,
       softcap: 0,
+      sink: -Infinity,
     });
     assert.deepEqual(mhaTrace({ q: 8, concat: 16 }), {
       q: 8,
@@ -690,6 +691,7 @@ describe('binding contract (web/lib/binding.js)', () => {
         1,
         scoreMask(),
         attentionBackwardTrace(),
+        0, // no d_sink
       );
       assert.equal(oom.kind, ErrorKind.outOfMemory);
       assert.match(oom.message, /^out of memory/);

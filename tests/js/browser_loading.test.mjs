@@ -148,6 +148,29 @@ describeEngines(
       },
     );
 
+    // Float16Array: Chromium, Firefox and WebKitGTK all have it
+    test('a Float16Array in gives a Float16Array out, the float32 call rounded by the engine', async () => {
+      const r = await plainPage.page.evaluate(async () => {
+        const F16 = globalThis.Float16Array;
+        if (typeof F16 !== 'function') return null;
+        const { createAttention, tensor } = await import('/lib/index.js');
+        const attn = await createAttention({ threads: 1 });
+        const values = Float32Array.from({ length: 6 * 8 }, (_, i) => Math.sin(i * 0.61));
+        const half = tensor(new F16(values), [6, 8]);
+        const widened = tensor(new Float32Array(half.data), [6, 8]);
+        const out = attn.attention(half, half, half, { causal: true }).output;
+        const want = new F16(attn.attention(widened, widened, widened, { causal: true }).output.data);
+        attn.dispose();
+        return {
+          type: Object.prototype.toString.call(out.data),
+          dtype: out.dtype,
+          equal: out.data.every((x, i) => Object.is(x, want[i])),
+        };
+      });
+      assert.notEqual(r, null, `${engine} has no Float16Array`);
+      assert.deepEqual(r, { type: '[object Float16Array]', dtype: 'float16', equal: true });
+    });
+
     test('bad input gets the error classes and messages it gets in Node, and changes nothing', async () => {
       const { page, errors } = plainPage;
       const inPage = await page.evaluate(

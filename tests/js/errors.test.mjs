@@ -122,7 +122,7 @@ describe('errors', () => {
       'unknown option casual',
       () => attn.attention(t2(4, 2), k, v, { casual: true }),
       TypeError,
-      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache\)$/,
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache, sinks\)$/,
     );
     run(
       'causal not a boolean',
@@ -146,7 +146,7 @@ describe('errors', () => {
       'mask as Float64Array',
       () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }),
       TypeError,
-      /^attention: mask must be \{ data: Uint8Array \(1 = keep\) or Float32Array \(added to the scores\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/,
+      /^attention: mask must be \{ data: Uint8Array \(1 = keep\), Float32Array or Float16Array \(added to the scores; or Uint16Array bits with dtype: 'float16'\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/,
     );
     run(
       'mask as a plain array',
@@ -501,13 +501,13 @@ describe('errors', () => {
       'a heads-only option on 2-D inputs',
       () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { kvLength: [3] }),
       TypeError,
-      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary$/,
+      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks$/,
     );
     run(
       'backward with a cache option',
       () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { cache: {} }),
       TypeError,
-      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary\)$/,
+      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary, sinks\)$/,
     );
     run(
       'backward with dOutput of the wrong shape',
@@ -670,7 +670,7 @@ describe('errors', () => {
       'unknown key',
       mk({ dModel: 8, heads: 2, head: 2 }),
       TypeError,
-      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, weights, seed\)$/,
+      /^multiHeadAttention: unknown option "head" \(known: dModel, heads, kvHeads, dK, dV, bias, rotary, window, softcap, sinks, weights, seed\)$/,
     );
     run(
       'softcap rounding to 0 in float32',
@@ -822,7 +822,7 @@ describe('errors', () => {
       'weights with an unknown name',
       () => attn.multiHeadAttention({ dModel: 8, heads: 2, weights: { ...good(rng(7)), wx: t2(8, 8) } }),
       TypeError,
-      /^multiHeadAttention: weights: unknown option "wx" \(known: wq, wk, wv, wo, bq, bk, bv, bo\)$/,
+      /^multiHeadAttention: weights: unknown option "wx" \(known: wq, wk, wv, wo, bq, bk, bv, bo, sinks\)$/,
     );
     run(
       'weights with biases but no bias: true',

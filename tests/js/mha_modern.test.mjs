@@ -140,6 +140,7 @@ describe('multiHeadAttention: kvHeads, rotary, window, softcap', () => {
           rotary: null,
           window: { left: -1, right: -1 },
           softcap: 0,
+          sinks: false,
         },
       );
       const x = randomTensor(rng(9), [2, 6, 16]);

@@ -144,6 +144,29 @@ describe('step descriptors', () => {
     for (const id of ['softmax', 'weighted', 'loss', 'dS', 'dw']) assert.match(causal[id], /hand-caveat/, id);
     assert.match(causal.scores, /By hand/); // the scores do not depend on the mask
   });
+
+  test('the prose names other steps by their places in the step list', () => {
+    const at = (id) => IDS.indexOf(id) + 1; // the list the first test holds STEPS to
+    const byId = (state) => Object.fromEntries(state.steps.map((s) => [s.id, s]));
+    const sentence = byId(loaded({ causal: true }));
+    assert.match(sentence.qkv.explainHtml, new RegExp(`Steps ${at('qkv')} to ${at('weighted')} follow head 1 of 4`));
+    assert.match(sentence.scale.explainHtml, new RegExp(`watch step ${at('softmax')} saturate`));
+    assert.match(sentence.heads.explainHtml, new RegExp(`the one steps ${at('qkv')} to ${at('weighted')} followed`));
+    assert.match(
+      sentence.loss.explainHtml,
+      new RegExp(`Steps ${at('dhead')} to ${at('dqk')} carry it back .*; step ${at('dw')} shows`),
+    );
+    assert.match(sentence.loss.sourceHtml, new RegExp(`row i of the output \\(step ${at('output')},`));
+    assert.match(sentence.dhead.explainHtml, new RegExp(`columns \\(step ${at('concat')}\\)`));
+    assert.match(
+      sentence.dS.explainHtml,
+      new RegExp(`of step ${at('scale')} multiplies too.* of step ${at('scores')}\\.`),
+    );
+    const worked = loaded({ mode: 'worked', focus: 0, target: 1 });
+    const one = byId(worked);
+    assert.match(one.heads.explainHtml, new RegExp(`so this grid is step ${at('softmax')}'s A again`));
+    assert.match(one.output.hand(worked.ctx), new RegExp(`this equals step ${at('weighted')}\\.`));
+  });
 });
 
 describe('page state', () => {

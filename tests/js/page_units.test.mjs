@@ -453,3 +453,52 @@ describe('the page as an app of the package', () => {
     assert.deepEqual(pageXavier(7, 5, pageRandom(3)), packageXavier(7, 5, packageRandom(3)));
   });
 });
+
+describe("step numbers in the page's prose", () => {
+  // "step 6", "Steps 2 to 7", "steps (12-18)", "step&nbsp;6": a page step named by its number.
+  const NUMBERED = /\b[Ss]teps?(?:\s|&nbsp;|\u00a0)*(?:\d|\(\d+[-–]\d)/;
+  // Training steps of the live-trained model, not the page's steps: file -> the lines allowed.
+  const TRAINING = { 'web/page/loss_curve.js': [/after step 1, /, /fillText\('step 1'/] };
+
+  const sources = (dir) =>
+    fs
+      .readdirSync(dir, { withFileTypes: true })
+      .flatMap((e) =>
+        e.isDirectory()
+          ? e.name === 'data' || e.name === 'screenshots'
+            ? []
+            : sources(path.join(dir, e.name))
+          : /\.(js|css|html)$/.test(e.name)
+            ? [path.join(dir, e.name)]
+            : [],
+      );
+
+  test('no page source writes a step number: prose takes it from stepNumber(id)', () => {
+    const files = [...sources(path.join(root, 'web', 'page')), path.join(root, 'web', 'index.html')];
+    assert.ok(files.length > 30, `found ${files.length} page sources`);
+    const numbered = [];
+    for (const file of files) {
+      const rel = path.relative(root, file).split(path.sep).join('/');
+      fs.readFileSync(file, 'utf8')
+        .split('\n')
+        .forEach((line, k) => {
+          if (!NUMBERED.test(line) || (TRAINING[rel] ?? []).some((allowed) => allowed.test(line))) return;
+          numbered.push(`${rel}:${k + 1}: ${line.trim().slice(0, 120)}`);
+        });
+    }
+    assert.deepEqual(numbered, []);
+  });
+
+  test('the pattern finds the forms prose uses', () => {
+    for (const text of ['watch step 6 saturate', 'Steps 2 to 7 follow', 'steps (12-18)', 'step&nbsp;6', 'Step 11'])
+      assert.match(text, NUMBERED, text);
+    for (const text of ['after 1,000 steps', "step ${stepNumber('softmax')}", 'step (0-based)', 'steps'])
+      assert.doesNotMatch(text, NUMBERED, text);
+  });
+
+  test('stepNumber(id) is the 1-based place of the step in STEPS, and refuses an unknown id', async () => {
+    const { STEPS, stepNumber } = await import('../../web/page/steps/index.js');
+    STEPS.forEach((s, i) => assert.equal(stepNumber(s.id), i + 1, s.id));
+    assert.throws(() => stepNumber('softmx'), /no step has the id 'softmx'/);
+  });
+});

@@ -117,6 +117,8 @@ test('default Trained; the model view: layers × heads, measured descriptions, t
   );
   assert.ok(await page.isChecked('input[name="projection"][value="trained"]'));
   const want = expectedHeads(state.text);
+  // The head picker's label, its step numbers filled from the step list (page_steps.test.mjs holds the order).
+  assert.equal(await page.textContent('#follow-head-label'), 'Steps 2–7 and 13–17 follow head');
 
   // 2 layers × 4 heads, each tile the package's weights and the manifest's measured words.
   let { m } = await views(page);

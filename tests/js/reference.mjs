@@ -4,7 +4,7 @@
 //
 // One head (headScores, headOutput, headBackward) and one rotation (rotaryRef) carry every entry:
 //   attentionRef, attentionBackwardRef  q [nQ,dK], k [nK,dK], v [nK,dV] with causal, keep, bias,
-//                                       softcap, scale
+//                                       softcap, scale, sinks
 //   onnxAttentionRef, onnxAttentionBackwardRef  the ONNX Attention operator (opsets 23-25)
 //   mhaRef, mhaBackwardRef                    a multi-head layer: projections around the operator
 //   matmulRef                                 a plain product
@@ -21,6 +21,10 @@
 // unbounded) + padding (j < kvLength[b]); offset = nPast with a past, kvLength[b] - nQ with
 // kvLength, else 0. weights = row softmax; a row whose keys are all masked gets zero weights and
 // a zero output row (never NaN); a NaN or +Infinity softmax input makes its row NaN.
+// sinks [Hq] (onnxruntime GroupQueryAttention's head_sink, not in ONNX Attention): head h's
+// sinks[h] joins each of its rows' softmax denominators with no value, after the masks:
+// p_j = exp(x_j - m) / (Σ_l exp(x_l - m) + exp(sink - m)), m = max(max_l x_l, sink); -Infinity
+// is no sink; a row whose keys are all masked is still a zero row.
 // Rotary: pairs (t, t + dims/2) (or (2t, 2t+1) interleaved) of q row i and new key j turn by
 // position·base^(-2t/dims), positions offset + nPast + row.
 
@@ -55,14 +59,16 @@ const dataOf = (t) => (t && !ArrayBuffer.isView(t) && !Array.isArray(t) ? t.data
 // q [nQ,dK], k [nK,dK] -> every stage of the scores, each [nQ,nK]: scores q·kᵀ, scaled, capped,
 // masked (the softmax input: capped + bias, -Infinity where hidden), weights.
 // keyBias(i, j) -> { hidden, add }: hidden keys get -Infinity whatever their score, the others
-// add `add` to their capped score.
-function headScores(q, k, nQ, nK, dK, scale, softcap, keyBias) {
+// add `add` to their capped score. sink: a logit in each row's denominator (-Infinity: none);
+// sinkWeights [nQ] its weight in each row.
+function headScores(q, k, nQ, nK, dK, scale, softcap, keyBias, sink = -Infinity) {
   const n = nQ * nK;
   const scores = new Float64Array(n),
     scaled = new Float64Array(n),
     capped = new Float64Array(n),
     masked = new Float64Array(n),
-    weights = new Float64Array(n);
+    weights = new Float64Array(n),
+    sinkWeights = new Float64Array(nQ);
   for (let i = 0; i < nQ; ++i) {
     let max = -Infinity,
       bad = false;
@@ -80,14 +86,17 @@ function headScores(q, k, nQ, nK, dK, scale, softcap, keyBias) {
     }
     if (bad) {
       weights.fill(NaN, i * nK, (i + 1) * nK);
+      sinkWeights[i] = NaN;
       continue;
     }
-    if (max === -Infinity) continue; // every key hidden: zero weights
-    let sum = 0;
+    max = Math.max(max, sink);
+    if (max === -Infinity) continue; // every key hidden, no sink: zero weights
+    let sum = (sinkWeights[i] = Math.exp(sink - max));
     for (let j = 0; j < nK; ++j) sum += weights[i * nK + j] = Math.exp(masked[i * nK + j] - max);
     for (let j = 0; j < nK; ++j) weights[i * nK + j] /= sum;
+    sinkWeights[i] /= sum;
   }
-  return { scores, scaled, capped, masked, weights };
+  return { scores, scaled, capped, masked, weights, sinkWeights };
 }
 
 // weights [nQ,nK], v [nK,dV] -> output [nQ,dV]
@@ -102,13 +111,14 @@ function headOutput(weights, v, nQ, nK, dV) {
   return output;
 }
 
-// The backward of headScores + headOutput: dOut [nQ,dV] -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] },
-// the forward's passes in reverse.
-function headBackward(q, k, v, dOut, nQ, nK, dK, dV, scale, softcap, keyBias) {
-  const { scaled, weights: p } = headScores(q, k, nQ, nK, dK, scale, softcap, keyBias);
+// The backward of headScores + headOutput: dOut [nQ,dV] -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV],
+// dsink }, the forward's passes in reverse.
+function headBackward(q, k, v, dOut, nQ, nK, dK, dV, scale, softcap, keyBias, sink = -Infinity) {
+  const { scaled, weights: p, sinkWeights } = headScores(q, k, nQ, nK, dK, scale, softcap, keyBias, sink);
   const dq = new Float64Array(nQ * dK),
     dk = new Float64Array(nK * dK),
     dv = new Float64Array(nK * dV);
+  let dsink = 0;
   for (let i = 0; i < nQ; ++i) {
     // out_i = Σ_j p_ij v_j -> dv_j += p_ij dOut_i, dp_ij = dOut_i·v_j
     const dp = new Float64Array(nK);
@@ -120,6 +130,8 @@ function headBackward(q, k, v, dOut, nQ, nK, dK, dV, scale, softcap, keyBias) {
     // p = softmax(x) -> dx_j = p_j (dp_j - Σ_l p_l dp_l); the bias adds no gradient
     let pdp = 0;
     for (let j = 0; j < nK; ++j) pdp += p[i * nK + j] * dp[j];
+    // with a sink, ∂p_j/∂sink = -p_j·p_sink -> dsink -= p_sink Σ_j p_j dp_j (the sink has no value)
+    dsink -= sinkWeights[i] * pdp;
     for (let j = 0; j < nK; ++j) {
       let ds = p[i * nK + j] * (dp[j] - pdp);
       // capped = c·tanh(scaled / c) -> d scaled = dx·(1 - tanh²(scaled / c))
@@ -131,7 +143,7 @@ function headBackward(q, k, v, dOut, nQ, nK, dK, dV, scale, softcap, keyBias) {
       }
     }
   }
-  return { dq, dk, dv };
+  return { dq, dk, dv, dsink };
 }
 
 // Rotates x (rows,d), block after block of `rows` rows, in place: row r at position(r).
@@ -161,18 +173,33 @@ export function rotaryRef(x, rows, d, position, { base = 10000, dims = 0, interl
 // keep (nQ·nK, 0 = masked), bias (nQ·nK, added after scaling), softcap, scale (default
 // 1/sqrt(dK)). keep and bias may be tensors or bare arrays.
 export function attentionRef(q, k, v, options = {}) {
-  const { nQ, nK, dK, dV, scale, softcap, keyBias } = attention2d(q, k, v, options);
-  const s = headScores(q.data, k.data, nQ, nK, dK, scale, softcap, keyBias);
+  const { nQ, nK, dK, dV, scale, softcap, keyBias, sink } = attention2d(q, k, v, options);
+  const s = headScores(q.data, k.data, nQ, nK, dK, scale, softcap, keyBias, sink);
   return { output: headOutput(s.weights, v.data, nQ, nK, dV), ...s };
 }
 
-// Gradients of sum(dOut ⊙ attentionRef(q, k, v, options).output): { dq, dk, dv }.
+// Gradients of sum(dOut ⊙ attentionRef(q, k, v, options).output): { dq, dk, dv }, and dsinks
+// [1] with options.sinks.
 export function attentionBackwardRef(q, k, v, dOut, options = {}) {
-  const { nQ, nK, dK, dV, scale, softcap, keyBias } = attention2d(q, k, v, options);
-  return headBackward(q.data, k.data, v.data, dataOf(dOut), nQ, nK, dK, dV, scale, softcap, keyBias);
+  const { nQ, nK, dK, dV, scale, softcap, keyBias, sink } = attention2d(q, k, v, options);
+  const { dsink, ...g } = headBackward(
+    q.data,
+    k.data,
+    v.data,
+    dataOf(dOut),
+    nQ,
+    nK,
+    dK,
+    dV,
+    scale,
+    softcap,
+    keyBias,
+    sink,
+  );
+  return options.sinks === undefined ? g : { ...g, dsinks: Float64Array.of(dsink) };
 }
 
-function attention2d(q, k, v, { causal = false, keep, bias, softcap = 0, scale } = {}) {
+function attention2d(q, k, v, { causal = false, keep, bias, softcap = 0, scale, sinks } = {}) {
   const [nQ, dK] = q.shape;
   const [nK, dV] = v.shape;
   if (k.shape[0] !== nK || k.shape[1] !== dK) throw new Error('attentionRef: shapes do not fit');
@@ -182,7 +209,8 @@ function attention2d(q, k, v, { causal = false, keep, bias, softcap = 0, scale }
     hidden: (causal && j > i) || (keepData !== undefined && keepData[i * nK + j] === 0),
     add: biasData ? biasData[i * nK + j] : 0,
   });
-  return { nQ, nK, dK, dV, scale: scale ?? 1 / Math.sqrt(dK), softcap, keyBias };
+  const sink = sinks === undefined ? -Infinity : dataOf(sinks)[0];
+  return { nQ, nK, dK, dV, scale: scale ?? 1 / Math.sqrt(dK), softcap, keyBias, sink };
 }
 
 // ---- The ONNX Attention operator ----
@@ -200,15 +228,16 @@ function relayout(x, from, to, batch, heads, rows, d) {
       for (let r = 0; r < rows; ++r) for (let t = 0; t < d; ++t) out[dst(b, h, r, t)] = x[src(b, h, r, t)];
   return out;
 }
-const to4d = (x, threeD, ...shape) => relayout(x, threeD, false, ...shape);
-const from4d = (x, threeD, ...shape) => relayout(x, false, threeD, ...shape);
+// x in either layout -> 4-D, and a 4-D x -> either layout (threeD: 3-D); shape batch, heads, rows, d
+export const to4d = (x, threeD, ...shape) => relayout(x, threeD, false, ...shape);
+export const from4d = (x, threeD, ...shape) => relayout(x, false, threeD, ...shape);
 
 // The (b, head) block bh = b·heads + head of x [B,heads,rows,d]: [rows,d]
 const block = (x, bh, rows, d) => x.subarray(bh * rows * d, (bh + 1) * rows * d);
 
 // a: { batch, qHeads, kvHeads, nQ, nPast, nNew, dK, dV, threeD, q, k, v, pastKey, pastValue,
 //      mask: { dims, boolean, values }, causal, scale, softcap, left, right, kvLength,
-//      rotary: { offset, base, dims, interleaved } }
+//      rotary: { offset, base, dims, interleaved }, sinks [Hq] }
 // -> { y, presentKey, presentValue (rotated, 4-D), query (q rotated, 4-D), qk: [mode0..mode3],
 //      scores (q·kᵀ before the scale) } (Float64Arrays)
 export function onnxAttentionRef(a) {
@@ -223,8 +252,16 @@ export function onnxAttentionRef(a) {
     for (let h = 0; h < qHeads; ++h) {
       const bh = b * qHeads + h,
         bg = b * kvHeads + Math.floor(h / group);
-      const s = headScores(block(p.q, bh, nQ, dK), block(p.k, bg, p.n, dK), nQ, p.n, dK, p.scale, p.softcap, (i, j) =>
-        keyBias(a, b, h, i, j),
+      const s = headScores(
+        block(p.q, bh, nQ, dK),
+        block(p.k, bg, p.n, dK),
+        nQ,
+        p.n,
+        dK,
+        p.scale,
+        p.softcap,
+        (i, j) => keyBias(a, b, h, i, j),
+        sinkOf(a, h),
       );
       [s.scaled, s.capped, s.masked, s.weights].forEach((stage, mode) => qk[mode].set(stage, bh * nQ * p.n));
       scores.set(s.scores, bh * nQ * p.n);
@@ -241,7 +278,8 @@ export function onnxAttentionRef(a) {
 }
 
 // Gradients of sum(dy ⊙ y) with respect to q, k, v (the new rows), shaped as the inputs: a kv
-// head's summed over its query heads, dq and dk turned back through the rotary.
+// head's summed over its query heads, dq and dk turned back through the rotary; with a.sinks,
+// dsinks [Hq] summed over the batch.
 export function onnxAttentionBackwardRef(a, dyIn) {
   const p = prepare(a);
   const { batch, qHeads, kvHeads, nQ, nPast = 0, nNew, dK, dV } = a;
@@ -249,7 +287,8 @@ export function onnxAttentionBackwardRef(a, dyIn) {
   const dy = to4d(dyIn, a.threeD, batch, qHeads, nQ, dV);
   const dq = new Float64Array(p.q.length),
     dk = new Float64Array(p.k.length),
-    dv = new Float64Array(p.v.length);
+    dv = new Float64Array(p.v.length),
+    dsinks = new Float64Array(qHeads);
   for (let b = 0; b < batch; ++b)
     for (let h = 0; h < qHeads; ++h) {
       const bh = b * qHeads + h,
@@ -266,7 +305,9 @@ export function onnxAttentionBackwardRef(a, dyIn) {
         p.scale,
         p.softcap,
         (i, j) => keyBias(a, b, h, i, j),
+        sinkOf(a, h),
       );
+      dsinks[h] += g.dsink;
       dq.set(g.dq, bh * nQ * dK);
       const dkHead = block(dk, bg, p.n, dK),
         dvHead = block(dv, bg, p.n, dV);
@@ -286,12 +327,17 @@ export function onnxAttentionBackwardRef(a, dyIn) {
     rotaryRef(dq, nQ, dK, position, { ...a.rotary, inverse: true });
     rotaryRef(dkNew, nNew, dK, position, { ...a.rotary, inverse: true });
   }
-  return {
+  const g = {
     dq: from4d(dq, a.threeD, batch, qHeads, nQ, dK),
     dk: from4d(dkNew, a.threeD, batch, kvHeads, nNew, dK),
     dv: from4d(dvNew, a.threeD, batch, kvHeads, nNew, dV),
   };
+  if (a.sinks !== undefined) g.dsinks = dsinks;
+  return g;
 }
+
+// Query head h's sink, -Infinity for none.
+const sinkOf = (a, h) => (a.sinks === undefined ? -Infinity : Number(dataOf(a.sinks)[h]));
 
 // The operands in 4-D, q and the new keys rotated, the keys and values after the past's.
 function prepare(a) {
@@ -425,6 +471,7 @@ function layer(x, weights, options) {
     left: options.left ?? -1,
     right: options.right ?? -1,
     rotary: options.rotary ?? undefined,
+    sinks: w.sinks,
   };
   return { l, w, x: xd, ctx, Q, K, V, a };
 }
@@ -440,7 +487,8 @@ function maskOf(keep, bias, nQ, nK) {
 }
 
 // Multi-head attention over a batch.
-//   x [batch·nQ·dModel], weights { wq, wk, wv, wo, bq?, bk?, bv?, bo? } (tensors or arrays)
+//   x [batch·nQ·dModel], weights { wq, wk, wv, wo, bq?, bk?, bv?, bo?, sinks? } (tensors or
+//     arrays; sinks [heads], one per query head)
 //   options: batch, nQ, nK, dModel, heads, kvHeads (default heads), dK (default dModel/heads),
 //     dV (default dK), context (undefined: self-attention), causal, keep, bias ([nQ,nK], shared
 //     by the batch and the heads), scale, softcap, left, right, rotary
@@ -477,7 +525,8 @@ export function mhaRef(x, weights, options = {}) {
 }
 
 // Gradients of sum(dOut ⊙ mhaRef(x, weights, options).output)
-// -> { dx, dContext (with a context), dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo }
+// -> { dx, dContext (with a context), dwq, dwk, dwv, dwo, dbq, dbk, dbv, dbo, dsinks (with
+// weights.sinks) }
 export function mhaBackwardRef(x, weights, options, dOut) {
   const { l, w, x: xd, ctx, a } = layer(x, weights, options);
   const { batch, nQ, nK, dModel, heads, kvHeads, dK, dV } = l;
@@ -491,7 +540,8 @@ export function mhaBackwardRef(x, weights, options, dOut) {
     dbo: columnSums(dOutData, rq, dModel),
   };
   const dConcat = projectNt(dOutData, w.wo, rq, dModel, heads * dV);
-  const { dq, dk, dv } = onnxAttentionBackwardRef(a, dConcat); // before rotation, 3-D
+  const { dq, dk, dv, dsinks } = onnxAttentionBackwardRef(a, dConcat); // before rotation, 3-D
+  if (dsinks) g.dsinks = dsinks;
   // Q = x·wq + bq, K = ctx·wk + bk, V = ctx·wv + bv -> their weights' and inputs' gradients
   g.dwq = projectTn(xd, dq, rq, dModel, heads * dK);
   g.dbq = columnSums(dq, rq, heads * dK);

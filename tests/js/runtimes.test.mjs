@@ -23,6 +23,8 @@ const SUITES = [
   'modern', // attention on heads, 3-D and 4-D, GQA, masks, kv caches
   'mha_modern', // layers with kvHeads, rotary, window, softcap; decoding over a kv cache
   'backward', // gradients of attention and of a layer, step()
+  'half', // float16 tensors; Float16Array in and out (Node 20 has none)
+  'sinks', // attention sinks: forward, caches, gradients, the layer
   'worker', // the worker form, its errors, and a process that exits on its own
   'host_inputs', // arguments read once
   'host_reentry', // callers that dispose mid-call

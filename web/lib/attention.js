@@ -3,12 +3,14 @@
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import { attentionBackwardTrace, attentionTrace, heads4d, matrix, rotary, scoreMask } from './binding.js';
 import {
-  checkHeadsAttention,
   checkRotary,
+  checkSinks,
   checkSoftcap,
   checkWindow,
   FORWARD_OPTIONS,
   HEADS_ONLY,
+  parseHeadsAttention,
+  resolveHeadsAttention,
 } from './attention_options.js';
 import { headsBackward, headsForward } from './heads_attention.js';
 import { KvCache } from './kv_cache.js';
@@ -16,11 +18,13 @@ import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import {
   checkBoolean,
-  checkMask,
   checkOptions,
   checkScale,
   checkTensor,
   checkWeightedSums,
+  fitMask,
+  readMask,
+  resultTensor,
   showShape,
   tensor,
 } from './tensor.js';
@@ -50,29 +54,32 @@ function checkQKV(where, q, kArg, vArg) {
   return { nQ, nK, dK, dV, q, k, v };
 }
 
-// The checks attention() and attentionBackward() share: q, k, v and the options ->
-// { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale, keep, bias, left, right,
-// softcap, rotary }.
+// The checks attention() and attentionBackward() share: q, k, v and the options, read once
+// (every getter of the caller's objects runs first; the values of v and of an additive mask
+// are checked after) -> a frozen { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale,
+// keep, bias, left, right, softcap, rotary, sinks (a Float32Array of 1, or null) }.
 function checkAttention(where, q, k, v, options) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, FORWARD_OPTIONS);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
   if (headsOnly) {
     throw new TypeError(
-      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary`,
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks`,
     );
   }
-  checkWeightedSums(where, sizes.v.data, sizes.nK);
-  return {
-    ...sizes,
+  const read = {
     causal: checkBoolean(where, 'causal', o.causal),
     trace: checkBoolean(where, 'trace', o.trace),
     scale: checkScale(where, o.scale, sizes.dK),
-    ...checkMask(where, o.mask, sizes.nQ, sizes.nK),
+    mask: readMask(where, o.mask),
     ...checkWindow(where, o.window),
     softcap: checkSoftcap(where, o.softcap),
     rotary: checkRotary(where, o.rotary, sizes.dK),
+    sinks: checkSinks(where, o.sinks, 1),
   };
+  const { keep, bias } = fitMask(where, read.mask, sizes.nQ, sizes.nK);
+  checkWeightedSums(where, sizes.v.data, sizes.nK);
+  return Object.freeze({ ...sizes, ...read, keep, bias });
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
@@ -91,6 +98,7 @@ function attentionInputs(rt, where, s, c) {
       left,
       right,
       softcap,
+      ...(c.sinks && { sink: c.sinks[0] }),
     }),
     turn: c.rotary && rotary(c.rotary),
   };
@@ -145,8 +153,13 @@ export class Attention {
     const rt = this.#rt;
     rt.checkAlive(where);
     const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
-    if (q.shape.length > 2) return headsForward(rt, where, checkHeadsAttention(rt, where, q, k, v, options));
+    if (q.shape.length > 2) {
+      const parsed = parseHeadsAttention(where, q, k, v, options);
+      rt.checkAlive(where);
+      return headsForward(rt, where, resolveHeadsAttention(rt, where, parsed));
+    }
     const c = checkAttention(where, q, k, v, options);
+    rt.checkAlive(where);
     const { nQ, nK, dV, scale, trace } = c;
     const { heap } = rt;
     return heap.scoped(where, (s) => {
@@ -168,7 +181,8 @@ export class Attention {
         inputs.mask,
         attentionTrace(traced),
       );
-      const result = { output: tensor(heap.readFinite(out, nQ * dV, where, 'output'), [nQ, dV]) };
+      const output = heap.readFinite(out, nQ * dV, where, 'output');
+      const result = { output: resultTensor(output, [nQ, dV], c.q.format, where, 'output') };
       if (trace) {
         for (const name of names) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
@@ -177,25 +191,27 @@ export class Attention {
   }
 
   // The gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output:
-  // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }. Masked positions get exactly zero gradient.
+  // -> { dq [nQ,dK], dk [nK,dK], dv [nK,dV] }, and dsinks [1] with sinks. Masked positions get
+  // exactly zero gradient.
   // With trace: also weights (P), dWeights (dP = dOutput·vᵀ) and dScores (dS = ∂L/∂(q·kᵀ)),
   // each [nQ,nK].
   // 3-D and 4-D inputs take attention()'s options except pastKey, pastValue, cache, trace
   // and qkOutput, and give { dq, dk, dv } in q's, k's and v's shapes (kv heads' gradients
-  // summed over the query heads that read them).
+  // summed over the query heads that read them), and dsinks [Hq] with sinks.
   attentionBackward(qArg, k, v, dOutput, options) {
     const where = 'attentionBackward';
     const rt = this.#rt;
     rt.checkAlive(where);
     const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
     if (q.shape.length > 2) {
-      const c = checkHeadsAttention(rt, where, q, k, v, options, true);
+      const c = parseHeadsAttention(where, q, k, v, options, true);
       const want = c.threeD ? [c.batch, c.nQ, c.qHeads * c.dV] : [c.batch, c.qHeads, c.nQ, c.dV];
       const dOut = checkTensor(where, 'dOutput', dOutput, [q.shape.length], showShape(want));
       if (showShape(dOut.shape) !== showShape(want)) {
         throw new RangeError(`${where}: dOutput is ${showShape(dOut.shape)} but the output is ${showShape(want)}`);
       }
-      return headsBackward(rt, where, c, dOut);
+      rt.checkAlive(where);
+      return headsBackward(rt, where, resolveHeadsAttention(rt, where, c), dOut);
     }
     const c = checkAttention(where, q, k, v, options);
     const { nQ, nK, dK, dV, scale, trace } = c;
@@ -206,11 +222,13 @@ export class Attention {
           `attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is [${nQ},${dV}]`,
       );
     }
+    rt.checkAlive(where);
     const { heap } = rt;
     return heap.scoped(where, (s) => {
       const inputs = attentionInputs(rt, where, s, c);
       const dOutM = matrix(s.putFinite(dOut.data, 'dOutput.data'), nQ, dV);
       const grads = { dq: s.alloc(nQ * dK * 4, 'dq'), dk: s.alloc(nK * dK * 4, 'dk'), dv: s.alloc(nK * dV * 4, 'dv') };
+      const dsink = c.sinks ? s.alloc(4, 'dsinks') : 0;
       const traced = {};
       if (trace)
         for (const name of BACKWARD_TRACE_NAMES)
@@ -228,18 +246,22 @@ export class Attention {
         scale,
         inputs.mask,
         attentionBackwardTrace(traced),
+        dsink,
       );
       // q and k were turned by rotary: dq and dk turned back (wa/rotary.h)
       if (inputs.turn) {
         rt.call(where, 'rotaryBackward', 1, 1, nQ, dK, heads4d(grads.dq, 1, nQ, dK), inputs.turn);
         rt.call(where, 'rotaryBackward', 1, 1, nK, dK, heads4d(grads.dk, 1, nK, dK), inputs.turn);
       }
-      const read = (name, size) => heap.readFinite(grads[name], size, where, name);
+      // each gradient in the format of the input it differentiates
+      const read = (name, shape, format) =>
+        resultTensor(heap.readFinite(grads[name], shape[0] * shape[1], where, name), shape, format, where, name);
       const result = {
-        dq: tensor(read('dq', nQ * dK), [nQ, dK]),
-        dk: tensor(read('dk', nK * dK), [nK, dK]),
-        dv: tensor(read('dv', nK * dV), [nK, dV]),
+        dq: read('dq', [nQ, dK], c.q.format),
+        dk: read('dk', [nK, dK], c.k.format),
+        dv: read('dv', [nK, dV], c.v.format),
       };
+      if (dsink) result.dsinks = tensor(heap.readFinite(dsink, 1, where, 'dsinks'), [1]);
       if (trace)
         for (const name of BACKWARD_TRACE_NAMES) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       return result;
@@ -256,6 +278,7 @@ export class Attention {
     const o = checkOptions(where, options, ['transposeA', 'transposeB']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
+    rt.checkAlive(where);
     const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
     const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
     if (kb !== k) {
@@ -270,7 +293,7 @@ export class Attention {
       const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
       // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
       rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
-      return tensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n]);
+      return resultTensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n], a.format, where, 'the product');
     });
   }
 

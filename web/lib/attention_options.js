@@ -5,15 +5,19 @@
 //   4-D q [B,Hq,nQ,dK], k [B,Hkv,nNew,dK], v [B,Hkv,nNew,dV]
 //   3-D q [B,nQ,Hq·dK], k [B,nNew,Hkv·dK], v [B,nNew,Hkv·dV] (heads: { q: Hq, kv: Hkv })
 // Nothing here touches wasm memory; every later step reads what these functions return.
+// A call is read in two steps: parseHeadsAttention runs every getter of the caller's objects,
+// then (the instance checked alive) resolveHeadsAttention looks at the cache.
 import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
-  checkHeadsMask,
   checkOptions,
   checkScale,
   checkTensor,
   checkWeightedSums,
   describe,
+  fitHeadsMask,
+  float32View,
+  readHeadsMask,
   showShape,
   typedArrayName,
 } from './tensor.js';
@@ -41,9 +45,10 @@ export const FORWARD_OPTIONS = [
   'qkOutput',
   'rotary',
   'cache',
+  'sinks',
 ];
 export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
-const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary'];
+const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary', 'sinks'];
 
 function integerAtLeast(where, name, value, min) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
@@ -165,6 +170,32 @@ export function checkSoftcap(where, softcap) {
   return softcap;
 }
 
+// sinks: one logit per query head that joins every row's softmax denominator with no value
+// (wa/score_mask.h), as a Float32Array of Hq values or a tensor { data, shape: [Hq] }; each
+// finite, or -Infinity for none (as an additive mask's values). -> a Float32Array copy, or
+// null when left out.
+export function checkSinks(where, sinks, qHeads) {
+  if (sinks === undefined || sinks === null) return null;
+  let data;
+  if (typedArrayName(sinks) !== undefined) data = float32View(where, 'sinks', sinks);
+  else if (typeof sinks === 'object' && !Array.isArray(sinks))
+    data = checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`).data;
+  else
+    throw new TypeError(
+      `${where}: sinks must be a Float32Array of Hq = ${qHeads} values, one per query head, got ${describe(sinks)}`,
+    );
+  if (data.length !== qHeads)
+    throw new RangeError(
+      `${where}: sinks has ${data.length} values but there ${qHeads === 1 ? 'is 1 query head' : `are ${qHeads} query heads`} (Hq): one sink per query head`,
+    );
+  const copy = new Float32Array(data);
+  copy.forEach((x, h) => {
+    if (Number.isNaN(x) || x === Infinity)
+      throw new RangeError(`${where}: sinks[${h}] is ${x}: a sink is a finite logit, or -Infinity for none`);
+  });
+  return copy;
+}
+
 // kvLength: number[] or Int32Array, one per sequence, each in [0, nTotal] -> an Int32Array copy.
 function checkKvLength(where, kvLength, batch, nTotal) {
   if (kvLength === undefined) return null;
@@ -252,55 +283,58 @@ function checkPast(where, o, s) {
   return { key, value, nPast };
 }
 
-// q (a snapshot of 3 or 4 dimensions), k, v, options -> everything the call needs; nPast is
-// the cache's length before this call appends to it.
+// q (a snapshot of 3 or 4 dimensions), k, v, options, read once (every getter of the
+// caller's objects runs here) -> a frozen description of the call, its cache not yet looked
+// at: cache is the caller's value (or undefined), mask read but not yet fit to the keys.
 // backward: attentionBackward's options (no past, cache, trace or qkOutput).
-export function checkHeadsAttention(rt, where, q, kArg, vArg, options, backward = false) {
+export function parseHeadsAttention(where, q, kArg, vArg, options, backward = false) {
   const o = checkOptions(where, options, backward ? BACKWARD_OPTIONS : FORWARD_OPTIONS);
   const s = checkLayout(where, q, kArg, vArg, o.heads);
   const past = backward ? null : checkPast(where, o, s);
-  let cache = null,
-    cacheLength = 0;
-  if (!backward && o.cache !== undefined) {
-    if (past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
-    ({ cache, length: cacheLength } = checkCacheFits(where, o.cache, rt, s, s.nNew, {
-      misfit: (c) =>
-        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape([c.batch, c.kvHeads, c.dK, c.dV])} but k and v are ${showShape([s.batch, s.kvHeads, s.dK, s.dV])}`,
-      overflow: (length, c) =>
-        `${where}: the cache holds ${length} of ${c.capacity} rows and ${s.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
-    }));
+  const cache = backward ? undefined : o.cache;
+  if (cache !== undefined && past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
+  let kvLength = null;
+  if (o.kvLength !== undefined) {
+    if (cache !== undefined) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with cache`);
+    kvLength = checkKvLength(where, o.kvLength, s.batch, (past ? past.nPast : 0) + s.nNew);
+    if (past) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with pastKey`);
   }
-  const nPast = past ? past.nPast : cacheLength;
-  const nTotal = nPast + s.nNew;
-  const kvLength = checkKvLength(where, o.kvLength, s.batch, nTotal);
-  if (kvLength && (past || cache))
-    throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with ${past ? 'pastKey' : 'cache'}`);
-  checkWeightedSums(where, s.v.data, nTotal);
   const { left, right } = checkWindow(where, o.window);
-  const checked = {
+  return Object.freeze({
+    ...s,
+    q,
+    past,
+    cache,
+    kvLength,
+    left,
+    right,
     causal: checkBoolean(where, 'causal', o.causal),
     trace: checkBoolean(where, 'trace', o.trace),
     scale: checkScale(where, o.scale, s.dK),
     softcap: checkSoftcap(where, o.softcap),
     qkOutput: checkQkOutput(where, o.qkOutput),
     rotary: checkRotary(where, o.rotary, s.dK),
-    mask: checkHeadsMask(where, o.mask, s, nTotal),
-  };
-  // Reading the options above may have run the caller's code (getters): the cache must still be
-  // the one measured, or the call would write past what it checked.
-  if (cache && (cache.disposed || cache.length() !== cacheLength)) {
-    throw new TypeError(`${where}: the cache was disposed or changed while this call read its options`);
+    mask: readHeadsMask(where, o.mask),
+    sinks: checkSinks(where, o.sinks, s.qHeads),
+  });
+}
+
+// parseHeadsAttention's call -> everything heads_attention.js needs: the cache (its state)
+// looked up and measured now, after every argument was read, so the call acts on it as it is;
+// nPast (pastKey's rows or the cache's length before this call appends), nTotal = nPast +
+// nNew; the mask fit to [B,Hq,nQ,nTotal]; v's weighted sums checked.
+export function resolveHeadsAttention(rt, where, c) {
+  let cache = null,
+    nPast = c.past ? c.past.nPast : 0;
+  if (c.cache !== undefined) {
+    ({ cache, length: nPast } = checkCacheFits(where, c.cache, rt, c, c.nNew, {
+      misfit: (cc) =>
+        `${where}: the cache holds [batch,kvHeads,dK,dV] = ${showShape([cc.batch, cc.kvHeads, cc.dK, cc.dV])} but k and v are ${showShape([c.batch, c.kvHeads, c.dK, c.dV])}`,
+      overflow: (length, cc) =>
+        `${where}: the cache holds ${length} of ${cc.capacity} rows and ${c.nNew} new keys would overflow it; create it with a larger capacity or reset() it`,
+    }));
   }
-  return {
-    ...s,
-    q,
-    past,
-    cache,
-    nPast,
-    nTotal,
-    kvLength,
-    left,
-    right,
-    ...checked,
-  };
+  const nTotal = nPast + c.nNew;
+  checkWeightedSums(where, c.v.data, nTotal);
+  return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitHeadsMask(where, c.mask, c, nTotal) });
 }

@@ -35,11 +35,20 @@ function struct(name, fields, defaults = {}) {
 export const ALL_KEYS = 2 ** 32 - 1;
 // wa::ScoreMask: causal, keep (Uint8Array) or bias (Float32Array) offsets read at row
 // i·maskLd (0: one row for all) with maskCols columns, offset (key position of query 0), the
-// window left/right (-1 unbounded), keyLimit and softcap (0: none); see wa/score_mask.h.
+// window left/right (-1 unbounded), keyLimit, softcap (0: none) and sink (a logit in every
+// row's softmax denominator, -Infinity: none); see wa/score_mask.h.
 export const scoreMask = struct(
   'ScoreMask',
-  ['causal', 'keep', 'bias', 'offset', 'left', 'right', 'keyLimit', 'maskLd', 'maskCols', 'softcap'],
-  { causal: false, left: -1, right: -1, keyLimit: ALL_KEYS, maskLd: ALL_KEYS, maskCols: ALL_KEYS },
+  ['causal', 'keep', 'bias', 'offset', 'left', 'right', 'keyLimit', 'maskLd', 'maskCols', 'softcap', 'sink'],
+  {
+    causal: false,
+    left: -1,
+    right: -1,
+    keyLimit: ALL_KEYS,
+    maskLd: ALL_KEYS,
+    maskCols: ALL_KEYS,
+    sink: -Infinity,
+  },
 );
 // wa::AttentionTrace: the forward's (nQ,nK) intermediates; all 0 = no trace; capped optional.
 export const attentionTrace = struct('AttentionTrace', ['scores', 'scaled', 'masked', 'weights', 'capped']);
@@ -47,19 +56,34 @@ export const attentionTrace = struct('AttentionTrace', ['scores', 'scaled', 'mas
 export const attentionBackwardTrace = struct('AttentionBackwardTrace', ['weights', 'dWeights', 'dScores']);
 // wa::MhaShape; kvHeads 0 = heads.
 export const mhaShape = struct('MhaShape', ['batch', 'nQ', 'nK', 'dModel', 'heads', 'dK', 'dV', 'kvHeads']);
-// wa::MhaWeights: wq, wk, wv, wo, and the biases (0 = none).
-export const mhaWeights = struct('MhaWeights', ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo']);
+// wa::MhaWeights: wq, wk, wv, wo, the biases and sinks (Float32Array (h); 0 = none).
+export const mhaWeights = struct('MhaWeights', ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo', 'sinks']);
 // wa::MhaTrace: the forward's outputs q, k, v, concat (what the backward reads back) and the
 // per-head (batch,h,nQ,nK) intermediates; all 0 = no trace.
 export const mhaTrace = struct('MhaTrace', ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'weights', 'concat']);
 // wa::MhaGrads: where mha_backward writes each gradient (0 for those a layer does not have).
-export const mhaGrads = struct('MhaGrads', ['dx', 'dContext', 'dwq', 'dwk', 'dwv', 'dwo', 'dbq', 'dbk', 'dbv', 'dbo']);
+export const mhaGrads = struct('MhaGrads', [
+  'dx',
+  'dContext',
+  'dwq',
+  'dwk',
+  'dwv',
+  'dwo',
+  'dbq',
+  'dbk',
+  'dbv',
+  'dbo',
+  'dsinks',
+]);
 
 // wa::HeadsShape (wa/attention_heads.h).
 export const headsShape = struct('HeadsShape', ['batch', 'qHeads', 'kvHeads', 'nQ', 'nK', 'dK', 'dV']);
 // wa::HeadsMask: a ScoreMask moved by b·batchStride + h·headStride per sequence and query
-// head (0 broadcasts), and kvLength (Int32Array (batch) offset, 0 = every key real).
-export const headsMask = struct('HeadsMask', ['mask', 'batchStride', 'headStride', 'kvLength'], { mask: scoreMask() });
+// head (0 broadcasts), kvLength (Int32Array (batch) offset, 0 = every key real) and sinks
+// (Float32Array (Hq) offset, 0 = the mask's sink for every head).
+export const headsMask = struct('HeadsMask', ['mask', 'batchStride', 'headStride', 'kvLength', 'sinks'], {
+  mask: scoreMask(),
+});
 // wa::Rotary (wa/rotary.h): offset (position of row 0), base, dims (0 = all), interleaved.
 export const rotary = struct('Rotary', ['offset', 'base', 'dims', 'interleaved'], { base: 10000, interleaved: false });
 

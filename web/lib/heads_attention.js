@@ -5,7 +5,7 @@
 import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { tensor } from './tensor.js';
+import { resultTensor, tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 
@@ -28,7 +28,8 @@ function putRotated(rt, where, s, c) {
   return { q, k, v, turn };
 }
 
-// The mask, kvLength and window, in scope s, as wa::HeadsMask; offset: key position of query 0.
+// The mask, kvLength, window and sinks, in scope s, as wa::HeadsMask; offset: key position of
+// query 0.
 function putMask(s, c, offset) {
   const m = c.mask;
   const mask = scoreMask({
@@ -49,6 +50,7 @@ function putMask(s, c, offset) {
     batchStride: m ? m.batchStride : 0,
     headStride: m ? m.headStride : 0,
     kvLength: c.kvLength ? s.put(c.kvLength, 'kvLength') : 0,
+    sinks: c.sinks ? s.put(c.sinks, 'sinks') : 0,
   });
 }
 
@@ -127,9 +129,10 @@ function headsForwardOnce(rt, where, c) {
           attentionTrace(traced),
         );
       else rt.call(where, 'attentionHeadsForward', shape, q, k, v, outHeads, c.scale, mask, attentionTrace(traced));
-      const result = {
-        output: tensor(heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output'), outShape),
-      };
+      // output and qk in q's format (ONNX's T1), presentKey and presentValue in pastKey's and
+      // pastValue's (T2); trace intermediates float32
+      const output = heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output');
+      const result = { output: resultTensor(output, outShape, c.q.format, where, 'output') };
       const qkShape = [c.batch, c.qHeads, c.nQ, n];
       // without softcap, cap() is the identity: 'capped' reads the scaled scores
       const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
@@ -137,7 +140,10 @@ function headsForwardOnce(rt, where, c) {
         for (const name of TRACE_NAMES) result[name] = readTrace(name);
         if (c.softcap > 0) result.capped = readTrace('capped');
       }
-      if (c.qkOutput) result.qk = readTrace(QK_OUTPUTS[c.qkOutput]);
+      if (c.qkOutput) {
+        const qk = heap.read(traced[QK_OUTPUTS[c.qkOutput]] ?? traced.scaled, traceCount);
+        result.qk = resultTensor(qk, qkShape, c.q.format, where, 'qk');
+      }
       if (c.past) {
         const presentShape = (d) => [c.batch, c.kvHeads, n, d];
         const keys = s.alloc(4 * c.batch * c.kvHeads * n * c.dK, `presentKey ${JSON.stringify(presentShape(c.dK))}`);
@@ -146,8 +152,10 @@ function headsForwardOnce(rt, where, c) {
           `presentValue ${JSON.stringify(presentShape(c.dV))}`,
         );
         rt.call(where, 'kvCacheRead', handle, heads4d(keys, c.kvHeads, n, c.dK), heads4d(values, c.kvHeads, n, c.dV));
-        result.presentKey = tensor(heap.read(keys, c.batch * c.kvHeads * n * c.dK), presentShape(c.dK));
-        result.presentValue = tensor(heap.read(values, c.batch * c.kvHeads * n * c.dV), presentShape(c.dV));
+        const present = (name, ptr, d, format) =>
+          resultTensor(heap.read(ptr, c.batch * c.kvHeads * n * d), presentShape(d), format, where, name);
+        result.presentKey = present('presentKey', keys, c.dK, c.past.key.format);
+        result.presentValue = present('presentValue', values, c.dV, c.past.value.format);
       }
       return result;
     } finally {
@@ -157,7 +165,8 @@ function headsForwardOnce(rt, where, c) {
 }
 
 // dOutput (a snapshot, the output's shape) -> { dq, dk, dv } in q's, k's and v's shapes: the
-// gradients of the inputs before rotation (rotary_backward turns dq and dk back).
+// gradients of the inputs before rotation (rotary_backward turns dq and dk back); with sinks,
+// also dsinks [Hq], each summed over every sequence's queries.
 export function headsBackward(rt, where, c, dOut) {
   const { heap } = rt;
   return heap.scoped(where, (s) => {
@@ -178,16 +187,18 @@ export function headsBackward(rt, where, c, dOut) {
       dK: c.dK,
       dV: c.dV,
     });
-    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0));
+    const dsinks = c.sinks ? s.alloc(4 * c.qHeads, 'dsinks') : 0;
+    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0), dsinks);
     if (turn) {
       rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
     }
-    const read = (name) => heap.readFinite(at[name], sizes[name], where, name);
-    return {
-      dq: tensor(read('dq'), c.q.shape.slice()),
-      dk: tensor(read('dk'), c.k.shape.slice()),
-      dv: tensor(read('dv'), c.v.shape.slice()),
-    };
+    // each gradient in the format of the input it differentiates
+    const read = (name, input) =>
+      resultTensor(heap.readFinite(at[name], sizes[name], where, name), input.shape.slice(), input.format, where, name);
+    const result = { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
+    // dsinks: float32, as sinks are
+    if (dsinks) result.dsinks = tensor(heap.readFinite(dsinks, c.qHeads, where, 'dsinks'), [c.qHeads]);
+    return result;
   });
 }

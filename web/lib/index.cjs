@@ -8,8 +8,8 @@ exports.createAttention = async function createAttention(options) {
 };
 
 // tensor() must be synchronous, and require() cannot load tensor.js (an ES module) under
-// Node 20, so this is the one copy of its single line; tests/js/api.test.mjs holds the two
+// Node 20, so this is the one copy of its body; tests/js/api.test.mjs holds the two
 // equal. (From Node 22.12, require() of an ES module could replace it.)
-exports.tensor = function tensor(data, shape) {
-  return { data, shape };
+exports.tensor = function tensor(data, shape, options) {
+  return options?.dtype === undefined ? { data, shape } : { data, shape, dtype: options.dtype };
 };

@@ -7,19 +7,46 @@
 export interface Tensor {
   data: Float32Array;
   shape: number[];
+  dtype?: 'float32';
 }
+
+/** The engine's Float16Array (ES2025: Chromium, Firefox, Deno, Bun; not Node 20) where
+ *  TypeScript's lib declares it, else never. */
+export type Float16ArrayOf = typeof globalThis extends { Float16Array: { prototype: infer A } } ? A : never;
+
+/** A row-major half-precision (IEEE binary16) tensor: a Float16Array, or a Uint16Array holding
+ *  the bits. Computed on in float32 inside; each result comes back in the format of the input
+ *  it follows (the same array type, dtype 'float16'). A Float16Array is taken without a dtype
+ *  too; a Uint16Array needs it. */
+export interface HalfTensor {
+  data: Float16ArrayOf | Uint16Array;
+  shape: number[];
+  dtype: 'float16';
+}
+
+/** What a tensor argument may be. */
+export type AnyTensor = Tensor | HalfTensor;
+/** The result type that follows an input of type T: float16 in, float16 out. */
+export type Follows<T extends AnyTensor> = T extends HalfTensor ? HalfTensor : Tensor;
 
 /** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
  *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
-export type Mask = { data: Uint8Array | Float32Array; shape: [number, number] | number[] } | Uint8Array | Float32Array;
+export type Mask =
+  | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
+  | HalfTensor
+  | Uint8Array
+  | Float32Array
+  | Float16ArrayOf;
 
 /** On heads: a keep mask (Uint8Array or boolean[], true/1 = keep) or an additive one
  *  (Float32Array, -Infinity masks) of rank 1 to 4, right-aligned against the scores
  *  [B,Hq,nQ,nTotal]: each leading size 1 (broadcast) or full; a last size below nTotal masks
  *  the keys past it. */
 export interface HeadsMask {
-  data: Uint8Array | boolean[] | Float32Array;
+  data: Uint8Array | boolean[] | Float32Array | Float16ArrayOf | Uint16Array;
   shape: number[];
+  /** 'float16' for a Uint16Array of half-precision bits added to the scores. */
+  dtype?: 'float32' | 'float16';
 }
 
 /** A key/value cache in wasm memory: keys [batch,kvHeads,capacity,dK], values
@@ -106,7 +133,7 @@ export interface Backend {
   gemmKernel: string;
 }
 
-export interface AttentionOptions {
+export interface AttentionOptions<P extends AnyTensor = AnyTensor> {
   /** Query i sees keys j <= i + offset only (offset nPast with a past, cache.length − nQ with
    *  a cache, kvLength[b] − nQ with kvLength, else 0). */
   causal?: boolean;
@@ -120,13 +147,18 @@ export interface AttentionOptions {
   softcap?: number;
   /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
-  /** 3-D/4-D only from here on, rotary aside. The heads of 3-D inputs [B,S,H·D] (required
+  /** Attention sinks: one logit per query head, [Hq] (2-D: [1]), joining every row's softmax
+   *  denominator with no value, after scale, softcap and mask (gpt-oss; onnxruntime's
+   *  GroupQueryAttention head_sink): weights = exp(x_j − m) / (Σ_l exp(x_l − m) + exp(sink − m)).
+   *  Each finite, or -Infinity for none. A row with every key masked stays a zero row. */
+  sinks?: Float32Array | Tensor;
+  /** 3-D/4-D only from here on, rotary aside, sinks too. The heads of 3-D inputs [B,S,H·D] (required
    *  there; checked against 4-D inputs). */
   heads?: { q: number; kv: number };
   /** [B,Hkv,nPast,dK]: keys before k; the result holds presentKey [B,Hkv,nTotal,dK]. */
-  pastKey?: Tensor;
+  pastKey?: P;
   /** [B,Hkv,nPast,dV]: values before v; the result holds presentValue [B,Hkv,nTotal,dV]. */
-  pastValue?: Tensor;
+  pastValue?: P;
   /** Real keys per sequence (the rest is padding), each 0 to nTotal (ONNX nonpad_kv_seqlen). */
   kvLength?: number[] | Int32Array;
   /** Return this [B,Hq,nQ,nTotal] matrix as qk. */
@@ -141,15 +173,17 @@ export interface AttentionOptions {
 /** attentionBackward's options: attention()'s, without a past, cache or qk output. */
 export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput'>;
 
-export interface AttentionResult {
+/** Results in q's format (O: output, qk) and the past's (P: presentKey, presentValue, as ONNX's
+ *  T1 and T2); trace intermediates are float32. */
+export interface AttentionResult<O extends AnyTensor = Tensor, P extends AnyTensor = Tensor> {
   /** q's layout with dV: [nQ,dV], [B,nQ,Hq·dV] or [B,Hq,nQ,dV] */
-  output: Tensor;
+  output: O;
   /** With pastKey: [B,Hkv,nTotal,dK], the past then the new (rotated) keys */
-  presentKey?: Tensor;
+  presentKey?: P;
   /** With pastValue: [B,Hkv,nTotal,dV] */
-  presentValue?: Tensor;
+  presentValue?: P;
   /** With qkOutput: [B,Hq,nQ,nTotal] */
-  qk?: Tensor;
+  qk?: O;
   /** With trace and softcap: the capped scores, [nQ,nK] or [B,Hq,nQ,nTotal] */
   capped?: Tensor;
   /** With trace: q·kᵀ [nQ,nK] */
@@ -158,7 +192,8 @@ export interface AttentionResult {
   scaled?: Tensor;
   /** With trace: the softmax input [nQ,nK]: scaled + additive mask, -Infinity where masked */
   masked?: Tensor;
-  /** With trace: softmax(masked), rows sum to 1 (a row with every key masked is all zero) [nQ,nK] */
+  /** With trace: softmax(masked), rows sum to 1, or to 1 − the sink's weight with sinks (a
+   *  row with every key masked is all zero) [nQ,nK] */
   weights?: Tensor;
 }
 
@@ -179,6 +214,8 @@ export interface MultiHeadWeights {
   bv?: Tensor;
   /** [dModel], with bias */
   bo?: Tensor;
+  /** [heads], with sinks: each head's learned sink logit */
+  sinks?: Tensor;
 }
 
 export interface MultiHeadConfig {
@@ -202,8 +239,12 @@ export interface MultiHeadConfig {
   window?: { left?: number; right?: number };
   /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
   softcap?: number;
-  /** Initial weights; without them, seeded Xavier-uniform (biases zero). */
-  weights?: MultiHeadWeights;
+  /** Attention sinks, a learned parameter: one logit per head in every row's softmax
+   *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
+   *  (or tensor) of heads finite values: starting there (or give weights.sinks with true). */
+  sinks?: boolean | Float32Array | Tensor;
+  /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
+  weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
   /** Seed of the initialization, 0 to 2^32-1 (default 0). */
   seed?: number;
 }
@@ -215,7 +256,7 @@ export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale
    *  ([nQ, cache.length + nQ] over a cache). */
   mask?: Mask;
   /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
-  context?: Tensor;
+  context?: AnyTensor;
   /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
    *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
    *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
@@ -233,6 +274,7 @@ export type MultiHeadLayerConfig = Readonly<{
   rotary: Readonly<{ offset: number; base: number; dims: number; interleaved: boolean }> | null;
   window: Readonly<{ left: number; right: number }>;
   softcap: number;
+  sinks: boolean;
 }>;
 
 export interface HeadTrace {
@@ -251,9 +293,9 @@ export interface HeadTrace {
   output: Tensor;
 }
 
-export interface ForwardResult {
-  /** Same shape as x. */
-  output: Tensor;
+export interface ForwardResult<O extends AnyTensor = Tensor> {
+  /** Same shape and format as x. */
+  output: O;
   /** With trace: one entry per head. */
   heads?: HeadTrace[];
   /** With trace: [batch?, nQ, heads·dV] */
@@ -263,9 +305,10 @@ export interface ForwardResult {
 /** Gradients of a layer's most recent forward, each the shape of what it differentiates. */
 export interface MultiHeadGradients {
   /** Same shape as x. */
-  dx: Tensor;
-  /** Same shape as the context; cross-attention only. */
-  dContext?: Tensor;
+  /** In x's format (float16 for a float16 x); the weight gradients are float32, as the weights. */
+  dx: AnyTensor;
+  /** Same shape as the context, in its format; cross-attention only. */
+  dContext?: AnyTensor;
   dwq: Tensor;
   dwk: Tensor;
   dwv: Tensor;
@@ -275,21 +318,31 @@ export interface MultiHeadGradients {
   dbk?: Tensor;
   dbv?: Tensor;
   dbo?: Tensor;
+  /** With sinks: [heads], summed over every sequence's rows. */
+  dsinks?: Tensor;
 }
 
-export interface AttentionGradients {
+/** Each gradient in the format of its input (Q, K, V); trace intermediates float32. */
+export interface AttentionGradients<
+  Q extends AnyTensor = Tensor,
+  K extends AnyTensor = Tensor,
+  V extends AnyTensor = Tensor,
+> {
   /** q's shape: [nQ,dK] */
-  dq: Tensor;
+  dq: Q;
   /** k's shape: [nK,dK] */
-  dk: Tensor;
+  dk: K;
   /** v's shape: [nK,dV] */
-  dv: Tensor;
+  dv: V;
   /** With trace: the forward's weights P [nQ,nK] */
   weights?: Tensor;
   /** With trace: dP = dOutput·vᵀ [nQ,nK] */
   dWeights?: Tensor;
   /** With trace: dS = ∂L/∂(q·kᵀ) = P ⊙ (dP − rowsum(dP ⊙ P))·scale, zero where masked [nQ,nK] */
   dScores?: Tensor;
+  /** With sinks: ∂L/∂sinks [Hq] (2-D: [1]) = −Σ over the head's rows of p_sink·(dOutput·output),
+   *  summed over the batch; 0 for a sink of -Infinity. */
+  dsinks?: Tensor;
 }
 
 export interface MatmulOptions {
@@ -303,11 +356,11 @@ export interface MultiHeadAttention {
   readonly config: MultiHeadLayerConfig;
   /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs
    *  (not over a cache). */
-  forward(x: Tensor, options?: ForwardOptions): ForwardResult;
+  forward<X extends AnyTensor = Tensor>(x: X, options?: ForwardOptions): ForwardResult<Follows<X>>;
   /** Gradients of the most recent forward for dOutput = ∂L/∂output (the output's shape). */
-  backward(dOutput: Tensor): MultiHeadGradients;
+  backward(dOutput: AnyTensor): MultiHeadGradients;
   /** Plain SGD in place: w -= learningRate · dw for each gradient given. Clears the saved forward. */
-  step(grads: Partial<MultiHeadGradients>, learningRate: number): void;
+  step(grads: { [name in keyof MultiHeadGradients]?: AnyTensor }, learningRate: number): void;
   /** The current weights (copies). */
   readonly weights: MultiHeadWeights;
   /** Frees the layer's wasm memory; later calls throw. */
@@ -319,21 +372,26 @@ export interface Attention {
   /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v; or on
    *  heads, q [B,nQ,Hq·dK] | [B,Hq,nQ,dK], k and v likewise with Hkv heads (the ONNX
    *  Attention operator, opsets 23-25) -> output in q's layout. */
-  attention(q: Tensor, k: Tensor, v: Tensor, options?: AttentionOptions): AttentionResult;
+  attention<Q extends AnyTensor = Tensor, P extends AnyTensor = Tensor>(
+    q: Q,
+    k: AnyTensor,
+    v: AnyTensor,
+    options?: AttentionOptions<P>,
+  ): AttentionResult<Follows<Q>, Follows<P>>;
   /** Gradients of attention(q, k, v, options) for dOutput = ∂L/∂output (the output's shape),
    *  each the shape of what it differentiates; on heads, kv heads' gradients sum over their
    *  query heads, and dq, dk are of q and k before rotation. */
-  attentionBackward(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    dOutput: Tensor,
+  attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
+    q: Q,
+    k: K,
+    v: V,
+    dOutput: AnyTensor,
     options?: AttentionBackwardOptions,
-  ): AttentionGradients;
+  ): AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>;
   /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
   kvCache(config: KvCacheConfig): KvCache;
-  /** a [m,k] · b [k,n] -> [m,n]. */
-  matmul(a: Tensor, b: Tensor, options?: MatmulOptions): Tensor;
+  /** a [m,k] · b [k,n] -> [m,n] in a's format. */
+  matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions): Follows<A>;
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
   /** Bytes of wasm memory, and bytes allocated in it. */
   memory(): { wasmBytes: number; allocatedBytes: number };
@@ -370,12 +428,16 @@ export interface AsyncKvCache {
 export interface AsyncMultiHeadAttention {
   readonly config: MultiHeadLayerConfig;
   /** options.cache: a cache of the same worker form. */
-  forward(
-    x: Tensor,
+  forward<X extends AnyTensor = Tensor>(
+    x: X,
     options?: Omit<ForwardOptions, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
-  ): Promise<ForwardResult>;
-  backward(dOutput: Tensor, options?: TransferOption): Promise<MultiHeadGradients>;
-  step(grads: Partial<MultiHeadGradients>, learningRate: number, options?: TransferOption): Promise<void>;
+  ): Promise<ForwardResult<Follows<X>>>;
+  backward(dOutput: AnyTensor, options?: TransferOption): Promise<MultiHeadGradients>;
+  step(
+    grads: { [name in keyof MultiHeadGradients]?: AnyTensor },
+    learningRate: number,
+    options?: TransferOption,
+  ): Promise<void>;
   /** The current weights (copies). */
   readonly weights: Promise<MultiHeadWeights>;
   /** Frees the layer in the worker; later calls reject. */
@@ -389,22 +451,26 @@ export interface AsyncAttention {
   /** The worker's build. */
   readonly backend: Backend;
   /** As Attention.attention; options.cache: a cache of this form. */
-  attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    options?: Omit<AttentionOptions, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
-  ): Promise<AttentionResult>;
-  attentionBackward(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    dOutput: Tensor,
+  attention<Q extends AnyTensor = Tensor, P extends AnyTensor = Tensor>(
+    q: Q,
+    k: AnyTensor,
+    v: AnyTensor,
+    options?: Omit<AttentionOptions<P>, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
+  ): Promise<AttentionResult<Follows<Q>, Follows<P>>>;
+  attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
+    q: Q,
+    k: K,
+    v: V,
+    dOutput: AnyTensor,
     options?: AttentionBackwardOptions & TransferOption,
-  ): Promise<AttentionGradients>;
+  ): Promise<AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>>;
   /** A key/value cache in the worker, for this form's attention() and layers' forward(). */
   kvCache(config: KvCacheConfig): Promise<AsyncKvCache>;
-  matmul(a: Tensor, b: Tensor, options?: MatmulOptions & TransferOption): Promise<Tensor>;
+  matmul<A extends AnyTensor = Tensor>(
+    a: A,
+    b: AnyTensor,
+    options?: MatmulOptions & TransferOption,
+  ): Promise<Follows<A>>;
   multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
   memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;
   /** Lets the calls already made finish, then frees the module and terminates the worker;
@@ -415,4 +481,6 @@ export interface AsyncAttention {
 export function createAttention(options: CreateWorkerAttentionOptions): Promise<AsyncAttention>;
 export function createAttention(options?: CreateAttentionOptions & { worker?: false }): Promise<Attention>;
 export function createAttention(options?: CreateAttentionOptions): Promise<Attention | AsyncAttention>;
-export function tensor(data: Float32Array, shape: number[]): Tensor;
+export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 'float32' }): Tensor;
+/** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
+export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;

@@ -10,6 +10,7 @@
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
+import { Owned } from './owned.js';
 import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
@@ -17,7 +18,6 @@ export const DTYPES = ['float32', 'int8'];
 // Bytes a cache of dtype keeps per row of d values (with its scales).
 export const rowBytes = (dtype, d) => (dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : 4 * d);
 
-const dropped = new FinalizationRegistry(({ module, handle }) => module.kvCacheDestroy(handle));
 const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
 
 export class KvCache {
@@ -32,6 +32,7 @@ export class KvCache {
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
     const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
     checkOneOf(where, 'dtype', dtype, DTYPES);
+    rt.checkAlive(where); // config's getters have run
     rt.heap.checkFits(
       batch * kvHeads * capacity * (rowBytes(dtype, dK) + rowBytes(dtype, dV)),
       `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`,
@@ -42,8 +43,11 @@ export class KvCache {
       return new Uint32Array(rt.heap.buffer(), out, 1)[0];
     });
     const module = rt.module;
+    const owned = new Owned(this, rt);
+    owned.onRelease(() => module.kvCacheDestroy(handle));
     this.#state = {
       rt,
+      owned,
       handle,
       batch,
       kvHeads,
@@ -51,11 +55,12 @@ export class KvCache {
       dV,
       capacity,
       dtype,
-      disposed: false,
+      get disposed() {
+        return owned.released;
+      },
       length: () => module.kvCacheLength(handle),
     };
     internals.set(this, this.#state);
-    dropped.register(this, { module, handle }, this);
   }
 
   // Rows filled in each head (0 once disposed).
@@ -102,11 +107,7 @@ export class KvCache {
 
   // Frees the cache's wasm memory; safe to call twice. Any later use throws.
   dispose() {
-    const s = this.#state;
-    if (s.disposed) return;
-    s.disposed = true;
-    dropped.unregister(this);
-    s.rt.module.kvCacheDestroy(s.handle);
+    this.#state.owned.release();
   }
 
   #check(what) {

@@ -6,20 +6,28 @@
 // a finalizer, once no layer made from it is left either (layers keep their owner alive).
 import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
+import { Owned } from './owned.js';
 
-const dropped = new FinalizationRegistry((rt) => rt.dispose());
 const ownerOf = new WeakMap(); // layer -> the owner it keeps alive
 
 export class Runtime {
   #owner; // a WeakRef: the runtime must not keep its owner alive
+  #owned;
 
   constructor(module, variant, owner) {
     this.module = module;
     this.variant = variant;
     this.heap = new Heap(module);
-    this.disposed = false;
     this.#owner = new WeakRef(owner);
-    dropped.register(owner, this, this);
+    this.#owned = new Owned(owner);
+    this.#owned.onRelease(() => {
+      module.setThreads(1); // joins the pool's threads
+      module.PThread?.terminateAllThreads();
+    });
+  }
+
+  get disposed() {
+    return this.#owned.released;
   }
 
   // A layer (or any object using this runtime) keeps the owner, and so the runtime, alive.
@@ -42,10 +50,6 @@ export class Runtime {
 
   // Joins the pool's threads and terminates the module's workers; safe to call twice.
   dispose() {
-    if (this.disposed) return;
-    this.disposed = true;
-    dropped.unregister(this);
-    this.module.setThreads(1); // joins the pool's threads
-    this.module.PThread?.terminateAllThreads();
+    this.#owned.release();
   }
 }

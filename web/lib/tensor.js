@@ -1,11 +1,26 @@
 // Tensors, and the checks every public entry runs before it touches wasm memory: the one
 // value describer of messages, the engine's typed-array accessors (heap.js copies through
 // them too), tensors, options, and masks (2-D and on heads) read once into snapshots.
-// A tensor is { data: Float32Array, shape: number[] }, row-major. Checks throw TypeError for
-// a wrong kind of value and RangeError for a wrong size or value, saying what to fix.
+// A tensor is { data: Float32Array, shape: number[] }, row-major, or a half-precision one
+// { data: Float16Array or Uint16Array (the bits), shape, dtype: 'float16' } (half.js), widened
+// to float32 when it is read. Checks throw TypeError for a wrong kind of value and RangeError
+// for a wrong size or value, saying what to fix. Where the sizes to check against are known
+// only after the call's other arguments were read (a cache's length, the saved forward), a
+// check comes in two halves: read* runs the caller's getters once into a snapshot, fit* holds
+// the snapshot to the sizes.
+import { DTYPES, FORMATS, fromFloat32, halfToFloat32 } from './half.js';
 
-export function tensor(data, shape) {
-  return { data, shape };
+// options: { dtype: 'float32' | 'float16' }, kept on the tensor when given.
+export function tensor(data, shape, options) {
+  return options?.dtype === undefined ? { data, shape } : { data, shape, dtype: options.dtype };
+}
+
+// A result (a Float32Array of values) in `format`, the format of the input it follows (half.js
+// FORMATS): float32 as it is, float16 rounded to nearest even, a RangeError naming a finite
+// value beyond float16's range (where: the entry, name: the result).
+export function resultTensor(values, shape, format, where, name) {
+  if (format.dtype === 'float32') return { data: values, shape };
+  return { data: fromFloat32(values, format, where, name), shape, dtype: format.dtype };
 }
 
 export const showShape = (shape) => `[${shape.join(',')}]`;
@@ -59,16 +74,18 @@ export function describe(value) {
   return typeof value === 'number' ? `the number ${value}` : `a ${typeof value}`;
 }
 
-// value: a typed array named `type` ('Float32Array' or 'Uint8Array'), checked by the engine's
-// own tag -> a fresh view of the same memory, made here, of the length the engine reports.
-// Everything after reads this view only. null when value is not such a typed array.
+// value: a typed array named `type` ('Float32Array', 'Uint8Array', or 'Uint16Array' or
+// 'Float16Array', both read as their bits), checked by the engine's own tag -> a fresh view of
+// the same memory, made here, of the length the engine reports. Everything after reads this
+// view only. null when value is not such a typed array.
+const VIEWS = { Float32Array: F32, Uint8Array: U8, Uint16Array: Uint16Array, Float16Array: Uint16Array };
 function ownView(value, type) {
   if (typedArrayName(value) !== type) return null;
   const buffer = apply(intrinsic.buffer, value, []);
   const length = apply(intrinsic.length, value, []); // 0 once the buffer is detached
   if (length === 0 && isDetached(buffer)) return 'detached';
   const byteOffset = apply(intrinsic.byteOffset, value, []);
-  return type === 'Float32Array' ? new F32(buffer, byteOffset, length) : new U8(buffer, byteOffset, length);
+  return new VIEWS[type](buffer, byteOffset, length);
 }
 
 function isDetached(buffer) {
@@ -127,10 +144,45 @@ function shapeSnapshot(where, name, shape) {
   return Object.freeze(sizes);
 }
 
-// A tensor argument, read once: { data: its own Float32Array view, shape: frozen integers },
-// validated. Callers use what this returns, never the argument again.
+// A tensor's data and dtype (read once) -> { format (half.js FORMATS), view }: its own
+// Float32Array view, or for float16 its own view of the bits (a Uint16Array).
+function tensorData(where, name, rawData, dtype) {
+  if (dtype !== undefined) checkOneOf(where, `${name}.dtype`, dtype, DTYPES);
+  const type = typedArrayName(rawData);
+  const half = type === 'Float16Array' || type === 'Uint16Array';
+  if (dtype === 'float16' && !half) {
+    throw new TypeError(
+      `${where}: ${name}.data must be a Float16Array, or a Uint16Array holding the bits, for dtype 'float16'; got ${describe(rawData)}`,
+    );
+  }
+  if (!half || dtype === 'float32')
+    return { format: FORMATS.float32, view: float32View(where, `${name}.data`, rawData) };
+  if (type === 'Uint16Array' && dtype === undefined) {
+    throw new TypeError(
+      `${where}: ${name}.data is a Uint16Array: if it holds half-precision bits, give the tensor dtype: 'float16' (tensor(data, shape, { dtype: 'float16' })); else pass a Float32Array`,
+    );
+  }
+  const view = ownView(rawData, type);
+  if (view === 'detached') {
+    throw new TypeError(
+      `${where}: ${name}.data's buffer is detached (transferred or released); pass an array whose memory is still there`,
+    );
+  }
+  return { format: type === 'Float16Array' ? FORMATS.float16 : FORMATS.float16Bits, view };
+}
+
+// A tensor argument, read once: { data: its own Float32Array view (float16 data widened into a
+// new Float32Array), shape: frozen integers, format: the input's (half.js FORMATS) }, validated.
+// Callers use what this returns, never the argument again.
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
+  return fitTensor(where, name, readTensor(where, name, t, shapeNames), ranks, shapeNames);
+}
+
+// checkTensor's first half: the argument read (its getters run once) and its kinds checked ->
+// a frozen { data: its own Float32Array view, or float16 data widened into a new one, shape:
+// frozen numbers, format }, sizes not yet checked.
+export function readTensor(where, name, t, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
   if (
     t === null ||
@@ -145,8 +197,19 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
   }
   const rawData = t.data;
   const rawShape = t.shape;
-  const data = float32View(where, `${name}.data`, rawData);
+  const rawDtype = t.dtype;
+  const { format, view } = tensorData(where, name, rawData, rawDtype);
   const shape = shapeSnapshot(where, name, rawShape);
+  // a half ±Infinity or NaN widens to the same float32 at the same index (named by putFinite)
+  const data = format.dtype === 'float16' ? halfToFloat32(view) : view;
+  return Object.freeze({ data, shape, format });
+}
+
+// checkTensor's second half, on readTensor's snapshot: its rank one of ranks, its sizes
+// positive integers, and as many values as they need -> the snapshot.
+export function fitTensor(where, name, t, ranks, shapeNames) {
+  const { data, shape } = t;
+  const expected = shapeNames ? ` ${shapeNames}` : '';
   if (!ranks.includes(shape.length)) {
     throw new RangeError(
       `${where}: ${name} must have ${ranks.join(' or ')} dimensions${expected}, got shape ${showShape(shape)}`,
@@ -164,7 +227,7 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
     );
   }
   // The values' finiteness is checked in wasm once they are copied there (Heap.putFinite).
-  return Object.freeze({ data, shape });
+  return t;
 }
 
 export function checkFinite(where, name, data) {
@@ -238,17 +301,20 @@ export function checkScale(where, scale, dK) {
 }
 
 // mask, for nQ queries and nK keys: a keep mask (Uint8Array, 1 = keep) or an additive one
-// (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
-// of nQ·nK values, read once. -> { keep, bias } with at most one set, each this module's own
-// view of the mask's memory.
-export function checkMask(where, mask, nQ, nK) {
-  if (mask === undefined || mask === null) return { keep: null, bias: null };
+// (Float32Array, or float16 values widened, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
+// of nQ·nK values. Read in two steps, nK being known only once a cache is looked at.
+//
+// The first: the mask read (its getters run once) and its kinds checked -> null
+// (no mask) or a frozen { data: its own Uint8Array or Float32Array view, shape: frozen sizes or null }.
+export function readMask(where, mask) {
+  if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
   const isTensor = !bare && typeof mask === 'object' && !Array.isArray(mask);
   const rawData = bare ? mask : isTensor ? mask.data : undefined;
   const rawShape = isTensor ? mask.shape : undefined;
+  const half = halfMask(where, rawData, isTensor ? mask.dtype : undefined);
   const type = typedArrayName(rawData);
-  const data = type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null;
+  const data = half ?? (type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null);
   if (data === 'detached') {
     throw new TypeError(
       `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
@@ -257,25 +323,49 @@ export function checkMask(where, mask, nQ, nK) {
   if (data === null) {
     const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
     throw new TypeError(
-      `${where}: mask must be { data: Uint8Array (1 = keep) or Float32Array (added to the scores), shape: [nQ,nK] } or a bare typed array; ${got}`,
+      `${where}: mask must be { data: Uint8Array (1 = keep), Float32Array or Float16Array (added to the scores; or Uint16Array bits with dtype: 'float16'), shape: [nQ,nK] } or a bare typed array; ${got}`,
     );
   }
+  let shape = null;
   if (rawShape !== undefined && rawShape !== null) {
     if (!Array.isArray(rawShape)) {
       throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(rawShape)}`);
     }
-    const shape = shapeSnapshot(where, 'mask', rawShape);
-    if (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK) {
-      throw new RangeError(
-        `${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`,
-      );
-    }
+    shape = shapeSnapshot(where, 'mask', rawShape);
+  }
+  return Object.freeze({ data, shape });
+}
+
+// A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
+// Uint16Array of bits with dtype 'float16') -> a new Float32Array of them; else null.
+function halfMask(where, rawData, dtype) {
+  const type = typedArrayName(rawData);
+  if (type !== 'Float16Array' && !(type === 'Uint16Array' && dtype === 'float16')) return null;
+  const bits = ownView(rawData, type);
+  if (bits === 'detached') {
+    throw new TypeError(
+      `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
+    );
+  }
+  return halfToFloat32(bits);
+}
+
+// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set:
+// keep this module's own view of the mask's memory, bias a copy whose values are checked here
+// (the copy is what wasm gets, even if the caller's memory is a SharedArrayBuffer written meanwhile).
+export function fitMask(where, mask, nQ, nK) {
+  if (mask === null) return { keep: null, bias: null };
+  const { data, shape } = mask;
+  if (shape !== null && (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK)) {
+    throw new RangeError(
+      `${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`,
+    );
   }
   if (data.length !== nQ * nK) {
     throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
   }
-  if (type === 'Uint8Array') return { keep: data, bias: null };
-  return { keep: null, bias: checkAdditiveMask(where, data) };
+  if (typedArrayName(data) === 'Uint8Array') return { keep: data, bias: null };
+  return { keep: null, bias: checkAdditiveMask(where, data.slice()) };
 }
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
@@ -291,12 +381,16 @@ export function checkAdditiveMask(where, bias) {
   return bias;
 }
 
-// The mask of a call on heads (attention_options.js), for scores [B,Hq,nQ,nTotal] (s: { batch,
-// qHeads, nQ }): { data: Uint8Array | boolean[] (true = keep) or Float32Array (added), shape:
-// rank 1-4 } right-aligned against the scores: each leading size 1 (broadcast) or
-// full; the last at most nTotal (keys past it are masked). -> a copy and its strides, in
-// elements, as wa::HeadsMask reads them.
-export function checkHeadsMask(where, mask, s, nTotal) {
+// The mask of a call on heads (attention_options.js), for scores [B,Hq,nQ,nTotal]: { data:
+// Uint8Array | boolean[] (true = keep) or Float32Array (added), shape: rank 1-4 } right-aligned
+// against the scores: each leading size 1 (broadcast) or full; the last at most nTotal (keys
+// past it are masked). Read in two steps, nTotal being known only once a cache is looked at.
+//
+// The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
+// mask) or a frozen { data: a copy (a typed array's, or the Array's
+// elements as an Array; null for anything else), type ('Uint8Array', 'Float32Array', 'Array',
+// or else what data was, for the message), shape: the sizes }.
+export function readHeadsMask(where, mask) {
   if (mask === undefined || mask === null) return null;
   if (typeof mask !== 'object' || Array.isArray(mask) || typedArrayName(mask) !== undefined) {
     throw new TypeError(
@@ -307,9 +401,27 @@ export function checkHeadsMask(where, mask, s, nTotal) {
     rawShape = mask.shape;
   if (!Array.isArray(rawShape))
     throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
-  const shape = Array.from(rawShape);
+  const shape = Object.freeze(Array.from(rawShape));
   if (shape.length < 1 || shape.length > 4)
     throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
+  let type = typedArrayName(rawData);
+  let data = halfMask(where, rawData, mask.dtype); // float16 values added, widened: a copy
+  if (data) type = 'Float32Array';
+  else if (type === 'Uint8Array')
+    data = new Uint8Array(rawData); // a copy, made from the engine's own slots
+  else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
+  else if (Array.isArray(rawData)) {
+    type = 'Array';
+    data = Array.from(rawData);
+  } else type = describe(rawData); // refused by fitHeadsMask, after the shape's checks
+  return Object.freeze({ data, type, shape });
+}
+
+// The second, on readHeadsMask's snapshot, for s: { batch, qHeads, nQ } -> a copy and its
+// strides, in elements, as wa::HeadsMask reads them.
+export function fitHeadsMask(where, mask, s, nTotal) {
+  if (mask === null) return null;
+  const { shape, type } = mask;
   const full = [s.batch, s.qHeads, s.nQ, nTotal];
   const dims = [1, 1, 1, 1];
   shape.forEach((d, i) => {
@@ -327,23 +439,21 @@ export function checkHeadsMask(where, mask, s, nTotal) {
     }
   }
   const count = dims[0] * dims[1] * dims[2] * dims[3];
-  const type = typedArrayName(rawData);
   let keep = null,
     bias = null;
-  if (type === 'Uint8Array')
-    keep = new Uint8Array(rawData); // a copy, made from the engine's own slots
-  else if (type === 'Float32Array') bias = float32View(where, 'mask.data', rawData).slice();
-  else if (Array.isArray(rawData)) {
-    keep = new Uint8Array(rawData.length);
+  if (type === 'Uint8Array') keep = mask.data;
+  else if (type === 'Float32Array') bias = mask.data;
+  else if (type === 'Array') {
+    keep = new Uint8Array(mask.data.length);
     for (let i = 0; i < keep.length; ++i) {
-      const b = rawData[i];
+      const b = mask.data[i];
       if (typeof b !== 'boolean')
         throw new TypeError(`${where}: mask.data[${i}] is ${describe(b)}: a boolean[] mask holds true (keep) or false`);
       keep[i] = b ? 1 : 0;
     }
   } else {
     throw new TypeError(
-      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array (added to the scores), got ${describe(rawData)}`,
+      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array or Float16Array (added to the scores), got ${type}`,
     );
   }
   const data = keep ?? bias;

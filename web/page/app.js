@@ -3,7 +3,7 @@
 //
 // Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.runGen -> steps ->
 // the current step's heatmaps, the side panel (followed row) and the under-the-hood panel.
-// The backward steps (12-18) add compute.runBackwardGen for the loss L = ½‖y_i − x_j‖², with i the
+// The backward steps (part 'back') add compute.runBackwardGen for the loss L = ½‖y_i − x_j‖², with i the
 // followed token and j the target: a new followed token or target reruns only that part.
 //
 // input.js      the sentence or worked example -> tokens and X

@@ -13,12 +13,12 @@
 //
 // input: x (n,d_model) tensor; heads h; dK = d_v per head; weights { wq, wk, wv, wo } or null
 // (then the layer's seeded Xavier-uniform init, from seed); causal; scaling (false: scale 1);
-// head: which head steps 2-7 follow.
+// head: which head the one-head steps (part 'one') follow.
 //
-// Steps 2-7 show one head h0 on its own:
+// The one-head steps (part 'one', qkv to weighted) show one head h0 on its own:
 //   Q (n,d_k) = X · W_Q[:, h0·d_k : (h0+1)·d_k], same for K and V    attn.matmul
 //   scores, scaled, masked, weights (n,n), output (n,d_v)             attn.attention(Q, K, V, trace)
-// Steps 8-11 show the whole layer:
+// The all-heads steps (part 'all') show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
 //   runModelGen(attn, layers, x) -> { hs: [X₁, X₂, H], heads, timings }  the trained model's residual
@@ -29,7 +29,7 @@
 //   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
 //     -> { before, after, weights, timings }
 //
-// Steps 12-18 go backward from the loss L = ½‖y_i − x_j‖² (y_i row `query` of the layer's output
+// The backward steps (part 'back') go backward from the loss L = ½‖y_i − x_j‖² (y_i row `query` of the layer's output
 // Y, x_j row `target` of X, held fixed like a label):
 //   dY (n,d_model): row i = y_i − x_j, every other row 0                the page (the loss)
 //   dC (n,h·d_v) = dY · W_Oᵀ                                            attn.matmul(dY, W_O, transposeB)

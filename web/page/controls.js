@@ -8,6 +8,7 @@
 //                               vectors' size
 //   bindStepKeys(onStep)        onStep(-1 | +1) on ←/→ outside text fields, selects, radios and
 //                               boxes that scroll sideways
+import { stepNumber } from './steps/index.js';
 
 // The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, divisors of d_model (100) so that
 // identity projections can give each head d_model / heads dimensions.
@@ -76,6 +77,9 @@ export function bindControls(onChange) {
   };
   dk.addEventListener('input', debounce(dkChanged, 200));
   dk.addEventListener('change', dkChanged);
+  // The steps' numbers come from their ids (steps/index.js), so the label stays right if they move.
+  $('follow-head-label').textContent =
+    `Steps ${stepNumber('qkv')}–${stepNumber('weighted')} and ${stepNumber('dhead')}–${stepNumber('dqk')} follow head`;
   $('follow-head').addEventListener('change', (e) => onChange({ head: Number(e.target.value) }));
 
   $('causal').addEventListener('change', (e) => onChange({ causal: e.target.checked }));

@@ -12,7 +12,7 @@
 //              SGD step ran in the library's worker form: a long input's), backend, isolated,
 //              renderMs, worker (true when the library's worker form computed the input: a long one) }
 //   steps      [{ id, title, matrices: [{ name, shape: [rows, cols], data: number[] }] }] for all
-//              eighteen steps: the exact float32 values each heatmap draws, row-major
+//              steps: the exact float32 values each heatmap draws, row-major
 //   timings    [{ call, detail, ms }]: the library calls behind the current input (forward,
 //              backward, and the latest SGD step)
 //   cellPoint(name, i, j) -> { x, y, w, h }: the viewport point of cell (i, j) of the current

@@ -1,4 +1,4 @@
-// The gradient-descent panel under the step that has `sgd: true` (step 18): each click takes one
+// The gradient-descent panel under the step that has `sgd: true` (dw, the weight gradients): each click takes one
 // more SGD step on copies of the layer's weights, from where the last one ended, and shows the
 // loss before and after each.
 //

@@ -14,9 +14,9 @@
 //
 // The trained preset (projection 'trained', the default) runs the model of web/page/data/model/: causal, with
 // positions, 4 heads; the steps show settings.layer (0 or 1), whose input is X₁ = E + P or the
-// residual X₂ = X₁ + layer 1(X₁), and step 11 adds the model's next-word guesses.
+// residual X₂ = X₁ + layer 1(X₁), and the output step adds the model's next-word guesses.
 //
-// The backward steps (12-18) are for the loss L = ½‖y_i − x_j‖², with i the followed token
+// The backward steps (part 'back') are for the loss L = ½‖y_i − x_j‖², with i the followed token
 // (settings.focus) and j the target: a new followed token or target reruns only the backward.
 import { drive, identity, runBackwardGen, runGen, runModelGen } from './compute.js';
 import { prepareInput } from './input.js';
@@ -34,7 +34,7 @@ export function createState(text) {
       layer: 0, // with 'trained': the layer the steps show (0 or 1)
       seed: 42,
       ...TRAINED_FIXED, // heads, dK, causal, scaling, positions: as the trained model runs
-      head: 0, // the head steps 2-7 and 13-17 follow
+      head: 0, // the head that the steps qkv to weighted and dhead to dqk follow
       step: 0,
       focus: null, // the followed row (the loss's i); null: "it", or the first token
       target: null, // the loss's j; null: a default picked from the tokens (see defaultTarget)

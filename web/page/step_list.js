@@ -1,7 +1,7 @@
 // The stepper's pills, grouped by part, and the kicker above the step's title.
 //
 //   renderStepList(element, steps, current)   one button per step, data-step = its index
-//   stepKicker(step, index, count, ctx)       "Backward, head 1 of 4 · step 16 of 18"
+//   stepKicker(step, index, count, ctx)       "Backward, head 1 of 4 · step N of M"
 import { esc } from './format.js';
 
 const GROUPS = [

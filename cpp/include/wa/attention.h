@@ -55,15 +55,19 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 //   P = softmax(x)        -> dx = P ⊙ (dP − rowsum(dP ⊙ P))   (Jacobian-vector product)
 //   x = s·scale + bias    -> ds = dx·scale
 //   s = q·kᵀ              -> dq = ds·k, dk = dsᵀ·q
+// With a sink (mask.sink, wa/score_mask.h), P sums to 1 − p_sink per row and the same steps
+// hold; the sink's own gradient is
+//   ∂L/∂sink = Σ_i ∂L/∂P_i· ∂P_i/∂sink = −Σ_i p_sink,i·(dP_i · P_i) = −Σ_i p_sink,i·(d_out_i · out_i).
 // A masked (query, key) pair has P = 0 and passes exactly zero gradient; a query whose keys are
 // all masked gets a zero dq row and adds nothing to dk and dv. The gradients are written (not
 // accumulated) and must not overlap the inputs. Works in 2·n_q·n_k floats of its own memory.
-// Throws std::invalid_argument on shapes that do not fit together.
-// trace, when not null, receives the backward's own intermediates (see below).
+// Throws std::invalid_argument on shapes that do not fit together, or a NaN or +inf sink.
+// trace, when not null, receives the backward's own intermediates (see below); d_sink, when
+// not null, ∂L/∂mask.sink (0 without a sink).
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
                         Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
                         const struct AttentionBackwardTrace* trace = nullptr,
-                        ThreadPool* pool = nullptr);
+                        ThreadPool* pool = nullptr, float* d_sink = nullptr);
 
 // The intermediates of one attention backward, each (n_q,n_k), row-major, ld = n_k.
 // Caller-owned; all set.
@@ -88,21 +92,23 @@ struct AttentionBackwardTrace {
 //   out = concat·W_O + b_O (n_q,d_model)
 // The attention part is attention_heads_forward (wa/attention_heads.h) over Q, K, V as they lie:
 // (batch·n, heads·d) is its 3-D layout. The scale and the mask (keep, bias: (n_q,n_k), causal,
-// offset, window, softcap) are shared by every sequence of the batch and every head.
+// offset, window, softcap) are shared by every sequence of the batch and every head; w.sinks,
+// when set, gives head i its own sink (mask.sink is then not read).
 struct MhaShape {
   size_t batch = 1, n_q = 0, n_k = 0, d_model = 0, heads = 1, d_k = 0, d_v = 0;
   size_t kv_heads = 0;  // h_kv; 0 = heads
   size_t kv() const { return kv_heads ? kv_heads : heads; }
 };
 struct MhaWeights {
-  const float* wq;            // (d_model, h·d_k)
-  const float* wk;            // (d_model, h_kv·d_k)
-  const float* wv;            // (d_model, h_kv·d_v)
-  const float* wo;            // (h·d_v, d_model)
-  const float* bq = nullptr;  // (h·d_k), null = no bias
-  const float* bk = nullptr;  // (h_kv·d_k)
-  const float* bv = nullptr;  // (h_kv·d_v)
-  const float* bo = nullptr;  // (d_model)
+  const float* wq;               // (d_model, h·d_k)
+  const float* wk;               // (d_model, h_kv·d_k)
+  const float* wv;               // (d_model, h_kv·d_v)
+  const float* wo;               // (h·d_v, d_model)
+  const float* bq = nullptr;     // (h·d_k), null = no bias
+  const float* bk = nullptr;     // (h_kv·d_k)
+  const float* bv = nullptr;     // (h_kv·d_v)
+  const float* bo = nullptr;     // (d_model)
+  const float* sinks = nullptr;  // (h): head i's sink logit (wa/score_mask.h); null = no sinks
 };
 // Every intermediate, caller-owned. q, k, v and concat are set together; so are scores,
 // scaled, masked and weights, and those four may be left null: the trace then holds only
@@ -150,6 +156,7 @@ struct MhaGrads {
   float* dbk = nullptr;        // (h_kv·d_k); set exactly when w.bk is
   float* dbv = nullptr;        // (h_kv·d_v); set exactly when w.bv is
   float* dbo = nullptr;        // (d_model); set exactly when w.bo is
+  float* dsinks = nullptr;     // (h); set exactly when w.sinks is
 };
 
 // The backward of mha_forward: d_out (batch,n_q,d_model) = ∂L/∂out -> every gradient in grads.
@@ -164,6 +171,7 @@ struct MhaGrads {
 //   Q = x·W_Q + b_Q                 -> dW_Q = xᵀ·dQ, db_Q = Σ_rows dQ, dx = dQ·W_Qᵀ
 //   K = context·W_K + b_K           -> dW_K = contextᵀ·dK, db_K = Σ_rows dK, d_context = dK·W_Kᵀ
 //   V = context·W_V + b_V           -> dW_V = contextᵀ·dV, db_V = Σ_rows dV, d_context += dV·W_Vᵀ
+//   head i's sink                   -> dsinks_i = Σ over every sequence's rows (attention_backward)
 // Throws std::invalid_argument on impossible shapes or missing buffers.
 void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
                   const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,

@@ -45,11 +45,12 @@ struct HeadsShape {
 // b·batch_stride + h·head_stride (0 strides broadcast: one mask for every sequence or head; a
 // mask_ld of 0 broadcasts one row to every query), and, where kv_length is set, key_limit =
 // kv_length[b] and offset = kv_length[b] − n_q (sequences padded to n_k keys, each ending at
-// its own length). h counts query heads.
+// its own length), and, where sinks is set, sink = sinks[h]. h counts query heads.
 struct HeadsMask {
   ScoreMask mask;
   size_t batch_stride = 0, head_stride = 0;
   const int32_t* kv_length = nullptr;  // (batch), each in [0, n_k]; null: every key is real
+  const float* sinks = nullptr;        // (hq), each finite or -inf (none); null: mask.sink for all
   ScoreMask of(size_t b, size_t h, size_t n_q) const;
 };
 
@@ -73,11 +74,13 @@ void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
 // are recomputed from q and k. One task per (sequence, kv head) when there are several (its
 // query heads one after another, so nothing races on dk and dv); a single one uses the pool
 // inside its passes instead. Either way the result does not depend on the thread count.
+// d_sinks (hq), when not null, receives each query head's ∂L/∂sink (attention_backward),
+// summed over the sequences in order; 0 for a head without a sink.
 void attention_heads_backward(const HeadsShape& shape, HeadTensor<const float> q,
                               HeadTensor<const float> k, HeadTensor<const float> v,
                               HeadTensor<const float> d_out, HeadTensor<float> dq,
                               HeadTensor<float> dk, HeadTensor<float> dv, float scale,
                               const HeadsMask& mask, const float* weights = nullptr,
-                              ThreadPool* pool = nullptr);
+                              ThreadPool* pool = nullptr, float* d_sinks = nullptr);
 
 }  // namespace wa

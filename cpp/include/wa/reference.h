@@ -38,8 +38,10 @@ void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, con
                  float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
                  const Rotary* rotary = nullptr);
 
+// d_sink, when set, receives ∂L/∂mask.sink.
 void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix d_out, Matrix dq,
-                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask);
+                        Matrix dk, Matrix dv, float scale, const ScoreMask& mask,
+                        float* d_sink = nullptr);
 
 // As wa::mha_backward, but without the saved trace: the reference recomputes every
 // intermediate of the forward in double instead of reading the forward's float copies.
@@ -57,10 +59,14 @@ using Doubles = std::vector<double>;
 Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
                                  size_t n_k, size_t d_k, size_t d_v, float scale,
                                  const ScoreMask& mask);
+// The same with the sink in double instead of mask.sink.
+Doubles attention_forward_double(const Doubles& q, const Doubles& k, const Doubles& v, size_t n_q,
+                                 size_t n_k, size_t d_k, size_t d_v, float scale,
+                                 const ScoreMask& mask, double sink);
 
-// Shapes as in MhaWeights; an empty bias is no bias.
+// Shapes as in MhaWeights; an empty bias is no bias, empty sinks no sinks.
 struct MhaWeightsDouble {
-  Doubles wq, wk, wv, wo, bq, bk, bv, bo;
+  Doubles wq, wk, wv, wo, bq, bk, bv, bo, sinks;
 };
 // x (batch,n_q,d_model), context (batch,n_k,d_model) or empty for self-attention
 //   -> out (batch,n_q,d_model)
@@ -94,6 +100,8 @@ void rotary(Doubles& x, size_t rows, size_t d, const std::vector<size_t>& positi
 //                                     s = softcap · tanh(s / softcap) if softcap > 0  (mode 1)
 //                                     s = s + bias(b,h,i,j)                             (mode 2)
 //                                     p = softmax_j(s), a zero row if every bias is −∞  (mode 3)
+//   with sinks (not in ONNX Attention: onnxruntime GroupQueryAttention's head_sink), head h's
+//   sinks[h] joins each row's softmax denominator with no value (wa/score_mask.h).
 // bias = mask (additive, or boolean: true keeps → 0, false → −∞; right-aligned broadcast from
 // rank 1..4 over (b,hq,n_q,n); a mask with fewer than n columns is padded with masked columns)
 //      + causal: −∞ unless j ≤ i + offset
@@ -134,6 +142,7 @@ struct Attention {
   size_t rotary_dims = 0;
   bool rotary_interleaved = false;
   size_t rotary_offset = 0;
+  Doubles sinks;  // (hq): each query head's sink logit; empty: none
 };
 
 struct Outputs {
@@ -148,6 +157,7 @@ Outputs attention_forward(const Attention& a);
 // the bias (no gradient), softcap (tanh′), scale·q·k, and rotary (the inverse rotation).
 struct Grads {
   Doubles dq, dk, dv;
+  Doubles dsinks;  // (hq) when a.sinks is set, else empty
 };
 Grads attention_backward(const Attention& a, const Doubles& dy);
 

@@ -16,15 +16,23 @@
 //   keep or bias is set and j >= mask_cols (a mask narrower than the keys masks the rest);
 //   keep_ij == 0; or bias_ij == -inf.
 // keep and bias are read at row i·mask_ld: mask_ld 0 broadcasts one row to every query.
-// weights_ij = exp(x_ij - max_j x_ij) / sum_j exp(x_ij - max_j x_ij).
-// A row whose keys are all masked has no distribution to take: its weights are all zero,
-// so its attention output is a zero row, not NaN. A NaN or +inf input (q·kᵀ overflowing
+// weights_ij = exp(x_ij - m_i) / (sum_j exp(x_ij - m_i) + exp(sink - m_i)),
+//   m_i = max(max_j x_ij, sink).
+// The sink (gpt-oss; onnxruntime's GroupQueryAttention head_sink; ggml's add_sinks) is one more
+// logit in every row's denominator, in the space of the x_ij (after scale, cap and bias, not
+// scaled itself), with no value: the weights of a row sum to less than 1 and its output is
+// pulled toward zero. Its own weight is p_sink,i = exp(sink - m_i) / (the same denominator).
+// sink = -inf (the default) is no sink.
+// A row whose keys are all masked has no distribution over keys to take: its weights are all
+// zero (with a sink, all its weight is on the sink), so its attention output is a zero row,
+// not NaN. A NaN or +inf input (q·kᵀ overflowing
 // float32, or a +inf bias) is never taken for a masked key or a number: its row's weights are
 // NaN, so callers see it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace wa {
 
@@ -40,6 +48,8 @@ struct ScoreMask {
   size_t mask_ld = kAllKeys;      // row stride of keep and bias: kAllKeys = n_k; 0 = one row
   size_t mask_cols = kAllKeys;    // keys j >= mask_cols are masked where keep or bias is set
   float softcap = 0;              // > 0: scaled scores become softcap·tanh(y/softcap)
+  // a logit in every row's softmax denominator with no value; finite or -inf (none)
+  float sink = -std::numeric_limits<float>::infinity();
 };
 
 }  // namespace wa

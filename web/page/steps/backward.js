@@ -1,10 +1,11 @@
-// Steps 12-18, the backward pass from L = ½‖y_i − x_j‖², one descriptor each (see steps/index.js
+// The backward steps, the pass from L = ½‖y_i − x_j‖², one descriptor each (see steps/index.js
 // for the fields): dY, head h's dZ, dV, dA, dS, dQ and dK, then the whole layer's weight gradients.
 // `scope` says what the kicker names: 'layer' (the whole layer) or 'head' (the followed head).
 // Each step's formula quotes the forward step it undoes.
 import { esc, fmt, fmtList, fmtShape, quote } from '../format.js';
 import { HAND, HAND_BACK, byHandBack } from '../worked_example.js';
 import { T, W, d, headGroups, subDigits, tokenMatrix, v, weightMatrix } from './markup.js';
+import { stepNumber } from './index.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
 const BACKWARD = 'attn.attentionBackward(Q, K, V, dZ, { causal, scale, trace: true })';
@@ -64,9 +65,8 @@ export const BACKWARD_STEPS = [
         shapes: [`y_i, x_j ${dModel} numbers each`, `dY ${n}\u00d7${dModel}, the shape of Y`],
         explainHtml:
           `<p>Training needs a <strong>loss</strong>: one number that says how far the output is from what we want. This page makes one up: pull the output of token i = ${I}, ${tok(ctx, i)} (the token you follow), toward the input row of token j = ${J}, ${tok(ctx, j)}. The loss is half the squared distance between the two rows, L = ½ Σ<sub>c</sub> (y<sub>ic</sub> − x<sub>jc</sub>)²; x<sub>j</sub> is held fixed, like a label.</p>` +
-          `<p>Backpropagation starts from the gradient dY = ∂L/∂Y: one number per entry of Y, how much L grows when that entry grows, so the entry should move the other way. Only row i of Y is in the loss, so only row i of dY is nonzero, and it is y<sub>i</sub> − x<sub>j</sub>. Steps 13 to 17 carry it back through ${oneHead(ctx)}; step 18 shows the gradients of all the layer's weights. Pick i and j above.</p>`,
-        sourceHtml:
-          'Computed by the page: y<sub>i</sub> is row i of the output (step 11, from <code>mha.forward</code>); L and dY are one subtraction and a sum of squares.',
+          `<p>Backpropagation starts from the gradient dY = ∂L/∂Y: one number per entry of Y, how much L grows when that entry grows, so the entry should move the other way. Only row i of Y is in the loss, so only row i of dY is nonzero, and it is y<sub>i</sub> − x<sub>j</sub>. Steps ${stepNumber('dhead')} to ${stepNumber('dqk')} carry it back through ${oneHead(ctx)}; step ${stepNumber('dw')} shows the gradients of all the layer's weights. Pick i and j above.</p>`,
+        sourceHtml: `Computed by the page: y<sub>i</sub> is row i of the output (step ${stepNumber('output')}, from <code>mha.forward</code>); L and dY are one subtraction and a sum of squares.`,
         matrices: [
           {
             name: 'loss_rows',
@@ -99,7 +99,7 @@ export const BACKWARD_STEPS = [
     hand: (ctx) =>
       byHandBack(
         ctx,
-        `y₁ = ${fmtList(HAND.outputRow1)} (step 11) and x₂ = [0, 1], so row 1 of dY is y₁ − x₂ = ${fmtList(H.dOutputRow1)}, and L = ½(${fmt(g[0])}² + ${fmt(-g[1])}²) = ${fmt(H.loss)}. Rows 2 and 3 of dY are 0.`,
+        `y₁ = ${fmtList(HAND.outputRow1)} (step ${stepNumber('output')}) and x₂ = [0, 1], so row 1 of dY is y₁ − x₂ = ${fmtList(H.dOutputRow1)}, and L = ½(${fmt(g[0])}² + ${fmt(-g[1])}²) = ${fmt(H.loss)}. Rows 2 and 3 of dY are 0.`,
       ),
   },
 
@@ -126,8 +126,8 @@ export const BACKWARD_STEPS = [
           `dZ ${n}\u00d7${dV} (${oneHead(ctx)})`,
         ],
         explainHtml:
-          `<p>Y = C${W('O')} (step 10). Back through a matrix product, the gradient is multiplied by the other factor, transposed: dC = dY ${W('O')}<sup>T</sup>. ${ctx.worked || ctx.projection === 'identity' ? `Here ${W('O')} = I, so dC equals dY.` : `Row i of dC spreads y<sub>i</sub> − x<sub>j</sub> over the ${heads * dV} columns of C.`}</p>` +
-          `<p>${heads > 1 ? `Each head owns ${dV} of C's columns (step 9), so ${oneHead(ctx)}'s share is its block: ` : 'With one head, '}dZ, the gradient of the head's output Z from step 7 (often written dO). Steps 14 to 17 follow ${oneHead(ctx)} back${heads > 1 ? '; the other heads go back the same way' : ''}.</p>`,
+          `<p>Y = C${W('O')} (step ${stepNumber('wo')}). Back through a matrix product, the gradient is multiplied by the other factor, transposed: dC = dY ${W('O')}<sup>T</sup>. ${ctx.worked || ctx.projection === 'identity' ? `Here ${W('O')} = I, so dC equals dY.` : `Row i of dC spreads y<sub>i</sub> − x<sub>j</sub> over the ${heads * dV} columns of C.`}</p>` +
+          `<p>${heads > 1 ? `Each head owns ${dV} of C's columns (step ${stepNumber('concat')}), so ${oneHead(ctx)}'s share is its block: ` : 'With one head, '}dZ, the gradient of the head's output Z from step ${stepNumber('weighted')} (often written dO). Steps ${stepNumber('dv')} to ${stepNumber('dqk')} follow ${oneHead(ctx)} back${heads > 1 ? '; the other heads go back the same way' : ''}.</p>`,
         detailsHtml: `The output projection ${W('O')} (${fmtShape(wo.shape)})`,
         matrices: [
           tokenMatrix(ctx, 'dConcat', 'dC', d(v('C')), b.dConcat, { colGroups: groups, colNoun: 'column' }),
@@ -167,7 +167,7 @@ export const BACKWARD_STEPS = [
         formulaHtml: `${d(v('V'))} = ${T('A')} ${d(v('Z'))}, &nbsp; ${d(v('v'))}<sub>${v('j')}</sub> = Σ<sub>${v('r')}</sub> ${v('A')}<sub>${v('rj')}</sub> ${d(v('z'))}<sub>${v('r')}</sub>`,
         shapes: [`Aᵀ ${n}\u00d7${n} · dZ ${n}\u00d7${dV} → dV ${n}\u00d7${dV}`],
         explainHtml:
-          `<p>Z = AV (step 7): value v<sub>j</sub> went to every query r with weight A<sub>rj</sub>, so its gradient collects every dz<sub>r</sub> times A<sub>rj</sub>. Only row i of dZ is nonzero, so dv<sub>j</sub> = A<sub>ij</sub> dz<sub>i</sub>: every row of dV points along dz<sub>i</sub>, and the values token i attended to most are pushed hardest.${ctx.causal ? ` With the causal mask A<sub>ij</sub> = 0 for j > i, so those rows of dV are exactly 0.` : ''}</p>` +
+          `<p>Z = AV (step ${stepNumber('weighted')}): value v<sub>j</sub> went to every query r with weight A<sub>rj</sub>, so its gradient collects every dz<sub>r</sub> times A<sub>rj</sub>. Only row i of dZ is nonzero, so dv<sub>j</sub> = A<sub>ij</sub> dz<sub>i</sub>: every row of dV points along dz<sub>i</sub>, and the values token i attended to most are pushed hardest.${ctx.causal ? ` With the causal mask A<sub>ij</sub> = 0 for j > i, so those rows of dV are exactly 0.` : ''}</p>` +
           '<p>This and the next three steps come from one call, <code>attn.attentionBackward</code>: it returns dQ, dK and dV, and with <code>trace</code> also A, dA and dS.</p>',
         matrices: [
           aMatrix(ctx),
@@ -255,7 +255,7 @@ export const BACKWARD_STEPS = [
         ],
         explainHtml:
           '<p>Softmax ties a row together: raising one score lowers every other weight in the row. Its Jacobian for row i is the n×n matrix diag(a<sub>i</sub>) − a<sub>i</sub>a<sub>i</sub><sup>T</sup>, and dS is a <strong>Jacobian-vector product</strong>: that matrix times dA<sub>i</sub>, worked out without building it as A<sub>ij</sub>(dA<sub>ij</sub> − Σ<sub>k</sub> A<sub>ik</sub> dA<sub>ik</sub>). ' +
-          `${ctx.scaling ? `The scale ${scaleHtml(ctx)} of step 4 multiplies too` : 'The scale (1, scaling off) multiplies too'}, so dS is the gradient with respect to S = Q${T('K')} of step 3. Each row of dS sums to 0 (the Σ column): adding one number to a whole row of scores leaves the softmax unchanged.</p>` +
+          `${ctx.scaling ? `The scale ${scaleHtml(ctx)} of step ${stepNumber('scale')} multiplies too` : 'The scale (1, scaling off) multiplies too'}, so dS is the gradient with respect to S = Q${T('K')} of step ${stepNumber('scores')}. Each row of dS sums to 0 (the Σ column): adding one number to a whole row of scores leaves the softmax unchanged.</p>` +
           (ctx.causal
             ? '<p><strong>Masked cells are exactly 0</strong> (hatched): their weight A<sub>ij</sub> is 0, and the factor A<sub>ij</sub> stops the gradient whatever dA<sub>ij</sub> was. The mask lets nothing back, as it let nothing through.</p>'
             : '<p>Where a weight is near 0, its dS is near 0 too: a key the query ignores gets almost no gradient. Turn on the causal mask to see masked cells at exactly 0.</p>'),
@@ -366,7 +366,7 @@ export const BACKWARD_STEPS = [
           `dX ${n}\u00d7${dModel}`,
         ],
         explainHtml:
-          `<p><code>mha.backward(dY)</code> runs steps 13 to 17 for every head and goes on through the projections. Each weight gradient has its weight's shape: entry (r, c) says how L changes when that weight grows. ${heads > 1 ? `Head ${ctx.head + 1}'s block of columns in d${W('Q')}, d${W('K')} and d${W('V')} is ${T('X')} times dQ, dK and dV of the steps before; the other blocks come from the other heads.` : `d${W('Q')}, d${W('K')} and d${W('V')} are ${T('X')} times dQ, dK and dV of the steps before.`} Only row i of dY is nonzero, so d${W('O')} = c<sub>i</sub><sup>T</sup>(y<sub>i</sub> − x<sub>j</sub>): every row a multiple of the same vector.</p>` +
+          `<p><code>mha.backward(dY)</code> runs steps ${stepNumber('dhead')} to ${stepNumber('dqk')} for every head and goes on through the projections. Each weight gradient has its weight's shape: entry (r, c) says how L changes when that weight grows. ${heads > 1 ? `Head ${ctx.head + 1}'s block of columns in d${W('Q')}, d${W('K')} and d${W('V')} is ${T('X')} times dQ, dK and dV of the steps before; the other blocks come from the other heads.` : `d${W('Q')}, d${W('K')} and d${W('V')} are ${T('X')} times dQ, dK and dV of the steps before.`} Only row i of dY is nonzero, so d${W('O')} = c<sub>i</sub><sup>T</sup>(y<sub>i</sub> − x<sub>j</sub>): every row a multiple of the same vector.</p>` +
           '<p>dX, the gradient with respect to the input, is what a layer hands back to the one below it (or to the embeddings). <strong>Gradient descent</strong> then moves every weight a little against its gradient, W ← W − lr · dW. Try it below: a small learning rate lowers the loss; a large one can overshoot and raise it.</p>',
         matrices: [
           wSpec('dW_Q', 'dW_Q', d(W('Q')), L.dwq, { colGroups: groups }),

@@ -1,12 +1,13 @@
-// Steps 1-11, the forward pass, one descriptor each (see steps/index.js for the fields):
-//   part 'one'   1-7    X, then one head h forward: Q K V, QKᵀ, ÷√d_k, mask, softmax, AV
-//   part 'all'   8-11   all heads, concat, W_O, output Y
+// The forward steps, one descriptor each (see steps/index.js for the fields):
+//   part 'one'   X, then one head h forward: Q K V, QKᵀ, ÷√d_k, mask, softmax, AV
+//   part 'all'   all heads, concat, W_O, output Y
 import { weightTop } from '../colors.js';
 import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
 import { describeHead } from '../model/head_stats.js';
 import { inductionStepHtml } from '../induction.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
+import { stepNumber } from './index.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
 const FORWARD = 'mha.forward(X, { causal, scale, trace: true })';
@@ -39,7 +40,7 @@ function concatMatrix(ctx) {
   });
 }
 
-// Step 1 for the trained model's layer 2: its input is the residual stream after layer 1.
+// The X step for the trained model's layer 2: its input is the residual stream after layer 1.
 function secondLayerInput(ctx, matrices) {
   return {
     title: 'Layer 2 input X₂',
@@ -171,7 +172,7 @@ export const FORWARD_STEPS = [
         ],
         explainHtml:
           '<p>Three linear maps give each token three new vectors: a <strong>query</strong> (what this token looks for), a <strong>key</strong> (what it can be found by) and a <strong>value</strong> (what it hands on to whoever attends to it).</p>' +
-          `<p>This page uses ${weightsIs}.${heads > 1 ? ` Steps 2 to 7 follow ${oneHead(ctx)}, whose W matrices are ${dModel}\u00d7${dK} slices of the layer's.` : ''}${!worked && ctx.projection === 'random' ? ' A trained model would have learned them; random ones still show the mechanics.' : ''}</p>`,
+          `<p>This page uses ${weightsIs}.${heads > 1 ? ` Steps ${stepNumber('qkv')} to ${stepNumber('weighted')} follow ${oneHead(ctx)}, whose W matrices are ${dModel}\u00d7${dK} slices of the layer's.` : ''}${!worked && ctx.projection === 'random' ? ' A trained model would have learned them; random ones still show the mechanics.' : ''}</p>`,
         matrices: [
           tokenMatrix(ctx, 'Q', 'Q', v('Q'), s.q, { targetWidth: 230 }),
           tokenMatrix(ctx, 'K', 'K', v('K'), s.k, { targetWidth: 230 }),
@@ -265,8 +266,8 @@ export const FORWARD_STEPS = [
           : `${v('S')}′ = ${v('S')} · 1`,
         shapes: [`S ${n}\u00d7${n} ${scaleText} → S′ ${n}\u00d7${n}`],
         explainHtml: ctx.scaling
-          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the scores in a range where softmax still spreads weight. Turn <em>Scale by 1/√d_k</em> off and watch step 6 saturate.</p>`
-          : "<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row's weight on one key; compare step 6 with scaling on.</p>",
+          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the scores in a range where softmax still spreads weight. Turn <em>Scale by 1/√d_k</em> off and watch step ${stepNumber('softmax')} saturate.</p>`
+          : `<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row's weight on one key; compare step ${stepNumber('softmax')} with scaling on.</p>`,
         matrices: [scoresMatrix(ctx), scaledMatrix(ctx)],
       };
     },
@@ -434,8 +435,8 @@ export const FORWARD_STEPS = [
         shapes: [`${h} × A_k ${n}\u00d7${n}`, `Q_k, K_k, V_k ${n}\u00d7${dK} each`],
         explainHtml:
           h === 1
-            ? `<p>With one head, the layer is exactly steps 2 to 7, so this grid is step 6's A again.${worked ? '' : ' Choose more heads above to see several attention patterns side by side.'}</p>`
-            : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps 2 to 7 followed.</p>${ctx.trained ? headDescriptions(ctx) : ''}`,
+            ? `<p>With one head, the layer is exactly steps ${stepNumber('qkv')} to ${stepNumber('weighted')}, so this grid is step ${stepNumber('softmax')}'s A again.${worked ? '' : ' Choose more heads above to see several attention patterns side by side.'}</p>`
+            : `<p>A multi-head layer runs ${h} heads side by side, each with its own ${dModel}\u00d7${dK} projections${ctx.projection === 'identity' && !worked ? ' (here: each head its own slice of the dimensions)' : ''}, so each can attend in its own way. One grid per head: rows are queries, columns keys, brighter is more weight. Head ${ctx.head + 1} is the one steps ${stepNumber('qkv')} to ${stepNumber('weighted')} followed.</p>${ctx.trained ? headDescriptions(ctx) : ''}`,
         matrices: m.heads.map((hd, k) => ({
           ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, {
             scale: 'unit',
@@ -543,7 +544,7 @@ export const FORWARD_STEPS = [
       `<h3>y${sub(i + 1)}, ${ctx.dModel} numbers</h3>${vectorList(row(ctx.result.multi.output, i))}`,
     hand: () =>
       byHand(
-        "with one head the concatenation is the head's output, and W<sub>O</sub> = I leaves it unchanged, so this equals step 7.",
+        `with one head the concatenation is the head's output, and W<sub>O</sub> = I leaves it unchanged, so this equals step ${stepNumber('weighted')}.`,
       ),
   },
 ];

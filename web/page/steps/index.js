@@ -1,5 +1,6 @@
-// The eighteen steps, in order: forward.js (1-11) then backward.js (12-18). Each step is one
-// descriptor, so adding a step means adding one descriptor to one of those lists:
+// The steps, in order: forward.js's then backward.js's. Each step is one descriptor, so adding a
+// step means adding one descriptor to one of those lists; prose that names another step takes its
+// number from stepNumber(id), so a step can move without a sentence going wrong:
 //
 //   id        stable name (window.attentionPage's stepId, the tests)
 //   part      'one' (one head), 'all' (all heads) or 'back' (backward): its group of pills
@@ -24,6 +25,15 @@ import { BACKWARD_STEPS } from './backward.js';
 import { FORWARD_STEPS } from './forward.js';
 
 export const STEPS = [...FORWARD_STEPS, ...BACKWARD_STEPS];
+
+// 'softmax' -> 6: the step's number as the page shows it (1-based, in STEPS's order).
+// forward.js and backward.js import this module back; they call stepNumber only while a view is
+// built, after STEPS exists (so nothing imports forward.js or backward.js but this module).
+export function stepNumber(id) {
+  const i = STEPS.findIndex((s) => s.id === id);
+  if (i < 0) throw new Error(`stepNumber: no step has the id '${id}' (ids: ${STEPS.map((s) => s.id).join(', ')})`);
+  return i + 1;
+}
 
 const built = (ctx) => (step) => ({ ...step, ...step.view(ctx) });
 // ctx.result -> the forward steps built for it: a new backward (another followed token or target)

@@ -1,0 +1,78 @@
+// What a multi-head attention layer holds, and what its operations (layer_forward.js,
+// layer_forward_cached.js, layer_backward.js, layer_step.js) share: its parameters in wasm
+// memory (an Owned, freed at dispose() or by the finalizer), the forward saved for backward(),
+// and the layer's attention options as the core's structs.
+import { rotary as rotaryStruct, scoreMask } from './binding.js';
+import { Owned } from './owned.js';
+import { tensor } from './tensor.js';
+
+// A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's
+// { config, shapes, values } -> its state:
+//   rt, config, shapes (name -> sizes), owned (the parameters and saved buffers),
+//   ptrs: parameter name -> offset in wasm memory, in PARAMETERS' order; null once disposed
+//   saved: what the most recent forward left for backward(): offsets of x, context, mask, and
+//     of Q, K, V and concat (O(n·dModel) floats; the backward recomputes the attention
+//     weights), with the call's sizes and options. Null before a forward, after step() and dispose().
+//   cachedLast: the most recent forward ran over a cache (backward() says so)
+export function createLayer(rt, owner, where, { config, shapes, values }) {
+  const owned = new Owned(owner, rt);
+  const ptrs = {};
+  try {
+    for (const [name, data] of Object.entries(values))
+      ptrs[name] = owned.putFinite(data, where, `weights.${name}.data`);
+  } catch (e) {
+    owned.release();
+    throw e;
+  }
+  return { rt, config, shapes, owned, ptrs, saved: null, cachedLast: false };
+}
+
+export function checkLayerAlive(layer, where) {
+  layer.rt.checkAlive(where);
+  if (!layer.ptrs) throw new TypeError(`${where}: this layer was disposed`);
+}
+
+// The layer's rotary, window and softcap with a call's causal and mask, as the core's
+// ScoreMask and Rotary (with `rotated`: whether there is one).
+export function attentionArgs(layer, { causal, keep, bias }) {
+  const { rotary, window, softcap } = layer.config;
+  return {
+    mask: scoreMask({ causal, keep, bias, left: window.left, right: window.right, softcap }),
+    rotary: rotaryStruct(rotary ?? {}),
+    rotated: rotary !== null,
+  };
+}
+
+// Frees the saved forward (a forward that fails, step() and dispose() leave none).
+export function releaseSaved(layer) {
+  if (layer.saved) for (const p of Object.values(layer.saved.ptrs)) layer.owned.free(p);
+  layer.saved = null;
+  layer.cachedLast = false;
+}
+
+// The current parameters as tensors (copies).
+export function readWeights(layer) {
+  const { heap } = layer.rt;
+  return Object.fromEntries(
+    Object.entries(layer.ptrs).map(([name, ptr]) => {
+      const shape = layer.shapes[name];
+      return [
+        name,
+        tensor(
+          heap.read(
+            ptr,
+            shape.reduce((a, b) => a * b, 1),
+          ),
+          [...shape],
+        ),
+      ];
+    }),
+  );
+}
+
+export function disposeLayer(layer) {
+  if (!layer.ptrs) return;
+  releaseSaved(layer);
+  layer.owned.release();
+  layer.ptrs = null;
+}
