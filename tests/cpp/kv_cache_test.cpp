@@ -76,22 +76,6 @@ TEST_CASE("decoding token by token over a cache equals causal attention over the
   CHECK_CLOSE(stepped, whole, 1e-6);
 }
 
-// Rows x (…, d) as the int8 kernels round them (kv_i8.cpp): each block of kKvQuantBlock along d
-// to steps of its largest magnitude / 32767, ties to even.
-std::vector<float> int16_blocks(std::vector<float> x, size_t d) {
-  for (size_t r = 0; r < x.size() / d; ++r)
-    for (size_t t0 = 0; t0 < d; t0 += kKvQuantBlock) {
-      float* block = x.data() + r * d + t0;
-      const size_t n = std::min(kKvQuantBlock, d - t0);
-      float amax = 0;
-      for (size_t t = 0; t < n; ++t) amax = std::max(amax, std::fabs(block[t]));
-      if (amax == 0) continue;
-      const float inv = 32767.0f / amax, step = amax / 32767.0f;
-      for (size_t t = 0; t < n; ++t) block[t] = std::nearbyint(block[t] * inv) * step;
-    }
-  return x;
-}
-
 TEST_CASE(
     "decoding over a cache of each type splits the keys into runs: the reference of its rows, 1 "
     "and N threads bitwise") {
@@ -136,7 +120,7 @@ TEST_CASE(
           m.mask.causal = causal, m.mask.offset = static_cast<long>(n - n_q);
           // the reference of the rows the cache holds, and of q as the type's kernels read it
           const std::vector<double> want = reference_heads(
-              s, type == KvType::i8 ? int16_blocks(q, s.d_k) : q, k_held, v_held, 0.3f, causal);
+              s, type == KvType::i8 ? test::int8_query(q, s.d_k) : q, k_held, v_held, 0.3f, causal);
           std::vector<float> serial(want.size(), NAN), threaded(want.size(), NAN),
               tensors(want.size(), NAN);
           const HeadTensor<const float> qh = heads_4d(q.data(), s.q_heads, n_q, s.d_k);
@@ -148,11 +132,8 @@ TEST_CASE(
                                   heads_4d(v.data(), s.kv_heads, n, s.d_v),
                                   heads_4d(tensors.data(), s.q_heads, n_q, s.d_v), 0.3f, m, nullptr,
                                   &test::test_pool());
-          // and the int8 kernels' rounding of the weights times scales to int16: at most
-          // max|v| / 65534 per key (weights <= 1 before the division by their sum, >= 1),
-          // independent and of zero mean over the n keys; six standard deviations of their sum
-          const double rounding =
-              type == KvType::i8 ? 6 * std::sqrt(double(n) / 3) / 65534 : 0.0;  // |v| <= 1
+          // and the int8 kernels' rounding of the weights (|v| <= 1)
+          const double rounding = type == KvType::i8 ? test::int8_weights_tolerance(n, 1) : 0.0;
           CHECK(worst(serial, want) <= 2e-5 + rounding);
           CHECK(test::bitwise_equal(threaded, serial));
           if (type == KvType::f32)
