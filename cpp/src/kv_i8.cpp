@@ -15,11 +15,11 @@
 // rounds its query row to int16 per block (step max|q| / 32767), and i32x4.dot_i16x8_s sums a
 // pair of elements of 4 keys per operation, exactly; a block's int32 sums then become floats
 // once, times the two scales. Weights times v rounds each row's weights times the keys' scales
-// of a block to int16 over a step of kKeyBlock keys, sums pairs of keys the same way, and
-// scales once per step. The int16 rounding errs by at most half a step, 2^-16 of the largest
-// magnitude rounded (the int8 cache's own rounding is 2^-8 of its block's): the kernel test
-// holds the kernels to that bound. The panels are read where they lie, 16 bytes at a time,
-// widened to int16 in registers; nothing is widened in memory.
+// of a block to int16 over a step of kKeyBlock keys (step max p · max s / 32767), sums pairs of
+// keys the same way, and scales once per step. The int16 rounding errs by at most half a step,
+// about 2^-16 of the largest magnitude rounded (the int8 cache's own rounding is 2^-8 of its
+// block's): the kernel test holds the kernels to that bound. The panels are read where they
+// lie, 8 bytes at a time, widened to int16 in registers; nothing is widened in memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
