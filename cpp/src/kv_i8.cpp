@@ -1,21 +1,32 @@
 // int8 kv panels (packed_kv.h), q8_0-like: each key's and each value's row in blocks of
 // kKvQuantBlock along d (tuning.h says why 32), a block x stored as round(x / s) in [-127, 127]
 // with its fp16 scale s = max|x| / 127 (symmetric: no zero point). Only a cache holds them
-// (k0 = 0). One head, room for `stride` keys, P = stride rounded up to kNR, nb_k, nb_v blocks:
-//   kᵀ  int8 (d_k, P) panels as float32's (packed_kt_at), then its scales, fp16, one panel's
-//       at a time: key j, block b at  (j / kNR)·kNR·nb_k + b·kNR + j % kNR
-//   v   (from v_offset floats, 4-byte aligned) int8 (stride, d_v) panels as float32's
-//       (packed_v_at), then its scales, fp16: key j, block b at  b·stride + j
-// The kernels read the int8 panels and widen them in registers (i8x8 -> 2 × f32x4); the scales
-// apply once per block: a score sums q·k over a block and then takes its keys' scales, a
-// weight takes its key's scale before it meets the block's v panels. Nothing is widened in
-// memory.
+// (k0 = 0). One head, room for `stride` keys, P = stride rounded up to kNR, nb_k, nb_v blocks,
+// D = d_k and S = stride rounded up to even:
+//   kᵀ  int8 (D, P) panels of kNR keys, each element pair (t, t+1) of a key side by side:
+//       key j, element t at  (j / kNR)·kNR·D + (t / 2)·2·kNR + (j % kNR)·2 + t % 2
+//       then its scales, fp16, one panel's at a time: key j, block b at
+//       (j / kNR)·kNR·nb_k + b·kNR + j % kNR
+//   v   (from v_offset floats, 4-byte aligned) int8 (S, d_v) panels of kNR columns, each key
+//       pair (j, j+1) of a column side by side: key j, column c at
+//       (c / kNR)·kNR·S + (j / 2)·2·kNR + (c % kNR)·2 + j % 2
+//       then its scales, fp16: key j, block b at  b·stride + j
+// (pad elements, t = d_k or j = stride, are zero). The kernels multiply in integers: a score
+// rounds its query row to int16 per block (step max|q| / 32767), and i32x4.dot_i16x8_s sums a
+// pair of elements of 4 keys per operation, exactly; a block's int32 sums then become floats
+// once, times the two scales. Weights times v rounds each row's weights times the keys' scales
+// of a block to int16 over a step of kKeyBlock keys (step max p · max s / 32767), sums pairs of
+// keys the same way, and scales once per step. The int16 rounding errs by at most half a step,
+// about 2^-16 of the largest magnitude rounded (the int8 cache's own rounding is 2^-8 of its
+// block's): the kernel test holds the kernels to that bound. The panels are read where they
+// lie, 8 bytes at a time, widened to int16 in registers; nothing is widened in memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <limits>
 
 #include "packed_kv.h"
+#include "scratch.h"
 #include "simd.h"
 #include "sizes.h"
 
@@ -26,29 +37,26 @@ namespace {
 constexpr size_t kMR = kKvQuantRows;  // query rows per tile
 using kernels::kNR;
 using simd::f32x4;
+using simd::i16x8;
+using simd::i32x4;
 constexpr size_t kB = kKvQuantBlock;
 
 // The largest block scale fp16 holds is 65504: magnitudes up to 127 of it.
 constexpr float kMaxAbs = 65504.0f * 127.0f;
+// The int16 operands' largest magnitude: a query block's or a weight step's max|x|.
+constexpr float kQ = 32767.0f;
 
 size_t blocks(size_t d) { return (d + kB - 1) / kB; }
+size_t even(size_t n) { return (n + 1) / 2 * 2; }
 size_t panel_keys(size_t stride) { return (stride + kNR - 1) / kNR * kNR; }
-size_t k_scale_at(size_t j, size_t b, size_t nb) { return j / kNR * kNR * nb + b * kNR + j % kNR; }
-
-// IEEE half bits of x (finite, |x| <= 65504), rounded to nearest even.
-uint16_t half_bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
-  u &= 0x7fffffff;
-  if (u >= 0x38800000) {                                          // at least 2^-14: a normal half
-    u += 0x0fff + ((u >> 13) & 1);                                // round the 23-bit mantissa to 10
-    return sign | static_cast<uint16_t>((u - 0x38000000) >> 13);  // exponent bias 127 -> 15
-  }
-  float m;
-  std::memcpy(&m, &u, 4);
-  return sign | static_cast<uint16_t>(std::nearbyint(m * 0x1p24f));  // subnormal: units of 2^-24
+size_t panel_cols(size_t d_v) { return (d_v + kNR - 1) / kNR * kNR; }
+size_t kt_at(size_t j, size_t t, size_t d_k) {
+  return j / kNR * kNR * even(d_k) + t / 2 * 2 * kNR + j % kNR * 2 + t % 2;
 }
+size_t v_at(size_t j, size_t c, size_t stride) {
+  return c / kNR * kNR * even(stride) + j / 2 * 2 * kNR + c % kNR * 2 + j % 2;
+}
+size_t k_scale_at(size_t j, size_t b, size_t nb) { return j / kNR * kNR * nb + b * kNR + j % kNR; }
 
 // One head's parts.
 struct I8Head {
@@ -59,10 +67,10 @@ struct I8Head {
 };
 
 size_t i8_v_offset(size_t stride, size_t d_k) {
-  return (panel_keys(stride) * (d_k + 2 * blocks(d_k)) + 3) / 4;
+  return (panel_keys(stride) * (even(d_k) + 2 * blocks(d_k)) + 3) / 4;
 }
 size_t i8_head_floats(size_t stride, size_t d_k, size_t d_v) {
-  const size_t v_bytes = checked_sum({checked_product({stride, (d_v + kNR - 1) / kNR * kNR}),
+  const size_t v_bytes = checked_sum({checked_product({even(stride), panel_cols(d_v)}),
                                       checked_product({2 * blocks(d_v), stride})});
   return checked_sum({i8_v_offset(stride, d_k), (v_bytes + 3) / 4});
 }
@@ -70,8 +78,8 @@ size_t i8_head_floats(size_t stride, size_t d_k, size_t d_v) {
 I8Head parts(const void* kt_part, const void* v_part, size_t stride, size_t d_k, size_t d_v) {
   auto* kt = static_cast<int8_t*>(const_cast<void*>(kt_part));
   auto* v = static_cast<int8_t*>(const_cast<void*>(v_part));
-  return {kt, reinterpret_cast<uint16_t*>(kt + panel_keys(stride) * d_k), v,
-          reinterpret_cast<uint16_t*>(v + stride * ((d_v + kNR - 1) / kNR * kNR))};
+  return {kt, reinterpret_cast<uint16_t*>(kt + panel_keys(stride) * even(d_k)), v,
+          reinterpret_cast<uint16_t*>(v + even(stride) * panel_cols(d_v))};
 }
 I8Head head_parts(const float* head, size_t stride, size_t d_k, size_t d_v) {
   return parts(head, head + i8_v_offset(stride, d_k), stride, d_k, d_v);
@@ -84,7 +92,7 @@ void quantize_row(const float* x, size_t d, Q q, S scale) {
     const size_t t0 = b * kB, t1 = std::min(d, t0 + kB);
     float amax = 0;
     for (size_t t = t0; t < t1; ++t) amax = std::max(amax, std::fabs(x[t]));
-    const uint16_t h = half_bits(amax / 127.0f);
+    const uint16_t h = simd::float_to_half(amax / 127.0f);
     const float s = simd::half_to_float(h);  // the step the block is read back with
     scale(b) = h;
     for (size_t t = t0; t < t1; ++t)
@@ -99,10 +107,10 @@ void i8_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, size_t j0
   for (size_t i = 0; i < n; ++i) {
     const size_t j = j0 + i;
     quantize_row(
-        k + i * ldk, d_k, [&](size_t t) -> int8_t& { return h.kt[packed_kt_at(j, t, d_k)]; },
+        k + i * ldk, d_k, [&](size_t t) -> int8_t& { return h.kt[kt_at(j, t, d_k)]; },
         [&](size_t b) -> uint16_t& { return h.k_scale[k_scale_at(j, b, nb_k)]; });
     quantize_row(
-        v + i * ldv, d_v, [&](size_t c) -> int8_t& { return h.v[packed_v_at(j, c, stride)]; },
+        v + i * ldv, d_v, [&](size_t c) -> int8_t& { return h.v[v_at(j, c, stride)]; },
         [&](size_t b) -> uint16_t& { return h.v_scale[b * stride + j]; });
   }
 }
@@ -114,42 +122,77 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   for (size_t j = 0; j < n; ++j) {
     if (k)
       for (size_t t = 0; t < d_k; ++t)
-        k[j * ldk + t] = h.kt[packed_kt_at(j, t, d_k)] *
-                         simd::half_to_float(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
+        k[j * ldk + t] =
+            h.kt[kt_at(j, t, d_k)] * simd::half_to_float(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
     if (v)
       for (size_t c = 0; c < d_v; ++c)
         v[j * ldv + c] =
-            h.v[packed_v_at(j, c, stride)] * simd::half_to_float(h.v_scale[c / kB * stride + j]);
+            h.v[v_at(j, c, stride)] * simd::half_to_float(h.v_scale[c / kB * stride + j]);
   }
 }
 
-// R query rows (R <= kMR) against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride
-// lds. A block's sums take its scales in out, so that the loop over d keeps only 2·R
-// accumulators in registers (16 would spill on x86's 16 vector registers).
+// The two helpers below run once per block of a row, not per element: gnu::noinline keeps one
+// copy of each (inlined at their four call sites, they made the .wasm 1.9 KB larger).
+
+// x (n) -> max|x|, or NaN if an x is NaN or infinite.
+[[gnu::noinline]] float max_abs(const float* x, size_t n) {
+  f32x4 vmax = simd::splat(0), vbad = simd::splat(0);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const f32x4 xi = simd::load(x + i);
+    vmax = simd::max(vmax, simd::abs(xi));
+    vbad = simd::add(vbad, simd::sub(xi, xi));  // 0, or NaN from a NaN or an infinity
+  }
+  float amax = simd::hmax(vmax), bad = simd::hsum(vbad);
+  for (; i < n; ++i) amax = std::max(amax, std::fabs(x[i])), bad += x[i] - x[i];
+  return bad == 0 ? amax : std::numeric_limits<float>::quiet_NaN();
+}
+
+// a (n) times b (n; null: ones) times c, each |a·b·c| <= kQ -> out (n, then a zero when n is
+// odd: the pad of its last pair), rounded to the nearest integer, ties to even.
+[[gnu::noinline]] void round_to_i16(const float* a, const float* b, float c, size_t n,
+                                    int16_t* out) {
+  const f32x4 vc = simd::splat(c);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    f32x4 lo = simd::mul(simd::load(a + i), vc), hi = simd::mul(simd::load(a + i + 4), vc);
+    if (b) lo = simd::mul(lo, simd::load(b + i)), hi = simd::mul(hi, simd::load(b + i + 4));
+    simd::store_rounded_i16x8(out + i, lo, hi);
+  }
+  for (; i < n; ++i) out[i] = static_cast<int16_t>(std::nearbyint(a[i] * c * (b ? b[i] : 1.0f)));
+  if (n % 2) out[n] = 0;
+}
+
+// R query rows (R <= kMR) as int16, row stride ldq, with their blocks' steps qs (R, nb),
+// against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride lds. Each block's int32
+// sums (2·R accumulators) become floats once, times the keys' scales and the row's step.
 template <size_t R>
-void score_tile(const I8Head& h, size_t panel, size_t d_k, const float* q, size_t ldq, float* out,
-                size_t lds) {
-  const size_t nb = blocks(d_k);
-  const int8_t* kp = h.kt + panel * kNR * d_k;
+void score_tile(const I8Head& h, size_t panel, size_t d_k, const int16_t* q, size_t ldq,
+                const float* qs, float* out, size_t lds) {
+  const size_t nb = blocks(d_k), d2 = even(d_k);
+  const int8_t* kp = h.kt + panel * kNR * d2;
   const uint16_t* sp = h.k_scale + panel * kNR * nb;
   for (size_t b = 0; b < nb; ++b) {
-    f32x4 part[R][2];
-    for (size_t r = 0; r < R; ++r) part[r][0] = part[r][1] = simd::splat(0);
-    for (size_t t = b * kB, t1 = std::min(d_k, t + kB); t < t1; ++t) {
-      f32x4 lo, hi;
-      simd::load_i8x8(kp + t * kNR, lo, hi);
+    i32x4 acc[R][2];
+    for (size_t r = 0; r < R; ++r) acc[r][0] = acc[r][1] = simd::zero_i32();
+    for (size_t t = b * kB, t1 = std::min(d2, t + kB); t < t1; t += 2) {
+      // elements t, t+1 of keys 0..3 (lo) and 4..7 (hi)
+      const i16x8 lo = simd::load_i8x8_as_i16(kp + t * kNR);
+      const i16x8 hi = simd::load_i8x8_as_i16(kp + t * kNR + kNR);
       for (size_t r = 0; r < R; ++r) {
-        const f32x4 x = simd::load_splat(q + r * ldq + t);
-        part[r][0] = simd::muladd(x, lo, part[r][0]);
-        part[r][1] = simd::muladd(x, hi, part[r][1]);
+        const i16x8 x = simd::load_i16_pair_splat(q + r * ldq + t);
+        acc[r][0] = simd::dot_pairs_add(lo, x, acc[r][0]);
+        acc[r][1] = simd::dot_pairs_add(hi, x, acc[r][1]);
       }
     }
     const f32x4 s_lo = simd::load_half4(sp + b * kNR), s_hi = simd::load_half4(sp + b * kNR + 4);
     for (size_t r = 0; r < R; ++r) {
       float* o = out + r * lds;
-      const f32x4 zero = simd::splat(0);
-      simd::store(o, simd::muladd(part[r][0], s_lo, b ? simd::load(o) : zero));
-      simd::store(o + 4, simd::muladd(part[r][1], s_hi, b ? simd::load(o + 4) : zero));
+      const f32x4 step = simd::splat(qs[r * nb + b]), zero = simd::splat(0);
+      simd::store(o, simd::muladd(simd::to_float(acc[r][0]), simd::mul(s_lo, step),
+                                  b ? simd::load(o) : zero));
+      simd::store(o + 4, simd::muladd(simd::to_float(acc[r][1]), simd::mul(s_hi, step),
+                                      b ? simd::load(o + 4) : zero));
     }
   }
 }
@@ -158,6 +201,22 @@ void score_tile(const I8Head& h, size_t panel, size_t d_k, const float* q, size_
 void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size_t j0, size_t cols,
                float* s, size_t lds) {
   const I8Head h = parts(kv.kt, kv.v, kv.v_stride, kv.d_k, kv.d_v);
+  const size_t d_k = kv.d_k, nb = blocks(d_k), d2 = even(d_k);
+  // q as int16: q16 (rows, d2), then the steps qs (rows, nb)
+  auto* q16 = reinterpret_cast<int16_t*>(
+      thread_scratch(ScratchSlot::kv_operand, checked_product({rows, d2 / 2 + nb})));
+  float* qs = reinterpret_cast<float*>(q16 + rows * d2);
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t b = 0; b < nb; ++b) {
+      const float* x = q + r * ldq + b * kB;
+      const size_t n = std::min(kB, d_k - b * kB);
+      const float amax = max_abs(x, n);  // NaN: the block's scores NaN, its int16 zeros
+      qs[r * nb + b] = amax / kQ;
+      if (amax == amax)
+        round_to_i16(x, nullptr, amax > 0 ? kQ / amax : 0.0f, n, q16 + r * d2 + b * kB);
+      else
+        std::fill(q16 + r * d2 + b * kB, q16 + r * d2 + b * kB + even(n), int16_t{0});
+    }
   float tail[kMR * kNR];
   for (size_t p0 = j0; p0 < j0 + cols; p0 += kNR) {
     const size_t n = std::min(kNR, j0 + cols - p0);
@@ -166,19 +225,20 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
       // a whole panel straight into s, a last partial one through tail
       float* out = n == kNR ? s + r0 * lds + (p0 - j0) : tail;
       const size_t ld = n == kNR ? lds : kNR;
-      const float* qr = q + r0 * ldq;
+      const int16_t* qr = q16 + r0 * d2;
+      const float* sr = qs + r0 * nb;
       switch (m) {
         case 1:
-          score_tile<1>(h, p0 / kNR, kv.d_k, qr, ldq, out, ld);
+          score_tile<1>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
           break;
         case 2:
-          score_tile<2>(h, p0 / kNR, kv.d_k, qr, ldq, out, ld);
+          score_tile<2>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
           break;
         case 3:
-          score_tile<3>(h, p0 / kNR, kv.d_k, qr, ldq, out, ld);
+          score_tile<3>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
           break;
         default:
-          score_tile<kMR>(h, p0 / kNR, kv.d_k, qr, ldq, out, ld);
+          score_tile<kMR>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
           break;
       }
       if (n < kNR)
@@ -188,67 +248,73 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
   }
 }
 
-// Keys per step of weighted_values: the weights times their keys' scales, (kMR, kChunk), 4 KiB;
-// a key block (tuning.h), so that a step of attention is one chunk.
+// Keys per step of weighted_values: a key block (tuning.h), so that a step of attention is one
+// step here. Its int32 sums hold a step's products: kChunk·127·32767 < 2^31.
 constexpr size_t kChunk = kKeyBlock;
+static_assert(kChunk * 127.0 * 32767.0 < 2147483648.0, "a step's int32 sums overflow");
 
-// R weight rows w (R, n) (scales applied), row stride kChunk, keys [j, j + n) of the v panel at
-// vp -> a (R, kNR) += w·v
+// R weight rows w (R, n) as int16 (scales applied; a zero after an odd n), row stride kChunk,
+// keys [j, j + n) (j even) of the v panel at vp -> a (R, kNR) += w·v, two keys per operation
 template <size_t R>
-void value_tile(const int8_t* vp, size_t j, size_t n, const float* w, f32x4 (&a)[kMR][2]) {
-  for (size_t i = 0; i < n; ++i) {
-    f32x4 lo, hi;
-    simd::load_i8x8(vp + (j + i) * kNR, lo, hi);
+void value_tile(const int8_t* vp, size_t j, size_t n, const int16_t* w, i32x4 (&a)[kMR][2]) {
+  for (size_t i = 0; i < n; i += 2) {
+    // keys j+i, j+i+1 of columns 0..3 (lo) and 4..7 (hi)
+    const i16x8 lo = simd::load_i8x8_as_i16(vp + (j + i) * kNR);
+    const i16x8 hi = simd::load_i8x8_as_i16(vp + (j + i) * kNR + kNR);
     for (size_t r = 0; r < R; ++r) {
-      const f32x4 x = simd::load_splat(w + r * kChunk + i);
-      a[r][0] = simd::muladd(x, lo, a[r][0]);
-      a[r][1] = simd::muladd(x, hi, a[r][1]);
+      const i16x8 x = simd::load_i16_pair_splat(w + r * kChunk + i);
+      a[r][0] = simd::dot_pairs_add(lo, x, a[r][0]);
+      a[r][1] = simd::dot_pairs_add(hi, x, a[r][1]);
     }
   }
 }
 
-// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v
+// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v. Per step of kChunk keys
+// and block b of columns, w = p·s (s: the keys' scales of block b) rounds to int16 as
+// (p / max p)·(s / max s)·kQ, its step max p · max s / kQ: each factor normalized once per step
+// (p per row, s per block), so that rounding costs two products an element.
 void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t rows, size_t j0,
                         size_t cols, float* acc, size_t ld_acc, bool accumulate) {
   const I8Head h = parts(kv.kt, kv.v, kv.v_stride, kv.d_k, kv.d_v);
   const size_t d_v = kv.d_v, stride = kv.v_stride;
-  alignas(16) float w[kMR * kChunk];
+  alignas(16) float sc[kChunk];
+  alignas(16) int16_t w[kMR * kChunk];
+  float p_max[kMR], step[kMR];
   for (size_t r0 = 0; r0 < rows; r0 += kMR) {
     const size_t m = std::min(kMR, rows - r0);
-    for (size_t b = 0; b * kB < d_v; ++b) {
-      const uint16_t* scale = h.v_scale + b * stride;
-      for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
-        const size_t n = std::min(kChunk, j0 + cols - jc);
-        // w = p · the keys' scales of block b, four keys at a time
+    for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
+      const size_t n = std::min(kChunk, j0 + cols - jc);
+      const float* pc = p + r0 * ldp + (jc - j0);
+      for (size_t r = 0; r < m; ++r) p_max[r] = max_abs(pc + r * ldp, n);  // NaN: a NaN row
+      for (size_t b = 0; b * kB < d_v; ++b) {
+        // sc = the keys' scales of block b, kQ at their largest
+        const uint16_t* scale = h.v_scale + b * stride + jc;
+        f32x4 vmax = simd::splat(0);
         size_t i = 0;
         for (; i + 4 <= n; i += 4) {
-          const f32x4 sc = simd::load_half4(scale + jc + i);
-          for (size_t r = 0; r < m; ++r)
-            simd::store(w + r * kChunk + i,
-                        simd::mul(simd::load(p + (r0 + r) * ldp + (jc - j0) + i), sc));
+          const f32x4 s4 = simd::load_half4(scale + i);
+          simd::store(sc + i, s4);
+          vmax = simd::max(vmax, s4);
         }
-        for (; i < n; ++i)
-          for (size_t r = 0; r < m; ++r)
-            w[r * kChunk + i] =
-                p[(r0 + r) * ldp + (jc - j0) + i] * simd::half_to_float(scale[jc + i]);
+        float s_max = simd::hmax(vmax);
+        for (; i < n; ++i) s_max = std::max(s_max, sc[i] = simd::half_to_float(scale[i]));
+        const f32x4 to_q = simd::splat(s_max > 0 ? kQ / s_max : 0.0f);
+        for (i = 0; i + 4 <= n; i += 4) simd::store(sc + i, simd::mul(simd::load(sc + i), to_q));
+        for (; i < n; ++i) sc[i] *= simd::lane0(to_q);
+        for (size_t r = 0; r < m; ++r) {
+          step[r] = p_max[r] * s_max / kQ;  // NaN: the row's outputs NaN, its int16 zeros
+          if (p_max[r] == p_max[r])
+            round_to_i16(pc + r * ldp, sc, p_max[r] > 0 ? 1.0f / p_max[r] : 0.0f, n,
+                         w + r * kChunk);
+          else
+            std::fill(w + r * kChunk, w + r * kChunk + even(n), int16_t{0});
+        }
         for (size_t c0 = b * kB; c0 < std::min(d_v, (b + 1) * kB); c0 += kNR) {
           const size_t nc = std::min(kNR, d_v - c0);
           float* out = acc + r0 * ld_acc + c0;
-          f32x4 a[kMR][2];
-          float tail[kMR][kNR];
-          const bool fresh = !accumulate && jc == j0;
-          for (size_t r = 0; r < m; ++r) {
-            if (fresh) {
-              a[r][0] = a[r][1] = simd::splat(0);
-            } else if (nc == kNR) {
-              a[r][0] = simd::load(out + r * ld_acc), a[r][1] = simd::load(out + r * ld_acc + 4);
-            } else {
-              std::fill(tail[r], tail[r] + kNR, 0.0f);
-              std::copy(out + r * ld_acc, out + r * ld_acc + nc, tail[r]);
-              a[r][0] = simd::load(tail[r]), a[r][1] = simd::load(tail[r] + 4);
-            }
-          }
-          const int8_t* vp = h.v + c0 / kNR * kNR * stride;
+          i32x4 a[kMR][2];
+          for (size_t r = 0; r < m; ++r) a[r][0] = a[r][1] = simd::zero_i32();
+          const int8_t* vp = h.v + c0 / kNR * kNR * even(stride);
           switch (m) {
             case 1:
               value_tile<1>(vp, jc, n, w, a);
@@ -263,12 +329,23 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
               value_tile<kMR>(vp, jc, n, w, a);
               break;
           }
+          const bool fresh = !accumulate && jc == j0;
+          float tail[kNR];
           for (size_t r = 0; r < m; ++r) {
+            float* o = out + r * ld_acc;
+            const f32x4 st = simd::splat(step[r]), zero = simd::splat(0);
             if (nc == kNR) {
-              simd::store(out + r * ld_acc, a[r][0]), simd::store(out + r * ld_acc + 4, a[r][1]);
+              simd::store(o,
+                          simd::muladd(simd::to_float(a[r][0]), st, fresh ? zero : simd::load(o)));
+              simd::store(o + 4, simd::muladd(simd::to_float(a[r][1]), st,
+                                              fresh ? zero : simd::load(o + 4)));
             } else {
-              simd::store(tail[r], a[r][0]), simd::store(tail[r] + 4, a[r][1]);
-              std::copy(tail[r], tail[r] + nc, out + r * ld_acc);
+              std::fill(tail, tail + kNR, 0.0f);
+              if (!fresh) std::copy(o, o + nc, tail);
+              simd::store(tail, simd::muladd(simd::to_float(a[r][0]), st, simd::load(tail)));
+              simd::store(tail + 4,
+                          simd::muladd(simd::to_float(a[r][1]), st, simd::load(tail + 4)));
+              std::copy(tail, tail + nc, o);
             }
           }
         }

@@ -16,6 +16,7 @@
 #define WA_SIMD_NAME "sse2"
 #else
 #include <algorithm>
+#include <cmath>
 #define WA_SIMD_NAME "scalar"
 #endif
 
@@ -96,6 +97,32 @@ inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
   hi = wasm_i16x8_shuffle(low, high, 4, 12, 5, 13, 6, 14, 7, 15);
 }
 
+// ---- integer lanes, for the int8 kv kernels (kv_i8.cpp) ----
+// i16x8 and i32x4: eight int16 and four int32 lanes, the operands and sums of dot_pairs_add.
+using i16x8 = v128_t;
+using i32x4 = v128_t;
+// Eight int8 at p -> i16x8, sign-extended.
+inline i16x8 load_i8x8_as_i16(const int8_t* p) { return wasm_i16x8_load8x8(p); }
+// The two int16 at p repeated in every pair of lanes.
+inline i16x8 load_i16_pair_splat(const int16_t* p) { return wasm_v128_load32_splat(p); }
+inline i32x4 zero_i32() { return wasm_i32x4_splat(0); }
+// c + lane i: a[2i]·b[2i] + a[2i+1]·b[2i+1] (i32x4.dot_i16x8_s; exact while it fits in int32).
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  return wasm_i32x4_add(wasm_i32x4_dot_i16x8(a, b), c);
+}
+inline f32x4 to_float(i32x4 v) { return wasm_f32x4_convert_i32x4(v); }
+inline f32x4 abs(f32x4 v) { return wasm_f32x4_abs(v); }
+// lo, hi (|x| <= 32767) rounded to the nearest integer, ties to even -> eight int16 at p: x
+// plus 1.5·2^23 as a float rounds x into the low mantissa bits, whose integer is then the bits
+// less those of 1.5·2^23 (small_ints_to_floats backwards). Not nearest and trunc_sat: V8 lowers
+// trunc_sat to about eight x86 instructions.
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  const f32x4 magic = wasm_f32x4_splat(12582912.0f);
+  const v128_t bits = wasm_i32x4_splat(0x4B400000);
+  wasm_v128_store(p, wasm_i16x8_narrow_i32x4(wasm_i32x4_sub(wasm_f32x4_add(lo, magic), bits),
+                                             wasm_i32x4_sub(wasm_f32x4_add(hi, magic), bits)));
+}
+
 #elif defined(__SSE2__)
 
 using f32x4 = __m128;
@@ -145,6 +172,29 @@ inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
   const __m128i high = _mm_and_si128(_mm_srai_epi16(h, 3), _mm_set1_epi16(int16_t(0x8fff)));
   lo = _mm_castsi128_ps(_mm_unpacklo_epi16(low, high));
   hi = _mm_castsi128_ps(_mm_unpackhi_epi16(low, high));
+}
+
+using i16x8 = __m128i;
+using i32x4 = __m128i;
+inline i16x8 load_i8x8_as_i16(const int8_t* p) {
+  const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_srai_epi16(_mm_unpacklo_epi8(b, b), 8);
+}
+inline i16x8 load_i16_pair_splat(const int16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm_set1_epi32(pair);
+}
+inline i32x4 zero_i32() { return _mm_setzero_si128(); }
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  return _mm_add_epi32(_mm_madd_epi16(a, b), c);
+}
+inline f32x4 to_float(i32x4 v) { return _mm_cvtepi32_ps(v); }
+inline f32x4 abs(f32x4 v) { return _mm_andnot_ps(_mm_set1_ps(-0.0f), v); }
+// cvtps rounds as the MXCSR says: to nearest, ties to even, unless a host changed it
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                   _mm_packs_epi32(_mm_cvtps_epi32(lo), _mm_cvtps_epi32(hi)));
 }
 
 #else
@@ -217,6 +267,39 @@ inline f32x4 load_half4(const uint16_t* p) {
 }
 inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
   lo = mul(load_half4(p), splat(0x1p-112f)), hi = mul(load_half4(p + 4), splat(0x1p-112f));
+}
+
+struct i16x8 {
+  int16_t v[8];
+};
+struct i32x4 {
+  int32_t v[4];
+};
+inline i16x8 load_i8x8_as_i16(const int8_t* p) {
+  i16x8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = p[i];
+  return r;
+}
+inline i16x8 load_i16_pair_splat(const int16_t* p) {
+  i16x8 r;
+  for (int i = 0; i < 8; ++i) r.v[i] = p[i % 2];
+  return r;
+}
+inline i32x4 zero_i32() { return {{0, 0, 0, 0}}; }
+inline i32x4 dot_pairs_add(i16x8 a, i16x8 b, i32x4 c) {
+  for (int i = 0; i < 4; ++i) c.v[i] += a.v[2 * i] * b.v[2 * i] + a.v[2 * i + 1] * b.v[2 * i + 1];
+  return c;
+}
+inline f32x4 to_float(i32x4 v) {
+  return {{float(v.v[0]), float(v.v[1]), float(v.v[2]), float(v.v[3])}};
+}
+inline f32x4 abs(f32x4 a) {
+  for (int i = 0; i < 4; ++i) a.v[i] = std::fabs(a.v[i]);
+  return a;
+}
+inline void store_rounded_i16x8(int16_t* p, f32x4 lo, f32x4 hi) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = int16_t(std::nearbyint(lo.v[i])), p[4 + i] = int16_t(std::nearbyint(hi.v[i]));
 }
 
 #endif

@@ -63,8 +63,9 @@ static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks"
 // outlier coarsens only its own block's step; the fp16 scales cost 2 bytes per 32, 0.266× of
 // float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
 constexpr size_t kKvQuantBlock = 32;
-// Query rows the int8 kernels (kv_i8.cpp) hold in registers at once: 4 rows × 2 f32x4 of
-// scores or outputs, plus the widened keys, fit x86's 16 vector registers.
+// Query rows the int8 kernels (kv_i8.cpp) hold in registers at once: 4 rows × 2 i32x4 of
+// sums, plus the two int16 halves of a panel row and a row's operand, fit x86's 16 vector
+// registers.
 constexpr size_t kKvQuantRows = 4;
 static_assert(kKvQuantBlock % kernels::kNR == 0, "an int8 block is whole v panels");
 static_assert(kKeyBlock % kernels::kNR == 0, "a key block is whole panels");

@@ -36,10 +36,25 @@ TEST_CASE("pack and append lay out the same panels; read back returns the rows")
     }
 }
 
+// The int8 kernels' integer operands: a block of q or a key block of weights rounded to int16,
+// steps of its largest magnitude over kOperandMax (kv_i8.cpp).
+constexpr double kOperandMax = 32767;
+
+// The step element t of row x (d) is rounded with: its block's largest magnitude over
+// kOperandMax.
+double operand_step(const float* x, size_t d, size_t t) {
+  const size_t t0 = t / kKvQuantBlock * kKvQuantBlock;
+  double amax = 0;
+  for (size_t e = t0; e < std::min(d, t0 + kKvQuantBlock); ++e)
+    amax = std::max(amax, std::fabs(double(x[e])));
+  return amax / kOperandMax;
+}
+
 TEST_CASE("every kv element type's kernels match the reference across panels and key blocks") {
   for (KvType type : kKvTypes) {
     const KvKernels& kern = kv_kernels(type);
     INFO("kv type " << kern.name);
+    const bool rounds = type == KvType::i8;  // rounds q and p to int16 (kOperandMax)
     // d_k: a whole int8 block and a partial one ending inside a panel, and past a key block
     // (float16 packs its rows a key block of steps at a time); d_v: a partial block of whole
     // panels and a partial panel
@@ -78,16 +93,53 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
             const std::vector<float> q = test::random_floats(rows * d_k, 5);
             std::vector<float> s(rows * cols, NAN);
             kern.scores(kv, q.data(), d_k, rows, j0, cols, s.data(), cols);
+            // beyond float rounding, a compressed type's kernel errs by its rounding of q: each
+            // element by at most half a step of its block, times the key's element
             double worst = 0;
             for (size_t r = 0; r < rows; ++r)
               for (size_t j = 0; j < cols; ++j) {
-                double want = 0;
-                for (size_t t = 0; t < d_k; ++t)
+                double want = 0, bound = 0;
+                for (size_t t = 0; t < d_k; ++t) {
                   want += double(q[r * d_k + t]) * k[(j0 + j) * d_k + t];
-                worst = std::max(worst, std::fabs(s[r * cols + j] - want));
+                  if (rounds)
+                    bound +=
+                        operand_step(&q[r * d_k], d_k, t) / 2 * std::fabs(k[(j0 + j) * d_k + t]);
+                }
+                worst = std::max(worst, std::fabs(s[r * cols + j] - want) - bound);
               }
             CHECK(worst <= 1e-5 * std::max(1.0, d_k / 64.0));  // a sum of d_k products
             const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
+            // beyond float rounding, a compressed type's weighted values err by its rounding of p
+            // times the keys' scales to int16, per key block of a row and block of columns: each
+            // by at most half a step (the block's largest p times its largest scale, over
+            // kOperandMax), times the value's int8 element (v / its scale)
+            const size_t nb_v = (d_v + kKvQuantBlock - 1) / kKvQuantBlock;
+            std::vector<double> v_scale(cols * nb_v);  // key j0 + j, block b: its amax is 127 steps
+            for (size_t j = 0; j < cols; ++j)
+              for (size_t c = 0; c < d_v; ++c) {
+                double& sc = v_scale[j * nb_v + c / kKvQuantBlock];
+                sc = std::max(sc, std::fabs(double(v[(j0 + j) * d_v + c])) / 127);
+              }
+            std::vector<double> v_bound(rows * d_v, 0.0);  // what the rounding may add, (rows,d_v)
+            if (rounds)
+              for (size_t r = 0; r < rows; ++r)
+                for (size_t from = 0; from < cols; from += kKeyBlock) {
+                  const size_t to = std::min(cols, from + kKeyBlock);
+                  double p_max = 0;
+                  for (size_t j = from; j < to; ++j)
+                    p_max = std::max(p_max, double(p[r * cols + j]));
+                  for (size_t c = 0; c < d_v; ++c) {
+                    const size_t b = c / kKvQuantBlock;
+                    double s_max = 0;
+                    for (size_t j = from; j < to; ++j)
+                      s_max = std::max(s_max, v_scale[j * nb_v + b]);
+                    const double w_step = p_max * s_max / kOperandMax;
+                    for (size_t j = from; j < to; ++j)
+                      if (v_scale[j * nb_v + b] > 0)
+                        v_bound[r * d_v + c] +=
+                            w_step / 2 * std::fabs(v[(j0 + j) * d_v + c]) / v_scale[j * nb_v + b];
+                  }
+                }
             for (bool accumulate : {false, true}) {
               std::vector<float> acc(rows * d_v, 0.5f);
               kern.weighted_values(kv, p.data(), cols, rows, j0, cols, acc.data(), d_v, accumulate);
@@ -97,7 +149,8 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
                   double want = accumulate ? 0.5 : 0.0;
                   for (size_t j = 0; j < cols; ++j)
                     want += double(p[r * cols + j]) * v[(j0 + j) * d_v + c];
-                  worst = std::max(worst, std::fabs(acc[r * d_v + c] - want));
+                  worst =
+                      std::max(worst, std::fabs(acc[r * d_v + c] - want) - v_bound[r * d_v + c]);
                 }
               CHECK(worst <= 1e-4);
             }

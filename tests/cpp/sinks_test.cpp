@@ -220,7 +220,9 @@ TEST_CASE("decoding over a cache with sinks: the reference, each type, runs merg
     ref::onnx::Attention a;
     a.batch = 2, a.q_heads = 4, a.kv_heads = 2, a.n_q = 1, a.n_new = n, a.d_k = s.d_k;
     a.d_v = s.d_v, a.scale = 0.3, a.causal = true, a.kv_length = {int32_t(n), int32_t(n)};
-    a.q = test::to_doubles(q), a.k = test::to_doubles(k_held), a.v = test::to_doubles(v_held);
+    // the rows the cache holds, and q as the type's kernels read it
+    a.q = test::to_doubles(type == KvType::i8 ? test::int8_query(q, s.d_k) : q);
+    a.k = test::to_doubles(k_held), a.v = test::to_doubles(v_held);
     a.sinks = test::to_doubles(sinks);
     const test::Doubles want = ref::onnx::attention_forward(a).y;
     HeadsMask m;
@@ -231,7 +233,9 @@ TEST_CASE("decoding over a cache with sinks: the reference, each type, runs merg
     attention_heads_forward(s, qh, cache, heads_4d(serial.data(), 4, 1, s.d_v), 0.3f, m);
     attention_heads_forward(s, qh, cache, heads_4d(threaded.data(), 4, 1, s.d_v), 0.3f, m, nullptr,
                             &test::test_pool());
-    CHECK_CLOSE(serial, std::vector<float>(want.begin(), want.end()), 2e-5);
+    // and the int8 kernels' rounding of the weights (|v| <= 1)
+    CHECK_CLOSE(serial, std::vector<float>(want.begin(), want.end()),
+                2e-5 + (type == KvType::i8 ? test::int8_weights_tolerance(n, 1) : 0.0));
     CHECK(test::bitwise_equal(threaded, serial));
   }
 }

@@ -4,6 +4,7 @@
 
 #include <doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -75,6 +76,31 @@ inline bool all_finite(const std::vector<float>& v) {
 inline ThreadPool& test_pool() {
   static ThreadPool pool(3);
   return pool;
+}
+
+// The int8 kv kernels' own rounding (kv_i8.cpp), for the suites that hold decoding over an int8
+// cache to a reference of the rows the cache holds:
+//   int8_query(q, d): rows q (…, d) as the kernels read them, each block of kKvQuantBlock along
+//     d in steps of its largest magnitude / 32767, ties to even
+//   int8_weights_tolerance(n, v_max): what their rounding of the weights times scales to int16
+//     may add to an output over n keys of values |v| <= v_max: at most v_max / 65534 per key
+//     (weights <= 1 before the division by their sum, itself >= 1), independent and of zero
+//     mean over the keys; six standard deviations of their sum
+inline std::vector<float> int8_query(std::vector<float> q, size_t d) {
+  for (size_t r = 0; r < q.size() / d; ++r)
+    for (size_t t0 = 0; t0 < d; t0 += kKvQuantBlock) {
+      float* block = q.data() + r * d + t0;
+      const size_t n = std::min(kKvQuantBlock, d - t0);
+      float amax = 0;
+      for (size_t t = 0; t < n; ++t) amax = std::max(amax, std::fabs(block[t]));
+      if (amax == 0) continue;
+      const float inv = 32767.0f / amax, step = amax / 32767.0f;
+      for (size_t t = 0; t < n; ++t) block[t] = std::nearbyint(block[t] * inv) * step;
+    }
+  return q;
+}
+inline double int8_weights_tolerance(size_t n, double v_max) {
+  return 6 * std::sqrt(double(n) / 3) / 65534 * v_max;
 }
 
 }  // namespace wa::test

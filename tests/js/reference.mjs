@@ -561,6 +561,14 @@ export function mhaBackwardRef(x, weights, options, dOut) {
 
 // ---- Comparison helpers ----
 
+// ||a − b|| / ||b||: the relative RMS error of a against b.
+export function relativeRms(a, b) {
+  let num = 0,
+    den = 0;
+  for (let i = 0; i < a.length; ++i) ((num += (a[i] - b[i]) ** 2), (den += b[i] ** 2));
+  return Math.sqrt(num / den);
+}
+
 // Largest |a_i - b_i| over two arrays of the same length; equal infinities count as 0,
 // an infinity against a finite value (or NaN anywhere) as Infinity.
 export function maxAbsDiff(a, b) {
