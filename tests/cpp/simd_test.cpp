@@ -115,22 +115,23 @@ TEST_CASE("float_to_half rounds to the nearest half, ties to even, subnormals in
     }
   }
   CHECK(wrong == 0);
+}
 
-  TEST_CASE("integer lanes: int8 widened, pairs of int16 dotted exactly, floats rounded to int16") {
-    const int8_t k[8] = {-127, -1, 0, 1, 2, 64, 126, 127};
-    const int16_t q[2] = {-32767, 32767};
-    // lane i: k[2i]·q[0] + k[2i+1]·q[1], at most 2·127·32767 in magnitude
-    const f32x4 sums =
-        to_float(dot_pairs_add(load_i8x8_as_i16(k), load_i16_pair_splat(q), zero_i32()));
-    float f[4];  // exact: below 2^24
-    store(f, sums);
-    for (int i = 0; i < 4; ++i) CHECK(f[i] == k[2 * i] * q[0] + k[2 * i + 1] * q[1]);
-    // ties go to even; the extremes and negative values round as nearbyint does
-    const float x[8] = {0.5f, 1.5f, -2.5f, -32767.0f, 32767.0f, 3.49f, -3.51f, 0.0f};
-    int16_t r[8];
-    store_rounded_i16x8(r, load(x), load(x + 4));
-    for (int i = 0; i < 8; ++i) CHECK(r[i] == static_cast<int16_t>(std::nearbyint(x[i])));
-  }
+TEST_CASE("integer lanes: int8 widened, pairs of int16 dotted exactly, floats rounded to int16") {
+  const int8_t k[8] = {-127, -1, 0, 1, 2, 64, 126, 127};
+  const int16_t q[2] = {-32767, 32767};
+  // lane i: k[2i]·q[0] + k[2i+1]·q[1], at most 2·127·32767 in magnitude
+  const f32x4 sums =
+      to_float(dot_pairs_add(load_i8x8_as_i16(k), load_i16_pair_splat(q), zero_i32()));
+  float f[4];  // exact: below 2^24
+  store(f, sums);
+  for (int i = 0; i < 4; ++i) CHECK(f[i] == k[2 * i] * q[0] + k[2 * i + 1] * q[1]);
+  // ties go to even; the extremes and negative values round as nearbyint does
+  const float x[8] = {0.5f, 1.5f, -2.5f, -32767.0f, 32767.0f, 3.49f, -3.51f, 0.0f};
+  int16_t r[8];
+  store_rounded_i16x8(r, load(x), load(x + 4));
+  for (int i = 0; i < 8; ++i) CHECK(r[i] == static_cast<int16_t>(std::nearbyint(x[i])));
+}
 
 }  // namespace
 }  // namespace wa
