@@ -15,7 +15,10 @@ import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the
 // attention layers' outputs' relative RMS over every decoded token.
-const DTYPES = [{ dtype: 'int8', loss: 0.005, output: 0.01 }];
+const DTYPES = [
+  { dtype: 'int8', loss: 0.005, output: 0.01 },
+  { dtype: 'float16', loss: 0.001, output: 0.001 },
+];
 
 describe('the shipped model decoding over compressed kv caches', () => {
   let attn, model, emb, windows;
@@ -95,14 +98,14 @@ describe('the shipped model decoding over compressed kv caches', () => {
   });
 
   for (const { dtype, loss, output } of DTYPES) {
-    test(`an ${dtype} cache: the held-out loss within ${loss * 100} % of a float32 cache's`, () => {
+    test(`${dtype === 'int8' ? 'an' : 'a'} ${dtype} cache: the held-out loss within ${loss * 100} % of a float32 cache's`, () => {
       f32 ??= decodeHeldOut('float32');
       const got = decodeHeldOut(dtype).loss;
       const change = Math.abs(got - f32.loss) / f32.loss;
       assert.ok(change <= loss, `held-out loss ${got} over ${dtype}, ${f32.loss} over float32: ${change}`);
     });
 
-    test(`an ${dtype} cache: each layer's decoded output within ${output * 100} % relative RMS of a float32 cache's, on the model's keys`, () => {
+    test(`${dtype === 'int8' ? 'an' : 'a'} ${dtype} cache: each layer's decoded output within ${output * 100} % relative RMS of a float32 cache's, on the model's keys`, () => {
       f32 ??= decodeHeldOut('float32');
       // each layer on the float32 run's inputs, so that its own cache's rounding is measured
       const got = decodeHeldOut(dtype, f32.inputs);
