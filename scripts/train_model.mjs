@@ -58,7 +58,7 @@ export const CONFIG = {
   ffn: 256, // layer 2's feed-forward block: hidden width (0: none)
   // layer 1 head 1 starts looking one word back (train.js lookBack: 94 % of its weight on the
   // previous word of held-out text at step 0), the head an induction head composes with; left
-  // to form alone no layer-1 head passed 36 % in any run
+  // to form alone no layer-1 head passed 36 % in the runs measured
   previousHead: { layer: 0, head: 0, strength: 1 },
   // windows with a span of random words repeated right after it (train.js repeatSampler): all of
   // them up to step `hold` (an induction head forms only with that many), then a share falling
