@@ -276,6 +276,79 @@ describe('live training', () => {
     for (let k = 0; k < 5; ++k) assert.deepEqual(plain(k + 1).ids, text().ids);
   });
 
+  test("repeated spans of the window's own text: its tokens at the start, then the same tokens", () => {
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const ids = docs.map((doc) => toIds(doc, vocab));
+    const n = 24;
+    const next = random(6),
+      plainNext = random(6);
+    const sample = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
+      share: 1,
+      minSpan: 12,
+      maxSpan: 12,
+      text: 1,
+    });
+    // the same generator draws the same window first: each sample() below replays its draws
+    const plain = windowSampler(docs, ids, n, plainNext);
+    for (let k = 0; k < 20; ++k) {
+      const w = sample(k + 1);
+      const t = plain();
+      for (let j = 0; j < 3; ++j) plainNext(); // share, L, start (text's own draw after them)
+      const s = [0, 1].find((s) => w.ids.subarray(s, s + 12).every((c, i) => c === w.ids[s + 12 + i]));
+      assert.ok(s !== undefined, `window ${k} repeats no 12 tokens`);
+      // the first copy is the text's, words and all ("<unk>" words keep their own vectors)
+      assert.deepEqual(w.ids.subarray(0, s + 12), t.ids.subarray(0, s + 12));
+      assert.deepEqual(w.words.slice(s + 12, s + 24), t.words.slice(s, s + 12));
+      assert.deepEqual(w.words.slice(0, s + 12), t.words.slice(0, s + 12));
+      plainNext(); // text: the random words' draw is skipped
+    }
+  });
+
+  test('previousHead: that head starts looking one word back, the others as seeded', () => {
+    const d = emb.dim,
+      n = 24,
+      positionScale = 4;
+    const options = { d, heads: 4, layers: 2, seed: 3, logPrior: new Array(vocab.length).fill(0), qkScale: 0.1 };
+    const plain = createModel(attn, options);
+    const back = createModel(attn, { ...options, previousHead: { layer: 0, head: 1, strength: 1 } });
+    // on held-out-like text: the training excerpt's first windows, positions × 4
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const windows = Array.from({ length: 8 }, (_, k) => ({
+      words: docs[0].slice(k * (n + 1), (k + 1) * (n + 1)),
+      ids: new Int32Array(n + 1),
+    }));
+    const { x } = makeBatch(windows, n, d, vectorCache(emb), positionScale);
+    const trace = (m) => forwardLayers(m.layers, x, { trace: true }).traces[0];
+    const [a, b] = [trace(plain), trace(back)];
+    let prev = 0,
+      count = 0;
+    const w = b[1].weights.data;
+    for (let k = 0; k < windows.length; ++k) for (let i = 1; i < n; ++i, ++count) prev += w[k * n * n + i * n + i - 1];
+    assert.ok(prev / count > 0.85, `head 2's mean weight on the previous word ${prev / count}`);
+    for (const h of [0, 2, 3]) assert.deepEqual(b[h].weights.data, a[h].weights.data, `head ${h + 1}`);
+    for (const m of [plain, back]) for (const l of m.layers) l.dispose();
+  });
+
+  test('attnLr per layer: a factor of 0 leaves that layer as it was', () => {
+    const d = emb.dim,
+      n = 8;
+    const m = createModel(attn, {
+      d,
+      heads: 4,
+      layers: 2,
+      seed: 2,
+      logPrior: new Array(vocab.length).fill(0),
+      qkScale: 0.1,
+    });
+    const before = m.layers.map((l) => l.weights.wq.data.slice());
+    const words = 'we the people of the united states in order to form'.split(' ');
+    const batch = makeBatch([{ words, ids: toIds(words, vocab) }], n, d, vectorCache(emb), 4);
+    trainStep(m, emb, vocab, batch, createAdam(), 1e-2, { attnLr: [0, 1] });
+    assert.deepEqual(m.layers[0].weights.wq.data, before[0]);
+    assert.notDeepEqual(m.layers[1].weights.wq.data, before[1]);
+    for (const l of m.layers) l.dispose();
+  });
+
   test('the induction score: a head that looks at the word after the earlier occurrence scores 1', () => {
     const L = 4,
       n = 2 * L;

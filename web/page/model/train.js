@@ -10,10 +10,11 @@
 // of n+1 class ids and n input words. The output layer's products (T·V·d each, most of a step's
 // work) run on the package's matmul: the model keeps `attn` for that.
 //
-//   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, ffn, qkScale, tensors })
-//     -> { attn, p, layers }
+//   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, ffn, qkScale, previousHead,
+//     tensors }) -> { attn, p, layers }
 //   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, timings }) -> loss; attnLr scales the
-//     attention layers' learning rate (their step() gets lr·attnLr); timings: ms by part, below
+//     attention layers' learning rate (their step() gets lr·attnLr; an array: one factor per
+//     layer); timings: ms by part, below
 //   headForward(attn, p, words, h, T, d, V), headBackward(...): the output layer on the package's
 //     matmul (exported for its tests)
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
@@ -85,13 +86,15 @@ export function randomWords(vocab, next) {
 // uniform in [minSpan, maxSpan], at a start uniform in [0, n+1−2L], followed right away by the
 // same L words; the rest of the window stays the text's. Random words, at varying starts and
 // lengths: only copying from the earlier occurrence predicts the second copy (neither the words'
-// usual neighbours nor a fixed offset do).
-//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, hold, over }) ->
+// usual neighbours nor a fixed offset do). With probability `text`, the span is instead the
+// window's own L tokens at that start (text repeated: its common words, "the", "of", ",", get
+// copied too, which random vocabulary words seldom are).
+//   repeatSampler(sample, vocab, n, next, { share, minSpan, maxSpan, from, hold, over, text }) ->
 //     (step) => { words, ids }: share(step) is `from` up to step `hold`, then goes linearly to
 //     `share` at step `over`, then stays (from = share: always share); null, or share 0 with no
 //     `from`: sample's windows
 export function repeatSampler(sample, vocab, n, next, repeat) {
-  const { share = 0, minSpan, maxSpan, from = share, hold = 0, over = 0 } = repeat ?? {};
+  const { share = 0, minSpan, maxSpan, from = share, hold = 0, over = 0, text = 0 } = repeat ?? {};
   if (!(share > 0) && !(from > 0)) return () => sample();
   const draw = randomWords(vocab, next);
   const shareAt = (step) =>
@@ -101,12 +104,14 @@ export function repeatSampler(sample, vocab, n, next, repeat) {
     if (next() >= shareAt(step)) return w;
     const L = minSpan + Math.floor(next() * (maxSpan - minSpan + 1));
     const s = Math.floor(next() * (n + 2 - 2 * L));
-    const span = draw(L);
+    const own = text > 0 && next() < text;
+    const span = own ? w.ids.slice(s, s + L) : draw(L);
+    const spanWords = own ? w.words.slice(s, s + L) : Array.from(span, (c) => vocab[c]);
     const ids = Int32Array.from(w.ids);
     const words = w.words.slice();
     for (let k = 0; k < 2 * L; ++k) {
       ids[s + k] = span[k % L];
-      words[s + k] = vocab[span[k % L]];
+      words[s + k] = spanWords[k % L];
     }
     return { words, ids };
   };
@@ -133,13 +138,14 @@ export function makeBatch(windows, n, d, vec, positionScale) {
   return { x: { data: x, shape: [B, n, d] }, targets };
 }
 
-// -> { attn, p, layers }: layers seeded (seed + L, Xavier-uniform; W_Q and W_K × qkScale), wout 0.1·I, bout = logPrior,
+// -> { attn, p, layers }: layers seeded (seed + L, Xavier-uniform; W_Q and W_K × qkScale; with
+// previousHead { layer, head, strength }, that head's W_Q, W_K from lookBack), wout 0.1·I, bout = logPrior,
 // wdelta 0 (with outputDelta), w1 Xavier-uniform from seed + 100 and b1, w2, b2 0 (with ffn m,
 // so the block starts as the identity); or, with tensors (weights.js' unpackTensors of a trained
 // model), copies of those weights (wdelta and the block where the model has them).
 export function createModel(
   attn,
-  { d, heads, layers, seed, logPrior, outputDelta = false, ffn = 0, qkScale = 1, tensors },
+  { d, heads, layers, seed, logPrior, outputDelta = false, ffn = 0, qkScale = 1, previousHead = null, tensors },
 ) {
   if (tensors) {
     const p = { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() };
@@ -180,14 +186,39 @@ export function createModel(
       const w = seeded.weights;
       seeded.dispose();
       const scaled = (t) => ({ data: t.data.map((v) => v * qkScale), shape: t.shape });
-      return attn.multiHeadAttention({
-        dModel: d,
-        heads,
-        bias: false,
-        weights: { wq: scaled(w.wq), wk: scaled(w.wk), wv: w.wv, wo: w.wo },
-      });
+      const weights = { wq: scaled(w.wq), wk: scaled(w.wk), wv: w.wv, wo: w.wo };
+      if (previousHead && previousHead.layer === L) lookBack(weights, d, heads, previousHead);
+      return attn.multiHeadAttention({ dModel: d, heads, bias: false, weights });
     }),
   };
+}
+
+// A head's starting W_Q, W_K (d, heads·dK) set so that, on the sinusoidal positions alone, query i
+// scores key j by a·Σ_f cos(ω_f·(i − j − 1)), largest at j = i − 1: the head starts looking one
+// word back, which training keeps or changes like any other weight. Positions pair dimensions
+// (2f, 2f+1) = (sin ω_f·i, cos ω_f·i), ω_f = 10000^(−2f/d) (embeddings.js); the head's dK
+// columns take the ⌊dK/2⌋ fastest pairs, W_Q copying pair f and W_K rotating it one position
+// forward, both × strength: a = strength²·positionScale²/√dK. The head's other W_Q, W_K entries
+// are 0 (its W_V, W_O stay seeded).
+//   lookBack({ wq, wk }, d, heads, { head, strength }) -> changes wq, wk in place
+function lookBack({ wq, wk }, d, heads, { head, strength }) {
+  const dK = d / heads,
+    cols = heads * dK;
+  for (let r = 0; r < d; ++r)
+    for (let c = head * dK; c < (head + 1) * dK; ++c) wq.data[r * cols + c] = wk.data[r * cols + c] = 0;
+  for (let f = 0; f < Math.floor(dK / 2); ++f) {
+    const omega = Math.pow(10000, (-2 * f) / d);
+    const [sin, cos] = [Math.sin(omega), Math.cos(omega)];
+    const [a, b] = [head * dK + 2 * f, head * dK + 2 * f + 1]; // the head's columns for pair f
+    const [x, y] = [2 * f * cols, (2 * f + 1) * cols]; // rows 2f (sin) and 2f+1 (cos)
+    wq.data[x + a] = wq.data[y + b] = strength;
+    // k_j = strength·(sin ω(j+1), cos ω(j+1)), with sin ω(j+1) = sin ωj·cos ω + cos ωj·sin ω and
+    // cos ω(j+1) = cos ωj·cos ω − sin ωj·sin ω
+    wk.data[x + a] = strength * cos;
+    wk.data[y + a] = strength * sin;
+    wk.data[x + b] = -strength * sin;
+    wk.data[y + b] = strength * cos;
+  }
 }
 
 // a (m,k) · b (k,n) through the package's matmul (transposeA: a given as (k,m); transposeB: b
@@ -311,7 +342,7 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
     for (const name of ['dwq', 'dwk', 'dwv', 'dwo']) {
       dirs[name] = { data: adam.direction(`${L}.${name}`, grads[name].data), shape: grads[name].shape };
     }
-    layers[L].step(dirs, lr * attnLr);
+    layers[L].step(dirs, lr * (Array.isArray(attnLr) ? attnLr[L] : attnLr));
     dh = next;
   }
   lap('layersBackward');

@@ -3,15 +3,16 @@
 //
 //   manifestOptions(manifest, tensors) -> the shipped model's settings below, from its manifest
 //   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
-//                         warmup, outputDelta, ffn, qkScale, attnLr, repeat })
+//                         warmup, outputDelta, ffn, qkScale, previousHead, attnLr, repeat })
 //     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
 //     docs    [[norm]] the training text's documents, tokenized (corpus_text.js)
 //     tensors null: start from seeded random layers and the text's unigram distribution, as
 //             train_model.mjs does; else the trained model's tensors (weights.js), copied
 //     warmup  steps over which the learning rate rises linearly to the one asked for
-//     outputDelta, ffn, qkScale, attnLr, repeat  as train_model.mjs (learned output-vector
-//             corrections; layer 2's feed-forward width; the starting W_Q, W_K scale; the attention
-//             layers' learning-rate factor; the repeated spans mixed into the windows, or null)
+//     outputDelta, ffn, qkScale, previousHead, attnLr, repeat  as train_model.mjs (learned
+//             output-vector corrections; layer 2's feed-forward width; the starting W_Q, W_K
+//             scale; the head that starts looking one word back, or null; the attention layers'
+//             learning-rate factor; the repeated spans mixed into the windows, or null)
 //   -> { step(lr, timings) -> loss of the batch before the step, heads(norms) -> { n, weights },
 //        induction(norms) -> [score] (layers·heads), steps, tokens, dispose() }
 //   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
@@ -47,6 +48,7 @@ export function manifestOptions(manifest, tensors) {
     outputDelta: Boolean(tensors.wdelta),
     ffn: tensors.b1?.data.length ?? 0,
     qkScale: t.qkScale ?? 1,
+    previousHead: t.previousHead ?? null,
     attnLr: t.attnLr ?? 1,
     repeat: t.repeatedSpans ?? null,
   };
@@ -69,6 +71,7 @@ export function createTrainer(
     outputDelta = false,
     ffn = 0,
     qkScale = 1,
+    previousHead = null,
     attnLr = 1,
     repeat = null,
   },
@@ -89,6 +92,7 @@ export function createTrainer(
     outputDelta,
     ffn,
     qkScale,
+    previousHead,
     tensors,
   });
   const adam = createAdam();
