@@ -9,6 +9,7 @@ export default [
       'build/',
       'node_modules/',
       'web/lib/wasm/',
+      'web/lib/index.cjs',
       'tests/artifacts/',
       'web/examples/*/dist/',
       'web/examples/*/node_modules/',

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds everything: the native core and tests (build/native), and with Emscripten the wasm
-# tests (build/wasm) and the package's four modules (web/lib/wasm). Incremental: a second
-# run rebuilds only what changed.
+# Builds everything: the native core and tests (build/native), with Emscripten the wasm tests
+# (build/wasm) and the package's four modules (web/lib/wasm), and the package's CommonJS entry
+# (web/lib/index.cjs). Incremental: a second run rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +23,9 @@ if [ ! -f build/wasm/CMakeCache.txt ]; then
 fi
 cmake --build build/wasm -j"$jobs"
 
-# The package's types for require() users: the same declarations under the .d.cts name
-# TypeScript looks for beside index.cjs.
+# The package's entry for require() users, index.cjs: Node 20's require() cannot load the ES
+# modules, so Rollup bundles the synchronous functions from them into one CommonJS file (no
+# hand copy), its createAttention importing index.js. Its types: the same declarations under
+# the .d.cts name TypeScript looks for beside index.cjs.
+node scripts/build_cjs.mjs
 cp web/lib/index.d.ts web/lib/index.d.cts

@@ -8,8 +8,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 
-import { createAttention, tensor } from '../web/lib/index.js';
-import { random } from '../web/lib/random.js';
+import { createAttention, seededRandom, tensor } from '../web/lib/index.js';
 
 // The layer's attention shape: batch 1, 32 query heads reading 8 kv heads, d 128 (Llama 3 8B).
 export const LAYER = { qHeads: 32, kvHeads: 8, d: 128 };
@@ -21,7 +20,7 @@ export function headRows(seed, kind, h, t0, n, d = LAYER.d) {
   const out = new Float32Array(n * d);
   const half = kind === 2 ? 1 : 2;
   for (let t = 0; t < n; ++t) {
-    const next = random((seed * 0x9e3779b1 + (kind * 64 + h) * 0x85ebca6b + (t0 + t) * 0xc2b2ae35) >>> 0);
+    const next = seededRandom((seed * 0x9e3779b1 + (kind * 64 + h) * 0x85ebca6b + (t0 + t) * 0xc2b2ae35) >>> 0);
     for (let e = 0; e < d; ++e) out[t * d + e] = (2 * next() - 1) * half;
   }
   return out;

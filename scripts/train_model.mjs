@@ -19,8 +19,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createAttention } from '../web/lib/index.js';
-import { random } from '../web/lib/random.js';
+import { createAttention, seededRandom } from '../web/lib/index.js';
 import { describeHead } from '../web/page/model/head_stats.js';
 import { packTensors } from '../web/page/model/weights.js';
 import { createAdam } from '../web/page/model/adam.js';
@@ -103,7 +102,7 @@ const model = createModel(attn, {
   logPrior: Array.from(counts, (c) => Math.log((c + 1) / (total + V))),
 });
 const adam = createAdam();
-const next = random(CONFIG.seed);
+const next = seededRandom(CONFIG.seed);
 const vec = vectorCache(emb);
 
 // Training windows: a document chosen in proportion to its length, then a start in it; a share

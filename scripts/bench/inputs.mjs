@@ -3,8 +3,8 @@
 // Plus a small evenly spaced sample of outputs, enough to see that two implementations
 // computed the same thing without sending whole tensors between processes.
 
-// random(seed): mulberry32 -> uniform floats in [0, 1), the package's own seeded generator
-import { random } from '../../web/lib/random.js';
+// seededRandom(seed): mulberry32 -> uniform floats in [0, 1), the package's own seeded generator
+import { seededRandom } from '../../web/lib/index.js';
 
 // FNV-1a of the name: a stable 32-bit seed per case.
 function seedOf(name) {
@@ -27,7 +27,7 @@ function uniform(next, count, amplitude) {
 // dOut is made for forward cases too: it costs little and keeps the stream of numbers, hence
 // the inputs, identical between a case and its backward twin.
 export function makeInputs(spec) {
-  const next = random(seedOf(spec.inputsKey));
+  const next = seededRandom(seedOf(spec.inputsKey));
   if (spec.op === 'matmul') {
     return { a: uniform(next, spec.m * spec.k, 1), b: uniform(next, spec.k * spec.n, 1) };
   }

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 
 import * as binding from '../../web/lib/binding.js';
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
-import { createAttention, tensor } from '../../web/lib/index.js';
+import * as esm from '../../web/lib/index.js';
+import { createAttention, seededRandom, tensor, xavierUniform } from '../../web/lib/index.js';
 import { glue } from '../../web/lib/glue.js';
 import { loadModule } from '../../web/lib/loader.js';
 import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from './reference.mjs';
@@ -426,6 +427,10 @@ for (const threads of [1, 2]) {
         assert.ok(Math.abs(mean) < 0.25 * bound, `${name}: mean ${mean}`);
       }
       assert.notDeepEqual(wa.wq.data, wa.wk.data.subarray(0, wa.wq.data.length));
+      // the public generator reproduces them: wq, wk, wv, wo drawn in turn from seededRandom(seed)
+      const next = seededRandom(7);
+      for (const name of ['wq', 'wk', 'wv', 'wo'])
+        assert.deepEqual(wa[name].data, xavierUniform(...shapes[name], next), `${name}: the public draws`);
       for (const name of ['bq', 'bk', 'bv', 'bo'])
         assert.ok(
           wa[name].data.every((x) => x === 0),
@@ -608,13 +613,64 @@ test('tensor() builds { data, shape }', () => {
   assert.deepEqual(t.shape, [2, 3]);
 });
 
-test('the CommonJS tensor() builds the same { data, shape } as the ES module one', () => {
-  const { tensor: tensorCjs } = createRequire(import.meta.url)('../../web/lib/index.cjs');
-  const data = new Float32Array(6);
-  const [a, b] = [tensor(data, [2, 3]), tensorCjs(data, [2, 3])];
-  assert.deepEqual(Object.keys(b), Object.keys(a));
-  assert.equal(b.data, data);
-  assert.deepEqual(b.shape, a.shape);
+// The shipped model was trained on, and the page's unknown-word vectors are, these numbers:
+// pinned. mulberry32's first three draws (×2³²) for three seeds, and one Xavier draw.
+test('seededRandom(seed) and xavierUniform give the pinned numbers', () => {
+  const draws = (seed) => {
+    const next = seededRandom(seed);
+    return [next(), next(), next()].map((x) => x * 2 ** 32);
+  };
+  assert.deepEqual(draws(0), [1144304738, 1416247, 958946056]);
+  assert.deepEqual(draws(1), [2693262067, 11749833, 2265367787]);
+  assert.deepEqual(draws(2 ** 32 - 1), [3850105811, 813802916, 3073704848]);
+  assert.deepEqual(
+    xavierUniform(2, 3, seededRandom(7)),
+    new Float32Array([-1.0698013, -0.95970136, 1.0448523, 0.43605006, 0.04698423, -0.20699161]),
+  );
+});
+
+// index.cjs is built from web/lib/require_entry.js (scripts/build_cjs.mjs): the same functions,
+// bundled, and createAttention loading the ES module.
+describe('the CommonJS entry (require)', () => {
+  const cjs = createRequire(import.meta.url)('../../web/lib/index.cjs');
+
+  test('exports what the ES module exports', () => {
+    assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).sort());
+  });
+
+  test('tensor() builds the same tensors', () => {
+    const data = new Float32Array(6);
+    const bits = new Uint16Array(6);
+    for (const [made, madeCjs] of [
+      [tensor(data, [2, 3]), cjs.tensor(data, [2, 3])],
+      [tensor(bits, [3, 2], { dtype: 'float16' }), cjs.tensor(bits, [3, 2], { dtype: 'float16' })],
+    ]) {
+      assert.deepEqual(Object.keys(madeCjs), Object.keys(made));
+      assert.equal(madeCjs.data, made.data);
+      assert.deepEqual(madeCjs, made);
+    }
+  });
+
+  test('seededRandom and xavierUniform give the same numbers', () => {
+    for (const seed of [0, 1, 0xe40c292c, 2 ** 32 - 1]) {
+      const [a, b] = [seededRandom(seed), cjs.seededRandom(seed)];
+      for (let i = 0; i < 100; ++i) assert.equal(b(), a(), `seed ${seed}, draw ${i}`);
+    }
+    assert.deepEqual(cjs.xavierUniform(7, 5, cjs.seededRandom(3)), xavierUniform(7, 5, seededRandom(3)));
+  });
+
+  test('createAttention loads the module and computes', async () => {
+    const attn = await cjs.createAttention({ threads: 1 });
+    try {
+      const x = tensor(new Float32Array([1, 0, 0, 1, 1, 1]), [3, 2]);
+      const k = tensor(new Float32Array([1, 1, 0, 1, 1, 2]), [3, 2]);
+      const { output } = attn.attention(x, k, x);
+      const expected = [0.80222419, 0.59888791, 0.75174492, 0.75174492, 0.85997076, 0.71600459];
+      output.data.forEach((v, i) => assert.ok(Math.abs(v - expected[i]) < 1e-6, `output[${i}] = ${v}`));
+    } finally {
+      attn.dispose();
+    }
+  });
 });
 
 describe('binding contract (web/lib/binding.js)', () => {

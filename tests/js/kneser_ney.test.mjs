@@ -5,12 +5,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { random } from '../../web/lib/random.js';
+import { seededRandom } from '../../web/lib/index.js';
 import { countNgrams, kneserNey } from '../../scripts/train/kneser_ney.mjs';
 
 // documents of class ids from a skewed random source with some structure (w follows w−1 often)
 function randomDocs(seed, V, lengths) {
-  const next = random(seed);
+  const next = seededRandom(seed);
   return lengths.map((len) => {
     const ids = new Int32Array(len);
     for (let i = 0; i < len; ++i) {

@@ -440,18 +440,6 @@ describe('the page as an app of the package', () => {
     }
     assert.deepEqual(reaching, []);
   });
-
-  test("the page's seeded generator gives the package's numbers (the shipped model depends on them)", async () => {
-    const { random: pageRandom } = await import('../../web/page/random.js');
-    const { random: packageRandom } = await import('../../web/lib/random.js');
-    for (const seed of [0, 1, 0xe40c292c, 2 ** 32 - 1]) {
-      const [a, b] = [pageRandom(seed), packageRandom(seed)];
-      for (let i = 0; i < 100; ++i) assert.equal(a(), b(), `seed ${seed}, draw ${i}`);
-    }
-    const { xavierUniform: pageXavier } = await import('../../web/page/random.js');
-    const { xavierUniform: packageXavier } = await import('../../web/lib/random.js');
-    assert.deepEqual(pageXavier(7, 5, pageRandom(3)), packageXavier(7, 5, packageRandom(3)));
-  });
 });
 
 describe("step numbers in the page's prose", () => {

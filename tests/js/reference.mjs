@@ -30,7 +30,7 @@
 
 // mulberry32 -> uniform floats in [0, 1); same seed, same sequence. The package's own seeded
 // generator (it only makes test inputs here; none of the math under test).
-export { random as rng } from '../../web/lib/random.js';
+export { seededRandom as rng } from '../../web/lib/index.js';
 
 // A Float32Array of n uniform values in [lo, hi) from next (an rng()).
 export function uniform(next, n, lo = -1, hi = 1) {

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { corpusDir } from '../../scripts/train/corpus.mjs';
-import { createAttention } from '../../web/lib/index.js';
+import { createAttention, seededRandom } from '../../web/lib/index.js';
 import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
 import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
 import { createAdam } from '../../web/page/model/adam.js';
@@ -27,7 +27,6 @@ import {
 } from '../../web/page/model/train.js';
 import { inductionScore, repeatedSentence, repeatedSpan } from '../../web/page/model/head_stats.js';
 import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
-import { random } from '../../web/lib/random.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -157,7 +156,7 @@ describe('live training', () => {
       docs,
       docs.map((doc) => toIds(doc, vocab)),
       n,
-      random(3),
+      seededRandom(3),
     );
     const vec = vectorCache(emb);
     try {
@@ -181,7 +180,7 @@ describe('live training', () => {
       m = 5,
       V = 7,
       T = 4;
-    const next = random(11);
+    const next = seededRandom(11);
     const u = (k, s = 1) => Float32Array.from({ length: k }, () => s * (2 * next() - 1));
     const p = { wout: u(d * d), bout: u(V), w1: u(d * m), b1: u(m, 0.5), w2: u(m * d), b2: u(d) };
     const words = u(V * d),
@@ -228,7 +227,7 @@ describe('live training', () => {
     const ids = docs.map((doc) => toIds(doc, vocab));
     const n = 24;
     const make = (seed, share) => {
-      const next = random(seed);
+      const next = seededRandom(seed);
       return repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, { share, minSpan: 3, maxSpan: 12 });
     };
     const sample = make(5, 0.5);
@@ -255,7 +254,7 @@ describe('live training', () => {
       b = make(9, 0.5);
     for (let k = 0; k < 20; ++k) assert.deepEqual(a(k + 1).ids, b(k + 1).ids);
     // a schedule: every window repeats at first, none from step `over` on
-    const next = random(4);
+    const next = seededRandom(4);
     const ramp = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
       share: 0,
       from: 1,
@@ -270,7 +269,7 @@ describe('live training', () => {
     // share 0: the text's windows as they are
     const plain = make(9, 0),
       text = (() => {
-        const next = random(9);
+        const next = seededRandom(9);
         return windowSampler(docs, ids, n, next);
       })();
     for (let k = 0; k < 5; ++k) assert.deepEqual(plain(k + 1).ids, text().ids);
@@ -280,8 +279,8 @@ describe('live training', () => {
     const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
     const ids = docs.map((doc) => toIds(doc, vocab));
     const n = 24;
-    const next = random(6),
-      plainNext = random(6);
+    const next = seededRandom(6),
+      plainNext = seededRandom(6);
     const sample = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
       share: 1,
       minSpan: 12,

@@ -486,3 +486,11 @@ export function createAttention(options?: CreateAttentionOptions): Promise<Atten
 export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 'float32' }): Tensor;
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
 export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;
+/** A seeded generator (mulberry32): each call returns the next uniform float in [0, 1); the same
+ *  seed (0 to 2^32-1) gives the same numbers in every engine. A layer's `seed` draws its initial
+ *  weights from seededRandom(seed) through xavierUniform, so an app can reproduce them. */
+export function seededRandom(seed: number): () => number;
+/** Xavier (Glorot) uniform weights for a [fanIn,fanOut] matrix, row-major: U(−a, a) with
+ *  a = √(6 / (fanIn + fanOut)), fanIn·fanOut draws of `next`. A seeded layer's wq, wk, wv, wo
+ *  are xavierUniform(...shape, next) in turn for one next = seededRandom(seed). */
+export function xavierUniform(fanIn: number, fanOut: number, next: () => number): Float32Array;

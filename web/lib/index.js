@@ -11,6 +11,7 @@ import { glue } from './glue.js';
 import { createWorkerAttention } from './worker_client.js';
 
 export { tensor } from './tensor.js';
+export { seededRandom, xavierUniform } from './seeded_random.js';
 
 // options (threads, locateFile, wasmBinary, worker, isa): create.js.
 export function createAttention(options) {

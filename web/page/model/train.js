@@ -19,7 +19,7 @@
 //     matmul (exported for its tests)
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
 //   evaluate(...), accuracyTally(...), makeBatch(...), vectorCache(emb), windowsOf(...): below
-import { random, xavierUniform } from '../random.js';
+import { seededRandom, xavierUniform } from '../../lib/index.js';
 import { sinusoidalPositions } from '../embeddings.js';
 import { headStats, inductionScore } from './head_stats.js';
 import { layerWeights } from './weights.js';
@@ -168,7 +168,7 @@ export function createModel(
   // learned corrections to the output word vectors, starting at 0 (W = word vectors + wdelta)
   if (outputDelta) p.wdelta = new Float32Array(V * d);
   if (ffn > 0) {
-    p.w1 = xavierUniform(d, ffn, random(seed + 100));
+    p.w1 = xavierUniform(d, ffn, seededRandom(seed + 100));
     p.b1 = new Float32Array(ffn);
     p.w2 = new Float32Array(ffn * d);
     p.b2 = new Float32Array(d);
@@ -453,7 +453,7 @@ export function evaluate(model, emb, vocab, windows, { n, B = 16, baseline, word
 }
 
 // The induction test of TransformerLens on `sequences` sequences of n = 2·span tokens: span random
-// vocabulary words (randomWords from random(seed), a seed training never uses), then the same
+// vocabulary words (randomWords from seededRandom(seed), a seed training never uses), then the same
 // words again. -> { span, sequences, seed, heads: [{ layer, head, induction }] (head_stats.js'
 // inductionScore, averaged), lossFirst, lossSecond }: the mean loss on predicting each copy's
 // tokens after its first (tokens 1..span−1 of the first copy, span+1..2·span−1 of the second),
@@ -465,7 +465,7 @@ export function inductionTest(model, emb, vocab, { span, sequences, seed, positi
     V = vocab.length;
   const words = outputWords(emb, vocab, p.unk, p.wdelta);
   const vec = vectorCache(emb);
-  const draw = randomWords(vocab, random(seed));
+  const draw = randomWords(vocab, seededRandom(seed));
   const scores = layers.map((l) => new Float64Array(l.config.heads));
   let first = 0,
     second = 0;

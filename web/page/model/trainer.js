@@ -20,7 +20,7 @@
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
 //     (repeatedSpan(norms) > 0), in heads' order
-import { random } from '../random.js';
+import { seededRandom } from '../../lib/index.js';
 import { createAdam } from './adam.js';
 import { inductionScore, repeatedSpan } from './head_stats.js';
 import { forwardLayers } from './lm.js';
@@ -80,7 +80,7 @@ export function createTrainer(
     d = emb.dim;
   const idDocs = docs.map((doc) => toIds(doc, vocab));
   const { counts, total: tokens } = classCounts(idDocs, V);
-  const next = random(seed);
+  const next = seededRandom(seed);
   // RangeError when the text is too short
   const sample = repeatSampler(windowSampler(docs, idDocs, n, next), vocab, n, next, repeat);
   const model = createModel(attn, {
