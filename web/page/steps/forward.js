@@ -31,6 +31,17 @@ const scaledMatrix = (ctx) =>
 const maskedMatrix = (ctx) => square(ctx, 'masked', 'masked scores', `${v('M')}`, ctx.result.single.masked);
 const weightsMatrix = (ctx, rowSums) =>
   square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, { scale: 'unit', rowSums });
+// Query i's row of [n,n] matrices side by side, one key a line: columns [name, tensor], each
+// headed name_ij.
+function queryRowTable(ctx, i, columns) {
+  const { n } = ctx;
+  const I = i + 1;
+  const rows = Array.from({ length: n }, (_, j) => [
+    keyCell(ctx, j),
+    ...columns.map(([, t]) => fmt(t.data[i * n + j])),
+  ]);
+  return table(['key j', ...columns.map(([name]) => `${name}${sub(`${I}j`)}`)], rows, i);
+}
 function concatMatrix(ctx) {
   const { heads } = ctx;
   const label = heads > 1 ? `${v('C')} = [head<sub>1</sub> … head<sub>${heads}</sub>]` : `${v('C')} = head<sub>1</sub>`;
@@ -273,16 +284,12 @@ export const FORWARD_STEPS = [
     },
     inspect(ctx, i) {
       const s = ctx.result.single;
-      const { n } = ctx;
-      const I = i + 1;
-      const rows = Array.from({ length: n }, (_, j) => [
-        keyCell(ctx, j),
-        fmt(s.scores.data[i * n + j]),
-        fmt(s.scaled.data[i * n + j]),
-      ]);
       return (
         `<p>${ctx.scaling ? `Each score divided by √${ctx.dK} = ${fmt(Math.sqrt(ctx.dK))}` : 'Scaling off: multiplied by 1'}:</p>` +
-        table(['key j', `S${sub(`${I}j`)}`, `S′${sub(`${I}j`)}`], rows, i)
+        queryRowTable(ctx, i, [
+          ['S', s.scores],
+          ['S′', s.scaled],
+        ])
       );
     },
     hand: ({ scaling }) =>
@@ -314,17 +321,13 @@ export const FORWARD_STEPS = [
     },
     inspect(ctx, i) {
       const s = ctx.result.single;
-      const { n } = ctx;
-      const I = i + 1;
-      const rows = Array.from({ length: n }, (_, j) => [
-        keyCell(ctx, j),
-        fmt(s.scaled.data[i * n + j]),
-        fmt(s.masked.data[i * n + j]),
-      ]);
       const what = ctx.causal
-        ? `Token ${I} sees keys 1 to ${I}; keys after it become −∞.`
+        ? `Token ${i + 1} sees keys 1 to ${i + 1}; keys after it become −∞.`
         : 'No mask: every key stays.';
-      return `<p>${what}</p>${table(['key j', `S′${sub(`${I}j`)}`, `M${sub(`${I}j`)}`], rows, i)}`;
+      return `<p>${what}</p>${queryRowTable(ctx, i, [
+        ['S′', s.scaled],
+        ['M', s.masked],
+      ])}`;
     },
   },
 
