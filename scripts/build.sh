@@ -24,8 +24,8 @@ fi
 cmake --build build/wasm -j"$jobs"
 
 # The package's entry for require() users, index.cjs: Node 20's require() cannot load the ES
-# modules, so Rollup bundles the synchronous functions from them into one CommonJS file (no
-# hand copy), its createAttention importing index.js. Its types: the same declarations under
-# the .d.cts name TypeScript looks for beside index.cjs.
+# modules, so Rollup bundles the synchronous functions from their modules into one CommonJS
+# file, whose createAttention imports index.js. Its types: the same declarations under the
+# .d.cts name TypeScript looks for beside index.cjs.
 node scripts/build_cjs.mjs
 cp web/lib/index.d.ts web/lib/index.d.cts
