@@ -9,9 +9,9 @@
 
 namespace wa::kernels {
 
-void f32_gemm_6x8_relaxed(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c,
-                          size_t ldc, bool accumulate) {
-  f32_gemm_tile<6, Style::loadsplat, 1, RelaxedMadd>(mr, nr, kc, a, b, c, ldc, accumulate);
+void f32_gemm_6x8_relaxed(size_t m, size_t n, size_t kc, const float* a, const float* b,
+                          size_t b_stride, float* c, size_t ldc, bool accumulate) {
+  f32_gemm_tile<6, Style::loadsplat, 1, RelaxedMadd>(m, n, kc, a, b, b_stride, c, ldc, accumulate);
 }
 
 }  // namespace wa::kernels

@@ -160,11 +160,9 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
       pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_a);
-      for (size_t j = j_first; j < j_end; j += kNR) {  // kNC divides into kNR panels
-        const float* b_panel = packed_b_block(packed_b, packed_k, p0, j);
-        const size_t nr = std::min(kNR, n - j);
-        kernel.run(mc, nr, kc, packed_a, b_panel, c + i0 * ldc + j, ldc, accumulate || p0 > 0);
-      }
+      // the group's columns (kNC divides into kNR panels), panel after panel
+      kernel.run(mc, j_end - j_first, kc, packed_a, packed_b_block(packed_b, packed_k, p0, j_first),
+                 kNR * packed_k, c + i0 * ldc + j_first, ldc, accumulate || p0 > 0);
     }
   });
 }

@@ -15,12 +15,13 @@
 
 namespace wa::kernels {
 
-// c (m,nr) [+]= a (m,kc) · b (kc,nr), m >= 1, 1 <= nr <= kNR, from ceil(m/MR) packed a panels
-// (kc,MR) one after another (MR: the kernel's tile rows) and one b panel (kc,kNR); c has row
-// stride ldc. The kernel runs its tiles down the rows. accumulate: add to c instead of
+// c (m,n) [+]= a (m,kc) · b (kc,n), m >= 1, n >= 1, from ceil(m/MR) packed a panels (kc,MR)
+// one after another (MR: the kernel's tile rows) and ceil(n/kNR) packed b panels (kc,kNR),
+// b_stride floats apart; c has row stride ldc. The kernel runs b's panels outer and its tiles
+// down the rows inner (one b panel stays in L1 while a streams). accumulate: add to c instead of
 // overwriting it. kc = 0 leaves c as it was (accumulate) or zero.
-using GemmMicrokernel = void (*)(size_t mr, size_t nr, size_t kc, const float* a, const float* b,
-                                 float* c, size_t ldc, bool accumulate);
+using GemmMicrokernel = void (*)(size_t m, size_t n, size_t kc, const float* a, const float* b,
+                                 size_t b_stride, float* c, size_t ldc, bool accumulate);
 
 // A kernel and its tiles' rows, by name (the function's, as in backend.gemmKernel).
 struct GemmKernel {
@@ -31,9 +32,9 @@ struct GemmKernel {
 
 // The kernels (f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of
 // one ISA gives bitwise the same c.
-#define WA_GEMM_KERNEL(name)                                                                       \
-  void name(size_t mr, size_t nr, size_t kc, const float* a, const float* b, float* c, size_t ldc, \
-            bool accumulate);
+#define WA_GEMM_KERNEL(name)                                                                \
+  void name(size_t m, size_t n, size_t kc, const float* a, const float* b, size_t b_stride, \
+            float* c, size_t ldc, bool accumulate);
 // SIMD128 (SSE natively): multiply, then add
 WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)

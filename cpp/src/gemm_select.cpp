@@ -74,9 +74,8 @@ struct Probe {
   // One pass over the problem with kernel: its FLOPs.
   double run(const GemmKernel& kernel) {
     const size_t ldc = kProbePanels * kNR;
-    for (size_t j = 0; j < kProbePanels; ++j)
-      kernel.run(kProbeRows, kNR, kProbeK, a.data(), b.data() + j * kNR * kProbeK,
-                 c.data() + j * kNR, ldc, false);
+    kernel.run(kProbeRows, kProbePanels * kNR, kProbeK, a.data(), b.data(), kNR * kProbeK, c.data(),
+               ldc, false);
     return 2.0 * kProbeRows * kProbePanels * kNR * kProbeK;
   }
   // Passes for at least batch_ms, timed from a tick of the clock (whose resolution may be

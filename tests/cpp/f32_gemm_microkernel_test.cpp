@@ -1,8 +1,10 @@
 // Every GEMM micro-kernel compiled in (gemm_select.h: all_gemm_kernels, the SIMD128 ones and,
 // in the relaxed test build, the relaxed-SIMD ones), each against a double reference
 // (gemm_microkernel_tester.h): on one tile, every m from 1 to the kernel's tile rows, every n
-// from 1 to kNR (the tails); on several tiles down the rows, whole and with a row tail; k below, at and past the kernels' 2-step unroll, the packing's 4-step
-// one and the kKC-step k slice, odd row strides of c, with and without accumulation. A fused
+// from 1 to kNR (the tails); on several tiles down the rows and several b panels across the
+// columns, whole and with tails, the panels packed together or apart; k below, at and past the
+// kernels' 2-step unroll, the packing's 4-step one and the kKC-step k slice, odd row strides of
+// c, with and without accumulation. A fused
 // multiply-add rounds once, not twice: the same bound holds.
 #include <vector>
 
@@ -72,6 +74,27 @@ TEST_CASE("f32 gemm micro-kernels: several tiles down the rows, whole and with a
   });
 }
 
+TEST_CASE("f32 gemm micro-kernels: several b panels across the columns, together and apart") {
+  for_each_kernel([](const GemmKernel& kernel) {
+    uint32_t seed = 1500;
+    const size_t mr = kernel.mr;
+    for (size_t m : {size_t{1}, mr, 2 * mr + 1})
+      for (size_t n : {kNR + 1, 2 * kNR, 3 * kNR - 3, 5 * kNR})
+        for (size_t k : {size_t{1}, size_t{17}, kKC + 1})
+          for (size_t gap : {size_t{0}, kNR, size_t{3}})
+            GemmMicrokernelTester()
+                .mr(mr)
+                .m(m)
+                .n(n)
+                .k(k)
+                .cm_stride(n + 1)
+                .b_gap(gap)
+                .accumulate(gap == kNR)
+                .seed(seed++)
+                .Test(kernel.run);
+  });
+}
+
 TEST_CASE("f32 gemm micro-kernels: c with a row stride past n") {
   for_each_kernel([](const GemmKernel& kernel) {
     uint32_t seed = 2000;
@@ -107,9 +130,9 @@ TEST_CASE("f32 gemm micro-kernels: k = 0 leaves c as it was when accumulating, z
     const size_t mr = kernel.mr;
     std::vector<float> c(mr * kNR, 3.0f);
     const float unused = 0.0f;  // no step is read
-    kernel.run(mr, kNR, 0, &unused, &unused, c.data(), kNR, true);
+    kernel.run(mr, kNR, 0, &unused, &unused, 0, c.data(), kNR, true);
     for (float x : c) CHECK(x == 3.0f);
-    kernel.run(2, 5, 0, &unused, &unused, c.data(), kNR, false);
+    kernel.run(2, 5, 0, &unused, &unused, 0, c.data(), kNR, false);
     for (size_t i = 0; i < mr; ++i)
       for (size_t j = 0; j < kNR; ++j) CHECK(c[i * kNR + j] == (i < 2 && j < 5 ? 0.0f : 3.0f));
   });
