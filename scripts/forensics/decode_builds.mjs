@@ -4,7 +4,9 @@
 // against the first's:
 //
 //   node scripts/forensics/decode_builds.mjs DIR/index.js [DIR/index.js ...]
-//   env: PAST (keys in the cache, 4096), ROUNDS (301), ISA (simd128), THREADS (1)
+//   env: PAST (keys in the cache, 4096), ROUNDS (301), ISA (simd128), THREADS (1),
+//        EXTRA (the cache's capacity past PAST, 1: another value moves where each head's
+//        panels lie relative to the others)
 //
 // Each DIR is a copy of web/lib/ with its wasm/ (e.g. one per commit: check it out, build
 // wasm_attention_st, copy web/lib). The same build loaded twice differs by up to 5-7 % here
@@ -33,7 +35,7 @@ function decodeStep(attn, tensor) {
   const heads = 32,
     kvHeads = 8,
     d = 128;
-  const cache = attn.kvCache({ batch: 1, kvHeads, dK: d, dV: d, capacity: past + 1 });
+  const cache = attn.kvCache({ batch: 1, kvHeads, dK: d, dV: d, capacity: past + Number(process.env.EXTRA || 1) });
   const keys = tensor(random(kvHeads * past * d, 30), [1, kvHeads, past, d]);
   const values = tensor(random(kvHeads * past * d, 31), [1, kvHeads, past, d]);
   const zeros = tensor(new Float32Array(heads * past * d), [1, heads, past, d]);
