@@ -66,15 +66,19 @@ export interface KvCacheConfig {
 
 export type KvCacheDtype = 'float32' | 'float16' | 'int8';
 
-export interface KvCache {
-  /** Rows filled in each head (0 once the cache or its instance was disposed). */
-  readonly length: number;
+/** What a cache was made with (its kvCache config, every option filled in). */
+export interface KvCacheShape {
   readonly capacity: number;
   readonly batch: number;
   readonly kvHeads: number;
   readonly dK: number;
   readonly dV: number;
   readonly dtype: KvCacheDtype;
+}
+
+export interface KvCache extends KvCacheShape {
+  /** Rows filled in each head (0 once the cache or its instance was disposed). */
+  readonly length: number;
   /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
   truncate(n: number): void;
   /** Empties the cache; its memory stays for the next sequence. */
@@ -411,15 +415,9 @@ export interface TransferOption {
 
 /** A KvCache living in the worker: the same members, length and the methods giving Promises
  *  that settle once the calls made before them ran. */
-export interface AsyncKvCache {
+export interface AsyncKvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: Promise<number>;
-  readonly capacity: number;
-  readonly batch: number;
-  readonly kvHeads: number;
-  readonly dK: number;
-  readonly dV: number;
-  readonly dtype: KvCacheDtype;
   truncate(n: number): Promise<void>;
   reset(): Promise<void>;
   /** Frees the cache in the worker; later use rejects. */

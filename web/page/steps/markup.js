@@ -16,6 +16,16 @@ export const d = (s) => `d${s}`; // a gradient: d + the (marked-up) name
 // 9 -> "₉": token numbers in canvas labels.
 export const subDigits = (k) => String(k).replace(/\d/g, (c) => String.fromCharCode(0x2080 + Number(c)));
 
+// A tensor as a heatmap spec: its name, labels and values, then the spec's other fields.
+const matrixSpec = (name, label, labelHtml, t, fields) => ({
+  name,
+  label,
+  labelHtml,
+  data: t.data,
+  shape: t.shape,
+  ...fields,
+});
+
 // A tensor as a matrix spec with token rows (and token columns when `square`).
 export function tokenMatrix(
   ctx,
@@ -25,12 +35,7 @@ export function tokenMatrix(
   t,
   { scale = 'signed', square = false, rowNoun = 'token', colNoun = 'dimension', ...rest } = {},
 ) {
-  return {
-    name,
-    label,
-    labelHtml,
-    data: t.data,
-    shape: t.shape,
+  return matrixSpec(name, label, labelHtml, t, {
     scale,
     rowLabels: ctx.labels,
     unknown: ctx.unknown,
@@ -38,22 +43,12 @@ export function tokenMatrix(
     colLabels: square ? ctx.labels : undefined,
     colNoun: square ? 'key' : colNoun,
     ...rest,
-  };
+  });
 }
 
-export function weightMatrix(name, label, labelHtml, t, rest = {}) {
-  return {
-    name,
-    label,
-    labelHtml,
-    data: t.data,
-    shape: t.shape,
-    scale: 'signed',
-    rowNoun: 'row',
-    colNoun: 'column',
-    ...rest,
-  };
-}
+// A tensor as a matrix spec with numbered rows and columns (a weight matrix).
+export const weightMatrix = (name, label, labelHtml, t, rest = {}) =>
+  matrixSpec(name, label, labelHtml, t, { scale: 'signed', rowNoun: 'row', colNoun: 'column', ...rest });
 
 export const headGroups = (ctx) =>
   ctx.heads > 1 ? { size: ctx.dV, label: (k) => `head ${k + 1}`, short: (k) => `h${k + 1}` } : undefined;
