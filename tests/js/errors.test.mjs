@@ -122,7 +122,7 @@ describe('errors', () => {
       'unknown option casual',
       () => attn.attention(t2(4, 2), k, v, { casual: true }),
       TypeError,
-      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache, sinks\)$/,
+      /^attention: unknown option "casual" \(known: causal, mask, scale, trace, softcap, window, heads, pastKey, pastValue, kvLength, qkOutput, rotary, cache, sinks, out\)$/,
     );
     run(
       'causal not a boolean',
@@ -501,7 +501,7 @@ describe('errors', () => {
       'a heads-only option on 2-D inputs',
       () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { kvLength: [3] }),
       TypeError,
-      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks$/,
+      /^attention: option "kvLength" needs q, k, v as 3-D \[B,S,H·D\] or 4-D \[B,H,S,D\] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks, out$/,
     );
     run(
       'backward with a cache option',
@@ -952,7 +952,7 @@ describe('errors', () => {
       'unknown option casual',
       () => layer.forward(t2(5, 8), { casual: true }),
       TypeError,
-      new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace, cache\\)$`),
+      new RegExp(`^${W}: unknown option "casual" \\(known: context, causal, mask, scale, trace, cache, out\\)$`),
     );
     run(
       'trace not a boolean',

@@ -19,12 +19,12 @@ import { Runtime } from './runtime.js';
 import {
   checkBoolean,
   checkOptions,
+  checkOut,
   checkScale,
   checkTensor,
   checkWeightedSums,
   fitMask,
   readMask,
-  resultTensor,
   showShape,
   tensor,
 } from './tensor.js';
@@ -33,6 +33,8 @@ const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
 const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
+// a 2-D attentionBackward's options: attention()'s but out (it has several results)
+const BACKWARD_2D_OPTIONS = FORWARD_OPTIONS.filter((name) => name !== 'out');
 
 // q [nQ,dK] (a snapshot), k [nK,dK], v [nK,dV] that fit together -> their sizes and
 // snapshots (every later step reads the snapshots, never the arguments again).
@@ -57,14 +59,15 @@ function checkQKV(where, q, kArg, vArg) {
 // The checks attention() and attentionBackward() share: q, k, v and the options, read once
 // (every getter of the caller's objects runs first; the values of v and of an additive mask
 // are checked after) -> a frozen { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale,
-// keep, bias, left, right, softcap, rotary, sinks (a Float32Array of 1, or null) }.
-function checkAttention(where, q, k, v, options) {
+// keep, bias, left, right, softcap, rotary, sinks (a Float32Array of 1, or null), out
+// (tensor.js checkOut, or null) }. backward: attentionBackward's options (no out).
+function checkAttention(where, q, k, v, options, backward = false) {
   const sizes = checkQKV(where, q, k, v);
-  const o = checkOptions(where, options, FORWARD_OPTIONS);
+  const o = checkOptions(where, options, backward ? BACKWARD_2D_OPTIONS : FORWARD_OPTIONS);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
   if (headsOnly) {
     throw new TypeError(
-      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks`,
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks${backward ? '' : ', out'}`,
     );
   }
   const read = {
@@ -79,7 +82,14 @@ function checkAttention(where, q, k, v, options) {
   };
   const { keep, bias } = fitMask(where, read.mask, sizes.nQ, sizes.nK);
   checkWeightedSums(where, sizes.v.data, sizes.nK);
-  return Object.freeze({ ...sizes, ...read, keep, bias });
+  const { nQ, dV } = sizes;
+  const out = checkOut(where, o.out, {
+    count: nQ * dV,
+    format: sizes.q.format,
+    input: 'q',
+    what: `the output [${nQ},${dV}]`,
+  });
+  return Object.freeze({ ...sizes, ...read, keep, bias, out });
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
@@ -181,12 +191,12 @@ export class Attention {
         inputs.mask,
         attentionTrace(traced),
       );
-      const output = heap.readFinite(out, nQ * dV, where, 'output');
-      const result = { output: resultTensor(output, [nQ, dV], c.q.format, where, 'output') };
+      // the output last: the caller's out is written only once nothing else can fail
+      const traces = {};
       if (trace) {
-        for (const name of names) result[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
+        for (const name of names) traces[name] = tensor(heap.read(traced[name], nQ * nK), [nQ, nK]);
       }
-      return result;
+      return { output: heap.readResult(out, [nQ, dV], c.q.format, where, 'output', c.out), ...traces };
     });
   }
 
@@ -213,7 +223,7 @@ export class Attention {
       rt.checkAlive(where);
       return headsBackward(rt, where, resolveHeadsAttention(rt, where, c), dOut);
     }
-    const c = checkAttention(where, q, k, v, options);
+    const c = checkAttention(where, q, k, v, options, true);
     const { nQ, nK, dK, dV, scale, trace } = c;
     const dOut = checkTensor(where, 'dOutput', dOutput, [2], `[nQ,dV] = [${nQ},${dV}]`);
     if (dOut.shape[0] !== nQ || dOut.shape[1] !== dV) {
@@ -254,8 +264,7 @@ export class Attention {
         rt.call(where, 'rotaryBackward', 1, 1, nK, dK, heads4d(grads.dk, 1, nK, dK), inputs.turn);
       }
       // each gradient in the format of the input it differentiates
-      const read = (name, shape, format) =>
-        resultTensor(heap.readFinite(grads[name], shape[0] * shape[1], where, name), shape, format, where, name);
+      const read = (name, shape, format) => heap.readResult(grads[name], shape, format, where, name);
       const result = {
         dq: read('dq', [nQ, dK], c.q.format),
         dk: read('dk', [nK, dK], c.k.format),
@@ -275,7 +284,7 @@ export class Attention {
     rt.checkAlive(where);
     const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
     const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
-    const o = checkOptions(where, options, ['transposeA', 'transposeB']);
+    const o = checkOptions(where, options, ['transposeA', 'transposeB', 'out']);
     const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
     const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
     rt.checkAlive(where);
@@ -286,6 +295,7 @@ export class Attention {
       const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
       throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
     }
+    const out = checkOut(where, o.out, { count: m * n, format: a.format, input: 'a', what: `the product [${m},${n}]` });
     const { heap } = rt;
     return heap.scoped(where, (s) => {
       const pa = s.putFinite(a.data, 'a.data'),
@@ -293,7 +303,7 @@ export class Attention {
       const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
       // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
       rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
-      return resultTensor(heap.readFinite(pc, m * n, where, 'the product'), [m, n], a.format, where, 'the product');
+      return heap.readResult(pc, [m, n], a.format, where, 'the product', out);
     });
   }
 

@@ -11,6 +11,7 @@ import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
   checkOptions,
+  checkOut,
   checkScale,
   checkTensor,
   checkWeightedSums,
@@ -49,6 +50,7 @@ export const FORWARD_OPTIONS = [
   'rotary',
   'cache',
   'sinks',
+  'out',
 ];
 export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
 const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary', 'sinks'];
@@ -294,7 +296,8 @@ function checkPast(where, o, s) {
 
 // q (a snapshot of 3 or 4 dimensions), k, v, options, read once (every getter of the
 // caller's objects runs here) -> a frozen description of the call, its cache not yet looked
-// at: cache is the caller's value (or undefined), mask read but not yet fit to the keys.
+// at: cache is the caller's value (or undefined), mask read but not yet fit to the keys, out
+// the caller's array for the output (tensor.js checkOut) or null.
 // backward: attentionBackward's options (no past, cache, trace or qkOutput).
 export function parseHeadsAttention(where, q, kArg, vArg, options, backward = false) {
   const o = checkOptions(where, options, backward ? BACKWARD_OPTIONS : FORWARD_OPTIONS);
@@ -325,6 +328,13 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
     rotary: checkRotary(where, o.rotary, s.dK),
     mask: readHeadsMask(where, o.mask),
     sinks: checkSinks(where, o.sinks, s.qHeads),
+    // last: no getter of the caller's runs after it
+    out: checkOut(where, o.out, {
+      count: s.batch * s.qHeads * s.nQ * s.dV,
+      format: q.format,
+      input: 'q',
+      what: `the output ${showShape(s.threeD ? [s.batch, s.nQ, s.qHeads * s.dV] : [s.batch, s.qHeads, s.nQ, s.dV])}`,
+    }),
   });
 }
 

@@ -94,17 +94,34 @@ export function halfBits(data) {
   return new Uint16Array(data.buffer, data.byteOffset, data.length);
 }
 
-// values (Float32Array, a result) -> the same values in `format` (FORMATS), a new array.
-// A finite value that overflows half precision is a RangeError naming it (where: the entry,
-// name: the result); ±Infinity already in values (masked scores) carries over.
-export function fromFloat32(values, format, where, name) {
+// The index of the first finite value in values (Float32Array) that rounds to ±Infinity as a
+// half (|x| >= 65520), or -1: float32ToHalfInto's overflow, found without writing anything.
+function firstHalfOverflow(values) {
+  const inBits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  for (let i = 0; i < inBits.length; ++i) {
+    const a = inBits[i] & 0x7fffffff;
+    if (a >= 0x477ff000 && a < 0x7f800000) return i;
+  }
+  return -1;
+}
+
+// values (Float32Array, a result) -> the same values in `format` (FORMATS): a new array, or
+// `into`, the bits of the caller's array for the result (a Uint16Array of values.length),
+// written only once no value overflows. A finite value that overflows half precision is a
+// RangeError naming it (where: the entry, name: the result); ±Infinity already in values
+// (masked scores) carries over.
+export function fromFloat32(values, format, where, name, into = null) {
   if (format.dtype === 'float32') return values;
-  const bits = new Uint16Array(values.length);
-  const i = float32ToHalfInto(values, bits);
+  const bits = into ?? new Uint16Array(values.length);
+  const i = into ? firstHalfOverflow(values) : float32ToHalfInto(values, bits);
   if (i >= 0) {
     throw new RangeError(
       `${where}: ${name}[${i}] is ${values[i]}, beyond float16's largest value ${HALF_MAX}: it would become ${values[i] > 0 ? '' : '-'}Infinity; pass float32 inputs for float32 results`,
     );
+  }
+  if (into) {
+    float32ToHalfInto(values, into);
+    return into;
   }
   return format.array === 'Float16Array' ? new F16(bits.buffer) : bits;
 }

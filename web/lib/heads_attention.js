@@ -130,9 +130,9 @@ function headsForwardOnce(rt, where, c) {
         );
       else rt.call(where, 'attentionHeadsForward', shape, q, k, v, outHeads, c.scale, mask, attentionTrace(traced));
       // output and qk in q's format (ONNX's T1), presentKey and presentValue in pastKey's and
-      // pastValue's (T2); trace intermediates float32
-      const output = heap.readFinite(out, c.batch * c.qHeads * c.nQ * c.dV, where, 'output');
-      const result = { output: resultTensor(output, outShape, c.q.format, where, 'output') };
+      // pastValue's (T2); trace intermediates float32. The output is read last: the caller's
+      // out (c.out) is written only once nothing else can fail.
+      const result = { output: null };
       const qkShape = [c.batch, c.qHeads, c.nQ, n];
       // without softcap, cap() is the identity: 'capped' reads the scaled scores
       const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
@@ -157,6 +157,7 @@ function headsForwardOnce(rt, where, c) {
         result.presentKey = present('presentKey', keys, c.dK, c.past.key.format);
         result.presentValue = present('presentValue', values, c.dV, c.past.value.format);
       }
+      result.output = heap.readResult(out, outShape, c.q.format, where, 'output', c.out);
       return result;
     } finally {
       if (c.past) module.kvCacheDestroy(handle);
@@ -194,8 +195,7 @@ export function headsBackward(rt, where, c, dOut) {
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
     }
     // each gradient in the format of the input it differentiates
-    const read = (name, input) =>
-      resultTensor(heap.readFinite(at[name], sizes[name], where, name), input.shape.slice(), input.format, where, name);
+    const read = (name, input) => heap.readResult(at[name], input.shape.slice(), input.format, where, name);
     const result = { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
     // dsinks: float32, as sinks are
     if (dsinks) result.dsinks = tensor(heap.readFinite(dsinks, c.qHeads, where, 'dsinks'), [c.qHeads]);

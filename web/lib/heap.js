@@ -4,7 +4,7 @@
 // buffers live in a scope that frees them when the call returns or throws; layer weights
 // live until their owner's dispose(). Views into the heap are re-taken on every access,
 // because memory growth (here or on a worker thread) detaches the old ArrayBuffer.
-import { typedArrayBytes, typedArrayLength } from './tensor.js';
+import { formatTensor, resultTensor, typedArrayBytes, typedArrayLength, writeOut } from './tensor.js';
 
 // wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
 const MAX_BYTES = 2 ** 31;
@@ -90,9 +90,16 @@ export class Heap {
     return ptr;
   }
 
+  // read() into out, the caller's array for this result (tensor.js checkOut), instead of a
+  // fresh one: no new pages, only the copy (half results rounded as they go in) -> out's array.
+  readInto(ptr, length, out, where, name) {
+    return writeOut(where, name, this.f32(ptr, length), out);
+  }
+
   // read() for results, which come out non-finite only when the inputs were so large that
-  // their products overflowed float32: then a RangeError says so.
-  readFinite(ptr, length, where, name) {
+  // their products overflowed float32: then a RangeError says so, before anything is copied.
+  // out: readInto's destination, or null for a fresh copy.
+  readFinite(ptr, length, where, name, out = null) {
     const i = this.#module.firstNonFinite(ptr, length);
     if (i >= 0) {
       const value = this.f32(ptr + 4 * i, 1)[0];
@@ -100,7 +107,16 @@ export class Heap {
         `${where}: ${name}[${i}] came out ${value}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`,
       );
     }
-    return this.read(ptr, length);
+    return out ? this.readInto(ptr, length, out, where, name) : this.read(ptr, length);
+  }
+
+  // readFinite() as a result tensor of `shape` in `format`, the format of the input it follows
+  // (tensor.js resultTensor); out: the caller's array for it (tensor.js checkOut), which then
+  // is the tensor's data, or null for a fresh one.
+  readResult(ptr, shape, format, where, name, out = null) {
+    const length = shape.reduce((a, b) => a * b, 1);
+    if (out) return formatTensor(this.readFinite(ptr, length, where, name, out), shape, format);
+    return resultTensor(this.readFinite(ptr, length, where, name), shape, format, where, name);
   }
 
   // Runs fn(scope) and frees everything scope.alloc/put allocated, whatever happens.

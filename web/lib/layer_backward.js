@@ -4,7 +4,7 @@ import { mhaGrads, mhaShape, mhaTrace, mhaWeights } from './binding.js';
 import { layerParameters } from './layer_config.js';
 import { attentionArgs, checkLayerAlive } from './layer_state.js';
 import { FORMATS } from './half.js';
-import { fitTensor, readTensor, resultTensor, showShape } from './tensor.js';
+import { fitTensor, readTensor, showShape } from './tensor.js';
 
 // The saved forward, or a TypeError saying why there is none.
 export function savedForward(layer, where) {
@@ -69,11 +69,8 @@ export function layerBackward(layer, where, dOut) {
     );
     // dx and dContext in x's and context's formats; weight gradients float32, as the weights
     const result = {};
-    for (const [name, shape] of Object.entries(sizes)) {
-      const count = shape.reduce((a, b) => a * b, 1);
-      const values = heap.readFinite(grads[name], count, where, name);
-      result[name] = resultTensor(values, [...shape], saved.formats[name] ?? FORMATS.float32, where, name);
-    }
+    for (const [name, shape] of Object.entries(sizes))
+      result[name] = heap.readResult(grads[name], [...shape], saved.formats[name] ?? FORMATS.float32, where, name);
     return result;
   });
 }

@@ -6,11 +6,11 @@ import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
 import {
   checkBoolean,
   checkOptions,
+  checkOut,
   checkScale,
   checkTensor,
   fitMask,
   readMask,
-  resultTensor,
   showShape,
   tensor,
 } from './tensor.js';
@@ -24,7 +24,8 @@ export function columns(src, rows, stride, c0, width) {
 
 // forward(x, options)'s arguments, read once (every getter of the caller's objects runs here,
 // before the layer is looked at again) -> a frozen description of the call:
-//   x (a snapshot), rank, batch, nQ, causal, scale, and
+//   x (a snapshot), rank, batch, nQ, causal, scale, out (the caller's array for the output,
+//   tensor.js checkOut, or null), and
 //   without a cache: context (a snapshot or undefined), nK, trace, keep, bias (the mask, fit to [nQ,nK])
 //   with one: cache (the caller's value, looked up by layer_forward_cached.js), mask (read, not yet fit)
 export function parseForward(config, where, xArg, options) {
@@ -38,7 +39,15 @@ export function parseForward(config, where, xArg, options) {
       `${where}: x is ${showShape(x.shape)} but this layer has dModel ${dModel}: its last size must be ${dModel}`,
     );
   }
-  const o = checkOptions(where, options, ['context', 'causal', 'mask', 'scale', 'trace', 'cache']);
+  const o = checkOptions(where, options, ['context', 'causal', 'mask', 'scale', 'trace', 'cache', 'out']);
+  // read last of the arguments: no getter of the caller's runs after it
+  const readOut = () =>
+    checkOut(where, o.out, {
+      count: x.data.length,
+      format: x.format,
+      input: 'x',
+      what: `the output ${showShape(x.shape)}`,
+    });
   if (o.cache !== undefined) {
     for (const name of ['context', 'trace'])
       if (o[name] !== undefined && o[name] !== false)
@@ -54,6 +63,7 @@ export function parseForward(config, where, xArg, options) {
       causal: checkBoolean(where, 'causal', o.causal),
       scale: checkScale(where, o.scale, dK),
       mask: readMask(where, o.mask),
+      out: readOut(),
     });
   }
   let nK = nQ;
@@ -75,7 +85,7 @@ export function parseForward(config, where, xArg, options) {
   const trace = checkBoolean(where, 'trace', o.trace);
   const scale = checkScale(where, o.scale, dK);
   const { keep, bias } = fitMask(where, readMask(where, o.mask), nQ, nK);
-  return Object.freeze({ x, rank, batch, nQ, nK, context, causal, trace, scale, keep, bias });
+  return Object.freeze({ x, rank, batch, nQ, nK, context, causal, trace, scale, keep, bias, out: readOut() });
 }
 
 // The forward without a cache, for parseForward's call c -> { output, and with trace heads, concat }.
@@ -122,7 +132,7 @@ export function layerForward(layer, where, c) {
 }
 
 // The forward's wasm call over the saved buffers, and its results read back.
-function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trace }, saved, savedSizes) {
+function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trace, out: into }, saved, savedSizes) {
   const { dModel, heads, kvHeads, dK, dV } = layer.config;
   const { rt } = layer;
   const { heap } = rt;
@@ -162,9 +172,10 @@ function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trac
     );
 
     const lead = rank === 3 ? [batch] : [];
-    const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
-    const result = { output: resultTensor(output, [...lead, nQ, dModel], x.format, where, 'output') };
-    if (!trace) return result;
+    // the output last: the caller's out (into) is written only once nothing else can fail
+    const readOutput = () => heap.readResult(out, [...lead, nQ, dModel], x.format, where, 'output', into);
+    if (!trace) return { output: readOutput() };
+    const result = { output: null };
     const all = Object.fromEntries(
       Object.keys(traceSizes).map((name) => [name, heap.read(traced[name], traceSizes[name])]),
     );
@@ -185,6 +196,7 @@ function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trac
       output: tensor(columns(all.concat, batch * nQ, hv, h * dV, dV), [...lead, nQ, dV]),
     }));
     result.concat = tensor(all.concat, [...lead, nQ, hv]);
+    result.output = readOutput();
     return result;
   });
 }

@@ -5,7 +5,7 @@
 import { mhaShape, mhaWeights } from './binding.js';
 import { checkCacheFits, stepOver } from './kv_cache.js';
 import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
-import { fitMask, resultTensor, showShape } from './tensor.js';
+import { fitMask, showShape } from './tensor.js';
 
 // c: parseForward's call with a cache. The cache is looked up and measured here, after every
 // argument was read: the call acts on it as it is now.
@@ -44,8 +44,7 @@ export function layerForwardCached(layer, where, c) {
         args.rotary,
         args.rotated,
       );
-      const output = heap.readFinite(out, batch * nQ * dModel, where, 'output');
-      return { output: resultTensor(output, x.shape.slice(), x.format, where, 'output') };
+      return { output: heap.readResult(out, x.shape.slice(), x.format, where, 'output', c.out) };
     }),
   );
   // the most recent forward is this one, which backward() does not follow (a failed one

@@ -19,8 +19,12 @@ export function tensor(data, shape, options) {
 // FORMATS): float32 as it is, float16 rounded to nearest even, a RangeError naming a finite
 // value beyond float16's range (where: the entry, name: the result).
 export function resultTensor(values, shape, format, where, name) {
-  if (format.dtype === 'float32') return { data: values, shape };
-  return { data: fromFloat32(values, format, where, name), shape, dtype: format.dtype };
+  return formatTensor(fromFloat32(values, format, where, name), shape, format);
+}
+
+// A result's data, already in `format` -> its tensor: { data, shape }, with dtype when half.
+export function formatTensor(data, shape, format) {
+  return format.dtype === 'float32' ? { data, shape } : { data, shape, dtype: format.dtype };
 }
 
 export const showShape = (shape) => `[${shape.join(',')}]`;
@@ -156,6 +160,47 @@ export function float32View(where, name, value) {
     );
   }
   return view;
+}
+
+// out (an option of matmul, attention and a layer's forward): the caller's typed array that
+// receives the call's main result instead of a fresh one, and is then the result's data. Read
+// last of a call's arguments (no getter of the caller's runs after it) -> null (left out or
+// null) or a frozen { array: out itself, view: this module's own view of its memory (a
+// Float32Array, or a Uint16Array of a half result's bits), format }.
+//   count: the result's values; format: the result's (half.js FORMATS), which follows the
+//   input named `input`; what: the result in messages, e.g. "the output [4,3]".
+// A TypeError when out is not the typed array the result is (a Float32Array, or a Float16Array
+// or Uint16Array of bits as the input's data is) or its buffer is detached; a RangeError when
+// it holds another number of values.
+export function checkOut(where, out, { count, format, input, what }) {
+  if (out === undefined || out === null) return null;
+  const type = format.array;
+  const view = ownView(out, type);
+  if (view === 'detached') {
+    throw new TypeError(
+      `${where}: out's buffer is detached (transferred or released); pass a ${type} whose memory is still there`,
+    );
+  }
+  if (view === null) {
+    const why = format.dtype === 'float32' ? '' : ` (the format of ${input}.data)`;
+    throw new TypeError(`${where}: out must be a ${type} for ${what}${why}, got ${describe(out)}`);
+  }
+  if (view.length !== count) {
+    throw new RangeError(`${where}: out has ${view.length} values but ${what} has ${count}`);
+  }
+  return Object.freeze({ array: out, view, format });
+}
+
+// A result's values (a Float32Array, e.g. a view of wasm memory) -> written into out
+// (checkOut's), float32 as they are, half rounded to nearest even (half.js: a value beyond
+// float16's range is a RangeError before anything is written) -> out's array.
+export function writeOut(where, name, values, out) {
+  if (typedArrayLength(out.view) !== values.length) {
+    throw new TypeError(`${where}: out's buffer was detached or shrunk after it was checked`);
+  }
+  if (out.format.dtype === 'float32') out.view.set(values);
+  else fromFloat32(values, out.format, where, name, out.view);
+  return out.array;
 }
 
 // shape (an Array of sizes), read once -> a frozen Array of plain integers.
