@@ -15,6 +15,12 @@
 // then the ArrayBuffer behind every typed array among the call's arguments is transferred,
 // and detached here (the whole buffer, also when the array is a view on part of it).
 // SharedArrayBuffers are shared, never transferred.
+//
+// out (matmul, attention, a layer's forward): the caller's array stays here, never sent nor
+// transferred. The worker gets a fresh array of its type and length in its place, checks it
+// as the synchronous form checks out, and sends the result back in it (transferred); the
+// result's values are then copied into the caller's array, which becomes the result's data.
+// This keeps one surface with the synchronous form; it saves no allocation here.
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
@@ -81,19 +87,49 @@ function encode(value, buffers, channel, depth = 0) {
 }
 
 // options -> { options without its transfer key (undefined when nothing else is left),
-// transfer }. Anything but an object is passed on untouched, for the worker's checks to report.
-function takeTransfer(where, options) {
+// transfer, out }. out: the caller's typed array for the result when options hold one with
+// values, replaced in what is sent by a stand-in of its type and length (see out above);
+// else null. Anything but an object is passed on untouched, for the worker's checks to report.
+function takeOptions(where, options) {
   if (
     options === null ||
     typeof options !== 'object' ||
     isArray(options) ||
     isRevoked(options) ||
-    !('transfer' in options)
+    !('transfer' in options || 'out' in options)
   ) {
-    return { options, transfer: false };
+    return { options, transfer: false, out: null };
   }
-  const { transfer, ...rest } = options;
-  return { options: Object.keys(rest).length ? rest : undefined, transfer: checkBoolean(where, 'transfer', transfer) };
+  const { transfer, ...rest } = options; // every getter runs once, here
+  let out = null;
+  const type = typedArrayName(rest.out);
+  if (type && typedArrayLength(rest.out) > 0) {
+    out = rest.out;
+    rest.out = { [STAND_IN]: 'out', type, length: typedArrayLength(out) };
+  }
+  return {
+    options: Object.keys(rest).length ? rest : undefined,
+    transfer: checkBoolean(where, 'transfer', transfer),
+    out,
+  };
+}
+
+// The worker's answer to a call with out (takeOptions; null: answer as it is): a Promise of
+// the answer, whose main result (mainOf(answer), a tensor of out's type and length, fresh)
+// has its values copied into out and out as its data; a TypeError when out's buffer was
+// detached or shrunk while the call ran.
+const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine's own
+function withOut(where, answer, out, mainOf) {
+  if (!out) return answer;
+  return answer.then((value) => {
+    const t = mainOf(value);
+    if (typedArrayLength(out) !== typedArrayLength(t.data)) {
+      throw new TypeError(`${where}: out's buffer was detached or shrunk while the call ran`);
+    }
+    Reflect.apply(setValues, out, [t.data]);
+    t.data = out;
+    return value;
+  });
 }
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
@@ -246,8 +282,9 @@ class AsyncMultiHeadAttention {
   forward(x, options) {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
-      const t = takeTransfer(where, options);
-      return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
+      const t = takeOptions(where, options);
+      const answer = this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
+      return withOut(where, answer, t.out, (r) => r.output);
     });
   }
 
@@ -255,14 +292,12 @@ class AsyncMultiHeadAttention {
   // alone has the options argument, for the transfer rule.
   backward(dOutput, options) {
     const where = 'multiHeadAttention.backward';
-    return promised(() => this.#call(where, 'backward', [dOutput], takeTransfer(where, options ?? {}).transfer));
+    return promised(() => this.#call(where, 'backward', [dOutput], takeOptions(where, options ?? {}).transfer));
   }
 
   step(grads, learningRate, options) {
     const where = 'multiHeadAttention.step';
-    return promised(() =>
-      this.#call(where, 'step', [grads, learningRate], takeTransfer(where, options ?? {}).transfer),
-    );
+    return promised(() => this.#call(where, 'step', [grads, learningRate], takeOptions(where, options ?? {}).transfer));
   }
 
   // A Promise of the current weights (copies).
@@ -367,21 +402,23 @@ class AsyncAttention {
     return this.#backend;
   }
 
-  // Sends where(...args, options) with options' transfer key taken out.
-  #call(where, args, options) {
+  // Sends where(...args, options) with options' transfer key taken out; with out, the
+  // answer's main result (mainOf(answer)) goes into it.
+  #call(where, args, options, mainOf = (answer) => answer) {
     const stale = () => (this.#channel.closed ? instanceDisposed(where) : null);
     return promised(() => {
       if (stale()) throw stale();
-      const t = takeTransfer(where, options);
-      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
+      const t = takeOptions(where, options);
+      const answer = this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
         stale,
       });
+      return withOut(where, answer, t.out, mainOf);
     });
   }
 
   attention(q, k, v, options) {
-    return this.#call('attention', [q, k, v], options);
+    return this.#call('attention', [q, k, v], options, (r) => r.output);
   }
 
   attentionBackward(q, k, v, dOutput, options) {

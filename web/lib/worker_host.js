@@ -34,25 +34,27 @@ function revoked() {
   return proxy;
 }
 
-// An empty typed array of type ('Float32Array', …), its buffer detached if `detached`: the
-// stand-in for one with no bytes left.
+// A fresh typed array of type ('Float32Array', …) and length, zeros: with length 0 and
+// `detached`, its buffer detached, the stand-in for one with no bytes left; with a length, the
+// stand-in for a caller's out (worker_client.js), which the result is written into and sent
+// back in.
 const TypedArray = Object.getPrototypeOf(Uint8Array); // every typed array's constructor's prototype
-function empty({ type, detached }) {
+function freshArray({ type, length = 0, detached = false }) {
   const Type = Object.getPrototypeOf(globalThis[type] ?? {}) === TypedArray ? globalThis[type] : Uint8Array;
-  const view = new Type(0);
+  const view = new Type(length);
   if (detached) structuredClone(view.buffer, { transfer: [view.buffer] });
   return view;
 }
 
-// The client's stand-ins back into a function, a symbol, a revoked Proxy, an empty typed array
-// or a cache, in place (args is our own copy).
+// The client's stand-ins back into a function, a symbol, a revoked Proxy, a typed array (empty,
+// or an out's fresh one) or a cache, in place (args is our own copy).
 function decode(value, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
   if (STAND_IN in value) {
     const kind = value[STAND_IN];
     if (kind === 'cache') return cacheOf(value);
     if (kind === 'revoked') return revoked();
-    if (kind === 'empty') return empty(value);
+    if (kind === 'empty' || kind === 'out') return freshArray(value);
     return kind === 'function' ? function standIn() {} : Symbol('stand-in');
   }
   for (const key of Object.keys(value)) value[key] = decode(value[key], depth + 1);
