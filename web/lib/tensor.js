@@ -143,24 +143,32 @@ export function float32View(where, name, value) {
       `${where}: ${name}'s buffer is detached (transferred or released); pass a Float32Array whose memory is still there`,
     );
   }
-  if (view === null) {
-    let looksLikeOne = false;
-    try {
-      looksLikeOne =
-        typeof value === 'object' && value !== null && typedArrayName(value) === undefined && value instanceof F32;
-    } catch {
-      /* a revoked Proxy */
-    }
-    throw new TypeError(
-      `${where}: ${name} must be a Float32Array, got ${
-        looksLikeOne
-          ? 'an object that only looks like one (a Proxy, or an object inheriting from Float32Array.prototype); pass the Float32Array itself'
-          : describe(value)
-      }`,
-    );
-  }
+  if (view === null) throw new TypeError(`${where}: ${name} must be a Float32Array, got ${describeNot(value, F32)}`);
   return view;
 }
+
+// describe(value), for a value that is not a real typed array of Type: one that only looks like
+// one (a Proxy of one, or an object inheriting from Type.prototype) is said to be so.
+function describeNot(value, Type) {
+  let looksLikeOne = false;
+  try {
+    looksLikeOne =
+      typeof Type === 'function' &&
+      typeof value === 'object' &&
+      value !== null &&
+      typedArrayName(value) === undefined &&
+      value instanceof Type;
+  } catch {
+    /* a revoked Proxy */
+  }
+  return looksLikeOne
+    ? `an object that only looks like one (a Proxy, or an object inheriting from ${Type.name}.prototype); pass the ${Type.name} itself`
+    : describe(value);
+}
+
+// The constructors of the arrays a result may go into (Float16Array: undefined where the
+// engine has none), taken once when this module loads.
+const OUT_TYPES = { Float32Array: F32, Uint16Array, Float16Array: globalThis.Float16Array };
 
 // out (an option of matmul, attention and a layer's forward): the caller's typed array that
 // receives the call's main result instead of a fresh one, and is then the result's data. Read
@@ -183,7 +191,8 @@ export function checkOut(where, out, { count, format, input, what }) {
   }
   if (view === null) {
     const why = format.dtype === 'float32' ? '' : ` (the format of ${input}.data)`;
-    throw new TypeError(`${where}: out must be a ${type} for ${what}${why}, got ${describe(out)}`);
+    const got = describeNot(out, OUT_TYPES[type]);
+    throw new TypeError(`${where}: out must be a ${type} for ${what}${why}, got ${got}`);
   }
   if (view.length !== count) {
     throw new RangeError(`${where}: out has ${view.length} values but ${what} has ${count}`);
