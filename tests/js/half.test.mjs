@@ -237,6 +237,24 @@ describe('float16 tensors through the API', () => {
     assert.ok(attn.attention(bits(q), k, v).output.data instanceof Uint16Array);
   });
 
+  test(
+    'out for a Float16Array input is a Float16Array: the output rounded into it; bits are refused',
+    { skip: NO_F16 },
+    () => {
+      const F16 = globalThis.Float16Array;
+      const q = tensor(new F16(data(4 * 8)), [4, 8]);
+      const out = new F16(32);
+      const r = attn.attention(q, q, q, { causal: true, out });
+      assert.equal(r.output.data, out);
+      assert.equal(r.output.dtype, 'float16');
+      assert.deepEqual(Array.from(out), Array.from(attn.attention(q, q, q, { causal: true }).output.data));
+      assert.throws(
+        () => attn.attention(q, q, q, { out: new Uint16Array(32) }),
+        /^TypeError: attention: out must be a Float16Array for the output \[4,8\] \(the format of q\.data\), got a Uint16Array$/,
+      );
+    },
+  );
+
   test('the worker form takes and gives float16 tensors, and refuses bits without a dtype', async () => {
     const worker = await createAttention({ worker: true, threads: 1 });
     try {

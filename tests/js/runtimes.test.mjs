@@ -26,6 +26,7 @@ const SUITES = [
   'half', // float16 tensors; Float16Array in and out (Node 20 has none)
   'sinks', // attention sinks: forward, caches, gradients, the layer
   'worker', // the worker form, its errors, and a process that exits on its own
+  'out', // results written into the caller's arrays, direct and worker form
   'host_inputs', // arguments read once
   'host_reentry', // callers that dispose mid-call
   'properties', // property-based, against the float64 reference
