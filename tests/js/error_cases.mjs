@@ -25,6 +25,8 @@ export async function badCalls({ createAttention, tensor }) {
   const grads = layer.backward(t(3, 4));
   grads.dwq.data.fill(10);
   const weights = JSON.stringify(layer.weights, (_, w) => (ArrayBuffer.isView(w) ? Array.from(w) : w));
+  const out = new Float32Array(12).fill(7); // a bad call's out stays as it was
+  const huge = t(4, 2, () => 1e20);
 
   const cases = {
     'k with other columns than q': () => attn.attention(q, t(5, 3), v),
@@ -37,6 +39,14 @@ export async function badCalls({ createAttention, tensor }) {
         t(5, 3, (i) => (i === 7 ? NaN : 1)),
       ),
     'an unknown option value': () => attn.attention(q, k, v, { causal: 'yes' }),
+    'out of another size': () => attn.attention(q, k, t(5, 2), { out }),
+    'out a Float64Array': () => attn.matmul(q, t(2, 3), { out: new Float64Array(12) }),
+    'out for a product that overflows float32': () =>
+      attn.matmul(
+        huge,
+        t(2, 3, () => 1e20),
+        { out },
+      ),
     'a disposed layer': () => gone.forward(x),
     'a step that overflows float32': () => layer.step(grads, 1e38),
     "isa 'avx'": () => createAttention({ isa: 'avx' }),
@@ -53,6 +63,7 @@ export async function badCalls({ createAttention, tensor }) {
   }
   const unchanged =
     JSON.stringify(good()) === JSON.stringify(before) &&
+    out.every((x) => x === 7) &&
     JSON.stringify(layer.weights, (_, w) => (ArrayBuffer.isView(w) ? Array.from(w) : w)) === weights;
   layer.dispose();
   attn.dispose();

@@ -29,6 +29,23 @@ export type AnyTensor = Tensor | HalfTensor;
 /** The result type that follows an input of type T: float16 in, float16 out. */
 export type Follows<T extends AnyTensor> = T extends HalfTensor ? HalfTensor : Tensor;
 
+/** The typed array a result of type R is held in, for the out option: a Float32Array for
+ *  float32 results, the input's Float16Array or Uint16Array (bits) for float16 ones. */
+export type OutArray<R extends AnyTensor = AnyTensor> = R['data'];
+
+/** The out option of matmul, attention and a layer's forward. */
+export interface OutOption<R extends AnyTensor = AnyTensor> {
+  /** The caller's typed array that receives the call's main result (matmul's product,
+   *  attention's and forward's output) instead of a fresh one, and is then that result's
+   *  data (the same object): a loop that passes one allocates no result array per call.
+   *  Exactly the result's values (a RangeError otherwise), of the type the result follows (a
+   *  Float32Array, or for float16 results the input's Float16Array or Uint16Array; a
+   *  TypeError otherwise), not detached. It may be an input's array (inputs are copied into
+   *  wasm memory first). A call that fails leaves it as it was. null or left out: a fresh
+   *  array. */
+  out?: OutArray<R> | null;
+}
+
 /** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
  *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
 export type Mask =
@@ -138,7 +155,7 @@ export interface Backend {
   gemmKernel: string;
 }
 
-export interface AttentionOptions<P extends AnyTensor = AnyTensor> {
+export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOption {
   /** Query i sees keys j <= i + offset only (offset nPast with a past, cache.length − nQ with
    *  a cache, kvLength[b] − nQ with kvLength, else 0). */
   causal?: boolean;
@@ -175,8 +192,8 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> {
   cache?: KvCache;
 }
 
-/** attentionBackward's options: attention()'s, without a past, cache or qk output. */
-export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput'>;
+/** attentionBackward's options: attention()'s, without a past, cache, qk output or out. */
+export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out'>;
 
 /** Results in q's format (O: output, qk) and the past's (P: presentKey, presentValue, as ONNX's
  *  T1 and T2); trace intermediates are float32. */
@@ -256,7 +273,7 @@ export interface MultiHeadConfig {
 
 /** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
  *  softcap come from the layer's config). */
-export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'> {
+export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'>, OutOption {
   /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head
    *  ([nQ, cache.length + nQ] over a cache). */
   mask?: Mask;
@@ -350,7 +367,7 @@ export interface AttentionGradients<
   dsinks?: Tensor;
 }
 
-export interface MatmulOptions {
+export interface MatmulOptions<R extends AnyTensor = AnyTensor> extends OutOption<R> {
   /** a is given as [k,m]. */
   transposeA?: boolean;
   /** b is given as [n,k]. */
@@ -361,7 +378,10 @@ export interface MultiHeadAttention {
   readonly config: MultiHeadLayerConfig;
   /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs
    *  (not over a cache). */
-  forward<X extends AnyTensor = Tensor>(x: X, options?: ForwardOptions): ForwardResult<Follows<X>>;
+  forward<X extends AnyTensor = Tensor>(
+    x: X,
+    options?: ForwardOptions & OutOption<Follows<X>>,
+  ): ForwardResult<Follows<X>>;
   /** Gradients of the most recent forward for dOutput = ∂L/∂output (the output's shape). */
   backward(dOutput: AnyTensor): MultiHeadGradients;
   /** Plain SGD in place: w -= learningRate · dw for each gradient given. Clears the saved forward. */
@@ -381,7 +401,7 @@ export interface Attention {
     q: Q,
     k: AnyTensor,
     v: AnyTensor,
-    options?: AttentionOptions<P>,
+    options?: AttentionOptions<P> & OutOption<Follows<Q>>,
   ): AttentionResult<Follows<Q>, Follows<P>>;
   /** Gradients of attention(q, k, v, options) for dOutput = ∂L/∂output (the output's shape),
    *  each the shape of what it differentiates; on heads, kv heads' gradients sum over their
@@ -396,7 +416,7 @@ export interface Attention {
   /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
   kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n] in a's format. */
-  matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions): Follows<A>;
+  matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions<Follows<A>>): Follows<A>;
   multiHeadAttention(config: MultiHeadConfig): MultiHeadAttention;
   /** Bytes of wasm memory, and bytes allocated in it. */
   memory(): { wasmBytes: number; allocatedBytes: number };
@@ -409,7 +429,8 @@ export interface Attention {
 export interface TransferOption {
   /** Transfer the ArrayBuffers behind this call's typed arrays to the worker instead of copying
    *  them: they are detached here once the call is made (default false). Results are always
-   *  transferred back. */
+   *  transferred back. out is never sent: the result comes back in a fresh array and is copied
+   *  into it here (one surface with the direct form; no allocation saved). */
   transfer?: boolean;
 }
 
@@ -430,7 +451,7 @@ export interface AsyncMultiHeadAttention {
   /** options.cache: a cache of the same worker form. */
   forward<X extends AnyTensor = Tensor>(
     x: X,
-    options?: Omit<ForwardOptions, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
+    options?: Omit<ForwardOptions, 'cache'> & { cache?: AsyncKvCache } & OutOption<Follows<X>> & TransferOption,
   ): Promise<ForwardResult<Follows<X>>>;
   backward(dOutput: AnyTensor, options?: TransferOption): Promise<MultiHeadGradients>;
   step(
@@ -455,7 +476,7 @@ export interface AsyncAttention {
     q: Q,
     k: AnyTensor,
     v: AnyTensor,
-    options?: Omit<AttentionOptions<P>, 'cache'> & { cache?: AsyncKvCache } & TransferOption,
+    options?: Omit<AttentionOptions<P>, 'cache'> & { cache?: AsyncKvCache } & OutOption<Follows<Q>> & TransferOption,
   ): Promise<AttentionResult<Follows<Q>, Follows<P>>>;
   attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
     q: Q,
@@ -469,7 +490,7 @@ export interface AsyncAttention {
   matmul<A extends AnyTensor = Tensor>(
     a: A,
     b: AnyTensor,
-    options?: MatmulOptions & TransferOption,
+    options?: MatmulOptions<Follows<A>> & TransferOption,
   ): Promise<Follows<A>>;
   multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
   memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;
