@@ -11,13 +11,12 @@
 //   put      copying an input into wasm memory (Uint8Array.set), its malloc included
 //   check    the finiteness check of an input (putFinite) or a result (readFinite), in wasm
 //   alloc    malloc of outputs and scratch;  free  their free
-//   read     a result copied out (Float32Array.slice of a wasm view)
+//   read     a result copied out (Float32Array.slice of a wasm view, or the copy into out)
 //   wasm     the binding call itself: the kernels, threads included
 //   js       the rest: argument checks, views, the layer's bookkeeping
-// The same calls with read() done another way:
+// The same calls with the result read another way:
 //   "new + set"          new Float32Array(n), then set(view), instead of slice()
-//   "into a reused array" copying into an array made once, as an output buffer passed in would
-//                        (the package has no such option; this measures what one would save)
+//   "into out"           the package's out option: the result copied into an array made once
 // Then, for one 1 MB result (512² floats) in this instance's memory (a SharedArrayBuffer in the
 // threaded build): slice(); new Float32Array(n) alone; new + set(view); set(view) into an array
 // made beforehand; the same four on a plain ArrayBuffer. Medians of interleaved rounds.
@@ -58,6 +57,7 @@ function instrument(spent) {
     wrap(Heap.prototype, 'alloc', 'alloc'),
     wrap(Heap.prototype, 'free', 'free'),
     wrap(Heap.prototype, 'read', 'read'),
+    wrap(Heap.prototype, 'readInto', 'read'),
     wrap(Runtime.prototype, 'call', 'wasm'),
   ];
   return () => undo.forEach((u) => u());
@@ -94,8 +94,8 @@ function medians(rounds) {
 }
 
 // Heap.read done another way for a round: 'new + set', or 'reused' (one array per length, made
-// once: what a caller's output buffer would save, the fresh array's pages). Installs that
-// read(); returns what puts the package's back.
+// once, as out does: for thread_scaling.mjs --read reused, whose baselines may be package
+// copies without out). Installs that read(); returns what puts the package's back.
 const reused = new Map();
 const READS = {
   'new + set': function (ptr, length) {
@@ -141,13 +141,16 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
   const b = tensor(values(N * N, 2), [N, N]);
   const layer = attn.multiHeadAttention({ dModel: 512, heads: 8, seed: 1 });
   const x = tensor(values(N * 512, 3), [N, 512]);
+  // out: the arrays each call's result goes into, made once
+  const product = new Float32Array(N * N);
+  const output = new Float32Array(N * 512);
   const cases = {
     'matmul 512³': { run: () => attn.matmul(a, b) },
     'matmul 512³, new + set': { run: () => attn.matmul(a, b), read: 'new + set' },
-    'matmul 512³, result into a reused array': { run: () => attn.matmul(a, b), read: 'reused' },
+    'matmul 512³, into out': { run: () => attn.matmul(a, b, { out: product }) },
     'mha n 512 forward': { run: () => layer.forward(x) },
     'mha n 512 forward, new + set': { run: () => layer.forward(x), read: 'new + set' },
-    'mha n 512 forward, output into a reused array': { run: () => layer.forward(x), read: 'reused' },
+    'mha n 512 forward, into out': { run: () => layer.forward(x, { out: output }) },
   };
   for (const c of Object.values(cases)) round(c, 3); // warm
   const per = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
