@@ -23,7 +23,11 @@ after(async () => {
 
 test('in Node, each bad call throws an Error of its class and leaves the package as it was', () => {
   for (const { call, error, instanceOfError } of inNode.results) {
-    assert.match(error ?? '', /^(TypeError|RangeError): (attention|matmul|multiHeadAttention\.\w+|createAttention): /, call);
+    assert.match(
+      error ?? '',
+      /^(TypeError|RangeError): (attention|matmul|multiHeadAttention\.\w+|createAttention): /,
+      call,
+    );
     assert.ok(instanceOfError, call);
   }
   assert.ok(inNode.unchanged, 'a correct call after the bad ones gave other bits, or a weight changed');
