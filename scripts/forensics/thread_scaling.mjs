@@ -1,11 +1,15 @@
-// 2 threads over 1 on matmul 512³ (or a multi-head attention forward, n 512, dModel 512, h 8:
-// --case mha), per engine, side by side in one process or page:
+// 2 threads over 1, per engine, side by side in one process or page, on one of
+//   --case matmul      matmul 512³ (the default)
+//   --case mha         a multi-head attention forward, n 512, dModel 512, h 8
+//   --case attention   single-head attention, q, k, v (512,64): attn.attention(q, k, v)
+//   --case causal      the same, causal
 //
-//   node scripts/forensics/thread_scaling.mjs [--rounds N] [--isa simd128|relaxed-simd] [--json]
-//   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--rounds N] ...
+//   node scripts/forensics/thread_scaling.mjs [--case C] [--rounds N] [--isa simd128|relaxed-simd] [--json]
+//   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--case C] [--rounds N] ...
 //
-// Four instances: 1 and 2 threads, each with the kernel the engine gets (gemm_select.cpp) and
-// with the 4x8 kernel pinned (useGemmKernel). A GEMM's tasks are kMC / MR · MR rows of c
+// Four instances for matmul and mha: 1 and 2 threads, each with the kernel the engine gets
+// (gemm_select.cpp) and with the 4x8 kernel pinned (useGemmKernel); two for the single-head
+// cases (their tasks are row blocks, not a GEMM's, so the pin tells nothing there). A GEMM's tasks are kMC / MR · MR rows of c
 // (tuning.h): 64 rows with 4x8 tiles, 8 even tasks at 512 rows; 60 rows with 6x8 tiles, 8 tasks
 // and a ninth of 32 rows, so 2 threads can split the work at best 4.53 : 4. Pinning 4x8 tells
 // the split's share from the engine's (the pool's wake-ups and waits). Every round runs each
@@ -31,6 +35,16 @@ function values(n, seed) {
 // a, b (512,512): plain tensors, which every package copy takes
 const a = { data: values(N * N, 1), shape: [N, N] };
 const b = { data: values(N * N, 2), shape: [N, N] };
+// q, k, v (512,64) of the single-head cases
+const D = 64;
+const [q, k, v] = [3, 4, 5].map((seed) => ({ data: values(N * D, seed), shape: [N, D] }));
+const single = { attention: { causal: false }, causal: { causal: true } };
+const titles = {
+  matmul: 'matmul 512³',
+  mha: 'multi-head attention forward n 512',
+  attention: 'single-head attention n 512 d 64',
+  causal: 'causal single-head attention n 512 d 64',
+};
 
 // Runtime.call timed: wasm[] gets each binding call's ms; the last runtime called is kept.
 const wasm = [];
@@ -60,6 +74,7 @@ export async function measureThreadScaling({
   read = null,
 } = {}) {
   lib ??= new URL('../../web/lib/', import.meta.url).href;
+  if (!titles[op]) throw new Error(`--case ${op}: one of ${Object.keys(titles).join(', ')}`);
   const undo = [];
   if (read) undo.push((await import('./call_overhead.mjs')).readOtherwise(read));
   try {
@@ -70,11 +85,15 @@ export async function measureThreadScaling({
     ]) {
       const { createAttention } = await import(`${dir}index.js`);
       undo.push(instrument((await import(`${dir}runtime.js`)).Runtime));
-      for (const pin of pins)
+      for (const pin of single[op] ? [false] : pins)
         for (const threads of [1, 2]) {
           const attn = await createAttention({ threads, isa });
           const layer = attn.multiHeadAttention({ dModel: N, heads: 8, seed: 1 });
-          const run = op === 'mha' ? () => layer.forward(a) : () => attn.matmul(a, b);
+          const run = single[op]
+            ? () => attn.attention(q, k, v, single[op])
+            : op === 'mha'
+              ? () => layer.forward(a)
+              : () => attn.matmul(a, b);
           run();
           const module = lastRuntime.module;
           const relaxed = attn.backend.isa === 'relaxed-simd';
@@ -112,7 +131,7 @@ export async function measureThreadScaling({
 
 export function formatThreadScaling(engine, { isa, op, read, rows }, load) {
   const lines = [
-    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${op === 'mha' ? 'multi-head attention forward n 512' : 'matmul 512³'}${read ? `, read: ${read}` : ''}, ms per call, median / 10th percentile / best`,
+    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${titles[op]}${read ? `, read: ${read}` : ''}, ms per call, median / 10th percentile / best`,
   ];
   const ms = (t) => `${t.median.toFixed(2)} / ${t.p10.toFixed(2)} / ${t.best.toFixed(2)}`;
   for (const r of rows)
