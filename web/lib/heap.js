@@ -90,6 +90,11 @@ export class Heap {
     return ptr;
   }
 
+  // The largest |x| of `length` floats at ptr, found finite (putFinite): one SIMD pass in wasm.
+  maxAbs(ptr, length) {
+    return this.#module.maxAbs(ptr, length);
+  }
+
   // read() for results, which come out non-finite only when the inputs were so large that
   // their products overflowed float32: then a RangeError says so.
   readFinite(ptr, length, where, name) {
