@@ -122,6 +122,9 @@ double first_non_finite(uintptr_t x, uint32_t n) {
   return i == n ? -1.0 : static_cast<double>(i);
 }
 
+// The largest |x| among n finite floats at offset x (0 for none).
+double max_abs(uintptr_t x, uint32_t n) { return wa::max_abs(ptr<const float>(x), n); }
+
 // Bytes malloc has handed out and not had back: the leak checks watch this.
 double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
 
@@ -394,6 +397,7 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("gemmKernelGflops", &gemm_kernel_gflops);
   function("allocatedBytes", &allocated_bytes);
   function("firstNonFinite", &first_non_finite);
+  function("maxAbs", &max_abs);
   function("gemm", &gemm);
   function("attentionForward", &attention_forward);
   function("attentionBackward", &attention_backward);

@@ -1,7 +1,12 @@
-// Workers sleep on a condition variable between calls. A call publishes (task, n), bumps the
-// generation and wakes them; everyone, the caller included, takes task indices from one
-// atomic counter until none are left; the caller then waits until every worker has left the
-// generation, so the next call can reuse the shared state.
+// Workers sleep on a condition variable between calls. A call publishes (task, n), opens an
+// entry for the new generation, bumps the generation and wakes them; a worker that sees the
+// generation joins it through the entry while it is open, and everyone joined, the caller
+// included, takes task indices from one atomic counter until none are left. The caller then
+// closes the entry and waits for the workers that joined, and only for them: a worker that was
+// not running when the call came (asleep, or spinning but preempted by another process on a
+// busy machine) and missed it never touches the call's state, so the caller does not wait for
+// the operating system to schedule a thread that has nothing left to do (on a 2-core machine
+// with other work that wait ran to milliseconds, longer than the call).
 //
 // The caller never blocks: in a browser it is the page's main thread, where a blocking wait
 // is forbidden (Emscripten turns it into a busy-wait and warns). It takes the mutex with
@@ -11,10 +16,10 @@
 // attention makes about ten calls, a GEMM two; between two of them the worker waits for the
 // caller's last task (up to a task's length, ~0.5 ms) and the serial code in between, and
 // waking a sleeping thread (a futex, Atomics.notify in wasm) costs from tens of microseconds
-// to, on a busy or virtual machine, milliseconds, which the caller waits out (busy). So the
-// spin outlasts a task: the workers stay awake through one library call and into the next
-// one a loop makes, and sleep kSpin after the last. (With a 30 µs spin, the threaded wasm
-// build's worker sleeps and is woken before nearly every call of a multi-head attention.)
+// to, on a busy or virtual machine, milliseconds. So the spin outlasts a task: the workers stay
+// awake through one library call and into the next one a loop makes, and sleep kSpin after the
+// last. (With a 30 µs spin, the threaded wasm build's worker sleeps and is woken before nearly
+// every call of a multi-head attention.)
 #include "wa/thread_pool.h"
 
 #include <algorithm>
@@ -40,7 +45,10 @@ struct ThreadPool::State {
   // everything the caller set before bumping the generation is visible to them.
   std::atomic<uint64_t> generation{0};
   std::atomic<bool> stop{false};
-  std::atomic<size_t> busy{0};  // workers not yet done with the current generation
+  // The current call's entry: its generation's low 32 bits, kClosed, the workers joined.
+  static constexpr uint64_t kClosed = uint64_t(1) << 31, kJoined = kClosed - 1;
+  std::atomic<uint64_t> entry{0};
+  std::atomic<uint64_t> left{0};  // workers joined that are done with the call
 
   const std::function<void(size_t)>* task = nullptr;
   size_t n = 0;
@@ -57,6 +65,17 @@ struct ThreadPool::State {
         mutex.unlock();
       }
     }
+  }
+
+  // Joins the call of generation gen if its entry is still open: false if it was closed (the
+  // caller is done with its tasks) or a later call's is open (gen is then not the newest).
+  bool join(uint64_t gen) {
+    uint64_t e = entry.load(std::memory_order_acquire);
+    while ((e >> 32) == (gen & 0xffffffffu) && !(e & kClosed))
+      if (entry.compare_exchange_weak(e, e + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire))
+        return true;
+    return false;
   }
 
   // Spins up to kSpin for a new generation (reading the clock every few hundred polls: it is
@@ -82,8 +101,9 @@ struct ThreadPool::State {
       }
       if (stop.load(std::memory_order_acquire)) return;
       seen = generation.load(std::memory_order_acquire);
+      if (!join(seen)) continue;  // missed it: wait for the next one
       run_tasks();
-      busy.fetch_sub(1, std::memory_order_release);
+      left.fetch_add(1, std::memory_order_release);
     }
   }
 
@@ -125,13 +145,18 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
   s.task = &task;
   s.n = n;
   s.next.store(0, std::memory_order_relaxed);
-  s.busy.store(s.workers.size(), std::memory_order_relaxed);
+  s.left.store(0, std::memory_order_relaxed);
   s.error = nullptr;
-  s.generation.fetch_add(1, std::memory_order_release);
+  const uint64_t gen = s.generation.load(std::memory_order_relaxed) + 1;
+  s.entry.store((gen & 0xffffffffu) << 32, std::memory_order_relaxed);  // open, none joined
+  s.generation.store(gen, std::memory_order_release);
   s.mutex.unlock();
   s.wake.notify_all();
   s.run_tasks();
-  while (s.busy.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  // no task left to take: close the entry, then wait for the workers that joined
+  const uint64_t joined =
+      s.entry.fetch_or(State::kClosed, std::memory_order_acq_rel) & State::kJoined;
+  while (s.left.load(std::memory_order_acquire) != joined) std::this_thread::yield();
   s.lock_without_blocking();  // the workers' writes to error are done; read it under the lock
   std::exception_ptr error = s.error;
   s.mutex.unlock();

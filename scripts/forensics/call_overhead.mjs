@@ -1,5 +1,6 @@
-// What a call spends outside the kernels, per engine: the package's matmul 512³ and
-// multiHeadAttention forward (n 512, dModel 512, h 8), with the heap's methods (web/lib/heap.js)
+// What a call spends outside the kernels, per engine: the package's matmul 512³,
+// multiHeadAttention forward (n 512, dModel 512, h 8) and single-head attention (q, k, v
+// (512,64), plain and causal), with the heap's methods (web/lib/heap.js)
 // and the binding call (Runtime.call: everything wasm does) timed inside real calls, and the
 // ways to read a result back out of wasm memory timed side by side.
 //
@@ -141,9 +142,11 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
   const b = tensor(values(N * N, 2), [N, N]);
   const layer = attn.multiHeadAttention({ dModel: 512, heads: 8, seed: 1 });
   const x = tensor(values(N * 512, 3), [N, 512]);
+  const [q, k, v] = [4, 5, 6].map((seed) => tensor(values(N * 64, seed), [N, 64])); // one head, d 64
   // out: the arrays each call's result goes into, made once
   const product = new Float32Array(N * N);
   const output = new Float32Array(N * 512);
+  const headOutput = new Float32Array(N * 64);
   const cases = {
     'matmul 512³': { run: () => attn.matmul(a, b) },
     'matmul 512³, new + set': { run: () => attn.matmul(a, b), read: 'new + set' },
@@ -151,6 +154,9 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
     'mha n 512 forward': { run: () => layer.forward(x) },
     'mha n 512 forward, new + set': { run: () => layer.forward(x), read: 'new + set' },
     'mha n 512 forward, into out': { run: () => layer.forward(x, { out: output }) },
+    'attention n 512 d 64': { run: () => attn.attention(q, k, v) },
+    'attention n 512 d 64, causal': { run: () => attn.attention(q, k, v, { causal: true }) },
+    'attention n 512 d 64, into out': { run: () => attn.attention(q, k, v, { out: headOutput }) },
   };
   for (const c of Object.values(cases)) round(c, 3); // warm
   const per = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));

@@ -1,12 +1,19 @@
-// 2 threads over 1 on matmul 512³ (or a multi-head attention forward, n 512, dModel 512, h 8:
-// --case mha), per engine, side by side in one process or page:
+// 2 threads over 1, per engine, side by side in one process or page, on one of
+//   --case matmul      matmul 512³ (the default)
+//   --case mha         a multi-head attention forward, n 512, dModel 512, h 8
+//   --case attention   single-head attention, q, k, v (512,64): attn.attention(q, k, v)
+//   --case causal      the same, causal
+// --queries R: q (R,64) in the single-head cases; R = 32 is one row block of kAttentionRowBlock
+// rows (tuning.h): the kv packing, serial for one head, and one block, so one thread's time
+// at 32 and 64 queries sets the packing plus the call's fixed cost apart from a block's.
 //
-//   node scripts/forensics/thread_scaling.mjs [--rounds N] [--isa simd128|relaxed-simd] [--json]
-//   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--rounds N] ...
+//   node scripts/forensics/thread_scaling.mjs [--case C] [--queries R] [--rounds N] [--isa simd128|relaxed-simd] [--json]
+//   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--case C] [--rounds N] ...
 //
-// Four instances: 1 and 2 threads, each with the kernel the engine gets (gemm_select.cpp) and
-// with the 4x8 kernel pinned (useGemmKernel). A GEMM's tasks are kMC / MR · MR rows of c
-// (tuning.h): 64 rows with 4x8 tiles, 8 even tasks at 512 rows; 60 rows with 6x8 tiles, 8 tasks
+// Four instances for matmul and mha: 1 and 2 threads, each with the kernel the engine gets
+// (gemm_select.cpp) and with the 4x8 kernel pinned (useGemmKernel); two for the single-head
+// cases (their tasks are row blocks, not a GEMM's, so the pin tells nothing there). A GEMM's
+// tasks are kMC / MR · MR rows of c (tuning.h): 64 rows with 4x8 tiles, 8 even tasks at 512 rows; 60 rows with 6x8 tiles, 8 tasks
 // and a ninth of 32 rows, so 2 threads can split the work at best 4.53 : 4. Pinning 4x8 tells
 // the split's share from the engine's (the pool's wake-ups and waits). Every round runs each
 // instance `calls` times in turn; per call: the whole call, and the wasm call alone
@@ -31,6 +38,16 @@ function values(n, seed) {
 // a, b (512,512): plain tensors, which every package copy takes
 const a = { data: values(N * N, 1), shape: [N, N] };
 const b = { data: values(N * N, 2), shape: [N, N] };
+// k, v (512,64) of the single-head cases; q (queries,64)
+const D = 64;
+const [k, v] = [4, 5].map((seed) => ({ data: values(N * D, seed), shape: [N, D] }));
+const single = { attention: { causal: false }, causal: { causal: true } };
+const titles = {
+  matmul: 'matmul 512³',
+  mha: 'multi-head attention forward n 512',
+  attention: 'single-head attention n 512 d 64',
+  causal: 'causal single-head attention n 512 d 64',
+};
 
 // Runtime.call timed: wasm[] gets each binding call's ms; the last runtime called is kept.
 const wasm = [];
@@ -57,9 +74,12 @@ export async function measureThreadScaling({
   lib = null,
   baseline = null,
   op = 'matmul',
+  queries = N,
   read = null,
 } = {}) {
   lib ??= new URL('../../web/lib/', import.meta.url).href;
+  if (!titles[op]) throw new Error(`--case ${op}: one of ${Object.keys(titles).join(', ')}`);
+  const q = { data: values(queries * D, 3), shape: [queries, D] };
   const undo = [];
   if (read) undo.push((await import('./call_overhead.mjs')).readOtherwise(read));
   try {
@@ -70,11 +90,15 @@ export async function measureThreadScaling({
     ]) {
       const { createAttention } = await import(`${dir}index.js`);
       undo.push(instrument((await import(`${dir}runtime.js`)).Runtime));
-      for (const pin of pins)
+      for (const pin of single[op] ? [false] : pins)
         for (const threads of [1, 2]) {
           const attn = await createAttention({ threads, isa });
           const layer = attn.multiHeadAttention({ dModel: N, heads: 8, seed: 1 });
-          const run = op === 'mha' ? () => layer.forward(a) : () => attn.matmul(a, b);
+          const run = single[op]
+            ? () => attn.attention(q, k, v, single[op])
+            : op === 'mha'
+              ? () => layer.forward(a)
+              : () => attn.matmul(a, b);
           run();
           const module = lastRuntime.module;
           const relaxed = attn.backend.isa === 'relaxed-simd';
@@ -104,17 +128,17 @@ export async function measureThreadScaling({
       first: summary(i.first),
     }));
     for (const i of instances) i.attn.dispose();
-    return { isa: backend.isa, op, read, rows };
+    return { isa: backend.isa, op, queries: single[op] ? queries : N, read, rows };
   } finally {
     undo.forEach((u) => u());
   }
 }
 
-export function formatThreadScaling(engine, { isa, op, read, rows }, load) {
+export function formatThreadScaling(engine, { isa, op, queries, read, rows }, load) {
   const lines = [
-    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${op === 'mha' ? 'multi-head attention forward n 512' : 'matmul 512³'}${read ? `, read: ${read}` : ''}, ms per call, median / 10th percentile / best`,
+    `${engine}, ${isa}${load ? `, load ${load}` : ''}: ${titles[op]}${queries !== N ? `, ${queries} queries` : ''}${read ? `, read: ${read}` : ''}, ms per call, median / 10th percentile / best`,
   ];
-  const ms = (t) => `${t.median.toFixed(2)} / ${t.p10.toFixed(2)} / ${t.best.toFixed(2)}`;
+  const ms = (t) => `${t.median.toFixed(3)} / ${t.p10.toFixed(3)} / ${t.best.toFixed(3)}`;
   for (const r of rows)
     lines.push(
       `  ${r.kernel}, ${r.threads} thread(s): call ${ms(r.total)}, wasm ${ms(r.wasm)}, wasm of a round's first call ${ms(r.first)}`,
@@ -134,6 +158,7 @@ async function main() {
     isa: argument('--isa', 'auto'),
     op: argument('--case', 'matmul'),
     read: argument('--read', null),
+    queries: Number(argument('--queries', N)),
   };
   const baselineDir = argument('--baseline', null); // a folder inside the repository
   if (baselineDir) {

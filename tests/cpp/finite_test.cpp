@@ -1,5 +1,9 @@
-// first_non_finite finds the first NaN or infinity wherever it is, blocks and tails alike.
+// first_non_finite finds the first NaN or infinity wherever it is, blocks and tails alike;
+// max_abs the largest magnitude wherever it is.
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "testing.h"
 #include "wa/finite.h"
@@ -25,6 +29,23 @@ TEST_CASE("first_non_finite finds the first NaN or infinity at any position") {
       }
   }
   CHECK(first_non_finite(nullptr, 0) == 0);
+}
+
+TEST_CASE("max_abs finds the largest magnitude at any position, either sign") {
+  for (size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{5}, size_t{64}, size_t{67}}) {
+    const std::vector<float> x = test::random_floats(n, 5, -1.0f, 1.0f);
+    float want = 0;
+    for (float v : x) want = std::max(want, std::fabs(v));
+    CHECK(max_abs(x.data(), n) == want);
+    for (size_t at : {size_t{0}, n / 2, n - 1})
+      for (float big : {3e38f, -3e38f}) {
+        std::vector<float> y = x;
+        y[at] = big;
+        INFO("n=" << n << " at=" << at << " value=" << big);
+        CHECK(max_abs(y.data(), n) == 3e38f);
+      }
+  }
+  CHECK(max_abs(nullptr, 0) == 0);
 }
 
 }  // namespace

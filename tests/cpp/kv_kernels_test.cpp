@@ -1,5 +1,5 @@
-// The kv panels (packed_kv.h): pack and append lay keys and values out alike, read back
-// returns them, and every element type's two kernels (scores against kᵀ, weights times v)
+// The kv panels (packed_kv.h): pack and append lay keys and values out alike (packed by one
+// thread or a pool's, from any first key), read back returns them, and every element type's two kernels (scores against kᵀ, weights times v)
 // match a double reference across panel and key-block edges, at any first key.
 #include <algorithm>
 #include <cmath>
@@ -22,6 +22,20 @@ TEST_CASE("pack and append lay out the same panels; read back returns the rows")
                                v = test::random_floats(n * d_v, 2);
       std::vector<float> packed(packed_kv_floats(n, d_k, d_v), 7.0f);
       pack_kv({k.data(), n, d_k, d_k}, {v.data(), n, d_v, d_v}, packed.data(), nullptr);
+      // the same panels packed by a pool's threads, padding included
+      std::vector<float> spread(packed.size(), 7.0f);
+      pack_kv({k.data(), n, d_k, d_k}, {v.data(), n, d_v, d_v}, spread.data(), &test::test_pool());
+      CHECK(test::bitwise_equal(spread, packed));
+      if (n > kNR) {  // keys [kNR, n) alone: the panels of those rows packed as a whole
+        const size_t keys = n - kNR;
+        std::vector<float> from_k0(packed_kv_floats(keys, d_k, d_v), 7.0f),
+            whole(from_k0.size(), 7.0f);
+        pack_kv_keys({k.data(), n, d_k, d_k}, {v.data(), n, d_v, d_v}, kNR, keys, from_k0.data(),
+                     &test::test_pool());
+        pack_kv({k.data() + kNR * d_k, keys, d_k, d_k}, {v.data() + kNR * d_v, keys, d_v, d_v},
+                whole.data(), nullptr);
+        CHECK(test::bitwise_equal(from_k0, whole));
+      }
       // appended in two parts into zeroed panels with room for exactly n keys
       std::vector<float> appended(packed.size(), 0.0f);
       const size_t half = n / 2;

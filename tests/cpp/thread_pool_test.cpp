@@ -21,6 +21,19 @@ TEST_CASE("parallel_for runs each task exactly once, call after call") {
   }
 }
 
+// Calls of a few tasks, back to back: a worker may wake for a call the caller has already
+// finished alone, or join it late; either way each task runs once, on the call's own state.
+TEST_CASE("parallel_for runs each task exactly once over thousands of short calls") {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> runs(5);
+  for (int call = 0; call < 4000; ++call) {
+    const size_t n = 2 + call % 4;
+    pool.parallel_for(n, [&](size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); });
+    for (size_t i = 0; i < n; ++i) REQUIRE(runs[i].exchange(0) == 1);
+    for (size_t i = n; i < runs.size(); ++i) REQUIRE(runs[i].load() == 0);
+  }
+}
+
 TEST_CASE("an exception in a task reaches the caller and the pool keeps working") {
   ThreadPool pool(3);
   CHECK_THROWS_AS(pool.parallel_for(50,

@@ -1316,6 +1316,15 @@ describe('values that overflow', () => {
       /^attention: v has values up to 1\.00e\+38 and there are 300 keys: sums of nK·\|v\| must stay below 1\.7e38 \(half of 32-bit floats' range\) for the output to be computed; scale v down$/;
     throwsWith(() => attn.attention(q, k, v), RangeError, re);
     throwsWith(() => attn.attention(q, k, v, { trace: true }), RangeError, re);
+    // On heads (4-D [B,H,S,D]), appending to a cache: refused alike, the cache left as it was.
+    const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 2, capacity: 300 });
+    try {
+      const heads = (t) => tensor(t.data, [1, 1, ...t.shape]);
+      throwsWith(() => attn.attention(heads(q), heads(k), heads(v), { cache }), RangeError, re);
+      assert.equal(cache.length, 0);
+    } finally {
+      cache.dispose();
+    }
     // Just under the bound: both give the average, 1e35.
     const fine = tensor(new Float32Array(300 * 2).fill(1e35), [300, 2]);
     for (const trace of [false, true]) {

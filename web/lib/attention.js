@@ -57,10 +57,11 @@ function checkQKV(where, q, kArg, vArg) {
 }
 
 // The checks attention() and attentionBackward() share: q, k, v and the options, read once
-// (every getter of the caller's objects runs first; the values of v and of an additive mask
-// are checked after) -> a frozen { nQ, nK, dK, dV, q, k, v (snapshots), causal, trace, scale,
-// keep, bias, left, right, softcap, rotary, sinks (a Float32Array of 1, or null), out
-// (tensor.js checkOut, or null) }. backward: attentionBackward's options (no out).
+// (every getter of the caller's objects runs first; the values of an additive mask are
+// checked after, v's in wasm memory by attentionInputs) -> a frozen { nQ, nK, dK, dV, q, k,
+// v (snapshots), causal, trace, scale, keep, bias, left, right, softcap, rotary, sinks (a
+// Float32Array of 1, or null), out (tensor.js checkOut, or null) }. backward:
+// attentionBackward's options (no out).
 function checkAttention(where, q, k, v, options, backward = false) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, backward ? BACKWARD_2D_OPTIONS : FORWARD_OPTIONS);
@@ -81,7 +82,6 @@ function checkAttention(where, q, k, v, options, backward = false) {
     sinks: checkSinks(where, o.sinks, 1),
   };
   const { keep, bias } = fitMask(where, read.mask, sizes.nQ, sizes.nK);
-  checkWeightedSums(where, sizes.v.data, sizes.nK);
   const { nQ, dV } = sizes;
   const out = checkOut(where, o.out, {
     count: nQ * dV,
@@ -93,14 +93,16 @@ function checkAttention(where, q, k, v, options, backward = false) {
 }
 
 // The inputs attentionForward and attentionBackward share, copied into the call's scope s:
-// q, k, v (the snapshots) as matrices, q and k turned by rotary (row i at rotary.offset + i),
-// and the mask.
+// q, k, v (the snapshots) as matrices, v's weighted sums checked (checkWeightedSums), q and k
+// turned by rotary (row i at rotary.offset + i), and the mask.
 function attentionInputs(rt, where, s, c) {
   const { nQ, nK, dK, dV, causal, keep, bias, left, right, softcap, q, k, v } = c;
+  const [qAt, kAt, vAt] = [s.putFinite(q.data, 'q.data'), s.putFinite(k.data, 'k.data'), s.putFinite(v.data, 'v.data')];
+  checkWeightedSums(where, rt.heap.maxAbs(vAt, nK * dV), nK);
   const inputs = {
-    q: matrix(s.putFinite(q.data, 'q.data'), nQ, dK),
-    k: matrix(s.putFinite(k.data, 'k.data'), nK, dK),
-    v: matrix(s.putFinite(v.data, 'v.data'), nK, dV),
+    q: matrix(qAt, nQ, dK),
+    k: matrix(kAt, nK, dK),
+    v: matrix(vAt, nK, dV),
     mask: scoreMask({
       causal,
       keep: keep ? s.put(keep, 'mask') : 0,

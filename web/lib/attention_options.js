@@ -14,7 +14,6 @@ import {
   checkOut,
   checkScale,
   checkTensor,
-  checkWeightedSums,
   describe,
   fitHeadsMask,
   float32View,
@@ -341,7 +340,8 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
 // parseHeadsAttention's call -> everything heads_attention.js needs: the cache (its state)
 // looked up and measured now, after every argument was read, so the call acts on it as it is;
 // nPast (pastKey's rows or the cache's length before this call appends), nTotal = nPast +
-// nNew; the mask fit to [B,Hq,nQ,nTotal]; v's weighted sums checked.
+// nNew; the mask fit to [B,Hq,nQ,nTotal] (v's weighted sums are checked on its copy in wasm
+// memory: heads_attention.js).
 export function resolveHeadsAttention(rt, where, c) {
   let cache = null,
     nPast = c.past ? c.past.nPast : 0;
@@ -354,6 +354,5 @@ export function resolveHeadsAttention(rt, where, c) {
     }));
   }
   const nTotal = nPast + c.nNew;
-  checkWeightedSums(where, c.v.data, nTotal);
   return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitHeadsMask(where, c.mask, c, nTotal) });
 }

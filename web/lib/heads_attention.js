@@ -5,7 +5,7 @@
 import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
 import { QK_OUTPUTS } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { resultTensor, tensor } from './tensor.js';
+import { checkWeightedSums, resultTensor, tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 
@@ -13,13 +13,15 @@ const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const shapeOf = (c, heads, rows, d) => (c.threeD ? [c.batch, rows, heads * d] : [c.batch, heads, rows, d]);
 const layout = (c) => (c.threeD ? heads3d : heads4d);
 
-// q, k, v copied into scope s, q and k rotated to their positions: row r of q and of k
-// stands at rotary.offset + nPast + r.
+// q, k, v copied into scope s, v's weighted sums over nTotal keys checked (checkWeightedSums),
+// q and k rotated to their positions: row r of q and of k stands at rotary.offset + nPast + r.
 function putRotated(rt, where, s, c) {
   const lay = layout(c);
   const q = lay(s.putFinite(c.q.data, 'q.data'), c.qHeads, c.nQ, c.dK);
   const k = lay(s.putFinite(c.k.data, 'k.data'), c.kvHeads, c.nNew, c.dK);
-  const v = lay(s.putFinite(c.v.data, 'v.data'), c.kvHeads, c.nNew, c.dV);
+  const vAt = s.putFinite(c.v.data, 'v.data');
+  checkWeightedSums(where, rt.heap.maxAbs(vAt, c.batch * c.kvHeads * c.nNew * c.dV), c.nTotal);
+  const v = lay(vAt, c.kvHeads, c.nNew, c.dV);
   const turn = c.rotary && rotary({ ...c.rotary, offset: c.rotary.offset + c.nPast });
   if (turn) {
     rt.call(where, 'rotaryForward', c.batch, c.qHeads, c.nQ, c.dK, q, turn);

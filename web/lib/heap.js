@@ -96,6 +96,11 @@ export class Heap {
     return writeOut(where, name, this.f32(ptr, length), out);
   }
 
+  // The largest |x| of `length` floats at ptr, found finite (putFinite): one SIMD pass in wasm.
+  maxAbs(ptr, length) {
+    return this.#module.maxAbs(ptr, length);
+  }
+
   // read() for results, which come out non-finite only when the inputs were so large that
   // their products overflowed float32: then a RangeError says so, before anything is copied.
   // out: readInto's destination, or null for a fresh copy.

@@ -583,25 +583,13 @@ export function fitHeadsMask(where, mask, s, nTotal) {
 // v (nK rows), about to be averaged with softmax weights: every output is a weighted sum of nK
 // rows, which the fused path accumulates before it divides by the weights' sum. Refused
 // (the same with and without trace) when nK·max|v| reaches float32's range, where that sum
-// could overflow although the average would not. v: this module's own view (a snapshot).
+// could overflow although the average would not. maxAbs: max|v| over v's copy in wasm memory,
+// whose values were found finite (Heap.maxAbs, a SIMD pass there rather than a loop in JS).
 const FLOAT32_MAX = 3.4028234663852886e38;
-const INFINITY_BITS = 0x7f800000;
-export function checkWeightedSums(where, v, nK) {
-  // no values: v's buffer was detached or shrunk by a getter read after v (Heap.put names it)
-  if (typedArrayLength(v) === 0) return;
-  // max |v| from the bits: for floats of one sign the bit patterns order like the values,
-  // and integer compares run several times faster here than Math.abs over floats.
-  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
-  let maxBits = 0;
-  for (let i = 0; i < bits.length; ++i) {
-    const b = bits[i] & 0x7fffffff;
-    if (b > maxBits) maxBits = b;
-  }
-  if (maxBits >= INFINITY_BITS) return; // a NaN or ±Infinity: named later (putFinite)
-  const max = new Float32Array(new Uint32Array([maxBits]).buffer)[0];
-  if (max * nK >= FLOAT32_MAX / 2) {
+export function checkWeightedSums(where, maxAbs, nK) {
+  if (maxAbs * nK >= FLOAT32_MAX / 2) {
     throw new RangeError(
-      `${where}: v has values up to ${max.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`,
+      `${where}: v has values up to ${maxAbs.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`,
     );
   }
 }
