@@ -1,9 +1,10 @@
 // Attention's row pieces, compiled into a bench-only module per ISA (CMakeLists.txt:
 // rows_probe_simd, rows_probe_relaxed; never shipped) and timed by rows_probe.mjs in Node, Bun
-// and the browsers. Two shapes live side by side, each in its own slot:
+// and the browsers. Three shapes live side by side, each in its own slot:
 //   slot 0  single-head causal attention: q, k, v (n,d), row blocks of kAttentionRowBlock
 //   slot 1  decode over one kv head of a cache: `heads` query heads of one row each (a GQA
 //           group, stacked as attention_heads.cpp stacks them) against n keys of (d)
+//   slot 2  single-head attention as slot 0, not causal
 // Each run walks the row blocks and key blocks exactly as attention_rows_online does and runs
 // only the pieces asked for (bits of `pieces`), `reps` times:
 //   1 scores   kern.scores: q rows · kᵀ for one key block (the GEMM)
@@ -11,6 +12,8 @@
 //   4 values   kern.weighted_values: the block's weights · v, accumulated (the GEMM)
 //   8 exp      simd::exp_nonpositive over as many scores, summed: the exp polynomial alone
 //  16 online   attention_rows_online itself, which runs 1, 2 and 4 and rescales the sums
+//  32 forward  wa::attention_forward on the slot's q, k, v (slots 0 and 2): the whole call's
+//              wasm work, k and v packed, every row block, the output normalized
 // Everything single-threaded (no pool). The scores the softmax reads are computed once in setup,
 // so each piece runs on the data it sees in a real call whichever pieces are on.
 #include <emscripten.h>
@@ -32,11 +35,11 @@ using wa::kKeyBlock;
 struct Slot {
   size_t heads = 1, rows = 0, n_k = 0, d = 0;
   bool causal = false;
-  std::vector<float> q, k, v, packed, s, p, acc, row_max, row_sum, rescale;
+  std::vector<float> q, k, v, packed, s, p, acc, row_max, row_sum, rescale, out;
   std::vector<wa::ScoreMask> masks;
   wa::PackedKV kv{};
 };
-Slot slots[2];
+Slot slots[3];
 
 float value(size_t i) { return static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f; }
 
@@ -107,7 +110,8 @@ float run_block(Slot& sl, Block b, int pieces) {
 
 extern "C" {
 
-// slot 0: heads 1, causal; slot 1: heads query heads of one row over n keys, not causal.
+// slot 0: heads 1, causal; slot 1: heads query heads of one row over n keys, not causal;
+// slot 2: heads 1, not causal.
 EMSCRIPTEN_KEEPALIVE void rp_setup(int slot, int heads, int n_q, int n_k, int d, int causal) {
   Slot& sl = slots[slot];
   sl.heads = heads, sl.rows = n_q, sl.n_k = n_k, sl.d = d, sl.causal = causal;
@@ -130,11 +134,22 @@ EMSCRIPTEN_KEEPALIVE void rp_setup(int slot, int heads, int n_q, int n_k, int d,
   wa::ScoreMask m;
   m.causal = causal;
   sl.masks.assign(heads, m);
+  sl.out.assign(size_t(n_q) * d, 0.0f);
 }
 
 EMSCRIPTEN_KEEPALIVE float rp_run(int slot, int pieces, int reps) {
   Slot& sl = slots[slot];
   float sink = 0;
+  if (pieces & 32) {
+    const size_t n = sl.rows, d = sl.d;
+    for (int r = 0; r < reps; ++r) {
+      wa::attention_forward({sl.q.data(), n, d, d}, {sl.k.data(), sl.n_k, d, d},
+                            {sl.v.data(), sl.n_k, d, d}, {sl.out.data(), n, d, d},
+                            1.0f / std::sqrt(static_cast<float>(d)), sl.masks[0], nullptr, nullptr);
+      sink += sl.out[0];
+    }
+    return sink;
+  }
   for (int r = 0; r < reps; ++r)
     for (size_t row0 = 0; row0 < sl.rows; row0 += wa::kAttentionRowBlock)
       sink += run_block(sl, {row0, std::min(wa::kAttentionRowBlock, sl.rows - row0)}, pieces);

@@ -5,14 +5,17 @@
 //   node_modules/.bin/bun scripts/forensics/rows_probe.mjs [--rounds N]     JavaScriptCore (Bun)
 //   node scripts/forensics/rows_probe.mjs --browser chromium|firefox|webkit [--rounds N]
 //
-// Two shapes, on 1 thread:
+// Three shapes, on 1 thread:
 //   attention  single-head causal attention, n 512, d 64 (the bench's attention-causal)
+//   full       the same, not causal (the bench's attention)
 //   decode     one token over a cache of 4096 keys, Hq 32 Hkv 8 d 128: one kv head's work (its
 //              GQA group of 4 query heads stacked), times 8 for the whole decode
 // and their pieces, each walked over the same row and key blocks as attention_rows_online:
 //   scores   q·kᵀ per key block (GEMM)           softmax  scale, mask, max, exp, sum
 //   values   weights·v per key block (GEMM)      exp      the exp polynomial alone, as many lanes
 //   online   attention_rows_online itself: the three pieces and the rescaling of the sums
+//   forward  the whole call in wasm (attention_forward: k and v packed, the rows, the output
+//            normalized); not for decode
 // For each ISA the engine runs (SIMD128; relaxed SIMD where it validates), every round runs
 // every piece once in turn (so a busy neighbour slows them alike); medians and bests of the
 // rounds. Shares are of scores + softmax + values, from the bests (a neighbour only ever adds
@@ -22,9 +25,10 @@ import { relaxedSimdAvailable } from '../../web/lib/features.js';
 
 const SHAPES = {
   attention: { slot: 0, heads: 1, n_q: 512, n_k: 512, d: 64, causal: 1, times: 1 },
+  full: { slot: 2, heads: 1, n_q: 512, n_k: 512, d: 64, causal: 0, times: 1 },
   decode: { slot: 1, heads: 4, n_q: 1, n_k: 4096, d: 128, causal: 0, times: 8 },
 };
-const PIECES = { scores: 1, softmax: 2, values: 4, exp: 8, online: 16 };
+const PIECES = { scores: 1, softmax: 2, values: 4, exp: 8, online: 16, forward: 32 };
 const TARGET_MS = 15; // per measurement: long enough for a 1 ms clock, short on a busy machine
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
@@ -48,9 +52,11 @@ export async function measureRows({ factory, wasmBinary, rounds = 7 }) {
     const t0 = performance.now();
     m._rp_run(s.slot, PIECES.online, 3);
     const reps = Math.max(1, Math.ceil(TARGET_MS / ((performance.now() - t0) / 3)));
-    const times = Object.fromEntries(Object.keys(PIECES).map((p) => [p, []]));
+    const pieces = Object.entries(PIECES).filter(([p]) => p !== 'forward' || s.heads === 1);
+    for (let i = 0; i < 5; ++i) if (s.heads === 1) m._rp_run(s.slot, PIECES.forward, 1);
+    const times = Object.fromEntries(pieces.map(([p]) => [p, []]));
     for (let r = 0; r < rounds; ++r)
-      for (const [piece, bit] of Object.entries(PIECES)) {
+      for (const [piece, bit] of pieces) {
         const t = now();
         m._rp_run(s.slot, bit, reps);
         times[piece].push(((now() - t) / reps) * s.times);
@@ -77,7 +83,8 @@ export function formatRows(engine, results, load) {
       lines.push(
         `  ${isa.padEnd(8)} ${name.padEnd(9)} online ${ms('online')}  scores ${ms('scores')} (${pct(b.scores)})` +
           `  softmax ${ms('softmax')} (${pct(b.softmax)}; exp alone ${ms('exp')})  values ${ms('values')} (${pct(b.values)})` +
-          `  softmax/GEMM ${(b.softmax / (b.scores + b.values)).toFixed(2)}  online/sum ${(b.online / sum).toFixed(2)}`,
+          `  softmax/GEMM ${(b.softmax / (b.scores + b.values)).toFixed(2)}  online/sum ${(b.online / sum).toFixed(2)}` +
+          (t.forward === undefined ? '' : `  forward ${ms('forward')} (online + ${(b.forward - b.online).toFixed(3)})`),
       );
     }
   return lines.join('\n');
