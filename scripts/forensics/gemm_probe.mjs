@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-// Where a 1-thread 512³ matmul's time goes, in one process, side by side:
-//   node scripts/forensics/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles]
-// For the SIMD128 and the relaxed-SIMD builds, as GFLOP/s and % of the mul+add peak:
+// Where a 1-thread 512³ matmul's time goes, per engine, side by side in one process or page:
+//   node scripts/forensics/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles] [--json]   V8 (Node)
+//   node_modules/.bin/bun scripts/forensics/gemm_probe.mjs [...]                        JavaScriptCore (Bun)
+//   node scripts/forensics/gemm_probe.mjs --browser chromium|firefox|webkit [...]        a browser's page
+// For the SIMD128 and (where the engine runs it) the relaxed-SIMD builds, as GFLOP/s, ms per
+// 512³ at that rate and % of the mul+add peak:
 //   loop     the kernel's k loop alone, written in wasm text (kernel_shape.mjs): the ceiling of
 //            its instruction mix in this engine
 //   hot      gemm_packed_b on 16x16x256, everything in L1/L2 (four 4x8 tiles of 256 steps; its
@@ -12,153 +15,209 @@
 //   gemm     pack_b + gemm_packed_b 512³: everything matmul runs inside the module
 //   matmul   the package's attn.matmul (1 thread): the gemm plus copies in and out of JS
 //   pack_b   packing b alone, as a share of gemm's time
-// from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built by scripts/build.sh),
-// and the peak probes (peak_probe.mjs: mul+add chains, relaxed_madd chains). Rounds interleave
-// everything; medians are printed, best in brackets. Times are this process's CPU time
-// (process.cpuUsage), not wall time: on a shared machine a neighbour that takes the core away
-// then costs nothing, so the figures compare even when the machine is busy (everything here
-// runs on this one thread).
+// from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built by scripts/build.sh;
+// bench_modules.mjs loads them), and the peak probes (peak_probe.mjs: mul+add chains in its
+// three loops, the fastest each round; relaxed_madd chains likewise). Rounds interleave
+// everything. In Node and Bun times are this thread's CPU time (process.cpuUsage: a neighbour
+// that takes the core away then costs nothing, so the figures compare even when the machine is
+// busy) and medians of the rounds are printed, best in brackets; in a page the clock is wall
+// time and a neighbour only ever adds time, so the bests are printed, median in brackets.
 // --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 4x8 with
 // XNNPACK's "splat" broadcasts, 2x16 (the 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more
 // accumulators, fewer loads per multiply-add).
-// --also DIR: the probe modules of another build too (a copy of build/wasm/bench/ from before a
-// change), measured in the same rounds, to compare side by side; its rows are marked with DIR's
-// name and have no loop or matmul row (those are this checkout's).
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
-import { spawnSync } from 'node:child_process';
-import { flopsPerPass, instantiate, kernelShapeModule } from './kernel_shape.mjs';
-import { FLOPS_PER_ITERATION, probeModule } from '../bench/peak_probe.mjs';
-import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
+// --also DIR (Node and Bun): the probe modules of another build too (a copy of
+// build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
+// side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
+import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { createAttention, tensor } from '../../web/lib/index.js';
+import { benchModule } from './bench_modules.mjs';
+import { flopsPerPass, instantiate } from './kernel_shape.mjs';
+import { FLOPS_PER_STEP, probeRuns } from '../bench/peak_probe.mjs';
 
-if (!process.execArgv.includes(RELAXED_SIMD_FLAG)) {
-  const r = spawnSync(process.execPath, [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit',
-  });
-  process.exit(r.status ?? 1);
-}
-
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i > 0 ? process.argv[i + 1] : fallback;
-};
-const rounds = Number(arg('--rounds', 7));
-const size = 512;
+const SIZE = 512;
 const HOT = [16, 16, 256]; // m, n, k
+const GEMM_FLOPS = 2 * SIZE ** 3;
+const GEMM_REPS = 4; // ~1 GFLOP
+const HOT_FLOPS = 2 * HOT[0] * HOT[1] * HOT[2];
+const HOT_REPS = Math.round(1e9 / HOT_FLOPS);
+const PEAK_STEPS = 8e6; // ~0.9 GFLOP
+const BUILDS = [
+  ['simd128', 'gemm_probe_simd', 'createGemmProbe'],
+  ['relaxed-simd', 'gemm_probe_relaxed', 'createGemmProbeRelaxed'],
+];
+export const TILES = ['4x8', '4x8 splat', '2x16', '5x8', '3x12', '6x8', '4x12'];
 
-const require = createRequire(import.meta.url);
-const BENCH_DIR = fileURLToPath(new URL('../../build/wasm/bench/', import.meta.url));
-const lib = await import('../../web/lib/index.js');
-
-async function variant(isa, file, dir = BENCH_DIR, label = '') {
-  // wasmBinary: the loader would fetch() a file path, which Node 20's fetch rejects
-  const wasmBinary = readFileSync(`${dir}/${file.replace(/\.js$/, '.wasm')}`);
-  const module = await require(`${dir}/${file}`)({ wasmBinary });
-  const probe = (name) => module[`_wab_${name}`];
-  probe('setup')(0, ...HOT);
-  probe('setup')(1, size, size, size);
-  const attn = label ? null : await lib.createAttention({ threads: 1, isa });
-  const a = label ? null : lib.tensor(new Float32Array(size * size).fill(0.25), [size, size]);
-  const loop = label ? null : instantiate(await kernelShapeModule({ fma: isa === 'relaxed-simd' }));
-  return { isa: `${isa}${label}`, probe, attn, a, loop };
-}
-
-const gemmFlops = 2 * size ** 3;
-const gemmReps = 4; // ~1 GFLOP
-const hotFlops = 2 * HOT[0] * HOT[1] * HOT[2];
-const hotReps = Math.round(1e9 / hotFlops);
-const loopPasses = Math.round(1e9 / flopsPerPass());
-// name -> (v) => [flops, run()]
-const PIECES = {
-  loop: (v) => [flopsPerPass() * loopPasses, () => v.loop(loopPasses)],
-  hot: (v) => [hotFlops * hotReps, () => v.probe('packed')(0, hotReps)],
-  packed: (v) => [gemmFlops * gemmReps, () => v.probe('packed')(1, gemmReps)],
-  gemm: (v) => [gemmFlops * gemmReps, () => v.probe('gemm')(1, gemmReps)],
-  matmul: (v) => [
-    gemmFlops * gemmReps,
-    () => {
-      for (let r = 0; r < gemmReps; ++r) v.attn.matmul(v.a, v.a);
-    },
-  ],
-  pack_b: (v) => [gemmFlops * gemmReps, () => v.probe('pack_b')(1, gemmReps)],
-};
-
+// This thread's CPU time in ms where the host tells it (Node, Bun), else wall time (pages).
+const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
+const now = cpuClock
+  ? () => {
+      const u = process.cpuUsage();
+      return (u.user + u.system) / 1000;
+    }
+  : () => performance.now();
 const gflops = (flops, run) => {
-  const t0 = process.cpuUsage();
+  const t0 = now();
   run();
-  const { user, system } = process.cpuUsage(t0);
-  return flops / (user + system) / 1e3;
+  return flops / (now() - t0) / 1e6;
 };
-// peak_probe.mjs's module -> run(iterations), ~50 ms of it
-const peakRun = (bytes) => {
-  const { run } = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports;
-  return () => run(2e6);
-};
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
+const median = (xs) => [...xs].sort((x, y) => x - y)[xs.length >> 1];
+const bytesOf = (array) => new Uint8Array(array);
 
-const variants = [
-  await variant('simd128', 'gemm_probe_simd.js'),
-  await variant('relaxed-simd', 'gemm_probe_relaxed.js'),
-];
-const also = arg('--also', null);
-if (also) {
-  const label = ` (${also.split('/').filter(Boolean).pop()})`;
-  variants.push(await variant('simd128', 'gemm_probe_simd.js', also, label));
-  variants.push(await variant('relaxed-simd', 'gemm_probe_relaxed.js', also, label));
-}
-const TILES = process.argv.includes('--tiles') ? ['4x8', '4x8 splat', '2x16', '5x8', '3x12', '6x8', '4x12'] : [];
-const tiles = [];
-for (const tile of TILES) {
-  const [mr, nr] = tile.split(' ')[0].split('x').map(Number);
-  for (const fma of [false, true]) {
-    const run = instantiate(await kernelShapeModule({ fma, mr, nr, splat: tile.endsWith('splat') }));
-    const passes = Math.round(1e9 / flopsPerPass(mr, nr));
-    tiles.push([`tile ${tile} loop${fma ? ', FMA' : ''}`, [flopsPerPass(mr, nr) * passes, () => run(passes)]]);
+// One build's pieces: name -> [flops, run()]. loopBytes and the package's attention only for
+// this checkout's builds (label '').
+async function buildPieces({ isa, name, exportName, dir, label, loopBytes }) {
+  const { factory, wasmBinary } = await benchModule(name, exportName, dir);
+  const module = await factory({ wasmBinary });
+  const probe = (piece) => module[`_wab_${piece}`];
+  probe('setup')(0, ...HOT);
+  probe('setup')(1, SIZE, SIZE, SIZE);
+  const pieces = {
+    hot: [HOT_FLOPS * HOT_REPS, () => probe('packed')(0, HOT_REPS)],
+    packed: [GEMM_FLOPS * GEMM_REPS, () => probe('packed')(1, GEMM_REPS)],
+    gemm: [GEMM_FLOPS * GEMM_REPS, () => probe('gemm')(1, GEMM_REPS)],
+    pack_b: [GEMM_FLOPS * GEMM_REPS, () => probe('pack_b')(1, GEMM_REPS)],
+  };
+  let attn = null;
+  if (!label) {
+    const loop = instantiate(bytesOf(loopBytes));
+    const passes = Math.round(1e9 / flopsPerPass());
+    attn = await createAttention({ threads: 1, isa });
+    const a = tensor(new Float32Array(SIZE * SIZE).fill(0.25), [SIZE, SIZE]);
+    pieces.loop = [flopsPerPass() * passes, () => loop(passes)];
+    pieces.matmul = [
+      GEMM_FLOPS * GEMM_REPS,
+      () => {
+        for (let r = 0; r < GEMM_REPS; ++r) attn.matmul(a, a);
+      },
+    ];
   }
-}
-const piecesOf = (v) => Object.entries(PIECES).filter(([name]) => v.attn || !['matmul', 'loop'].includes(name));
-const peaks = { 'mul+add': peakRun(await probeModule()), fma: peakRun(await probeModule({ fma: true })) };
-const samples = {}; // key -> GFLOP/s per round
-const record = (key, value) => (samples[key] ??= []).push(value);
-
-for (const v of variants) for (const [, piece] of piecesOf(v)) piece(v)[1](); // warm up: TurboFan
-for (const run of Object.values(peaks)) for (let i = 0; i < 5; ++i) run();
-for (const [, [, run]] of tiles) run();
-for (let r = 0; r < rounds; ++r) {
-  for (const [name, run] of Object.entries(peaks)) record(`peak ${name}`, gflops(2e6 * FLOPS_PER_ITERATION, run));
-  for (const v of variants) for (const [name, piece] of piecesOf(v)) record(`${v.isa} ${name}`, gflops(...piece(v)));
-  for (const [name, piece] of tiles) record(name, gflops(...piece));
-  process.stderr.write(`round ${r + 1}/${rounds}\n`);
+  const order = ['loop', 'hot', 'packed', 'gemm', 'matmul', 'pack_b'].filter((p) => pieces[p]);
+  return { isa: `${isa}${label}`, pieces: order.map((p) => [p, pieces[p]]), dispose: () => attn?.dispose() };
 }
 
-const peak = median(samples['peak mul+add']);
-const out = [
-  `gemm probe: ${size}³, 1 thread; ${rounds} interleaved rounds, median [best]`,
-  `peak mul+add ${median(samples['peak mul+add']).toFixed(1)} [${Math.max(...samples['peak mul+add']).toFixed(1)}] GFLOP/s; ` +
-    `peak FMA (relaxed_madd) ${median(samples['peak fma']).toFixed(1)} [${Math.max(...samples['peak fma']).toFixed(1)}]; ` +
-    `FMA / mul+add ${(median(samples['peak fma']) / peak).toFixed(2)}`,
-];
-for (const v of variants) {
-  for (const [name] of piecesOf(v)) {
-    const xs = samples[`${v.isa} ${name}`];
-    const m = median(xs);
+// options (module bytes as arrays of numbers, so that they pass into a page):
+//   loops      { simd128, 'relaxed-simd' }: kernel_shape.mjs's 4x8 loop, mul+add and FMA
+//   peaks      { 'mul+add', fma }: peak_probe.mjs's modules
+//   tiles      [[name, bytes, flops per pass]]: other tiles' loops (--tiles)
+//   also       a URL of another build's build/wasm/bench/ (--also), or null
+// -> { clock, samples: [[key, [GFLOP/s per round]]] } (pairs: WebKit's WebDriver does not keep
+// an object's key order)
+export async function measureGemm({ loops, peaks, tiles = [], also = null, rounds = 7 }) {
+  const relaxed = relaxedSimdAvailable();
+  const specs = BUILDS.filter(([isa]) => relaxed || isa !== 'relaxed-simd');
+  const builds = [];
+  for (const [isa, name, exportName] of specs)
+    builds.push(await buildPieces({ isa, name, exportName, label: '', loopBytes: loops[isa] }));
+  if (also) {
+    const label = ` (${also.split('/').filter(Boolean).pop()})`;
+    for (const [isa, name, exportName] of specs)
+      builds.push(await buildPieces({ isa, name, exportName, dir: new URL(also), label }));
+  }
+  const peakRuns = { 'mul+add': probeRuns(bytesOf(peaks['mul+add'])) };
+  if (relaxed) peakRuns.fma = probeRuns(bytesOf(peaks.fma));
+  const tileRuns = tiles.map(([name, bytes, flops]) => {
+    const passes = Math.round(1e9 / flops);
+    const run = instantiate(bytesOf(bytes));
+    return [name, [flops * passes, () => run(passes)]];
+  });
+
+  const samples = new Map(); // key -> GFLOP/s per round
+  const record = (key, value) => samples.set(key, [...(samples.get(key) ?? []), value]);
+  // warm up: each engine's optimizing tier
+  for (const b of builds) for (const [, [, run]] of b.pieces) run();
+  for (const forms of Object.values(peakRuns))
+    for (const run of Object.values(forms)) for (let i = 0; i < 5; ++i) run(PEAK_STEPS / 4);
+  for (const [, [, run]] of tileRuns) run();
+  for (let r = 0; r < rounds; ++r) {
+    for (const [name, forms] of Object.entries(peakRuns))
+      record(
+        `peak ${name}`,
+        Math.max(...Object.values(forms).map((run) => gflops(PEAK_STEPS * FLOPS_PER_STEP, () => run(PEAK_STEPS)))),
+      );
+    for (const b of builds) for (const [name, piece] of b.pieces) record(`${b.isa} ${name}`, gflops(...piece));
+    for (const [name, piece] of tileRuns) record(name, gflops(...piece));
+  }
+  for (const b of builds) b.dispose();
+  return { clock: cpuClock ? 'CPU time' : 'wall time', samples: [...samples] };
+}
+
+// -> text lines: medians [bests] in CPU time, bests [medians] in wall time.
+export function formatGemm(engine, { clock, samples }, load) {
+  const byKey = new Map(samples);
+  const wall = clock === 'wall time';
+  const stat = (xs) => (wall ? Math.max(...xs) : median(xs));
+  const other = (xs) => (wall ? median(xs) : Math.max(...xs));
+  const peak = stat(byKey.get('peak mul+add'));
+  const msPer512 = (g) => GEMM_FLOPS / g / 1e6;
+  const out = [
+    `${engine}${load ? `, load ${load}` : ''}`,
+    `gemm probe: ${SIZE}³, 1 thread; ${byKey.get('peak mul+add').length} interleaved rounds, ${clock}, ` +
+      `${wall ? 'best [median]' : 'median [best]'}`,
+    `peak mul+add ${stat(byKey.get('peak mul+add')).toFixed(1)} [${other(byKey.get('peak mul+add')).toFixed(1)}] GFLOP/s` +
+      (byKey.has('peak fma')
+        ? `; peak FMA (relaxed_madd) ${stat(byKey.get('peak fma')).toFixed(1)} [${other(byKey.get('peak fma')).toFixed(1)}]; ` +
+          `FMA / mul+add ${(stat(byKey.get('peak fma')) / peak).toFixed(2)}`
+        : ''),
+  ];
+  for (const [key, xs] of samples) {
+    if (key.startsWith('peak ')) continue;
+    const cut = key.lastIndexOf(' ');
+    const [what, name] = key.startsWith('tile ') ? [key, ''] : [key.slice(0, cut), key.slice(cut + 1)];
     if (name === 'pack_b') {
-      const share = median(samples[`${v.isa} gemm`]) / m; // pack_b time / gemm time
-      out.push(`  ${v.isa.padEnd(24)} ${name.padEnd(7)} ${(100 * share).toFixed(1)}% of gemm's time`);
+      const share = stat(byKey.get(`${what} gemm`)) / stat(xs); // pack_b time / gemm time
+      out.push(`  ${what.padEnd(24)} ${name.padEnd(7)} ${(100 * share).toFixed(1)}% of gemm's time`);
       continue;
     }
+    const g = stat(xs);
     out.push(
-      `  ${v.isa.padEnd(24)} ${name.padEnd(7)} ${m.toFixed(1).padStart(5)} [${Math.max(...xs).toFixed(1)}] GFLOP/s  ${((100 * m) / peak).toFixed(1).padStart(5)}% of mul+add peak`,
+      `  ${what.padEnd(name ? 24 : 32)} ${name.padEnd(name ? 7 : 0)} ${g.toFixed(1).padStart(5)} [${other(xs).toFixed(1)}] GFLOP/s` +
+        `  ${msPer512(g).toFixed(2).padStart(5)} ms per 512³  ${((100 * g) / peak).toFixed(1).padStart(5)}% of mul+add peak`,
     );
   }
+  return out.join('\n');
 }
-for (const [name] of tiles) {
-  const xs = samples[name];
-  const m = median(xs);
-  out.push(
-    `  ${name.padEnd(32)} ${m.toFixed(1).padStart(5)} [${Math.max(...xs).toFixed(1)}] GFLOP/s  ${((100 * m) / peak).toFixed(1).padStart(5)}% of mul+add peak`,
-  );
+
+async function main() {
+  const { RELAXED_SIMD_FLAG } = await import('../bench/spawn.mjs');
+  if (!process.versions.bun && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
+    // Node runs relaxed SIMD only behind a flag: again, with it
+    const { spawnSync } = await import('node:child_process');
+    const argv = [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)];
+    process.exit(spawnSync(process.execPath, argv, { stdio: 'inherit' }).status ?? 1);
+  }
+  const { argument, measureAndPrint } = await import('./in_page.mjs');
+  const { kernelShapeModule } = await import('./kernel_shape.mjs');
+  const { probeModule } = await import('../bench/peak_probe.mjs');
+  const { pathToFileURL } = await import('node:url');
+  const array = (buffer) => Array.from(new Uint8Array(buffer));
+  const tiles = [];
+  if (process.argv.includes('--tiles'))
+    for (const tile of TILES) {
+      const [mr, nr] = tile.split(' ')[0].split('x').map(Number);
+      for (const fma of [false, true]) {
+        const bytes = await kernelShapeModule({ fma, mr, nr, splat: tile.endsWith('splat') });
+        tiles.push([`tile ${tile} loop${fma ? ', FMA' : ''}`, array(bytes), flopsPerPass(mr, nr)]);
+      }
+    }
+  const also = argument('--also', null);
+  if (also && argument('--browser', null)) throw new Error('--also runs in Node and Bun only');
+  await measureAndPrint({
+    moduleUrl: '/scripts/forensics/gemm_probe.mjs',
+    exportName: 'measureGemm',
+    measureHere: measureGemm,
+    format: formatGemm,
+    options: {
+      loops: {
+        simd128: array(await kernelShapeModule()),
+        'relaxed-simd': array(await kernelShapeModule({ fma: true })),
+      },
+      peaks: { 'mul+add': array(await probeModule()), fma: array(await probeModule({ fma: true })) },
+      tiles,
+      also: also ? pathToFileURL(`${also.replace(/\/?$/, '/')}`).href : null,
+      rounds: Number(argument('--rounds', 7)),
+    },
+  });
 }
-for (const v of variants) v.attn?.dispose();
-console.log(out.join('\n'));
+
+if (typeof process === 'object' && process.argv?.[1] && new URL(import.meta.url).pathname === process.argv[1])
+  await main();

@@ -22,6 +22,7 @@
 // time: in a page, whose clock is wall time, the best is what the piece costs); "softmax/GEMM"
 // compares engines with their own GEMM speed taken out.
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { benchModule } from './bench_modules.mjs';
 
 const SHAPES = {
   attention: { slot: 0, heads: 1, n_q: 512, n_k: 512, d: 64, causal: 1, times: 1 },
@@ -90,42 +91,15 @@ export function formatRows(engine, results, load) {
   return lines.join('\n');
 }
 
-// In a page: the probe scripts come from the server's /build/wasm/bench/.
-export async function measureRowsInPage(rounds) {
+// The probe modules (bench_modules.mjs: from build/wasm/bench/, in a page or here) -> results.
+export async function measureRowsOfBuild(rounds) {
   const results = {};
-  for (const [isa, name, factoryName] of [
+  for (const [isa, name, exportName] of [
     ['simd128', 'rows_probe_simd', 'createRowsProbe'],
     ['relaxed', 'rows_probe_relaxed', 'createRowsProbeRelaxed'],
   ]) {
     if (isa === 'relaxed' && !relaxedSimdAvailable()) continue;
-    await new Promise((resolve, reject) => {
-      const s = document.createElement('script');
-      s.src = `/build/wasm/bench/${name}.js`;
-      s.onload = resolve;
-      s.onerror = () => reject(new Error(`${s.src} did not load`));
-      document.head.append(s);
-    });
-    const wasmBinary = new Uint8Array(await (await fetch(`/build/wasm/bench/${name}.wasm`)).arrayBuffer());
-    results[isa] = await measureRows({ factory: globalThis[factoryName], wasmBinary, rounds });
-  }
-  return results;
-}
-
-// In Node or Bun: the probe modules from build/wasm/bench/.
-async function measureRowsHere(rounds) {
-  const { readFile } = await import('node:fs/promises');
-  const { createRequire } = await import('node:module');
-  const require = createRequire(import.meta.url);
-  const dir = new URL('../../build/wasm/bench/', import.meta.url);
-  const results = {};
-  for (const [isa, name] of [
-    ['simd128', 'rows_probe_simd'],
-    ['relaxed', 'rows_probe_relaxed'],
-  ]) {
-    if (isa === 'relaxed' && !relaxedSimdAvailable()) continue;
-    const factory = require(new URL(`${name}.js`, dir).pathname);
-    const wasmBinary = await readFile(new URL(`${name}.wasm`, dir));
-    results[isa] = await measureRows({ factory, wasmBinary, rounds });
+    results[isa] = await measureRows({ ...(await benchModule(name, exportName)), rounds });
   }
   return results;
 }
@@ -141,8 +115,8 @@ async function main() {
   const { argument, measureAndPrint } = await import('./in_page.mjs');
   await measureAndPrint({
     moduleUrl: '/scripts/forensics/rows_probe.mjs',
-    exportName: 'measureRowsInPage',
-    measureHere: measureRowsHere,
+    exportName: 'measureRowsOfBuild',
+    measureHere: measureRowsOfBuild,
     format: formatRows,
     options: Number(argument('--rounds', 7)),
   });
