@@ -23,7 +23,7 @@
 // busy) and medians of the rounds are printed, best in brackets; in a page the clock is wall
 // time and a neighbour only ever adds time, so the bests are printed, median in brackets.
 // --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 4x8 with
-// XNNPACK's "splat" broadcasts, 2x16 (the 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more
+// XNNPACK's "splat" broadcasts, 4x8 on an a panel packed broadcast (plain loads), 2x16 (the 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more
 // accumulators, fewer loads per multiply-add).
 // --also DIR (Node and Bun): the probe modules of another build too (a copy of
 // build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
@@ -45,7 +45,7 @@ const BUILDS = [
   ['simd128', 'gemm_probe_simd', 'createGemmProbe'],
   ['relaxed-simd', 'gemm_probe_relaxed', 'createGemmProbeRelaxed'],
 ];
-export const TILES = ['4x8', '4x8 splat', '2x16', '5x8', '3x12', '6x8', '4x12'];
+export const TILES = ['4x8', '4x8 splat', '4x8 broadcast', '2x16', '5x8', '3x12', '6x8', '4x12'];
 
 // This thread's CPU time in ms where the host tells it (Node, Bun), else wall time (pages).
 const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
@@ -195,7 +195,14 @@ async function main() {
     for (const tile of TILES) {
       const [mr, nr] = tile.split(' ')[0].split('x').map(Number);
       for (const fma of [false, true]) {
-        const bytes = await kernelShapeModule({ fma, mr, nr, splat: tile.endsWith('splat') });
+        const style = tile.split(' ')[1];
+        const bytes = await kernelShapeModule({
+          fma,
+          mr,
+          nr,
+          splat: style === 'splat',
+          broadcast: style === 'broadcast',
+        });
         tiles.push([`tile ${tile} loop${fma ? ', FMA' : ''}`, array(bytes), flopsPerPass(mr, nr)]);
       }
     }

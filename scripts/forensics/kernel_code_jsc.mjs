@@ -5,7 +5,7 @@
 // disassembler, but Air is JSC's assembly-level form, one Air instruction per x86 instruction,
 // which is what this counts. The loop is kernel_shape.mjs's: the kernels' exact instruction mix
 // for a tile, written in the wasm text format, run hot in a child Bun until OMG compiles it.
-// Per tile (mr x 8, loadsplat or splat, mul+add or relaxed_madd): GFLOP/s on L1-resident
+// Per tile (mr x 8, loadsplat, splat or on a broadcast a panel, mul+add or relaxed_madd): GFLOP/s on L1-resident
 // panels, and the Air instructions of its loop body (the block that runs most), by kind.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -13,11 +13,19 @@ import { fileURLToPath } from 'node:url';
 import { flopsPerPass, instantiate, kernelShapeModule } from './kernel_shape.mjs';
 
 const BUN = fileURLToPath(new URL('../../node_modules/.bin/bun', import.meta.url));
-const SHAPES = [{ mr: 4 }, { mr: 4, splat: true }, { mr: 4, fma: true }, { mr: 5 }, { mr: 6 }, { mr: 6, fma: true }];
+const SHAPES = [
+  { mr: 4 },
+  { mr: 4, splat: true },
+  { mr: 4, broadcast: true },
+  { mr: 4, fma: true },
+  { mr: 5 },
+  { mr: 6 },
+  { mr: 6, fma: true },
+];
 
 // Child (under Bun): run the shape hot, print its speed on stderr.
-async function child({ mr, splat, fma }) {
-  const run = instantiate(await kernelShapeModule({ mr, splat, fma }));
+async function child({ mr, splat, broadcast, fma }) {
+  const run = instantiate(await kernelShapeModule({ mr, splat, broadcast, fma }));
   for (let i = 0; i < 200; ++i) run(50);
   let best = 0;
   for (let r = 0; r < 20; ++r) {
@@ -59,7 +67,8 @@ else {
     });
     const speed = /GFLOP\/s ([\d.]+)/.exec(r.stderr + r.stdout)?.[1] ?? '?';
     const { instructions, counts } = loopAir(r.stdout + r.stderr);
-    const name = `${shape.mr}x8 ${shape.splat ? 'splat' : 'loadsplat'} ${shape.fma ? 'relaxed_madd' : 'mul+add'}`;
+    const style = shape.splat ? 'splat' : shape.broadcast ? 'broadcast a panel' : 'loadsplat';
+    const name = `${shape.mr}x8 ${style} ${shape.fma ? 'relaxed_madd' : 'mul+add'}`;
     const mix = Object.entries(counts)
       .sort((a, b) => b[1] - a[1])
       .map(([op, n]) => `${n} ${op}`)

@@ -7,14 +7,17 @@
 // (f32x4.mul + f32x4.add, or f32x4.relaxed_madd with fma), over a (KC,4) a panel and a (KC,8)
 // b panel, KC steps per pass. splat: XNNPACK's wasmsimd "splat" style instead, one v128.load of
 // the step's mr a values and an i32x4 lane shuffle per row (pshufd on x86) for the broadcasts.
+// broadcast: an a panel packed already broadcast (each a value 4 times, a (KC,4,4) panel), so a
+// row's broadcast is a plain v128.load: no splat for the engine to lower (no such kernel ships).
 // Other tiles (mr rows, nr = 4·vectors columns) the same way, to
 // see which ones V8 compiles without spilling and how fast.
 const KC = 256;
 export const flopsPerPass = (mr = 4, nr = 8) => KC * mr * nr * 2;
 
 // run(passes: i32) -> f32 (the accumulators' first lanes, so nothing is dead code)
-export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = false } = {}) {
+export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = false, broadcast = false } = {}) {
   const nb = nr / 4;
+  const aStep = (broadcast ? 16 : 4) * mr; // bytes of a per k step
   const rows = Array.from({ length: mr }, (_, i) => i);
   const cols = Array.from({ length: nb }, (_, j) => j);
   const acc = rows.flatMap((i) => cols.map((j) => `$c${i}x${j}`));
@@ -25,7 +28,9 @@ export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = f
     step.push(
       splat
         ? `(local.set $a (i8x16.shuffle ${Array(4).fill(lane(i)).join(' ')} (local.get $av) (local.get $av)))`
-        : `(local.set $a (v128.load32_splat offset=${4 * i} (local.get $pa)))`,
+        : broadcast
+          ? `(local.set $a (v128.load offset=${16 * i} (local.get $pa)))`
+          : `(local.set $a (v128.load32_splat offset=${4 * i} (local.get $pa)))`,
     );
     for (const j of cols) {
       const c = acc[nb * i + j];
@@ -41,10 +46,10 @@ export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = f
       (local $pa i32) (local $pb i32) (local $k i32) (local $a v128) (local $av v128) ${cols.map((j) => `(local $b${j} v128)`).join(' ')}
       ${acc.map((c) => `(local ${c} v128)`).join(' ')}
       (block (loop
-        (local.set $pa (i32.const 0)) (local.set $pb (i32.const ${KC * 4 * mr})) (local.set $k (i32.const ${KC}))
+        (local.set $pa (i32.const 0)) (local.set $pb (i32.const ${KC * aStep})) (local.set $k (i32.const ${KC}))
         (block (loop
           ${step.join('\n          ')}
-          (local.set $pa (i32.add (local.get $pa) (i32.const ${4 * mr})))
+          (local.set $pa (i32.add (local.get $pa) (i32.const ${aStep})))
           (local.set $pb (i32.add (local.get $pb) (i32.const ${4 * nr})))
           (br_if 0 (local.tee $k (i32.sub (local.get $k) (i32.const 1))))))
         (br_if 0 (local.tee $passes (i32.sub (local.get $passes) (i32.const 1))))))
