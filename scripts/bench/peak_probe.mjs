@@ -7,15 +7,16 @@
 // rate, 14 ~100%, 16 no more). x = 0.5·x + 0.5 converges to 1: no overflow, no denormals.
 // FLOPs: each f32x4.mul and f32x4.add counts 4 (one per lane); the engines do not fuse them into
 // FMAs (wasm has no fused op without relaxed SIMD), so this is the peak for code like ours.
-// probeModule({ fma: true }) is the same with x = relaxed_madd(x, m, a) (f32x4.relaxed_madd, 8
-// FLOPs): the peak of the relaxed-SIMD kernel, where the engine fuses it. Their ratio says what
-// FMA can buy on this CPU: ~2 where multiplies, adds and FMAs share ports (Intel), ~1 where
-// separate add pipes run beside the FMA pipes (AMD Zen).
+// probeModule({ fma: true }) is the same with x = relaxed_madd(m, a, x) (f32x4.relaxed_madd, 8
+// FLOPs; x grows by 0.25 a step, finite in any call): the peak of the relaxed-SIMD kernel, where
+// the engine fuses it. Their ratio says what FMA can buy on this CPU: ~2 where multiplies, adds
+// and FMAs share ports (Intel), ~1 where separate add pipes run beside the FMA pipes (AMD Zen).
 //
 // The same chains in three loops, the step unrolled 4×, 2× and 1×, and the probe is the fastest
-// of them: engines differ in which loop they run at full rate (on a Zen 5, 2026-11-24:
-// SpiderMonkey runs the 4× loop at half the rate of the 2× and 1× ones, V8 and
-// JavaScriptCore run all three alike; scripts/forensics/peak_forms.mjs times them).
+// of them: engines differ in which loop they run at full rate, and by more than noise only
+// SpiderMonkey so far (on a Zen 5, 2026-11-24: its mul+add loop unrolled 4× at half the rate of
+// the 2× and 1× ones; V8 and JavaScriptCore run all three alike; scripts/forensics/peak_forms.mjs
+// times these and other forms).
 //
 // Per core: best of several timed calls on one thread. All cores: the same on one worker
 // thread per core at once, summed (what the 2-thread rows are compared to): peak.mjs in Node
@@ -27,16 +28,26 @@ export const FLOPS_PER_STEP = CHAINS * 2 * 4; // one multiply-add of every chain
 // A module exporting run_unroll{u}(steps: i32) -> f32 for each u of unrolls: steps (a positive
 // multiple of 4) multiply-adds of every chain, the loop's body u of them; the sum of the chains'
 // first lanes (so nothing is dead code).
-// fma: the chains use f32x4.relaxed_madd (needs relaxed SIMD in the engine).
-// chains, constants (m and a as v128.const operands, not locals): other forms, for peak_forms.mjs.
-export async function probeModule({ fma = false, chains = CHAINS, unrolls = UNROLLS, constants = false } = {}) {
+// fma: the chains use f32x4.relaxed_madd (needs relaxed SIMD in the engine), x = x + m·a like the
+// kernels' c = c + a·b (fmaAddend 'x'; 'a': x = x·m + a, which SpiderMonkey runs at 0.7×).
+// chains, constants (m and a as v128.const operands, not locals), fmaAddend: other forms, for
+// scripts/forensics/peak_forms.mjs.
+export async function probeModule({
+  fma = false,
+  chains = CHAINS,
+  unrolls = UNROLLS,
+  constants = false,
+  fmaAddend = 'x',
+} = {}) {
   const x = Array.from({ length: chains }, (_, c) => `$x${c}`);
   const splat = (v) => `(v128.const f32x4 ${v} ${v} ${v} ${v})`;
   const m = constants ? splat(0.5) : '(local.get $m)';
   const a = constants ? splat(0.5) : '(local.get $a)';
   const step = x.map((xc) =>
     fma
-      ? `(local.set ${xc} (f32x4.relaxed_madd (local.get ${xc}) ${m} ${a}))`
+      ? fmaAddend === 'x'
+        ? `(local.set ${xc} (f32x4.relaxed_madd ${m} ${a} (local.get ${xc})))`
+        : `(local.set ${xc} (f32x4.relaxed_madd (local.get ${xc}) ${m} ${a}))`
       : `(local.set ${xc} (f32x4.add (f32x4.mul (local.get ${xc}) ${m}) ${a}))`,
   );
   const firstLanes = x.map((xc) => `(f32x4.extract_lane 0 (local.get ${xc}))`);

@@ -1,9 +1,10 @@
 // Forms of the mul+add peak probe (scripts/bench/peak_probe.mjs) side by side, per engine: how
 // many chains, the loop unrolled 4×, 2× or 1×, m and a as locals or as v128.const operands. The
 // probe must be an upper bound of the mul+add rate in every engine: this says which form each
-// engine runs fastest (the probe takes the fastest of its three loops).
+// engine runs fastest (the probe takes the fastest of its three loops). The FMA forms where the
+// engine runs relaxed SIMD (Node: with --experimental-wasm-relaxed-simd).
 //
-//   node scripts/forensics/peak_forms.mjs [--rounds N] [--json]
+//   node [--experimental-wasm-relaxed-simd] scripts/forensics/peak_forms.mjs [--rounds N] [--json]
 //   node_modules/.bin/bun scripts/forensics/peak_forms.mjs ...
 //   node scripts/forensics/peak_forms.mjs --browser chromium|firefox|webkit ...
 //
@@ -17,6 +18,8 @@ const FORMS = {
   '14 chains, constants': { chains: 14, constants: true },
   '12 chains': { chains: 12 },
   '8 chains': { chains: 8 },
+  'FMA x = x + m·a, 14 chains (the FMA probe)': { chains: 14, fma: true },
+  'FMA x = x·m + a, 14 chains': { chains: 14, fma: true, fmaAddend: 'a' },
 };
 
 // forms: { name: [bytes as an array of numbers, chains] } -> [['name, unroll u', GFLOP/s], ...]
@@ -24,12 +27,14 @@ const FORMS = {
 export async function measureForms({ forms, rounds = 7 }) {
   const runs = {};
   const flops = {};
-  for (const [name, [bytes, chains]] of Object.entries(forms))
+  for (const [name, [bytes, chains]] of Object.entries(forms)) {
+    if (!WebAssembly.validate(new Uint8Array(bytes))) continue; // FMA: where relaxed SIMD runs
     for (const [exported, run] of Object.entries(probeRuns(new Uint8Array(bytes)))) {
       const key = `${name}, ${exported.replace('run_unroll', 'unroll ')}`;
       runs[key] = run;
       flops[key] = chains * 2 * 4;
     }
+  }
   // one measureRuns per flops value would split the rounds: scale instead, run(steps) per chain step
   const rates = measureRuns(runs, 1, rounds);
   return Object.entries(rates).map(([key, rate]) => [key, rate * flops[key]]);
@@ -37,7 +42,7 @@ export async function measureForms({ forms, rounds = 7 }) {
 
 export function formatForms(engine, rates, load) {
   const lines = [`${engine}${load ? `, load ${load}` : ''}: GFLOP/s, best of the rounds`];
-  for (const [name, g] of rates) lines.push(`  ${name.padEnd(36)} ${g.toFixed(1)}`);
+  for (const [name, g] of rates) lines.push(`  ${name.padEnd(52)} ${g.toFixed(1)}`);
   return lines.join('\n');
 }
 
