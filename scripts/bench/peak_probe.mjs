@@ -24,6 +24,7 @@
 const CHAINS = 14;
 export const UNROLLS = [4, 2, 1];
 export const FLOPS_PER_STEP = CHAINS * 2 * 4; // one multiply-add of every chain
+let wabt = null; // one instance: each would hold a wasm memory of its own
 
 // A module exporting run_unroll{u}(steps: i32) -> f32 for each u of unrolls: steps (a positive
 // multiple of 4) multiply-adds of every chain, the loop's body u of them; the sum of the chains'
@@ -63,8 +64,8 @@ export async function probeModule({
         (br_if 0 (local.tee $iterations (i32.sub (local.get $iterations) (i32.const 1))))))
       ${firstLanes.slice(1).reduce((sum, lane) => `(f32.add ${sum} ${lane})`, firstLanes[0])})`;
   const text = `(module ${unrolls.map(run).join('')})`;
-  const { default: wabt } = await import('wabt'); // only here: a worker measuring needs no wabt
-  return (await wabt()).parseWat('peak.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
+  wabt ??= import('wabt').then((m) => m.default()); // only here: a worker measuring needs no wabt
+  return (await wabt).parseWat('peak.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
 }
 
 // probeModule()'s bytes -> { run_unroll4: run(steps), ... }

@@ -12,6 +12,7 @@
 // Other tiles (mr rows, nr = 4·vectors columns) the same way, to
 // see which ones V8 compiles without spilling and how fast.
 const KC = 256;
+let wabt = null; // one instance: each would hold a wasm memory of its own
 export const flopsPerPass = (mr = 4, nr = 8) => KC * mr * nr * 2;
 
 // run(passes: i32) -> f32 (the accumulators' first lanes, so nothing is dead code)
@@ -41,7 +42,7 @@ export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = f
       );
     }
   }
-  const text = `(module (memory (export "memory") 1)
+  const text = `(module (import "shape" "memory" (memory 1))
     (func (export "run") (param $passes i32) (result f32)
       (local $pa i32) (local $pb i32) (local $k i32) (local $a v128) (local $av v128) ${cols.map((j) => `(local $b${j} v128)`).join(' ')}
       ${acc.map((c) => `(local ${c} v128)`).join(' ')}
@@ -54,13 +55,19 @@ export async function kernelShapeModule({ fma = false, mr = 4, nr = 8, splat = f
           (br_if 0 (local.tee $k (i32.sub (local.get $k) (i32.const 1))))))
         (br_if 0 (local.tee $passes (i32.sub (local.get $passes) (i32.const 1))))))
       ${acc.slice(1).reduce((s, c) => `(f32.add ${s} (f32x4.extract_lane 0 (local.get ${c})))`, `(f32x4.extract_lane 0 (local.get ${acc[0]}))`)}))`;
-  const { default: wabt } = await import('wabt');
-  return (await wabt()).parseWat('shape.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
+  wabt ??= import('wabt').then((m) => m.default());
+  return (await wabt).parseWat('shape.wat', text, { simd: true, relaxed_simd: fma }).toBinary({}).buffer;
 }
 
-// bytes -> run(passes), its panels filled with small values (no denormals, no overflow)
+// bytes -> run(passes), its panels filled with small values (no denormals, no overflow). Every
+// loop runs in one memory: JavaScriptCore gives a process's first few memories (about 8 in Bun
+// 1.4) bounds checks by signal handler and every later one an explicit check per access, which
+// runs these loops at 0.5-0.75× (BUN_JSC_maxNumWasmFastMemories raises the count).
+let memory = null;
 export function instantiate(bytes) {
-  const { exports } = new WebAssembly.Instance(new WebAssembly.Module(bytes));
-  new Float32Array(exports.memory.buffer).fill(1e-3);
-  return exports.run;
+  if (!memory) {
+    memory = new WebAssembly.Memory({ initial: 1 });
+    new Float32Array(memory.buffer).fill(1e-3);
+  }
+  return new WebAssembly.Instance(new WebAssembly.Module(bytes), { shape: { memory } }).exports.run;
 }
