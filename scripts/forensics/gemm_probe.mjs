@@ -18,13 +18,13 @@
 // from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built by scripts/build.sh;
 // bench_modules.mjs loads them), and the peak probes (peak_probe.mjs: mul+add chains in its
 // three loops, the fastest each round; relaxed_madd chains likewise). Rounds interleave
-// everything. In Node and Bun times are this thread's CPU time (process.cpuUsage: a neighbour
+// everything. In Node and Bun times are this process's CPU time (process.cpuUsage: a neighbour
 // that takes the core away then costs nothing, so the figures compare even when the machine is
 // busy) and medians of the rounds are printed, best in brackets; in a page the clock is wall
 // time and a neighbour only ever adds time, so the bests are printed, median in brackets.
 // --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 4x8 with
-// XNNPACK's "splat" broadcasts, 4x8 on an a panel packed broadcast (plain loads), 2x16 (the 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more
-// accumulators, fewer loads per multiply-add).
+// XNNPACK's "splat" broadcasts, 4x8 on an a panel packed broadcast (plain loads), 2x16 (the
+// 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more accumulators, fewer loads per multiply-add).
 // --also DIR (Node and Bun): the probe modules of another build too (a copy of
 // build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
 // side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
@@ -47,7 +47,8 @@ const BUILDS = [
 ];
 export const TILES = ['4x8', '4x8 splat', '4x8 broadcast', '2x16', '5x8', '3x12', '6x8', '4x12'];
 
-// This thread's CPU time in ms where the host tells it (Node, Bun), else wall time (pages).
+// This process's CPU time in ms where the host tells it (Node, Bun; all its threads, so an engine's
+// compiler threads count while they work), else wall time (pages).
 const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
 const now = cpuClock
   ? () => {
@@ -60,9 +61,9 @@ const gflops = (flops, run) => {
   run();
   return flops / (now() - t0) / 1e6;
 };
-// A function with the loop inside (kernel_shape.mjs's, peak_probe.mjs's) gets its optimized code
-// from many short calls: a JavaScriptCore that sees only long calls runs the loop in its
-// on-stack-replacement code, in Bun up to 0.7× as fast for some of the tiles.
+// A function with the loop inside (kernel_shape.mjs's, peak_probe.mjs's): many short calls
+// first, as kernel_code_jsc.mjs does, so that the engines optimize the function itself rather
+// than only enter the loop's optimized code from a long call.
 const warmLoop = (run, arg) => {
   for (let i = 0; i < 200; ++i) run(arg);
 };
