@@ -52,6 +52,55 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
   add('multi-head attention, 1 thread: faster than onnxruntime-web', faster(h1, row('mha', 'ort-1')), 1.5);
   add("multi-head attention, 1 thread: faster than tfjs's best formulation", faster(h1, row('mha', 'tfjs-1')), 1.6);
 
+  // Per engine (the targets every engine is held to, Chromium, Firefox and WebKitGTK alike):
+  // with the ISA this engine gets by default (relaxed SIMD where it validates), 1 thread,
+  // matmul and multi-head attention >= 1.3x the faster peer and single-head attention >= 1.4x;
+  // SIMD128 alone (Safari, older Firefox) never below 1.1x; 2 threads >= 1.8x one thread
+  // wherever threads started (a row's threads: what the instance got); the GEMM >= 75 % of
+  // this engine's own mul+add probe on SIMD128.
+  const fasterPeer1 = (id) =>
+    [row(id, 'tfjs-1'), row(id, 'ort-1')].filter(Boolean).sort((x, y) => x.ms - y.ms)[0] ?? null;
+  const relaxedRan = rows.some((r) => r.impl === 'ours-relaxed-1' && r.status === 'ok');
+  const defaultImpl = relaxedRan ? 'ours-relaxed-1' : 'ours-1';
+  const defaultIsa = relaxedRan ? 'relaxed SIMD' : 'SIMD128';
+  const margins = [
+    ['matmul', 'matmul 512³', 1.3],
+    ['mha', 'multi-head attention', 1.3],
+    ['attention', 'attention n=512 d=64', 1.4],
+  ];
+  for (const [id, label, goal] of margins)
+    add(
+      `per engine, ${label}, ${defaultIsa} (the default), 1 thread: over the faster peer`,
+      faster(row(id, defaultImpl), fasterPeer1(id)),
+      goal,
+    );
+  for (const [id, label] of margins)
+    add(
+      `per engine, ${label}, SIMD128, 1 thread: over the faster peer`,
+      faster(row(id, 'ours-1'), fasterPeer1(id)),
+      1.1,
+    );
+  for (const [id, label] of [
+    ['matmul', 'matmul 512³'],
+    ['attention', 'attention n=512 d=64'],
+    ['attention-causal', 'causal attention n=512 d=64'],
+    ['mha', 'multi-head attention'],
+    ['mha-causal', 'causal multi-head attention'],
+  ]) {
+    const two = row(id, 'ours-2');
+    add(
+      `per engine, ${label}: 2 threads over 1`,
+      two && (two.threads ?? 2) >= 2 ? faster(two, row(id, 'ours-1')) : null,
+      1.8,
+    );
+  }
+  add(
+    "per engine, matmul 512³, SIMD128, 1 thread: share of this engine's mul+add probe",
+    m1 && peak ? (100 * m1.gflops) / peak.perCoreGflops : null,
+    75,
+    '%',
+  );
+
   // backward GFLOP/s (nominal 2× the forward's FLOPs) over the forward's, same shape, 1 thread
   const ratio = (bwd, fwd) => (bwd && fwd ? bwd.gflops / fwd.gflops : null);
   add('attention backward GFLOP/s over its forward', ratio(row('attention-bwd', 'ours-1'), a1), 0.7);
