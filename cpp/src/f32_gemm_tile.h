@@ -9,6 +9,8 @@
 //   Style::loadsplat  one v128.load32_splat per row and step (XNNPACK's "loadsplat")
 //   Style::splat      one v128.load of the step's MR = 4 a values, then a lane shuffle per row
 //                     (XNNPACK's "splat", on a packed a)
+//   Style::bcast      one v128.load per row and step of an a panel packed already broadcast
+//                     (each value 4 times: GemmKernel::a_copies), no broadcast in the loop
 // Whatever the tile, style and unroll, c(i,j) is the same sum in the same order: its
 // accumulator starts at c (accumulate) or 0 and adds a(i,p)·b(p,j) for p = 0, 1, ..., kc-1,
 // one rounding per multiply and per add (SIMD128) or one per fused step (relaxed). So every
@@ -28,7 +30,11 @@
 
 namespace wa::kernels {
 
-enum class Style { loadsplat, splat };
+enum class Style { loadsplat, splat, bcast };
+
+// Floats per a value in a packed panel of the style.
+template <Style S>
+inline constexpr size_t kACopies = S == Style::bcast ? 4 : 1;
 
 // SIMD128 (SSE natively): acc + a·b rounded twice, as everywhere else in the library.
 struct MulAdd {
@@ -88,6 +94,12 @@ __attribute__((always_inline)) inline void f32_gemm_one_tile(size_t mr, size_t n
       acc[2][0] = Ops::madd(va2, b0, acc[2][0]), acc[2][1] = Ops::madd(va2, b1, acc[2][1]);
       const f32x4 va3 = simd::broadcast_lane<3>(va);
       acc[3][0] = Ops::madd(va3, b0, acc[3][0]), acc[3][1] = Ops::madd(va3, b1, acc[3][1]);
+    } else if constexpr (S == Style::bcast) {
+      for (size_t i = 0; i < MR; ++i) {
+        const f32x4 vai = simd::load(ap + i * 4);
+        acc[i][0] = Ops::madd(vai, b0, acc[i][0]);
+        acc[i][1] = Ops::madd(vai, b1, acc[i][1]);
+      }
     } else {
       for (size_t i = 0; i < MR; ++i) {
         const f32x4 vai = simd::load_splat(ap + i);
@@ -97,9 +109,10 @@ __attribute__((always_inline)) inline void f32_gemm_one_tile(size_t mr, size_t n
     }
   };
   size_t p = 0;
-  for (; p + KU <= kc; p += KU, a += KU * MR, b += KU * kNR)
-    for (size_t u = 0; u < KU; ++u) step(a + u * MR, b + u * kNR);
-  for (; p < kc; ++p, a += MR, b += kNR) step(a, b);
+  constexpr size_t A = MR * kACopies<S>;  // floats of a per step
+  for (; p + KU <= kc; p += KU, a += KU * A, b += KU * kNR)
+    for (size_t u = 0; u < KU; ++u) step(a + u * A, b + u * kNR);
+  for (; p < kc; ++p, a += A, b += kNR) step(a, b);
 
   for (size_t i = 0; i < MR; ++i) {
     simd::store(ct + i * ldt, acc[i][0]);
@@ -121,7 +134,7 @@ void f32_gemm_tile(size_t m, size_t n, size_t kc, const float* a, const float* b
     const size_t nr = n - j < kNR ? n - j : kNR;
     const float* ai = a;
     float* ci = c;
-    for (size_t i = 0; i < m; i += MR, ai += MR * kc, ci += MR * ldc)
+    for (size_t i = 0; i < m; i += MR, ai += MR * kACopies<S> * kc, ci += MR * ldc)
       f32_gemm_one_tile<MR, S, KU, Ops>(m - i < MR ? m - i : MR, nr, kc, ai, b, ci, ldc,
                                         accumulate);
   }

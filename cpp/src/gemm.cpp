@@ -32,6 +32,11 @@ static_assert(kNR == 2 * kLanes, "the packing below moves a b tile row as 2 vect
 
 size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
+// n packed a values -> each in the four lanes of a vector at dst + 4·i (GemmKernel::a_copies 4)
+void broadcast_a_panels(const float* src, size_t n, float* dst) {
+  for (size_t i = 0; i < n; ++i) store(dst + 4 * i, splat(src[i]));
+}
+
 // x (rows,cols) row stride ld: element (r,c), for the generic (edge) packing paths.
 float at(const float* x, size_t ld, Transpose t, size_t r, size_t c) {
   return t == Transpose::yes ? x[c * ld + r] : x[r * ld + c];
@@ -156,10 +161,16 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
     const size_t mc = std::min(m, (r + 1) * tiles / row_blocks * tile_mr) - i0;
     const size_t j_first = t % col_groups * group_blocks * kNC;
     const size_t j_end = std::min(n, j_first + group_blocks * kNC);
-    float* packed_a = thread_scratch(ScratchSlot::gemm_a, round_up(mc, tile_mr) * kKC);
+    // a kernel whose panels hold each a value a_copies times: packed as usual after where the
+    // copies go, then each value written a_copies times (broadcast_a_panels)
+    const size_t panel_floats = round_up(mc, tile_mr) * kKC, copies = kernel.a_copies;
+    float* packed_a =
+        thread_scratch(ScratchSlot::gemm_a, panel_floats * (copies == 1 ? 1 : copies + 1));
+    float* packed_once = packed_a + (copies == 1 ? 0 : panel_floats * copies);
     for (size_t p0 = 0; p0 < k; p0 += kKC) {
       const size_t kc = std::min(kKC, k - p0);
-      pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_a);
+      pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_once);
+      if (copies != 1) broadcast_a_panels(packed_once, round_up(mc, tile_mr) * kc, packed_a);
       // the group's columns (kNC divides into kNR panels), panel after panel
       kernel.run(mc, j_end - j_first, kc, packed_a, packed_b_block(packed_b, packed_k, p0, j_first),
                  kNR * packed_k, c + i0 * ldc + j_first, ldc, accumulate || p0 > 0);

@@ -23,11 +23,15 @@ namespace wa::kernels {
 using GemmMicrokernel = void (*)(size_t m, size_t n, size_t kc, const float* a, const float* b,
                                  size_t b_stride, float* c, size_t ldc, bool accumulate);
 
-// A kernel and its tiles' rows, by name (the function's, as in backend.gemmKernel).
+// A kernel and its tiles' rows, by name (the function's, as in backend.gemmKernel). a_copies:
+// how many times its packed a panels hold each value (1; 4 for a kernel that reads a step's
+// a values as whole vectors, each value in all four lanes: step p of a panel then holds
+// a(i, p) at a + (p·MR + i)·4 + 0..3).
 struct GemmKernel {
   const char* name;
   size_t mr;
   GemmMicrokernel run;
+  size_t a_copies = 1;
 };
 
 // The kernels (f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of
@@ -39,6 +43,7 @@ struct GemmKernel {
 WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)
 WA_GEMM_KERNEL(f32_gemm_4x8_splat_vec128)
+WA_GEMM_KERNEL(f32_gemm_4x8_bcast_vec128)
 WA_GEMM_KERNEL(f32_gemm_6x8_vec128)
 // relaxed SIMD's fused multiply-add; built only into the relaxed variants
 WA_GEMM_KERNEL(f32_gemm_4x8_relaxed)

@@ -36,6 +36,7 @@ const GemmKernel kAllKernels[] = {
     {"f32_gemm_4x8_k2_vec128", 4, f32_gemm_4x8_k2_vec128},
     {"f32_gemm_4x8_splat_vec128", 4, f32_gemm_4x8_splat_vec128},
     {"f32_gemm_6x8_vec128", 6, f32_gemm_6x8_vec128},
+    {"f32_gemm_4x8_bcast_vec128", 4, f32_gemm_4x8_bcast_vec128, 4},
 #if defined(WA_RELAXED_SIMD)
     {"f32_gemm_4x8_relaxed", 4, f32_gemm_4x8_relaxed},
     {"f32_gemm_4x8_k2_relaxed", 4, f32_gemm_4x8_k2_relaxed},
@@ -44,12 +45,16 @@ const GemmKernel kAllKernels[] = {
 #endif
 };
 constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
-// This build's ISA's: the last kCount
-constexpr size_t kCount = 4;
+constexpr size_t kSimd128Count = 5;
+// This build's ISA's: the last kCount (the relaxed build's have no twin of the broadcast-panel
+// kernel: it is for JavaScriptCore, which has no relaxed SIMD)
 #if defined(WA_RELAXED_SIMD)
-static_assert(kAllCount == 2 * kCount, "as many relaxed kernels as SIMD128 ones");
+constexpr size_t kCount = kAllCount - kSimd128Count;
+static_assert(kCount == kSimd128Count - 1,
+              "a relaxed twin of each SIMD128 tile but the broadcast one");
 #else
-static_assert(kAllCount == kCount);
+constexpr size_t kCount = kAllCount;
+static_assert(kAllCount == kSimd128Count);
 #endif
 const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
 
@@ -64,7 +69,7 @@ double now_ms() {
 }
 
 struct Probe {
-  std::vector<float> a = std::vector<float>(kProbeRows * kProbeK);
+  std::vector<float> a = std::vector<float>(kProbeRows * kProbeK * 4);  // room for a_copies 4
   std::vector<float> b = std::vector<float>(kProbePanels * kNR * kProbeK);
   std::vector<float> c = std::vector<float>(kProbeRows * kProbePanels * kNR);
   Probe() {
@@ -107,14 +112,17 @@ int js_engine() { return kUnknown; }
 // instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
 // Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
 // WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
-// Where the others came within 3 % of the default, the default stays: JavaScriptCore in both
-// ISAs, SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
+// Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
+// SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
 const char* preferred_kernel(int engine) {
 #if defined(WA_RELAXED_SIMD)
   // 1.05-1.08x the default there; in V8 11 it is 0.75x (its registers spill)
   if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed";
 #else
   if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_vec128";  // 1.05-1.09x the default
+  // 1.17-1.19x the default in WebKitGTK and Bun: JavaScriptCore makes three of the default's
+  // four broadcasts a scalar load and a splat; this kernel's a panels come broadcast
+  if (engine == kJavaScriptCore) return "f32_gemm_4x8_bcast_vec128";
 #endif
   return kKernels[0].name;
 }

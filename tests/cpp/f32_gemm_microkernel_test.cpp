@@ -36,6 +36,7 @@ TEST_CASE("f32 gemm micro-kernels: a whole tile, every k") {
     for (size_t k : kDepths)
       GemmMicrokernelTester()
           .mr(kernel.mr)
+          .a_copies(kernel.a_copies)
           .m(kernel.mr)
           .n(kNR)
           .k(k)
@@ -50,7 +51,14 @@ TEST_CASE("f32 gemm micro-kernels: every m and n below the tile (row and column 
     for (size_t m = 1; m <= kernel.mr; ++m)
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t k : kDepths)
-          GemmMicrokernelTester().mr(kernel.mr).m(m).n(n).k(k).seed(seed++).Test(kernel.run);
+          GemmMicrokernelTester()
+              .mr(kernel.mr)
+              .a_copies(kernel.a_copies)
+              .m(m)
+              .n(n)
+              .k(k)
+              .seed(seed++)
+              .Test(kernel.run);
   });
 }
 
@@ -64,6 +72,7 @@ TEST_CASE("f32 gemm micro-kernels: several tiles down the rows, whole and with a
           for (bool accumulate : {false, true})
             GemmMicrokernelTester()
                 .mr(mr)
+                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)
@@ -84,6 +93,7 @@ TEST_CASE("f32 gemm micro-kernels: several b panels across the columns, together
           for (size_t gap : {size_t{0}, kNR, size_t{3}})
             GemmMicrokernelTester()
                 .mr(mr)
+                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)
@@ -101,8 +111,15 @@ TEST_CASE("f32 gemm micro-kernels: c with a row stride past n") {
     for (size_t m = 1; m <= kernel.mr; ++m)
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t stride : {n + 1, size_t{11}, size_t{37}})
-          GemmMicrokernelTester().mr(kernel.mr).m(m).n(n).k(17).cm_stride(stride).seed(seed++).Test(
-              kernel.run);
+          GemmMicrokernelTester()
+              .mr(kernel.mr)
+              .a_copies(kernel.a_copies)
+              .m(m)
+              .n(n)
+              .k(17)
+              .cm_stride(stride)
+              .seed(seed++)
+              .Test(kernel.run);
   });
 }
 
@@ -115,6 +132,7 @@ TEST_CASE("f32 gemm micro-kernels: accumulate adds to c, full tiles and tails, s
           for (size_t stride : {n, n + 3})
             GemmMicrokernelTester()
                 .mr(kernel.mr)
+                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)

@@ -30,6 +30,8 @@ class GemmMicrokernelTester {
  public:
   // the kernel's tile rows: the packed a panel's rows per step
   GemmMicrokernelTester& mr(size_t mr) { return mr_ = mr, *this; }
+  // how many times the kernel's packed a holds each value (GemmKernel::a_copies)
+  GemmMicrokernelTester& a_copies(size_t copies) { return a_copies_ = copies, *this; }
   GemmMicrokernelTester& m(size_t m) { return m_ = m, *this; }
   GemmMicrokernelTester& n(size_t n) { return n_ = n, *this; }
   GemmMicrokernelTester& k(size_t k) { return k_ = k, *this; }
@@ -57,10 +59,12 @@ class GemmMicrokernelTester {
     // packed b: ceil(n/kNR) panels (k,kNR) b_stride apart, step p of panel q holding
     // b(p, q·kNR..q·kNR+kNR-1)
     const size_t panels = (m_ + mr_ - 1) / mr_, b_panels = (n_ + kNR - 1) / kNR;
-    std::vector<float> packed_a(panels * k_ * mr_, nan), packed_b(b_panels * b_stride, nan);
+    std::vector<float> packed_a(panels * k_ * mr_ * a_copies_, nan),
+        packed_b(b_panels * b_stride, nan);
     for (size_t p = 0; p < k_; ++p) {
       for (size_t i = 0; i < m_; ++i)
-        packed_a[i / mr_ * mr_ * k_ + p * mr_ + i % mr_] = a[i * k_ + p];
+        for (size_t copy = 0; copy < a_copies_; ++copy)
+          packed_a[(i / mr_ * mr_ * k_ + p * mr_ + i % mr_) * a_copies_ + copy] = a[i * k_ + p];
       for (size_t j = 0; j < n_; ++j)
         packed_b[j / kNR * b_stride + p * kNR + j % kNR] = b[p * n_ + j];
     }
@@ -102,7 +106,7 @@ class GemmMicrokernelTester {
   }
 
  private:
-  size_t mr_ = 4, m_ = 4, n_ = kernels::kNR, k_ = 1, cm_stride_ = 0, b_gap_ = 0;
+  size_t mr_ = 4, a_copies_ = 1, m_ = 4, n_ = kernels::kNR, k_ = 1, cm_stride_ = 0, b_gap_ = 0;
   bool accumulate_ = false;
   uint32_t seed_ = 1;
 };
