@@ -29,7 +29,6 @@
 // The GEMM forensics tools run on their own, from scripts/forensics/ (see their headers):
 // kernel_code.mjs prints V8's x64 code for the GEMM micro-kernels, gemm_probe.mjs splits a
 // 1-thread 512³ matmul's time, gemm_kernels.mjs times every micro-kernel side by side.
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caseIdsOf, parseArgs } from './bench/args.mjs';
@@ -44,7 +43,7 @@ import { measurePeak } from './bench/peak.mjs';
 import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
 import { wasmSizes } from './bench/sizes.mjs';
 import { referenceSample } from './bench/reference_sample.mjs';
-import { RELAXED_SIMD_FLAG } from './bench/spawn.mjs';
+import { rerunWithRelaxedSimd } from './bench/spawn.mjs';
 import { measureFirstCall, measureStartup } from './bench/startup.mjs';
 import { renderChart } from './bench/svg.mjs';
 import { renderReport } from './bench/table.mjs';
@@ -52,13 +51,8 @@ import { checkTargets, renderTargets } from './bench/targets.mjs';
 import { peerNotes } from './bench/notes.mjs';
 
 const options = parseArgs(process.argv.slice(2));
-if (!options.browser && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
-  // Our relaxed-SIMD rows run in this process: Node 20 needs the V8 flag from the start.
-  const r = spawnSync(process.execPath, [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit',
-  });
-  process.exit(r.status ?? 1);
-}
+// Our relaxed-SIMD rows run in this process: Node 20 needs the V8 flag from the start.
+if (!options.browser) rerunWithRelaxedSimd();
 const t0 = performance.now();
 const log = (text) =>
   process.stderr.write(`[bench ${((performance.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${text}\n`);

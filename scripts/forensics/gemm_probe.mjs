@@ -30,7 +30,8 @@
 // side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { benchModule } from './bench_modules.mjs';
+// now(): CPU time in Node and Bun (an engine's compiler threads count while they work), else wall
+import { benchModule, cpuClock, now } from './bench_modules.mjs';
 import { flopsPerPass, instantiate } from './kernel_shape.mjs';
 import { FLOPS_PER_STEP, probeRuns } from '../bench/peak_probe.mjs';
 
@@ -47,15 +48,6 @@ const BUILDS = [
 ];
 export const TILES = ['4x8', '4x8 splat', '4x8 broadcast', '2x16', '5x8', '3x12', '6x8', '4x12'];
 
-// This process's CPU time in ms where the host tells it (Node, Bun; all its threads, so an engine's
-// compiler threads count while they work), else wall time (pages).
-const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
-const now = cpuClock
-  ? () => {
-      const u = process.cpuUsage();
-      return (u.user + u.system) / 1000;
-    }
-  : () => performance.now();
 const gflops = (flops, run) => {
   const t0 = now();
   run();
@@ -188,13 +180,7 @@ export function formatGemm(engine, { clock, samples }, load) {
 }
 
 async function main() {
-  const { RELAXED_SIMD_FLAG } = await import('../bench/spawn.mjs');
-  if (!process.versions.bun && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
-    // Node runs relaxed SIMD only behind a flag: again, with it
-    const { spawnSync } = await import('node:child_process');
-    const argv = [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)];
-    process.exit(spawnSync(process.execPath, argv, { stdio: 'inherit' }).status ?? 1);
-  }
+  (await import('../bench/spawn.mjs')).rerunWithRelaxedSimd();
   const { argument, measureAndPrint } = await import('./in_page.mjs');
   const { kernelShapeModule } = await import('./kernel_shape.mjs');
   const { probeModule } = await import('../bench/peak_probe.mjs');

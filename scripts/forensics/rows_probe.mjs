@@ -22,7 +22,7 @@
 // time: in a page, whose clock is wall time, the best is what the piece costs); "softmax/GEMM"
 // compares engines with their own GEMM speed taken out.
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
-import { benchModule } from './bench_modules.mjs';
+import { benchModule, cpuClock, now } from './bench_modules.mjs';
 
 const SHAPES = {
   attention: { slot: 0, heads: 1, n_q: 512, n_k: 512, d: 64, causal: 1, times: 1 },
@@ -33,15 +33,6 @@ const PIECES = { scores: 1, softmax: 2, values: 4, exp: 8, online: 16, forward: 
 const TARGET_MS = 15; // per measurement: long enough for a 1 ms clock, short on a busy machine
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-// This thread's CPU time in ms where the host tells it (Node, Bun: a neighbour that takes the
-// core away then costs nothing), else wall time (pages).
-const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
-const now = cpuClock
-  ? () => {
-      const u = process.cpuUsage();
-      return (u.user + u.system) / 1000;
-    }
-  : () => performance.now();
 
 // factory: an Emscripten factory of rows_probe_{simd,relaxed}; wasmBinary its bytes.
 export async function measureRows({ factory, wasmBinary, rounds = 7 }) {
@@ -105,13 +96,7 @@ export async function measureRowsOfBuild(rounds) {
 }
 
 async function main() {
-  const { RELAXED_SIMD_FLAG } = await import('../bench/spawn.mjs');
-  if (!process.versions.bun && !process.execArgv.includes(RELAXED_SIMD_FLAG)) {
-    // Node runs relaxed SIMD only behind a flag: again, with it
-    const { spawnSync } = await import('node:child_process');
-    const argv = [RELAXED_SIMD_FLAG, ...process.execArgv, ...process.argv.slice(1)];
-    process.exit(spawnSync(process.execPath, argv, { stdio: 'inherit' }).status ?? 1);
-  }
+  (await import('../bench/spawn.mjs')).rerunWithRelaxedSimd();
   const { argument, measureAndPrint } = await import('./in_page.mjs');
   await measureAndPrint({
     moduleUrl: '/scripts/forensics/rows_probe.mjs',
