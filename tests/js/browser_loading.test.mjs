@@ -72,6 +72,15 @@ async function runInPage(page) {
   });
 }
 
+// The GEMM micro-kernel gemm_select.cpp picks in each engine for the ISA it gets by default
+// (the README's "The GEMM micro-kernel per engine"): JavaScriptCore's SIMD128 the kernel on
+// broadcast a panels, V8 15's the 4x8 unrolled by 2, relaxed SIMD's 6x8 in V8 15 and SpiderMonkey.
+const KERNEL = {
+  chromium: { simd128: 'f32_gemm_4x8_k2_vec128', 'relaxed-simd': 'f32_gemm_6x8_relaxed' },
+  firefox: { simd128: 'f32_gemm_4x8_vec128', 'relaxed-simd': 'f32_gemm_6x8_relaxed' },
+  webkit: { simd128: 'f32_gemm_4x8_bcast_vec128' },
+};
+
 // worked by hand in tests/cpp/worked_example_test.cpp
 const WORKED_OUTPUT = [0.80222419, 0.59888791, 0.75174492, 0.75174492, 0.85997076, 0.71600459];
 
@@ -113,6 +122,10 @@ describeEngines(
       assert.equal(results.plain.isolated, false);
       assert.deepEqual(buildOf(results.plain.backend), { simd: true, threads: 1, variant: 'simd', isa });
       assert.deepEqual(plainPage.errors(), []);
+    });
+
+    test(`the GEMM kernel picked for ${engine} on ${isa}`, () => {
+      for (const r of [results.isolated, results.plain]) assert.equal(r.backend.gemmKernel, KERNEL[engine][isa]);
     });
 
     test('both builds compute the worked example and agree bitwise', () => {
