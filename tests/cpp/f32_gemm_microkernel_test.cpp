@@ -34,14 +34,7 @@ void for_each_kernel(Test&& test) {
 TEST_CASE("f32 gemm micro-kernels: a whole tile, every k") {
   for_each_kernel([](const GemmKernel& kernel) {
     for (size_t k : kDepths)
-      GemmMicrokernelTester()
-          .mr(kernel.mr)
-          .a_copies(kernel.a_copies)
-          .m(kernel.mr)
-          .n(kNR)
-          .k(k)
-          .seed(static_cast<uint32_t>(k))
-          .Test(kernel.run);
+      GemmMicrokernelTester().m(kernel.mr).n(kNR).k(k).seed(static_cast<uint32_t>(k)).Test(kernel);
   });
 }
 
@@ -50,15 +43,7 @@ TEST_CASE("f32 gemm micro-kernels: every m and n below the tile (row and column 
     uint32_t seed = 100;
     for (size_t m = 1; m <= kernel.mr; ++m)
       for (size_t n = 1; n <= kNR; ++n)
-        for (size_t k : kDepths)
-          GemmMicrokernelTester()
-              .mr(kernel.mr)
-              .a_copies(kernel.a_copies)
-              .m(m)
-              .n(n)
-              .k(k)
-              .seed(seed++)
-              .Test(kernel.run);
+        for (size_t k : kDepths) GemmMicrokernelTester().m(m).n(n).k(k).seed(seed++).Test(kernel);
   });
 }
 
@@ -71,15 +56,13 @@ TEST_CASE("f32 gemm micro-kernels: several tiles down the rows, whole and with a
         for (size_t k : {size_t{1}, size_t{17}, size_t{513}})
           for (bool accumulate : {false, true})
             GemmMicrokernelTester()
-                .mr(mr)
-                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)
                 .cm_stride(n + 2)
                 .accumulate(accumulate)
                 .seed(seed++)
-                .Test(kernel.run);
+                .Test(kernel);
   });
 }
 
@@ -92,8 +75,6 @@ TEST_CASE("f32 gemm micro-kernels: several b panels across the columns, together
         for (size_t k : {size_t{1}, size_t{17}, kKC + 1})
           for (size_t gap : {size_t{0}, kNR, size_t{3}})
             GemmMicrokernelTester()
-                .mr(mr)
-                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)
@@ -101,7 +82,7 @@ TEST_CASE("f32 gemm micro-kernels: several b panels across the columns, together
                 .b_gap(gap)
                 .accumulate(gap == kNR)
                 .seed(seed++)
-                .Test(kernel.run);
+                .Test(kernel);
   });
 }
 
@@ -111,15 +92,7 @@ TEST_CASE("f32 gemm micro-kernels: c with a row stride past n") {
     for (size_t m = 1; m <= kernel.mr; ++m)
       for (size_t n = 1; n <= kNR; ++n)
         for (size_t stride : {n + 1, size_t{11}, size_t{37}})
-          GemmMicrokernelTester()
-              .mr(kernel.mr)
-              .a_copies(kernel.a_copies)
-              .m(m)
-              .n(n)
-              .k(17)
-              .cm_stride(stride)
-              .seed(seed++)
-              .Test(kernel.run);
+          GemmMicrokernelTester().m(m).n(n).k(17).cm_stride(stride).seed(seed++).Test(kernel);
   });
 }
 
@@ -131,15 +104,13 @@ TEST_CASE("f32 gemm micro-kernels: accumulate adds to c, full tiles and tails, s
         for (size_t k : {size_t{1}, size_t{5}, size_t{64}, size_t{129}})
           for (size_t stride : {n, n + 3})
             GemmMicrokernelTester()
-                .mr(kernel.mr)
-                .a_copies(kernel.a_copies)
                 .m(m)
                 .n(n)
                 .k(k)
                 .cm_stride(stride)
                 .accumulate(true)
                 .seed(seed++)
-                .Test(kernel.run);
+                .Test(kernel);
   });
 }
 

@@ -42,6 +42,12 @@ class GemmMicrokernelTester {
   GemmMicrokernelTester& accumulate(bool on) { return accumulate_ = on, *this; }
   GemmMicrokernelTester& seed(uint32_t seed) { return seed_ = seed, *this; }
 
+  // A kernel of gemm_kernels.h's table: its tile rows and a's copies are its own.
+  void Test(const kernels::GemmKernel& kernel) const {
+    GemmMicrokernelTester with = *this;
+    with.mr(kernel.mr).a_copies(kernel.a_copies).Test(kernel.run);
+  }
+
   void Test(GemmMicrokernel kernel) const {
     using kernels::kNR;
     const size_t ldc = cm_stride_ ? cm_stride_ : n_;
