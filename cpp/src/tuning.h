@@ -58,10 +58,10 @@ static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks"
 
 // ---- compressed kv caches (kv_i8.cpp) ----
 
-// Values of a key or value row per int8 block, each block with its own fp16 scale (llama.cpp's
-// q8_0 block). A scale per 32 rather than per row (d 128): keys carry outlier channels, and an
-// outlier coarsens only its own block's step; the fp16 scales cost 2 bytes per 32, 0.266× of
-// float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
+// Values of a key or value row per int8 block, each block with its own bfloat16 scale (llama.cpp's
+// q8_0 block, with float32's exponent range in the scale). A scale per 32 rather than per row
+// (d 128): keys carry outlier channels, and an outlier coarsens only its own block's step; the
+// scales cost 2 bytes per 32, 0.266× of float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
 constexpr size_t kKvQuantBlock = 32;
 // Query rows the int8 kernels (kv_i8.cpp) hold in registers at once: 4 rows × 2 i32x4 of
 // sums, plus the two int16 halves of a panel row and a row's operand, fit x86's 16 vector
