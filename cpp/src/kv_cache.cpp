@@ -59,8 +59,8 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
             throw std::range_error(
                 std::string("kv cache: the new ") + what + " " + std::to_string(i) +
                 " of sequence " + std::to_string(b) + ", kv head " + std::to_string(g) + " holds " +
-                shown(*big) + " at " + std::to_string(big - row) + ", beyond the " + kern.name +
-                " cache's range ±" + shown(kern.max_abs) + ", so nothing was appended");
+                shown(*big) + " at " + std::to_string(big - row) + ", beyond the '" + kern.name +
+                "' cache's range ±" + shown(kern.max_abs) + ", so nothing was appended");
           }
           const float x = row[t];
           throw std::range_error(

@@ -347,9 +347,11 @@ TEST_CASE("a float16 cache refuses a magnitude past 65504 and keeps what it had"
   const std::vector<float> k = {1, -2, 3}, v = {0.5f, 4};
   cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
   const std::vector<float> big = {1, -65505};
-  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(big.data(), 1, 1, 2)),
-                       doctest::Contains("the new value 0 of sequence 0, kv head 0 holds -65505"),
-                       std::range_error);
+  CHECK_THROWS_WITH_AS(
+      cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(big.data(), 1, 1, 2)),
+      doctest::Contains("the new value 0 of sequence 0, kv head 0 holds -65505 at 1, beyond the "
+                        "'float16' cache's range ±65504"),
+      std::range_error);
   CHECK(cache.length() == 1);
   // ±65504 itself is held exactly; a subnormal to its step of 2^-24, rounded to nearest even
   const std::vector<float> largest = {65504, -65504, 3 * 0x1p-25f};
