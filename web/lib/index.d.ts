@@ -75,9 +75,11 @@ export interface KvCacheConfig {
   dV: number;
   capacity: number;
   /** What each kept key and value is (default 'float32'). 'float16': IEEE binary16 (rounded to
-   *  nearest even), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
-   *  of 32 along d as int8 steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the
-   *  bytes. Both are read in place; presentKey/presentValue give them back as float32. */
+   *  nearest even; 11 significant bits, subnormals in steps of 2^-24 below 2^-14, |x| <= 2^-25
+   *  becomes 0), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
+   *  of 32 along d as int8 steps of a bfloat16 scale (max|x|/127 rounded up, llama.cpp's q8_0
+   *  with float32's exponent range), 0.27× the bytes: every finite value, within max|x|/252 of
+   *  its block. Both are read in place; presentKey/presentValue give them back as float32. */
   dtype?: KvCacheDtype;
 }
 

@@ -4,10 +4,17 @@
 // never copies the cache). attention(q, k, v, { cache }) appends k and v (only the new rows
 // are written) and attends over all of it.
 //
-// dtype: what each kept key and value is. 'float32'; 'float16': IEEE binary16, rounded to
-// nearest even, half the bytes, |x| <= 65504; 'int8': each row in blocks of 32 along d, a block
-// stored as int8 steps of its fp16 scale max|x|/127 (llama.cpp's q8_0), 0.27× the bytes. The
-// kernels read either in place (widening in registers); reads give float32.
+// dtype: what each kept key and value is; NaN and ±Infinity are refused (RangeError).
+//   'float32': every finite float, 24 significant bits.
+//   'float16': IEEE binary16 rounded to nearest even, half the bytes: |x| <= 65504 (beyond, a
+//     RangeError naming the 'float16' cache), 11 significant bits (error <= 2^-11·|x|) from
+//     2^-14 ≈ 6.1e-5 up; below, subnormals in steps of 2^-24 ≈ 6e-8 (fewer bits the smaller:
+//     1e-6 keeps about 4), and |x| <= 2^-25 ≈ 3e-8 becomes 0.
+//   'int8': each row in blocks of 32 along d, a block stored as int8 steps of its scale
+//     max|x|/127 rounded up to a bfloat16 (llama.cpp's q8_0 with float32's exponent range in
+//     the scale), 0.27× the bytes: every finite x, error <= max|x|/252 of its block (+ 2^-134
+//     for blocks below 127·2^-126 ≈ 1.5e-36, whose scale is subnormal).
+// The kernels read either in place (widening in registers); reads give float32.
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
@@ -16,7 +23,7 @@ import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];
-// Bytes a cache of dtype keeps per row of d values (with its scales).
+// Bytes a cache of dtype keeps per row of d values (int8: with its 2-byte scales, one per 32).
 export const rowBytes = (dtype, d) =>
   dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : dtype === 'float16' ? 2 * d : 4 * d;
 
