@@ -308,7 +308,7 @@ TEST_CASE(
   KvCache cache(1, 1, 3, 2, 4, KvType::i8);
   const std::vector<float> v = {0.5f, 4, 0.5f, 4, 0.5f, 4};
   // float32's largest (its block's scale clipped to the largest whose 127 steps are finite), a
-  // block far below fp16's smallest scale, and one near float32's smallest normal
+  // block whose scale (8e-33) float16 could not hold, and one near float32's smallest normal
   const std::vector<float> k = {3.4028235e38f, -1, 0, 1e-30f, -3e-31f, 0, 2e-36f, 1e-37f, -5e-37f};
   cache.append(3, heads_4d(k.data(), 1, 3, 3), heads_4d(v.data(), 1, 3, 2));
   std::vector<float> k_back(k.size()), v_back(6);
