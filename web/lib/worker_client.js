@@ -20,7 +20,17 @@
 // transferred. The worker gets a fresh array of its type and length in its place, checks it
 // as the synchronous form checks out, and sends the result back in it (transferred); the
 // result's values are then copied into the caller's array, which becomes the result's data.
-// This keeps one surface with the synchronous form; it saves no allocation here.
+// This keeps one surface with the synchronous form; it saves no allocation here. An out on a
+// buffer that transfer: true would send is refused here, before anything is sent.
+//
+// Held requests. What only this side can check, once the worker answered (out still there,
+// not detached or shrunk by the caller while the call ran), decides whether the call
+// happened. A request with out goes as { id, op, target, args, hold: true }: the worker runs
+// it keeping what undoes it (the lengths of the caches it appends to; a layer's previous
+// saved forward), answers, and runs nothing else until this side's verdict,
+// { verdict: id, keep }, sent as soon as the answer was checked: keep, or undo it. Requests
+// sent meanwhile wait in the worker's queue, so they see the call kept or undone, in order.
+// An error answer needs no verdict: a failed call changed nothing.
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
@@ -114,14 +124,13 @@ function takeOptions(where, options) {
   };
 }
 
-// The worker's answer to a call with out (takeOptions; null: answer as it is): a Promise of
-// the answer, whose main result (mainOf(answer), a tensor of out's type and length, fresh)
+// The check of a held call's answer (Channel.send's accept) for a call with out (takeOptions'
+// caller's array): its main result (mainOf(answer), a tensor of out's type and length, fresh)
 // has its values copied into out and out as its data; a TypeError when out's buffer was
-// detached or shrunk while the call ran.
+// detached or shrunk while the call ran (the worker then undoes the call).
 const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine's own
-function withOut(where, answer, out, mainOf) {
-  if (!out) return answer;
-  return answer.then((value) => {
+function acceptOut(where, out, mainOf) {
+  return (value) => {
     const t = mainOf(value);
     if (typedArrayLength(out) !== typedArrayLength(t.data)) {
       throw new TypeError(`${where}: out's buffer was detached or shrunk while the call ran`);
@@ -129,8 +138,12 @@ function withOut(where, answer, out, mainOf) {
     Reflect.apply(setValues, out, [t.data]);
     t.data = out;
     return value;
-  });
+  };
 }
+
+// The ArrayBuffer or SharedArrayBuffer behind a typed array, by the engine's own getter.
+const bufferGetter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer').get;
+const bufferOf = (array) => Reflect.apply(bufferGetter, array, []);
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
 // closed: dispose() was called; every later call rejects as the synchronous form throws.
@@ -138,7 +151,7 @@ function withOut(where, answer, out, mainOf) {
 // starting; every call rejects (createWorkerAttention starts a new worker).
 class Channel {
   #worker;
-  #pending = new Map(); // request id -> { resolve, reject }
+  #pending = new Map(); // request id -> { resolve, reject, accept }
   #nextId = 1;
   #broken = null; // the Error every call gets once the worker died
   #stallMs;
@@ -173,27 +186,49 @@ class Channel {
   // cache) was disposed, else null, asked before the arguments are read and again once they
   // were sent: their getters (run by encode, and past its depth by postMessage's cloning) may
   // dispose it. Then the worker refuses the request, and its answer finds no one waiting.
+  // out: the caller's array for the result (takeOptions), refused up front when transfer would
+  // detach its buffer; accept(answer): with out, the request is held (see above): the call
+  // resolves to what accept returns and the worker keeps the call, or rejects with what it
+  // throws and the worker undoes the call.
   // A Promise always: what the getters throw rejects it.
-  send(where, op, args, { target, transfer = false, stale = () => null } = {}) {
+  send(where, op, args, { target, transfer = false, stale = () => null, out = null, accept = null } = {}) {
     const buffers = new Set();
     let encoded;
     try {
       const before = stale() ?? this.#broken;
       if (before) throw before;
       encoded = encode(args, buffers, this);
+      if (out && transfer && buffers.has(bufferOf(out))) {
+        throw new TypeError(
+          `${where}: out shares its buffer with an argument that transfer: true sends to the worker, which would detach it: give out a buffer of its own, or leave transfer out`,
+        );
+      }
     } catch (e) {
       return Promise.reject(e);
     }
     const id = this.#nextId++;
+    const hold = accept !== null;
     try {
-      this.#worker.postMessage({ id, op, target, args: encoded }, transfer ? [...buffers] : []);
+      this.#worker.postMessage({ id, op, target, args: encoded, hold }, transfer ? [...buffers] : []);
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }
     const after = stale();
-    if (after) return Promise.reject(after);
+    if (after) {
+      if (hold) this.#verdict(id, false); // in case the worker runs it after all
+      return Promise.reject(after);
+    }
     if (isNode && this.#pending.size === 0) this.#worker.ref();
-    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, accept }));
+  }
+
+  // A held request's verdict (handled by the worker outside its queue of requests).
+  #verdict(id, keep) {
+    try {
+      this.#worker.postMessage({ verdict: id, keep });
+    } catch {
+      // the worker is gone, and the call's effects with it
+    }
   }
 
   #settle(id) {
@@ -223,7 +258,19 @@ class Channel {
     const request = this.#settle(id);
     if (!request) return;
     if (error) request.reject(rebuildError(error));
-    else request.resolve(value);
+    else if (!request.accept) request.resolve(value);
+    else {
+      let accepted;
+      try {
+        accepted = request.accept(value);
+      } catch (e) {
+        this.#verdict(id, false);
+        request.reject(e);
+        return;
+      }
+      this.#verdict(id, true);
+      request.resolve(accepted);
+    }
   }
 
   #fail(error) {
@@ -270,12 +317,13 @@ class AsyncMultiHeadAttention {
   }
 
   // The checks the synchronous layer makes first, then the request.
-  #call(where, op, args, transfer) {
+  // held: { out, accept } for a call with out (Channel.send).
+  #call(where, op, args, transfer, held = {}) {
     const stale = () => {
       if (this.#channel.closed) return instanceDisposed(where);
       return this.#disposed ? layerDisposed(where) : null;
     };
-    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale });
+    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale, ...held });
   }
 
   // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
@@ -283,8 +331,8 @@ class AsyncMultiHeadAttention {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
       const t = takeOptions(where, options);
-      const answer = this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
-      return withOut(where, answer, t.out, (r) => r.output);
+      const held = t.out ? { out: t.out, accept: acceptOut(where, t.out, (r) => r.output) } : {};
+      return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer, held);
     });
   }
 
@@ -409,11 +457,11 @@ class AsyncAttention {
     return promised(() => {
       if (stale()) throw stale();
       const t = takeOptions(where, options);
-      const answer = this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
+      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
         stale,
+        ...(t.out ? { out: t.out, accept: acceptOut(where, t.out, mainOf) } : {}),
       });
-      return withOut(where, answer, t.out, mainOf);
     });
   }
 
