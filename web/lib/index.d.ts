@@ -430,7 +430,8 @@ export interface TransferOption {
   /** Transfer the ArrayBuffers behind this call's typed arrays to the worker instead of copying
    *  them: they are detached here once the call is made (default false). Results are always
    *  transferred back. out is never sent: the result comes back in a fresh array and is copied
-   *  into it here (one surface with the direct form; no allocation saved). */
+   *  into it here (one surface with the direct form; no allocation saved). An out on a buffer
+   *  this would send is a TypeError; a call whose out is detached while it runs is undone. */
   transfer?: boolean;
 }
 
