@@ -505,6 +505,37 @@ describe('the worker form', () => {
     assert.equal(e.message, 'matmul: transfer must be true or false, got the number 1');
   });
 
+  test('values structured cloning cannot copy: extra fields are ignored and checks word them as the direct form', async () => {
+    const next = rng(31);
+    const extras = { weak: new WeakMap(), promise: Promise.resolve(1), set: new WeakSet(), ref: new WeakRef({}) };
+    const [q, k, v] = [
+      [5, 4],
+      [6, 4],
+      [6, 3],
+    ].map((shape) => ({ ...randomTensor(next, shape), ...extras }));
+    assertSameBits(
+      await remote.attention(q, k, v, { causal: true }),
+      local.attention(q, k, v, { causal: true }),
+      'attention',
+    );
+    const layer = await remote.multiHeadAttention({ dModel: 4, heads: 2, seed: 2 });
+    const mine = local.multiHeadAttention({ dModel: 4, heads: 2, seed: 2 });
+    assertSameBits(await layer.forward({ ...q, note: extras }), mine.forward(q), 'a layer forward');
+    await layer.dispose();
+    mine.dispose();
+    const calls = {
+      'a WeakMap as causal': (a) => a.attention(q, k, v, { causal: new WeakMap() }),
+      'a Promise as the mask': (a) => a.attention(q, k, v, { mask: Promise.resolve() }),
+      'a WeakSet as q': (a) => a.attention(new WeakSet(), k, v),
+    };
+    for (const [title, call] of Object.entries(calls)) {
+      const expected = await errorOf(() => call(local));
+      const got = await errorOf(() => call(remote));
+      assert.equal(got.constructor, expected.constructor, `${title}: ${got.message}`);
+      assert.equal(got.message, expected.message, title);
+    }
+  });
+
   test('locateFile is asked up front and its answers are what the worker loads', async () => {
     const asked = [];
     const located = await createAttention({

@@ -75,7 +75,9 @@ const cacheRefs = new WeakMap();
 // by references to their cache (worker_host.js turns each back into a function, a symbol, a
 // revoked Proxy, an empty typed array or a cache, so that its checks throw the message they
 // throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
-// Maps, Dates and the like go as structured cloning copies them.
+// Maps, Dates and the like go as structured cloning copies them; what it cannot copy (a
+// WeakMap, a Promise, a DOM node: none of which the direct form reads but to refuse) goes as
+// a stand-in named like it (describe() words it the same).
 function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
@@ -92,8 +94,31 @@ function encode(value, buffers, channel, depth = 0) {
     return value;
   }
   if (isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
-  if (Object.prototype.toString.call(value) !== '[object Object]') return value;
+  if (Object.prototype.toString.call(value) !== '[object Object]') return cloneable(value) ? value : opaque(value);
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
+}
+
+// Whether structured cloning copies value (an object that is neither plain, an Array nor a
+// typed array). ArrayBuffers always can; anything else is tried.
+function cloneable(value) {
+  if (value instanceof ArrayBuffer || value instanceof (globalThis.SharedArrayBuffer ?? ArrayBuffer)) return true;
+  try {
+    structuredClone(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The stand-in for an object structured cloning cannot copy: its constructor's name.
+function opaque(value) {
+  let name;
+  try {
+    name = value.constructor?.name;
+  } catch {
+    name = undefined; // a getter that throws
+  }
+  return { [STAND_IN]: 'opaque', name: typeof name === 'string' ? name : undefined };
 }
 
 // options -> { options without its transfer key (undefined when nothing else is left),

@@ -50,7 +50,7 @@ function freshArray({ type, length = 0, detached = false }) {
 }
 
 // The client's stand-ins back into a function, a symbol, a revoked Proxy, a typed array (empty,
-// or an out's fresh one) or a cache, in place (args is our own copy). The live caches met
+// or an out's fresh one), a cache or an object of a constructor's name, in place (args is our own copy). The live caches met
 // are added to `caches`.
 function decode(value, found, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
@@ -63,6 +63,8 @@ function decode(value, found, depth = 0) {
     }
     if (kind === 'revoked') return revoked();
     if (kind === 'empty' || kind === 'out') return freshArray(value);
+    if (kind === 'opaque')
+      return value.name === undefined ? Object.create(null) : Object.create({ constructor: { name: value.name } });
     return kind === 'function' ? function standIn() {} : Symbol('stand-in');
   }
   for (const key of Object.keys(value)) value[key] = decode(value[key], found, depth + 1);
