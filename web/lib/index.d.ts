@@ -192,8 +192,14 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOp
   cache?: KvCache;
 }
 
-/** attentionBackward's options: attention()'s, without a past, cache, qk output or out. */
-export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out'>;
+/** attentionBackward's options: attention()'s, without a past, cache, qk output or out; trace
+ *  for 2-D inputs only (3-D and 4-D calls refuse it), heads and kvLength for 3-D/4-D only. */
+export type AttentionBackwardOptions =
+  | (Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out' | 'heads' | 'kvLength'> & {
+      heads?: never;
+      kvLength?: never;
+    })
+  | (Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out' | 'trace'> & { trace?: never });
 
 /** Results in q's format (O: output, qk) and the past's (P: presentKey, presentValue, as ONNX's
  *  T1 and T2); trace intermediates are float32. */
@@ -267,7 +273,7 @@ export interface MultiHeadConfig {
   sinks?: boolean | Float32Array | Tensor;
   /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
   weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
-  /** Seed of the initialization, 0 to 2^32-1 (default 0). */
+  /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights (a TypeError). */
   seed?: number;
 }
 
@@ -507,7 +513,8 @@ export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
 export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;
 /** A seeded generator (mulberry32): each call returns the next uniform float in [0, 1); the same
- *  seed (0 to 2^32-1) gives the same numbers in every engine. A layer's `seed` draws its initial
+ *  seed (an integer from 0 to 2^32-1; anything else is a TypeError or RangeError) gives the
+ *  same numbers in every engine. A layer's `seed` draws its initial
  *  weights from seededRandom(seed) through xavierUniform, so an app can reproduce them. */
 export function seededRandom(seed: number): () => number;
 /** Xavier (Glorot) uniform weights for a [fanIn,fanOut] matrix, row-major: U(−a, a) with
