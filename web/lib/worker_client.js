@@ -25,9 +25,10 @@
 //
 // Held requests. What only this side can check, once the worker answered (out still there,
 // not detached or shrunk by the caller while the call ran), decides whether the call
-// happened. A request with out goes as { id, op, target, args, hold: true }: the worker runs
-// it keeping what undoes it (the lengths of the caches it appends to; a layer's previous
-// saved forward), answers, and runs nothing else until this side's verdict,
+// happened. A request with out that changes the worker's state (a layer's forward, a call
+// over a cache) goes as { id, op, target, args, hold: true }: the worker runs it keeping what
+// undoes it (the lengths of the caches it appends to; a layer's previous saved forward),
+// answers, and runs nothing else until this side's verdict,
 // { verdict: id, keep }, sent as soon as the answer was checked: keep, or undo it. Requests
 // sent meanwhile wait in the worker's queue, so they see the call kept or undone, in order.
 // An error answer needs no verdict: a failed call changed nothing.
@@ -149,10 +150,10 @@ function takeOptions(where, options) {
   };
 }
 
-// The check of a held call's answer (Channel.send's accept) for a call with out (takeOptions'
+// The check of the answer to a call with out (Channel.send's accept; out: takeOptions'
 // caller's array): its main result (mainOf(answer), a tensor of out's type and length, fresh)
 // has its values copied into out and out as its data; a TypeError when out's buffer was
-// detached or shrunk while the call ran (the worker then undoes the call).
+// detached or shrunk while the call ran (a held call is then undone in the worker).
 const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine's own
 function acceptOut(where, out, mainOf) {
   return (value) => {
@@ -176,7 +177,7 @@ const bufferOf = (array) => Reflect.apply(bufferGetter, array, []);
 // starting; every call rejects (createWorkerAttention starts a new worker).
 class Channel {
   #worker;
-  #pending = new Map(); // request id -> { resolve, reject, accept }
+  #pending = new Map(); // request id -> { resolve, reject, accept, hold }
   #nextId = 1;
   #broken = null; // the Error every call gets once the worker died
   #stallMs;
@@ -212,11 +213,16 @@ class Channel {
   // were sent: their getters (run by encode, and past its depth by postMessage's cloning) may
   // dispose it. Then the worker refuses the request, and its answer finds no one waiting.
   // out: the caller's array for the result (takeOptions), refused up front when transfer would
-  // detach its buffer; accept(answer): with out, the request is held (see above): the call
-  // resolves to what accept returns and the worker keeps the call, or rejects with what it
-  // throws and the worker undoes the call.
+  // detach its buffer; accept(answer): with out, the call resolves to what it returns or
+  // rejects with what it throws; hold: the call changes the worker's state, and is held (see
+  // above): kept when accept returns, undone when it throws.
   // A Promise always: what the getters throw rejects it.
-  send(where, op, args, { target, transfer = false, stale = () => null, out = null, accept = null } = {}) {
+  send(
+    where,
+    op,
+    args,
+    { target, transfer = false, stale = () => null, out = null, accept = null, hold = false } = {},
+  ) {
     const buffers = new Set();
     let encoded;
     try {
@@ -232,7 +238,6 @@ class Channel {
       return Promise.reject(e);
     }
     const id = this.#nextId++;
-    const hold = accept !== null;
     try {
       this.#worker.postMessage({ id, op, target, args: encoded, hold }, transfer ? [...buffers] : []);
     } catch (e) {
@@ -244,7 +249,7 @@ class Channel {
       return Promise.reject(after);
     }
     if (isNode && this.#pending.size === 0) this.#worker.ref();
-    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, accept }));
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, accept, hold }));
   }
 
   // A held request's verdict (handled by the worker outside its queue of requests).
@@ -289,11 +294,11 @@ class Channel {
       try {
         accepted = request.accept(value);
       } catch (e) {
-        this.#verdict(id, false);
+        if (request.hold) this.#verdict(id, false);
         request.reject(e);
         return;
       }
-      this.#verdict(id, true);
+      if (request.hold) this.#verdict(id, true);
       request.resolve(accepted);
     }
   }
@@ -342,7 +347,7 @@ class AsyncMultiHeadAttention {
   }
 
   // The checks the synchronous layer makes first, then the request.
-  // held: { out, accept } for a call with out (Channel.send).
+  // held: { out, accept, hold } for a call with out (Channel.send).
   #call(where, op, args, transfer, held = {}) {
     const stale = () => {
       if (this.#channel.closed) return instanceDisposed(where);
@@ -356,7 +361,8 @@ class AsyncMultiHeadAttention {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
       const t = takeOptions(where, options);
-      const held = t.out ? { out: t.out, accept: acceptOut(where, t.out, (r) => r.output) } : {};
+      // a forward always replaces the saved forward (or appends to a cache): held
+      const held = t.out ? { out: t.out, accept: acceptOut(where, t.out, (r) => r.output), hold: true } : {};
       return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer, held);
     });
   }
@@ -485,7 +491,10 @@ class AsyncAttention {
       return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
         stale,
-        ...(t.out ? { out: t.out, accept: acceptOut(where, t.out, mainOf) } : {}),
+        // held when it appends to a cache; other calls change nothing in the worker
+        ...(t.out
+          ? { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: cacheRefs.has(t.options?.cache) }
+          : {}),
       });
     });
   }
