@@ -663,6 +663,23 @@ describe('a worker-form call that rejects changed nothing', () => {
     await theirs.dispose();
   });
 
+  test('held forwards, kept or undone, leave no saved forward behind in wasm memory', async () => {
+    const layer = await remote.multiHeadAttention({ dModel: 8, heads: 2, seed: 7 });
+    const next = rng(32);
+    const x = randomTensor(next, [5, 8]);
+    await layer.forward(x, { out: new Float32Array(40) });
+    const baseline = (await remote.memory()).allocatedBytes;
+    for (let i = 0; i < 3; ++i) {
+      await layer.forward(x, { out: new Float32Array(40) });
+      await assert.rejects(
+        detachedDuring(40, (out) => layer.forward(x, { out })),
+        outDetached,
+      );
+    }
+    assert.equal((await remote.memory()).allocatedBytes, baseline);
+    await layer.dispose();
+  });
+
   test("a layer's forward with out: x.data and transfer: true is refused up front; backward follows the previous forward", async () => {
     const config = { dModel: 4, heads: 1, seed: 6 };
     const [mine, theirs] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];

@@ -63,7 +63,7 @@ export function releaseSaved(layer) {
 
 // The worker form's undo of a layer's forward (worker_host.js; not public): run fn (one
 // forward of the public layer `owner`) keeping the saved forward it replaces -> fn's result,
-// or what fn throws (a failed forward changes nothing, so nothing is held). After a result,
+// or what fn throws (a failed forward has changed nothing, or is undone). After a result,
 // settle(keep) must be called before anything else uses the layer: keep frees what the
 // forward replaced; drop (keep false) frees the forward's own saved buffers and restores
 // what it replaced, as if the forward had not run.
@@ -73,7 +73,7 @@ export function holdForward(owner, fn) {
   try {
     return { value: fn(), settle: (keep) => settleForward(layer, keep) };
   } catch (e) {
-    layer.held = null;
+    settleForward(layer, false);
     throw e;
   }
 }

@@ -50,8 +50,8 @@ function freshArray({ type, length = 0, detached = false }) {
 }
 
 // The client's stand-ins back into a function, a symbol, a revoked Proxy, a typed array (empty,
-// or an out's fresh one), a cache or an object of a constructor's name, in place (args is our own copy). The live caches met
-// are added to `caches`.
+// or an out's fresh one), a cache or an object of a constructor's name, in place (args is our
+// own copy). The live caches met are added to the Set `found`.
 function decode(value, found, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
   if (STAND_IN in value) {
