@@ -211,6 +211,7 @@ async function handle({ id, op, target, args, hold }, reply) {
     reply({ id, value }, [...buffersOf(value)]);
   } catch (e) {
     const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };
+    held?.(false); // a held call whose answer could not be sent: the client gets an error
     verdicts.delete(id);
     reply({ id, error });
     return;
