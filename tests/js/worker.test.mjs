@@ -397,6 +397,11 @@ describe('the worker form', () => {
     'heads that do not divide dModel': (a) => a.multiHeadAttention({ dModel: 10, heads: 3 }),
     'a string as transposeA': (a) =>
       a.matmul(tensor(new Float32Array(1), [1, 1]), tensor(new Float32Array(1), [1, 1]), { transposeA: 'yes' }),
+    "a mask of dtype 'int8'": (a) =>
+      a.attention(q, q, q, { mask: { data: new Uint8Array(16), shape: [4, 4], dtype: 'int8' } }),
+    '2-D attentionBackward with a cache': (a) => a.attentionBackward(q, q, q, q, { cache: {} }),
+    'a layer with both seed and weights': (a) =>
+      a.multiHeadAttention({ dModel: 2, heads: 1, seed: 1, weights: { wq: tensor(new Float32Array(4), [2, 2]) } }),
   };
   for (const [title, call] of Object.entries(bad)) {
     test(`errors: ${title} rejects with the synchronous form's class and message`, async () => {
