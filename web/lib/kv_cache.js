@@ -11,10 +11,10 @@
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
-import { ErrorKind, throwIfFailed } from './binding.js';
+import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
 import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
-import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
+import { checkOneOf, checkOptions, checkPositiveInteger, tensor } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];
@@ -121,6 +121,30 @@ export class KvCache {
       throw new RangeError(`kvCache.truncate: n must be an integer from 0 to the cache's length ${length}, got ${n}`);
     }
     s.rt.call('kvCache.truncate', 'kvCacheTruncate', s.handle, n);
+  }
+
+  // -> { key [batch,kvHeads,length,dK], value [batch,kvHeads,length,dV] }: fresh float32
+  // tensors of the rows filled, as the cache keeps them (float16 widened, exact; int8 times
+  // its block scales). Keys and values go through wasm memory one after the other: a block
+  // of the read's size each, freed before it returns.
+  read() {
+    const where = 'kvCache.read';
+    const s = this.#check('read');
+    const { rt, batch, kvHeads } = s;
+    const n = s.length();
+    const none = heads4d(0, kvHeads, n, 0); // data 0: not wanted
+    // the keys (d = dK) or the values (dV), as a tensor
+    const readRows = (keys, d) => {
+      const shape = [batch, kvHeads, n, d];
+      const count = batch * kvHeads * n * d;
+      return rt.heap.scoped(where, (scope) => {
+        const at = scope.alloc(4 * count, `${keys ? 'keys' : 'values'} ${JSON.stringify(shape)}`);
+        const rows = heads4d(at, kvHeads, n, d);
+        rt.call(where, 'kvCacheRead', s.handle, keys ? rows : none, keys ? none : rows);
+        return tensor(rt.heap.read(at, count), shape);
+      });
+    };
+    return { key: readRows(true, s.dK), value: readRows(false, s.dV) };
   }
 
   // Empties the cache (its memory stays, for the next sequence).
