@@ -93,3 +93,38 @@ describe('kvCache sizes', () => {
     }
   });
 });
+
+describe('kvCache sizes in the worker form', () => {
+  test("a cache too large rejects with the synchronous form's RangeError, the worker's memory as it was", async () => {
+    const [local, remote] = [
+      await createAttention({ threads: 1 }),
+      await createAttention({ threads: 1, worker: true }),
+    ];
+    const errorOf = async (call) => {
+      try {
+        (await call()).dispose();
+      } catch (e) {
+        return e;
+      }
+    };
+    // the bytes wasm memory has left differ between the two instances
+    const cut = (message) => message.replace(/ has \d+ bytes \([^)]*\) left/, ' has … left');
+    try {
+      for (const config of [
+        { batch: 2e8, kvHeads: 1, dK: 1, dV: 1, capacity: 1 },
+        { batch: 1, kvHeads: 1, dK: 8, dV: 8, capacity: 2 ** 25 - 1 },
+      ]) {
+        const expected = await errorOf(() => local.kvCache(config));
+        assert.match(expected.message, /^kvCache: keys \[[\d,]+\] and values \[[\d,]+\] needs /);
+        const before = await remote.memory();
+        const got = await errorOf(() => remote.kvCache(config));
+        assert.equal(got?.constructor, RangeError, got?.message);
+        assert.equal(cut(got.message), cut(expected.message));
+        assert.deepEqual(await remote.memory(), before, 'wasm memory: its size and what it holds');
+      }
+    } finally {
+      local.dispose();
+      await remote.dispose();
+    }
+  });
+});
