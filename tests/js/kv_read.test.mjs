@@ -6,7 +6,8 @@
 // column) is distinct, so a row or head out of place shows. Also: attention over the cache
 // equals attention over what read() gives; read() follows truncate(), reset() and later
 // appends; an empty cache gives 0-row tensors; a disposed cache or instance is a TypeError
-// (a rejection in the worker form); a read leaves nothing allocated.
+// (a rejection in the worker form); a read leaves nothing allocated; reads are bitwise the
+// same on 1 and 2 threads and in the worker form.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -270,6 +271,25 @@ for (const threads of [1, 2])
       );
     });
   });
+
+test('reads are bitwise the same on 1 and 2 threads, every dtype', async () => {
+  const [one, two] = [await createAttention({ threads: 1 }), await createAttention({ threads: 2 })];
+  try {
+    for (const dtype of DTYPES) {
+      const [a, b] = [await session(one, dtype), await session(two, dtype)];
+      for (let i = 0; i < a.reads.length; ++i)
+        for (const name of ['key', 'value'])
+          assert.deepEqual(
+            new Uint32Array(b.reads[i][name].data.buffer),
+            new Uint32Array(a.reads[i][name].data.buffer),
+            `${dtype}, read ${i}: ${name}`,
+          );
+    }
+  } finally {
+    one.dispose();
+    two.dispose();
+  }
+});
 
 describe('await cache.read() in the worker form', () => {
   let local, remote;
