@@ -105,7 +105,9 @@ export interface KvCacheRows {
 export interface KvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: number;
-  /** Its keys and values, copied out (fresh arrays; 0 rows each when it is empty). */
+  /** Its keys and values, copied out (fresh arrays; 0 rows each when it is empty). A TypeError
+   *  once it or its instance was disposed; a RangeError when keys or values do not fit in wasm
+   *  memory on their way out. */
   read(): KvCacheRows;
   /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
   truncate(n: number): void;
@@ -424,7 +426,9 @@ export interface Attention {
     dOutput: AnyTensor,
     options?: AttentionBackwardOptions,
   ): AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>;
-  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
+  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). A RangeError, before
+   *  anything is allocated, when it does not fit: its bytes (capacity rounded up to panels of 8
+   *  keys, dV to 8 columns, int8's scales) past 2 GB or past what wasm memory has left. */
   kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n] in a's format. */
   matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions<Follows<A>>): Follows<A>;
