@@ -77,7 +77,7 @@ export interface KvCacheConfig {
   /** What each kept key and value is (default 'float32'). 'float16': IEEE binary16 (rounded to
    *  nearest even), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
    *  of 32 along d as int8 steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the
-   *  bytes. Both are read in place; presentKey/presentValue give them back as float32. */
+   *  bytes. Both are read in place; cache.read() gives them back as float32. */
   dtype?: KvCacheDtype;
 }
 
@@ -93,9 +93,22 @@ export interface KvCacheShape {
   readonly dtype: KvCacheDtype;
 }
 
+/** A cache's rows [0, length) as float32, as the cache keeps them: float16 widened exactly,
+ *  int8 times its block scales. */
+export interface KvCacheRows {
+  /** [batch,kvHeads,length,dK] */
+  key: Tensor;
+  /** [batch,kvHeads,length,dV] */
+  value: Tensor;
+}
+
 export interface KvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: number;
+  /** Its keys and values, copied out (fresh arrays; 0 rows each when it is empty). A TypeError
+   *  once it or its instance was disposed; a RangeError when keys or values do not fit in wasm
+   *  memory on their way out. */
+  read(): KvCacheRows;
   /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
   truncate(n: number): void;
   /** Empties the cache; its memory stays for the next sequence. */
@@ -419,7 +432,9 @@ export interface Attention {
     dOutput: AnyTensor,
     options?: AttentionBackwardOptions,
   ): AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>;
-  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
+  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). A RangeError, before
+   *  anything is allocated, when it does not fit: its bytes (capacity rounded up to panels of 8
+   *  keys, dV to 8 columns, int8's scales) past 2 GB or past what wasm memory has left. */
   kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n] in a's format. */
   matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions<Follows<A>>): Follows<A>;
@@ -446,6 +461,7 @@ export interface TransferOption {
 export interface AsyncKvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: Promise<number>;
+  read(): Promise<KvCacheRows>;
   truncate(n: number): Promise<void>;
   reset(): Promise<void>;
   /** Frees the cache in the worker; later use rejects. */

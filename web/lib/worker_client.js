@@ -454,6 +454,11 @@ class AsyncKvCache {
     return this.#call('reset', 'reset');
   }
 
+  // A Promise of { key, value }, the synchronous cache's read() once the calls made before it ran.
+  read() {
+    return this.#call('read', 'readCache');
+  }
+
   // Frees the cache in the worker once the calls made before it ran; safe to call twice.
   async dispose() {
     if (this.#ref.disposed) return;

@@ -140,6 +140,7 @@ const ops = {
   cacheLength: (id) => ownCache(id).length,
   truncate: (id, ...args) => ownCache(id).truncate(...args),
   reset: (id) => ownCache(id).reset(),
+  readCache: (id) => ownCache(id).read(),
   disposeCache(id) {
     caches.get(id)?.dispose();
     caches.delete(id);
@@ -160,6 +161,7 @@ const TARGET_OPS = new Set([
   'cacheLength',
   'truncate',
   'reset',
+  'readCache',
   'disposeCache',
 ]);
 
