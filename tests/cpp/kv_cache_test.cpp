@@ -1,6 +1,8 @@
 // The key/value cache: decoding one token at a time over it gives, row for row, what causal
 // attention over the whole sequence gives; appends write only new rows; limits hold.
 #include <cmath>
+#include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -383,6 +385,32 @@ TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncat
   cache.reset();
   CHECK(cache.length() == 0);
   CHECK_THROWS_AS(KvCache(1, 0, 2, 2, 3), std::invalid_argument);
+}
+
+TEST_CASE("head_bytes counts a head's panels with their padding and the type's scales") {
+  // float32: kᵀ (d_k, capacity rounded up to whole panels of 8 keys), then v (capacity, d_v
+  // rounded up to 8 columns); float16 the same in halves
+  CHECK(KvCache::head_bytes(1, 1, 1, KvType::f32) == 4 * (8 * 1 + 1 * 8));
+  CHECK(KvCache::head_bytes(21, 37, 5, KvType::f32) == 4 * (24 * 37 + 21 * 8));
+  CHECK(KvCache::head_bytes(21, 37, 5, KvType::f16) == 2 * (24 * 37 + 21 * 8));
+  // int8: at least a byte per value and an fp16 scale per 32-wide block of each row
+  struct Sizes {
+    size_t capacity, d_k, d_v;
+  };
+  for (const Sizes s : {Sizes{1, 1, 1}, Sizes{21, 37, 5}, Sizes{64, 128, 128}, Sizes{9, 64, 33}}) {
+    CAPTURE(s.capacity);
+    CAPTURE(s.d_k);
+    CAPTURE(s.d_v);
+    const size_t blocks = (s.d_k + 31) / 32 + (s.d_v + 31) / 32;
+    CHECK(KvCache::head_bytes(s.capacity, s.d_k, s.d_v, KvType::i8) >=
+          s.capacity * (s.d_k + s.d_v) + 2 * s.capacity * blocks);
+  }
+  // a size whose round-up to whole panels would wrap around size_t does not fit
+  for (const KvType type : kKvTypes) {
+    CHECK_THROWS_AS(KvCache::head_bytes(SIZE_MAX, 1, 1, type), std::bad_alloc);
+    CHECK_THROWS_AS(KvCache::head_bytes(1, SIZE_MAX - 1, 1, type), std::bad_alloc);
+    CHECK_THROWS_AS(KvCache::head_bytes(1, 1, SIZE_MAX - 2, type), std::bad_alloc);
+  }
 }
 
 }  // namespace

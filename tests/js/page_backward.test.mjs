@@ -97,7 +97,7 @@ function expectedBackward({ causal = false, scaling = true, head = 0, i, j, ...i
     L,
     w,
     x,
-    config: { ...config, dK, weights: w },
+    config: { dModel: config.dModel, heads: config.heads, dK, weights: w }, // the weights drawn, not the seed
     scale,
     m: {
       loss_rows: tensor(rows, [3, dModel]),

@@ -28,6 +28,11 @@ class KvCache {
   KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity,
           KvType type = KvType::f32);
 
+  // Bytes one (sequence, kv head) of a cache of these sizes keeps: its panels with their
+  // padding (capacity rounded up to whole panels) and the type's scales; the cache holds
+  // batch · kv_heads of them. Throws std::bad_alloc when that count does not fit in size_t.
+  static size_t head_bytes(size_t capacity, size_t d_k, size_t d_v, KvType type);
+
   size_t batch() const { return batch_; }
   size_t kv_heads() const { return kv_heads_; }
   size_t d_k() const { return d_k_; }
