@@ -19,9 +19,10 @@ function relativeRms(a, b) {
   return Math.sqrt(num / den);
 }
 
-// Rows x (…, d) as an int8 cache holds them (kv_i8.cpp; the README's table): each block of 32
-// along d in int8 steps of s, the least bfloat16 >= max|x| / 127 (at most 2^121·(1 + 2^-7), whose
-// 127 steps are finite), round(x / s) ties to even in [-127, 127], times s.
+// Rows x (…, d) as an int8 cache holds them (kv_i8.cpp; the README's table), what its read()
+// is to give: each block of 32 along d in int8 steps of s, the least bfloat16 >= max|x| / 127
+// (at most 2^121·(1 + 2^-7), whose 127 steps are finite), round(x / s) ties to even in
+// [-127, 127], times s.
 const bits = new Float32Array(1),
   bitsU32 = new Uint32Array(bits.buffer);
 function bf16Up(x) {
@@ -41,7 +42,7 @@ function int8Held(x, d) {
       let s = bf16Up(Math.min(Math.fround(amax / 127), scaleMax));
       if (127 * s < amax && s < scaleMax) s = bf16Up(s * (1 + 2 ** -9)); // one bfloat16 up
       for (let t = t0; t < t1; ++t)
-        held[r * d + t] = s > 0 ? Math.max(-127, Math.min(127, roundEven(Math.fround(x[r * d + t] / s)))) * s : 0;
+        held[r * d + t] = s > 0 ? Math.max(-127, Math.min(127, roundEven(Math.fround(x[r * d + t] / s)))) * s + 0 : 0; // int8 has no -0
     }
   return held;
 }
@@ -194,10 +195,14 @@ describe('kv cache dtypes', () => {
             try {
               const [qt, kt, vt] = [tensor(q, [1, 1, nQ, d]), tensor(k, [1, 1, n, d]), tensor(v, [1, 1, n, d])];
               const { output } = attn.attention(qt, kt, vt, { cache });
+              // what the cache holds: read() gives it, and it is the format the README states
+              const held = cache.read();
+              assert.deepEqual(held.key.data, int8Held(k, d), `${name}: keys held`);
+              assert.deepEqual(held.value.data, int8Held(v, d), `${name}: values held`);
               const want = attentionRef(
                 { data: q, shape: [nQ, d] },
-                { data: int8Held(k, d), shape: [n, d] },
-                { data: int8Held(v, d), shape: [n, d] },
+                { data: held.key.data, shape: [n, d] },
+                { data: held.value.data, shape: [n, d] },
               ).output;
               const e = relativeRms(output.data, want);
               assert.ok(e <= 0.005, `${name}, d ${d}, ${n} keys, ${nQ} query rows: relative RMS ${e}`);
@@ -218,7 +223,8 @@ describe('kv cache dtypes', () => {
       ]) {
         cache.reset();
         const out = attn.attention(t(1, 1), t(1, 2), t(...value), { cache }).output.data;
-        const held = int8Held(Float32Array.from(value), 2);
+        const held = cache.read().value.data;
+        assert.deepEqual(held, int8Held(Float32Array.from(value), 2));
         for (let i = 0; i < 2; ++i) {
           assert.ok(Number.isFinite(out[i]), `${value}: ${out}`);
           assert.ok(Math.abs(out[i] - held[i]) <= 1e-4 * Math.abs(held[0]), `${value}: ${out} against ${held}`);

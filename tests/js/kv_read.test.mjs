@@ -1,8 +1,8 @@
 // cache.read() (and `await cache.read()` in the worker form): a cache's rows [0, length) come
 // back as float32 tensors key [batch,kvHeads,length,dK] and value [batch,kvHeads,length,dV],
 // each as the cache keeps it, held to a float64 reconstruction of what was appended: float32
-// exactly, float16 exactly the nearest half (ties to even), int8 within max|x|/254 of its
-// 32-wide block (half a step of its fp16 scale max|x|/127). Every (sequence, head, row,
+// exactly, float16 exactly the nearest half (ties to even), int8 within max|x|/252 of its
+// 32-wide block (half a step of its scale, max|x|/127 rounded up to a bfloat16). Every (sequence, head, row,
 // column) is distinct, so a row or head out of place shows. Also: attention over the cache
 // equals attention over what read() gives; read() follows truncate(), reset() and later
 // appends; an empty cache gives 0-row tensors; a disposed cache or instance is a TypeError
@@ -80,8 +80,8 @@ function concatenated(appended, d) {
 }
 
 // A read tensor against what was appended (x [B,HKV,n,d], float64): float32 exactly, float16
-// the nearest half exactly, int8 within max|x|/254 of each row's 32-wide block (the fp16
-// scale's own rounding, 2^-11 of it, on top: a factor 1 + 2^-10 covers it).
+// the nearest half exactly, int8 within half a step of each row's 32-wide block: the step is
+// max|x|/127 rounded up to a bfloat16, by less than 2^-7 of it.
 function assertHolds(dtype, got, x, n, d, name) {
   assert.deepEqual(got.shape, [B, HKV, n, d], `${name}.shape`);
   assert.ok(got.data instanceof Float32Array, `${name}.data is a Float32Array`);
@@ -98,7 +98,7 @@ function assertHolds(dtype, got, x, n, d, name) {
         else if (dtype === 'float16') assert.equal(got.data[i], nearestHalf(x[i]), `${at}: ${x[i]}`);
         else {
           const e = Math.abs(got.data[i] - x[i]);
-          assert.ok(e <= (blockMax / 254) * (1 + 2 ** -10), `${at}: ${got.data[i]} for ${x[i]}, off by ${e}`);
+          assert.ok(e <= (blockMax / 254) * (1 + 2 ** -7), `${at}: ${got.data[i]} for ${x[i]}, off by ${e}`);
         }
       }
     }
