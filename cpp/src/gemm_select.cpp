@@ -8,8 +8,8 @@
 // still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
 // whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
 // Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
-// gemm_kernel_gflops stays for the benchmark (scripts/forensics/gemm_kernels.mjs), which times
-// every kernel once the engine has optimized them, to derive the table on other CPUs.
+// scripts/forensics/gemm_kernels.mjs times every kernel once the engine has optimized them (in
+// a bench-only module, never shipped), to derive the table on other CPUs.
 #include "gemm_select.h"
 
 #if defined(__EMSCRIPTEN__)
@@ -18,10 +18,8 @@ extern "C" int wa_js_engine();
 #endif
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <mutex>
-#include <vector>
 
 namespace wa::kernels {
 namespace {
@@ -57,46 +55,6 @@ constexpr size_t kCount = kAllCount;
 static_assert(kAllCount == kSimd128Count);
 #endif
 const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
-
-// gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows
-// divide into whole tiles of 3 to 6 rows; a's panels (60·kc floats, 60 KB) and b's
-// four (32 KB) stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
-constexpr size_t kProbeRows = 60, kProbePanels = 4, kProbeK = 256;
-
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
-
-struct Probe {
-  std::vector<float> a = std::vector<float>(kProbeRows * kProbeK * 4);  // room for a_copies 4
-  std::vector<float> b = std::vector<float>(kProbePanels * kNR * kProbeK);
-  std::vector<float> c = std::vector<float>(kProbeRows * kProbePanels * kNR);
-  Probe() {
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f;
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f;
-  }
-  // One pass over the problem with kernel: its FLOPs.
-  double run(const GemmKernel& kernel) {
-    const size_t ldc = kProbePanels * kNR;
-    kernel.run(kProbeRows, kProbePanels * kNR, kProbeK, a.data(), b.data(), kNR * kProbeK, c.data(),
-               ldc, false);
-    return 2.0 * kProbeRows * kProbePanels * kNR * kProbeK;
-  }
-  // Passes for at least batch_ms, timed from a tick of the clock (whose resolution may be
-  // coarse in a browser: the count of passes is then what resolves the speed): GFLOP/s.
-  double batch(const GemmKernel& kernel, double batch_ms) {
-    const double edge = now_ms();
-    double start = edge;
-    while (start == edge) start = now_ms();
-    double flops = 0, elapsed = 0;
-    do {
-      flops += run(kernel);
-      elapsed = now_ms() - start;
-    } while (elapsed < batch_ms);
-    return flops / elapsed * 1e-6;
-  }
-};
 
 // The JavaScript engine this module runs in (js_engine.js says how it is told): kV8 + V8's
 // major version, or one of the others.
@@ -173,16 +131,6 @@ bool use_gemm_kernel(const char* name) {
       return true;
     }
   return false;
-}
-
-double gemm_kernel_gflops(const GemmKernel& kernel, int rounds, double batch_ms) {
-  Probe probe;
-  double best = 0;
-  for (int round = 0; round < rounds; ++round) {
-    const double gflops = probe.batch(kernel, batch_ms);
-    if (gflops > best) best = gflops;
-  }
-  return best;
 }
 
 }  // namespace wa::kernels
