@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from './reference.mjs';
+import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { garbageCollector } from './runtime.mjs';
 
 const TOL = 1e-5;

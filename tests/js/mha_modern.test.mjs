@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from './reference.mjs';
+import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 

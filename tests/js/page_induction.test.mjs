@@ -19,7 +19,7 @@ import { forwardLayers } from '../../web/page/model/lm.js';
 import { predictNext } from '../../web/page/model/predict.js';
 import { createModel, makeBatch, vectorCache } from '../../web/page/model/train.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 import { pageDriver } from './page_driver.mjs';
 import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { busyLoopSeen, longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 import { pageDriver } from './page_driver.mjs';
 

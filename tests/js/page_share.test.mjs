@@ -16,10 +16,10 @@ import { startServer } from '../../scripts/serve.mjs';
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 import { pageDriver } from './page_driver.mjs';
-import { eye } from './tensors.mjs';
+import { eye } from '../../scripts/lib/tensors.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { busyLoopSeen, longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
 
 const ARTIFACTS = fileURLToPath(new URL('../artifacts/page/', import.meta.url));

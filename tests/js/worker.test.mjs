@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
 
 const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
