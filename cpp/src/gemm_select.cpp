@@ -27,7 +27,7 @@ namespace {
 // Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
 // variants). Each ISA's first is its default. The k-by-4 unroll, the k-by-2 unrolls of the
 // 3x8, 5x8 and 6x8 tiles, and the 3x8 and 5x8 tiles themselves were never the fastest in any
-// engine measured (README, "The GEMM micro-kernel per engine") and are not built: the .wasm
+// engine measured (web/docs/performance.md, "The GEMM micro-kernel per engine") and are not built: the .wasm
 // stays under its size budget.
 const GemmKernel kAllKernels[] = {
     {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
@@ -69,7 +69,7 @@ int js_engine() { return kUnknown; }
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
 // instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
 // Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
-// WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
+// WebKitGTK 2.50 (both JavaScriptCore); web/docs/performance.md has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
 // SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
 const char* preferred_kernel(int engine) {
