@@ -13,8 +13,8 @@
 //                                naming what is missing (for a test's `skip`;
 //                                scripts/setup.sh installs them all)
 //   launchBrowser(engine, { env })
-//                                -> browser, with close(). Chromium's is playwright's Browser, as
-//                                it always was; the others carry only newPage() and close().
+//                                -> browser, with close(). Chromium's is playwright's Browser;
+//                                the others carry only newPage() and close().
 //                                env (WebKit): more environment for its processes, such as
 //                                JavaScriptCore's options (JSC_useSharedArrayBuffer: 'true').
 //                                close() ends every process the launch started (browser,
