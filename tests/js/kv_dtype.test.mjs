@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { rng, uniform } from './reference.mjs';
+import { rng, uniform } from '../../scripts/lib/reference.mjs';
 
 // ||a − b|| / ||b||
 function relativeRms(a, b) {
