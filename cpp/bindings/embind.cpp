@@ -110,14 +110,6 @@ std::string gemm_kernels() {
 // that name.
 bool use_gemm_kernel(const std::string& name) { return wa::kernels::use_gemm_kernel(name.c_str()); }
 
-// That kernel's GFLOP/s on the choice's cache-resident panels, best of rounds batches of
-// batch_ms; -1 if this build has none of that name.
-double gemm_kernel_gflops(const std::string& name, int rounds, double batch_ms) {
-  for (const wa::kernels::GemmKernel& kernel : wa::kernels::gemm_kernels())
-    if (name == kernel.name) return wa::kernels::gemm_kernel_gflops(kernel, rounds, batch_ms);
-  return -1;
-}
-
 // The index of the first NaN or ±inf among n floats at offset x, or -1.
 double first_non_finite(uintptr_t x, uint32_t n) {
   const size_t i = wa::first_non_finite(ptr<const float>(x), n);
@@ -418,7 +410,6 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("gemmKernel", &gemm_kernel);
   function("gemmKernels", &gemm_kernels);
   function("useGemmKernel", &use_gemm_kernel);
-  function("gemmKernelGflops", &gemm_kernel_gflops);
   function("allocatedBytes", &allocated_bytes);
   function("heapRoom", &heap_room);
   function("firstNonFinite", &first_non_finite);

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { describeEngines, ENGINES, launchBrowser, openPage, serveBlankPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
+import { describeEngines, WEBKIT_AS_SAFARI } from './engines.mjs';
 import { buildOf } from './backend_build.mjs';
 
 const servers = {};

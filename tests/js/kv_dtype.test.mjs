@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { attentionRef, rng, uniform } from './reference.mjs';
+import { attentionRef, rng, uniform } from '../../scripts/lib/reference.mjs';
 
 // ||a − b|| / ||b||
 function relativeRms(a, b) {

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { relativeRms, rng } from './reference.mjs';
+import { relativeRms, rng } from '../../scripts/lib/reference.mjs';
 
 // float16 bits -> its value, from the definition.
 function halfValue(h) {

@@ -15,7 +15,7 @@ import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.
 import { describeHead } from '../../web/page/model/head_stats.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { pageDriver } from './page_driver.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);

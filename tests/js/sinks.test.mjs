@@ -19,7 +19,7 @@ import {
   onnxAttentionRef,
   randomTensor,
   rng,
-} from './reference.mjs';
+} from '../../scripts/lib/reference.mjs';
 
 // a [B,H,rows,d] (4-D) -> the same heads in 3-D [B,rows,H·d]
 const to3d = (a, [B, H, rows, d]) => tensor(Float32Array.from(from4d(a, true, B, H, rows, d)), [B, rows, H * d]);

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
 
 const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
@@ -57,7 +57,8 @@ async function assertCollectedBackTo(attn, baseline) {
 }
 
 // Runs a script that imports the package as `createAttention` in a fresh process of this
-// runtime, with a time limit, the runtime's flags first.
+// runtime, the runtime's flags first. timeout: a guard against a hang (the process is killed,
+// and its status is then null), not a verdict on speed.
 function runChild(body, timeout = 30000, flags = []) {
   const script = `import { createAttention } from ${JSON.stringify(INDEX)};\n${body}`;
   const started = Date.now();
@@ -730,7 +731,7 @@ describe('dispose', () => {
     await layer.dispose(); // a no-op once the instance is gone
   });
 
-  test('a process that creates, uses and disposes the worker form exits promptly with code 0', () => {
+  test('a process that creates, uses and disposes the worker form exits by itself with code 0', () => {
     const r = runChild(`
       const attn = await createAttention({ worker: true, threads: 2 });
       const t = { data: new Float32Array([1, 0, 0, 1, 1, 1]), shape: [3, 2] };
@@ -739,7 +740,6 @@ describe('dispose', () => {
       await attn.dispose();`);
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
     assert.equal(r.stdout.trim(), '6');
-    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
   });
 
   // What Firefox sometimes does to the worker's first pthread worker (worker_client.js),
@@ -774,6 +774,5 @@ describe('dispose', () => {
       console.log((await layer.weights).wq.shape.join('x'));`);
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
     assert.equal(r.stdout.trim(), '4x4');
-    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
   });
 });
