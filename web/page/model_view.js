@@ -1,9 +1,11 @@
 // The model view: every head of every layer of the trained model on the current sentence, as
 // small heatmaps on one screen, each named by what the head was measured to do on held-out text
 // (the manifest's stats through model/head_stats.js's describeHead: numbers, never claims).
-// A tile is a button: clicking it (or Enter/Space on it) opens that head in the steps.
+// A tile is a button: clicking it (or Enter/Space on it) opens that head in the steps; the
+// "Knock out" toggle under it switches the head off for the knock-out panel (knockout_panel.js).
 //
-//   createModelView(box, { onOpen(layer, head), onUseTrained() }) -> { render(state), snapshot() }
+//   createModelView(box, { onOpen(layer, head), onUseTrained(), onKnock(layer, head) })
+//     -> { render(state), markKnocked(state), snapshot() }
 //     render(state)  draws ctx.trained.heads (layers × heads of (n,n) weights) for state.ctx, the
 //                    tile of settings.layer/head marked aria-current; without the trained model
 //                    (another preset, the worked example) a line and a button to switch to it.
@@ -21,6 +23,7 @@ import { createPieces } from './pieces.js';
 
 const SIDE = 200; // CSS px of a tile's heatmap at most (less on a phone: it fills its tile)
 const LAYER_NOTE = ['reads the words and their positions', "reads layer 1's result added to its input"];
+const isKnocked = (state, L, h) => (state.knockOut ?? []).some((k) => k.layer === L && k.head === h);
 const MASKED_RGB = [1, 3, 5].map((i) => parseInt(MASKED_FILL.slice(i, i + 2), 16));
 
 // weights (n,n) -> a canvas of n·k px a side (k whole pixels a cell), scaled down by CSS.
@@ -59,11 +62,17 @@ function legend(top) {
   return el;
 }
 
-export function createModelView(box, { onOpen, onUseTrained }) {
+export function createModelView(box, { onOpen, onUseTrained, onKnock }) {
   let shown = null; // { top, tiles } as drawn
   const inPieces = createPieces(); // a long input's tiles, one a task
 
   box.addEventListener('click', (e) => {
+    const knock = e.target.closest('button[data-knock]');
+    if (knock) {
+      const [L, h] = knock.dataset.knock.split(',').map(Number);
+      onKnock?.(L, h);
+      return;
+    }
     const tile = e.target.closest('button[data-layer]');
     if (tile) onOpen(Number(tile.dataset.layer), Number(tile.dataset.head));
     else if (e.target.closest('#use-trained')) onUseTrained();
@@ -120,7 +129,14 @@ export function createModelView(box, { onOpen, onUseTrained }) {
             `<span class="mv-desc">${esc(description)}</span>` +
             `<span class="visually-hidden">. Open it in the steps.</span>`;
           buttons.push(button);
-          item.append(button);
+          const knock = document.createElement('button');
+          knock.type = 'button';
+          knock.className = 'small-button mv-knock';
+          knock.dataset.knock = `${L},${h}`;
+          knock.setAttribute('aria-pressed', String(isKnocked(state, L, h)));
+          knock.innerHTML = `Knock out<span class="visually-hidden"> layer ${L + 1} head ${h + 1}</span>`;
+          item.classList.toggle('knocked', isKnocked(state, L, h));
+          item.append(button, knock);
           list.append(item);
         });
         section.append(list);
@@ -151,8 +167,18 @@ export function createModelView(box, { onOpen, onUseTrained }) {
     );
   }
 
+  // The knock-out toggles pressed as state.knockOut says, without redrawing the tiles.
+  function markKnocked(state) {
+    for (const b of box.querySelectorAll('button[data-knock]')) {
+      const [L, h] = b.dataset.knock.split(',').map(Number);
+      b.setAttribute('aria-pressed', String(isKnocked(state, L, h)));
+      b.closest('li').classList.toggle('knocked', isKnocked(state, L, h));
+    }
+  }
+
   return {
     render,
+    markKnocked,
     snapshot: () => shown && { top: shown.top, tiles: shown.tiles.map((t) => ({ ...t, data: Array.from(t.data) })) },
   };
 }
