@@ -129,7 +129,10 @@ test('the attribution’s parts add up to the model’s logit, at every token, f
         assert.equal(a.heads.length, 8);
         const model = logits[at * V + c];
         assert.ok(Math.abs(a.logit - model) < 1e-3, `${text} at ${at}, class ${c}: logit ${a.logit}, model ${model}`);
-        assert.ok(Math.abs(a.total - a.logit) < 1e-3, `${text} at ${at}, class ${c}: parts ${a.total}, logit ${a.logit}`);
+        assert.ok(
+          Math.abs(a.total - a.logit) < 1e-3,
+          `${text} at ${at}, class ${c}: parts ${a.total}, logit ${a.logit}`,
+        );
       }
   }
 });
