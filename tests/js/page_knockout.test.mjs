@@ -267,3 +267,84 @@ test('phone (390 px): the panel fits, the tables and chart read, no sideways scr
   assert.deepEqual(errors(), []);
   await page.close();
 });
+
+// Over causal rows i = 1..n−1 of the scaled scores (n,n) and weights: the smallest and largest
+// score, the mean gap from each row's largest score to its next, the mean largest weight, and
+// how many rows give one key more than 0.99 (the numbers steps 4 and 6 state).
+function facts(scaled, weights, n) {
+  const f = { low: Infinity, high: -Infinity, gap: 0, top: 0, sharp: 0, rows: n - 1 };
+  for (let i = 1; i < n; ++i) {
+    const s = Array.from(scaled.data.subarray(i * n, i * n + i + 1)).sort((a, b) => b - a);
+    f.low = Math.min(f.low, s.at(-1));
+    f.high = Math.max(f.high, s[0]);
+    f.gap += (s[0] - s[1]) / f.rows;
+    const w = Math.max(...weights.data.subarray(i * n, i * n + i + 1));
+    f.top += w / f.rows;
+    if (w > 0.99) ++f.sharp;
+  }
+  return f;
+}
+
+// The notes computed from what the page shows: the default head's softmax (steps 4 and 6) from
+// the scaled scores and weights the hook gives, the column of zeros in Q and K (step 2), and the
+// pronoun note from the model view's weights.
+test('notes from what is shown: why the default head is one-hot, the zero column, "it" and "animal"', async () => {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.evaluate(() => window.attentionPage.ready);
+  const { snapshot, goToStep } = pageDriver(1, 6);
+  const { state, steps } = await snapshot(page);
+  const m = (id, name) => steps.find((x) => x.id === id).matrices.find((k) => k.name === name);
+  const toTensor = (x) => ({ data: Float32Array.from(x.data), shape: x.shape });
+  const scaled = toTensor(m('scale', 'scaled')),
+    weights = toTensor(m('softmax', 'weights'));
+  const f = facts(scaled, weights, state.n);
+  assert.ok(f.top > 0.9, `the default head's mean top weight ${f.top}`);
+  const fmt1 = (x) => x.toFixed(1).replace('-', '\u2212');
+  const says = `scaled scores run from ${fmt1(f.low)} to ${fmt1(f.high)}; in the average row the largest is ${fmt1(f.gap)} above the next, and the top key gets ${Math.round(100 * f.top)} % of the weight (in ${f.sharp} of the ${f.rows} rows`;
+  for (const id of ['scale', 'softmax']) {
+    await goToStep(page, steps.findIndex((x) => x.id === id) + 1);
+    const text = await page.textContent('#step-explain');
+    assert.ok(text.includes(says), `step ${id}: ${text}`);
+    assert.match(text, /nearly one-hot\. That is this head's job: it is the model's previous-word head/);
+    assert.doesNotMatch(text, /keeps the scores in a range where softmax still spreads/);
+  }
+  // step 2: column 25 of Q and K is 0 for every token, and the page says why
+  const q = m('qkv', 'Q'),
+    k = m('qkv', 'K');
+  const cols = q.shape[1];
+  const zero = [];
+  for (let c = 0; c < cols; ++c)
+    if (
+      Array.from({ length: q.shape[0] }, (_, r) => q.data[r * cols + c] === 0 && k.data[r * cols + c] === 0).every(
+        Boolean,
+      )
+    )
+      zero.push(c + 1);
+  assert.deepEqual(zero, [25]);
+  await goToStep(page, steps.findIndex((x) => x.id === 'qkv') + 1);
+  assert.match(
+    await page.textContent('#step-explain'),
+    /Column 25 of Q and K is 0 for every token: that column of WQ and WK is all 0\./,
+  );
+  // "it" and "animal": the most any head puts from "it" on "animal", from the model view's tiles
+  const tiles = await page.evaluate(() => window.attentionPage.modelView.tiles);
+  const norms = state.tokens.map((t) => t.norm);
+  const it = norms.indexOf('it'),
+    animal = norms.indexOf('animal');
+  const best = tiles.reduce(
+    (a, t) => (t.data[it * state.n + animal] > a.w ? { w: t.data[it * state.n + animal], t } : a),
+    { w: -1 },
+  );
+  const note = await page.textContent('#reference-note');
+  assert.ok(
+    note.includes(
+      `“animal” (word ${animal + 1}) ${Math.round(100 * best.w)} % (layer ${best.t.layer + 1} head ${best.t.head + 1})`,
+    ),
+    note,
+  );
+  assert.ok(best.w < 0.5);
+  assert.match(note, /no head of this model links “it” to what it refers to/);
+  assert.deepEqual(errors(), []);
+  await page.close();
+});

@@ -44,6 +44,7 @@ import {
   recomputeBackward,
 } from './state.js';
 import { composition, compositionHtml, keyHeads, sinkSentence } from './induction.js';
+import { referenceHtml } from './reference_note.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
@@ -110,6 +111,7 @@ function showInduction() {
   const trained = Boolean(ctx?.trained);
   $('induction').innerHTML = trained ? compositionHtml(ctx, state.settings.focus) : '';
   $('sink-note').textContent = trained ? sinkSentence(ctx.trained.manifest) : '';
+  $('reference-note').innerHTML = trained ? referenceHtml(ctx, state.settings.focus) : '';
 
   $('follow-induction').hidden = !trained;
   $('induction-title').hidden = !trained;
