@@ -103,6 +103,8 @@ function tickStep(cell, minGap) {
 }
 
 let hatchPattern;
+// The masked cells' hatch as a fill pattern for ctx (tile_axes.js draws it on the small tiles too).
+export const maskedPattern = (ctx) => hatch(ctx);
 function hatch(ctx) {
   if (!hatchPattern) {
     const tile = document.createElement('canvas');

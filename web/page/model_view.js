@@ -14,8 +14,10 @@
 //     snapshot()     { top, tiles: [{ layer, head, description, current, data }] } or null
 //
 // One colour range for every tile (0 to a round number above the largest weight, colors.js), so
-// that tiles compare; the cells a causal mask removes (key after query) are the masked grey.
-import { MASKED_FILL, SEQUENTIAL_RGB, SEQUENTIAL_STOPS, gradientCss, sequentialIndex, weightTop } from './colors.js';
+// that tiles compare; the cells a causal mask removes (key after query) are hatched as in every
+// heatmap; each tile has its tokens beside its rows and above its columns (tile_axes.js).
+import { SEQUENTIAL_RGB, SEQUENTIAL_STOPS, gradientCss, sequentialIndex, weightTop } from './colors.js';
+import { axisSpace, drawAxes, hatchMasked } from './tile_axes.js';
 import { esc } from './format.js';
 import { describeHead } from './model/head_stats.js';
 import { LONG_ROWS } from './limits.js';
@@ -24,32 +26,34 @@ import { createPieces } from './pieces.js';
 const SIDE = 200; // CSS px of a tile's heatmap at most (less on a phone: it fills its tile)
 const LAYER_NOTE = ['reads the words and their positions', "reads layer 1's result added to its input"];
 const isKnocked = (state, L, h) => (state.knockOut ?? []).some((k) => k.layer === L && k.head === h);
-const MASKED_RGB = [1, 3, 5].map((i) => parseInt(MASKED_FILL.slice(i, i + 2), 16));
 
-// weights (n,n) -> a canvas of n·k px a side (k whole pixels a cell), scaled down by CSS.
-function drawTile(weights, n, top) {
+// weights (n,n), the tokens' labels -> a canvas: the cells n·k px a side (k whole pixels a cell),
+// the token labels left and above (tile_axes.js) when cells are big enough, masked cells hatched;
+// scaled down by CSS.
+function drawTile(weights, n, top, labels) {
   const canvas = document.createElement('canvas');
   const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
   const k = Math.max(1, Math.ceil((SIDE * dpr) / n));
-  canvas.width = canvas.height = n * k;
+  const a = axisSpace(Math.min(k, (SIDE * dpr) / n), dpr);
+  canvas.width = canvas.height = a + n * k;
   canvas.setAttribute('aria-hidden', 'true');
   const small = new ImageData(n, n);
   const px = small.data;
   for (let r = 0, k = 0; r < n; ++r)
     for (let c = 0; c < n; ++c, ++k) {
       const e = 3 * sequentialIndex(weights[k] / top);
-      const masked = c > r;
-      px[4 * k] = masked ? MASKED_RGB[0] : SEQUENTIAL_RGB[e];
-      px[4 * k + 1] = masked ? MASKED_RGB[1] : SEQUENTIAL_RGB[e + 1];
-      px[4 * k + 2] = masked ? MASKED_RGB[2] : SEQUENTIAL_RGB[e + 2];
-      px[4 * k + 3] = 255;
+      px.set([SEQUENTIAL_RGB[e], SEQUENTIAL_RGB[e + 1], SEQUENTIAL_RGB[e + 2], 255], 4 * k);
     }
   const tmp = document.createElement('canvas');
   tmp.width = tmp.height = n;
   tmp.getContext('2d').putImageData(small, 0, 0);
   const g = canvas.getContext('2d');
+  g.fillStyle = '#fff';
+  g.fillRect(0, 0, canvas.width, canvas.height);
   g.imageSmoothingEnabled = false;
-  g.drawImage(tmp, 0, 0, n * k, n * k);
+  g.drawImage(tmp, a, a, n * k, n * k);
+  hatchMasked(g, n, { x0: a, y0: a, cell: k });
+  drawAxes(g, labels, { x0: a, y0: a, cell: k, dpr });
   return canvas;
 }
 
@@ -157,7 +161,7 @@ export function createModelView(box, { onOpen, onUseTrained, onKnock }) {
         ...all.map(
           ({ data }, k) =>
             () =>
-              buttons[k].querySelector('.mv-name').after(drawTile(data, n, top)),
+              buttons[k].querySelector('.mv-name').after(drawTile(data, n, top, ctx.labels)),
         ),
         () => {
           shown = { top, tiles };

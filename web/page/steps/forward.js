@@ -279,7 +279,7 @@ export const FORWARD_STEPS = [
           : `${v('S')}′ = ${v('S')} · 1`,
         shapes: [`S ${n}\u00d7${n} ${scaleText} → S′ ${n}\u00d7${n}`],
         explainHtml: ctx.scaling
-          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the typical size of a score from growing with d_k, so that softmax can spread weight when the learned W<sub>Q</sub> and W<sub>K</sub> do not make the gaps large. Turn <em>Scale by 1/√d_k</em> off and watch step ${stepNumber('softmax')} sharpen.</p>${scaleNoteHtml(ctx)}`
+          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the typical size of a score from growing with d_k, so that softmax can spread weight when the learned W<sub>Q</sub> and W<sub>K</sub> do not make the gaps large. Turn <em>Scale by 1/√d_k</em> off and watch step ${stepNumber('softmax')} saturate.</p>${scaleNoteHtml(ctx)}`
           : `<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row's weight on one key; compare step ${stepNumber('softmax')} with scaling on.</p>`,
         matrices: [scoresMatrix(ctx), scaledMatrix(ctx)],
       };
