@@ -32,6 +32,9 @@
 //   spec.cell       the cell size in px, instead of the one chosen from the size
 //   spec.rowSums    may also be a function r -> the row's sum (of the whole row)
 //
+// A matrix wider than its box scrolls sideways in it with its row labels kept in view (a sticky
+// copy of the label strip) and a cue above it naming the columns out of view.
+//
 // A tap (touch) on a cell shows its value in the tooltip and in a line under the heatmap
 // (.hm-readout, announced); it does not change the followed row (a tap on a row label does).
 // Matrices of more than FAST_CELLS cells, and zoomed windows, are drawn as pixels (raster.js),
@@ -238,8 +241,40 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     'aria-label',
     `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`,
   );
+  // Row labels that stay in view while a wide matrix scrolls sideways: a copy of the canvas's
+  // label strip (redrawn with it), sticky at the scroll box's left edge, over the canvas's own.
+  const strip = spec.rowLabels && padLeft > 0 ? document.createElement('canvas') : null;
+  if (strip) {
+    strip.className = 'hm-rows';
+    strip.width = padLeft * dpr;
+    strip.height = height * dpr;
+    strip.style.width = `${padLeft}px`;
+    strip.style.height = `${height}px`;
+    strip.style.marginRight = `${-padLeft}px`;
+    strip.setAttribute('aria-hidden', 'true');
+    scroller.append(strip);
+  }
   scroller.append(canvas);
-  figure.append(caption, scroller, legend());
+  // A cue when the matrix is wider than its box: the columns out of view, and which way to go.
+  const cue = document.createElement('p');
+  cue.className = 'hm-cue';
+  cue.setAttribute('aria-hidden', 'true'); // the box's name and the arrow keys tell screen readers
+  cue.hidden = true;
+  function updateCue() {
+    const hiddenPx = scroller.scrollWidth - scroller.clientWidth;
+    cue.hidden = hiddenPx <= 2;
+    if (cue.hidden) return figure.classList.remove('hm-more');
+    // the first column not wholly in view (the last 28 px fade out: style.css)
+    const first = Math.max(0, Math.floor((scroller.scrollLeft + scroller.clientWidth - 28 - x0) / cw));
+    const more = scroller.scrollLeft < hiddenPx - 2;
+    figure.classList.toggle('hm-more', more);
+    cue.textContent = more
+      ? `Scroll sideways for ${first >= cols - 1 ? `column ${cols}` : `columns ${first + 1}\u2013${cols}`} \u2192`
+      : `\u2190 Scroll back for the first columns`;
+  }
+  scroller.addEventListener('scroll', updateCue, { passive: true });
+  if (typeof ResizeObserver === 'function') new ResizeObserver(updateCue).observe(scroller);
+  figure.append(caption, cue, scroller, legend());
 
   function legend() {
     const el = document.createElement('div');
@@ -440,6 +475,12 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       outline(x0, y, gridW + (spec.rowSums ? sumsWidth : 0), ch);
     }
     if (hover) outline(x0 + hover.c * cw, y0 + hover.r * ch, cw, ch);
+    if (strip) {
+      const sg = strip.getContext('2d');
+      sg.fillStyle = '#fff';
+      sg.fillRect(0, 0, strip.width, strip.height);
+      sg.drawImage(canvas, 0, 0, strip.width, strip.height, 0, 0, strip.width, strip.height);
+    }
   }
 
   // A 2 px dark frame with a 1 px white inner frame: visible on every colour of both scales.
