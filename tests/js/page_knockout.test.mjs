@@ -348,3 +348,46 @@ test('notes from what is shown: why the default head is one-hot, the zero column
   assert.deepEqual(errors(), []);
   await page.close();
 });
+
+// A copied word outside the model's 2,000 classes is copied as "<unk>": the note counts that as
+// the copy. "Follow the induction head" follows a repeated word, the one the note is about.
+test('the induction note counts "<unk>" as the copy of a word outside the classes; Follow follows the repeated word', async () => {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.evaluate(() => window.attentionPage.ready);
+  const text = 'Our old keeper painted seven blue boats near the river.';
+  assert.ok(!model.vocab.includes('keeper') && model.vocab.includes('old'));
+  await act(
+    page,
+    () => page.fill('#sentence', `${text} ${text}`),
+    (s) => s.n === 22,
+  );
+  // follow the second "old": its copy is "keeper", which the model can only say as "<unk>"
+  await act(
+    page,
+    () => page.click('#chips button[data-index="12"]'),
+    (s) => s.focus === 12,
+  );
+  const guess = await hook(page, () => window.attentionPage.predict({ at: 12 })[0].word);
+  assert.equal(guess, '<unk>');
+  const note = await page.textContent('#induction');
+  assert.match(note, /after “old” \(word 13\) is [^.]*“<unk>”\) \(\d+ %\), the copy: “keeper” is not one of the model's 2,000 output words/);
+  assert.doesNotMatch(note, /not “keeper”/);
+  // Follow the induction head: the steps show it, following a word that repeats an earlier one
+  await act(
+    page,
+    () => page.fill('#sentence', 'The animal was tired because the road was long.'),
+    (s) => s.n === 10,
+  );
+  const snap = await act(
+    page,
+    () => page.click('#follow-induction'),
+    (s) => s.layer === 1 && s.stepId === 'softmax',
+  );
+  const norms = snap.state.tokens.map((t) => t.norm);
+  const f = snap.state.focus;
+  assert.ok(norms.slice(0, f - 1).includes(norms[f]), `followed “${norms[f]}” (token ${f}), which does not repeat`);
+  assert.ok((await page.textContent('#induction')).includes(`appeared before as`));
+  assert.deepEqual(errors(), []);
+  await page.close();
+});

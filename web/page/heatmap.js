@@ -252,9 +252,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     strip.style.height = `${height}px`;
     strip.style.marginRight = `${-padLeft}px`;
     strip.setAttribute('aria-hidden', 'true');
-    scroller.append(strip);
   }
-  scroller.append(canvas);
+  // the strip after the canvas in the DOM (the figure's first canvas is the heatmap), before it on
+  // screen (style.css: order −1)
+  scroller.append(canvas, ...(strip ? [strip] : []));
   // A cue when the matrix is wider than its box: the columns out of view, and which way to go.
   const cue = document.createElement('p');
   cue.className = 'hm-cue';
