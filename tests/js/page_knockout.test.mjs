@@ -371,7 +371,10 @@ test('the induction note counts "<unk>" as the copy of a word outside the classe
   const guess = await hook(page, () => window.attentionPage.predict({ at: 12 })[0].word);
   assert.equal(guess, '<unk>');
   const note = await page.textContent('#induction');
-  assert.match(note, /after “old” \(word 13\) is [^.]*“<unk>”\) \(\d+ %\), the copy: “keeper” is not one of the model's 2,000 output words/);
+  assert.match(
+    note,
+    /after “old” \(word 13\) is [^.]*“<unk>”\) \(\d+ %\), the copy: “keeper” is not one of the model's 2,000 output words/,
+  );
   assert.doesNotMatch(note, /not “keeper”/);
   // Follow the induction head: the steps show it, following a word that repeats an earlier one
   await act(
