@@ -185,7 +185,8 @@ test('phone (390 px) and no cross-origin isolation: trains, no sideways scroll, 
   await waitFor(page, 't.step >= 2 && t.headsShown >= 1');
   // a new sentence on the page: the grid follows it
   await page.fill('#sentence', 'We the people of the United States');
-  await page.waitForFunction(() => document.querySelector('#train-heads figure.heatmap').dataset.shape === '7,7');
+  // (written twice: the grid shows what the induction score reads)
+  await page.waitForFunction(() => document.querySelector('#train-heads figure.heatmap').dataset.shape === '14,14');
   assert.equal(await page.locator('#train-heads figure.heatmap').count(), 8);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);

@@ -22,7 +22,8 @@ export function drawAxes(g, labels, { x0, y0, cell, dpr }) {
   if (!x0 || !y0) return;
   g.save();
   g.fillStyle = '#1d2330';
-  g.font = `${Math.round(FONT_CSS * dpr)}px system-ui, sans-serif`;
+  // no taller than a cell, so that neighbouring labels do not overlap
+  g.font = `${Math.round(Math.min(FONT_CSS * dpr, cell))}px system-ui, sans-serif`;
   g.textBaseline = 'middle';
   g.textAlign = 'right';
   labels.forEach((t, i) => g.fillText(short(t), x0 - 3 * dpr, y0 + (i + 0.5) * cell));

@@ -139,7 +139,7 @@ export function bindTrainPanel({ sentence }) {
     grid.update(m);
     const tokens = m.labels.map((t, i) => `${i + 1} ${t}`).join(' · ');
     $('train-heads-note').textContent =
-      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence (${tokens}): row i is token i's weights over tokens 1 to i (causal). Hover or tap a cell for its weight.`;
+      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence written twice, as the induction score reads it (${tokens}): row i is token i's weights over tokens 1 to i (causal). An induction head draws a diagonal in the second copy, one column right of each word's earlier occurrence. Hover or tap a cell for its weight.`;
     view.headsShown += 1;
     view.headsStep = m.step;
     drawKnock(m);

@@ -19,7 +19,7 @@
 //       induction: { score, layer, head } the largest induction score of any head on the sentence
 //       repeated (head_stats.js' repeatedSentence), or null without a sentence
 //   { type: 'heads', step, labels, n, layers, heads, weights, copy }   every head's (n,n) weights
-//       on the sentence, weights (layers·heads·n·n): after set-up, a new sentence, a pause, a new
+//       on the sentence written twice (as the induction score reads it), weights (layers·heads·n·n): after set-up, a new sentence, a pause, a new
 //       knock-out, and at most once a second while training; copy: { all, knocked, knockOut }, the
 //       mean probability of the copy on the repeated sentence (trainer.js copyProbability) with
 //       every head and with the knocked-out ones (null when none is), or null
@@ -28,7 +28,7 @@
 import { createAttention } from '../lib/index.js';
 import { loadEmbeddings } from './embeddings.js';
 import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
-import { repeatedSentence } from './model/head_stats.js';
+import { repeatedSentence, repeatedSpan } from './model/head_stats.js';
 import { INDUCTION_RUN, createTrainer, manifestOptions } from './model/trainer.js';
 import { loadModelFiles } from './model/weights.js';
 import { tokenize } from './tokenize.js';
@@ -45,6 +45,7 @@ let running = false;
 let lr = 3e-3;
 let sentence = [];
 let repeated = null; // the sentence's norms, repeated, for the induction score
+let shown = { norms: [], labels: [] }; // the tokens the heads are sent on: `repeated`, or the sentence
 let lastHeads = 0;
 let knockOut = []; // [{ layer, head }]: the heads knocked out for the copy probability
 const stepEnds = [];
@@ -70,7 +71,7 @@ function sendHeads() {
   if (!run || !sentence.length) return;
   lastHeads = performance.now();
   const { model } = run;
-  const h = run.trainer.heads(sentence.map((t) => t.norm));
+  const h = run.trainer.heads(shown.norms);
   const copy = repeated && {
     all: run.trainer.copyProbability(repeated),
     knocked: knockOut.length ? run.trainer.copyProbability(repeated, knockOut) : null,
@@ -81,7 +82,7 @@ function sendHeads() {
       type: 'heads',
       copy,
       step: run.trainer.steps,
-      labels: sentence.map((t) => t.text),
+      labels: shown.labels,
       n: h.n,
       layers: model.manifest.model.layers,
       heads: model.manifest.model.heads,
@@ -94,13 +95,21 @@ function sendHeads() {
 async function setSentence(text) {
   const { emb, model } = await loadAssets();
   const tokens = tokenize(String(text ?? ''), { vocab: emb });
-  sentence = tokens.slice(0, model.manifest.model.n);
-  repeated = tokens.length
-    ? repeatedSentence(
-        tokens.map((t) => t.norm),
-        model.manifest.model.n,
-      )
-    : null;
+  const n = model.manifest.model.n;
+  sentence = tokens.slice(0, n);
+  const norms = tokens.map((t) => t.norm),
+    texts = tokens.map((t) => t.text);
+  const twice = tokens.length ? repeatedSentence(norms, n) : [];
+  repeated = repeatedSpan(twice) ? twice : null; // a one-word sentence has no induction score
+  // The grid shows the sentence as the induction score reads it: written twice (its first n/2
+  // tokens twice when longer), where an induction head's diagonal can form; else as typed.
+  const half = twice.length / 2;
+  shown = repeated
+    ? {
+        norms: repeated,
+        labels: repeatedSpan(norms) && norms.length <= n ? texts : [...texts.slice(0, half), ...texts.slice(0, half)],
+      }
+    : { norms: norms.slice(0, n), labels: texts.slice(0, n) };
   sendHeads();
 }
 
