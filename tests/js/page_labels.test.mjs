@@ -112,7 +112,12 @@ test('the model view’s tiles and the live grid hatch masked cells and write th
   await page.waitForFunction(() => window.attentionTraining.headsShown >= 1, null, { timeout: 120000 });
   await page.click('#train-run'); // pause
   await page.waitForFunction(() => window.attentionTraining.state === 'paused', null, { timeout: 60000 });
-  assertHatched(await probeTile(page, '#train-heads canvas', n), 'the live grid');
+  // the grid shows the sentence written twice (its own n)
+  const live = await page.evaluate(() =>
+    Number(document.querySelector('#train-heads figure.heatmap').dataset.shape.split(',')[0]),
+  );
+  assert.equal(live, 24, 'the default sentence (13 tokens): its first 12 twice');
+  assertHatched(await probeTile(page, '#train-heads canvas', live), 'the live grid');
   await page.locator('#train-heads').screenshot({ path: new URL('labels-train-grid.png', ARTIFACTS).pathname });
   assert.deepEqual(errors(), []);
   await page.close();
