@@ -209,17 +209,23 @@ export function* recomputeGen(state, attn = state.attn) {
   return true;
 }
 
+const COPY_CANDIDATES = 64;
+
 // norms: a text twice -> the token i of the second copy whose copied word (the word after its
 // earlier occurrence, "<unk>" when that is not one of the model's classes) has the largest
-// probability after i; a word (not punctuation) when one is in the top 10 anywhere; else the
-// token copyToken (induction.js) picks.
+// probability after i (of the first COPY_CANDIDATES repeated words: a long text's first ones); a
+// word (not punctuation) when one is in the top 10 anywhere; else the token copyToken
+// (induction.js) picks.
 function bestCopy(state, norms) {
   const { classes } = state.ctx.trained;
   let best = -1,
-    bestP = 0;
-  for (let i = 0; i < norms.length; ++i) {
+    bestP = 0,
+    tried = 0;
+  // at most COPY_CANDIDATES words tried (each is the output layer on one row: V·d_model products)
+  for (let i = 0; i < norms.length && tried < COPY_CANDIDATES; ++i) {
     const j = copyAt(norms, i);
     if (j < 0 || !isWord(norms[j + 1])) continue;
+    ++tried;
     const copied = classes.has(norms[j + 1]) ? norms[j + 1] : '<unk>';
     const p = predictAt(state, { at: i }).base.find((g) => g.word === copied)?.p ?? 0;
     if (p > bestP) [best, bestP] = [i, p];
