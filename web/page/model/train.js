@@ -11,7 +11,7 @@
 // work) run on the package's matmul: the model keeps `attn` for that.
 //
 //   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, ffn, qkScale, previousHead,
-//     tensors }) -> { attn, p, layers }
+//     tensors, fresh }) -> { attn, p, layers }
 //   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, learnHead, timings }) -> loss; attnLr
 //     scales the attention layers' learning rate (their step() gets lr·attnLr; an array: one
 //     factor per layer; a layer below the lowest with a factor above 0 is not differentiated);
@@ -144,7 +144,8 @@ export function makeBatch(windows, n, d, vec, positionScale) {
 // previousHead { layer, head, strength }, that head's W_Q, W_K from lookBack), wout 0.1·I, bout = logPrior,
 // wdelta 0 (with outputDelta), w1 Xavier-uniform from seed + 100 and b1, w2, b2 0 (with ffn m,
 // so the block starts as the identity); or, with tensors (weights.js' unpackTensors of a trained
-// model), copies of those weights (wdelta and the block where the model has them).
+// model), copies of those weights (wdelta and the block where the model has them), but for the
+// attention layers in `fresh` (0-based), seeded as above without previousHead.
 export function createModel(
   attn,
   {
