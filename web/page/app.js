@@ -94,7 +94,7 @@ function showKnockOut() {
   const { layer, head } = state.settings;
   const out = isOut(state, layer, head);
   $('knock-step').setAttribute('aria-pressed', String(out));
-  $('knock-step').textContent = `${out ? 'Put back' : 'Knock out'} layer ${layer + 1} head ${head + 1}`;
+  $('knock-step').textContent = `Knock out layer ${layer + 1} head ${head + 1}`; // pressed: knocked out
   const at = state.settings.focus;
   const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut });
   const top = base[0];
