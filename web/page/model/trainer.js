@@ -73,7 +73,7 @@ export const INDUCTION_RUN = {
   learnHead: false, // the output layer and the feed-forward block stay as trained
   // every window repeats a span of 3 to 12 random vocabulary words: copying is all there is to
   // learn beyond what the trained parts already predict (the shipped run had every window so for
-  // its first 1,500 steps; here a layer-2 head's score passed 0.4 between steps 290 and 350,
+  // its first 1,500 steps; here a layer-2 head's score passed 0.4 after 290 to 350 training steps,
   // seeds 1 and 2, in Node and in Chromium)
   repeat: { share: 1, minSpan: 3, maxSpan: 12, text: 0 },
 };
