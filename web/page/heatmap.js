@@ -20,7 +20,7 @@
 //                   like -Infinity, but the value (a gradient, exactly 0 there) is still written
 //                   and given in the tooltip as "0.0000 (masked)"
 //   spec.maxSide    a weight matrix (no token rows): at most this many px a side (default 400)
-//   spec.compact    a small multiple: small cells, no labels
+//   spec.compact    a small multiple: small cells; token labels small (tile_axes.js) where they fit
 //   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
 //   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
 //   spec.description  extra words for the canvas's aria-label
@@ -43,6 +43,7 @@
 // Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
 // and text are crisp.
 import { DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, gradientCss, textOn } from './colors.js';
+import { AXIS_CSS, MIN_CELL, drawAxes } from './tile_axes.js';
 import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
 import { FAST_CELLS } from './limits.js';
 import { colourScale, drawScaled, rasterize } from './raster.js';
@@ -76,7 +77,9 @@ function layoutFor(spec) {
   if (spec.compact) {
     // About 188 px a side; two side by side on a phone. Below 2 px a cell, fractional cells (drawn
     // as pixels, averaged).
-    const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2));
+    // (less the token labels' space when it has token rows and columns: tile_axes.js)
+    const axes = spec.rowLabels && spec.colLabels ? AXIS_CSS : 0;
+    const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2) - axes);
     const fit = side / Math.max(rows, cols);
     const c = fit < 2 ? fit : clamp(Math.floor(fit), 2, 16);
     return { cw: c, ch: c, values: false };
@@ -185,6 +188,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     padRight = 0,
     sumsWidth = 0,
     colLabelsFlat = false;
+  // A small multiple of tokens × tokens: its tokens beside the rows and above the columns, small
+  // (tile_axes.js), when its cells are big enough to read them.
+  const compactAxes = Boolean(spec.compact && spec.rowLabels && spec.colLabels && cw >= MIN_CELL);
+  if (compactAxes) padLeft = padTop = AXIS_CSS;
   if (!spec.compact) {
     if (spec.rowLabels) {
       const widest = Math.max(
@@ -340,6 +347,12 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     if (spec.rowGroups)
       for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
     if (!spec.compact) drawLabels(g);
+    else if (compactAxes)
+      drawAxes(
+        g,
+        spec.rowLabels.map((t, i) => tokenLabel(spec.rowLabels, i)),
+        { x0, y0, cell: cw, dpr: 1 }, // g draws in CSS px here
+      );
   }
 
   // Many cells: one pixel each (raster.js), scaled to the grid; then the hatch over each row's runs

@@ -9,12 +9,14 @@
 //   hatchMasked(g, n, { x0, y0, cell })  the masked hatch (heatmap.js) over the cells a causal
 //     mask removes: column j > row i
 import { maskedPattern } from './heatmap.js';
+// (heatmap.js imports this module too: the cycle is safe, each reads the other's exports only
+// when drawing)
 
 export const MIN_CELL = 6; // CSS px: smaller cells get no labels
-const LABEL_CSS = 44; // CSS px for the labels
+export const AXIS_CSS = 44; // CSS px for the labels
 const FONT_CSS = 9;
 
-export const axisSpace = (cell, dpr) => (cell / dpr >= MIN_CELL ? Math.round(LABEL_CSS * dpr) : 0);
+export const axisSpace = (cell, dpr) => (cell / dpr >= MIN_CELL ? Math.round(AXIS_CSS * dpr) : 0);
 
 const short = (t) => (t.length > 7 ? `${t.slice(0, 6)}\u2026` : t);
 

@@ -30,8 +30,15 @@ const scoresMatrix = (ctx) => square(ctx, 'scores', 'QKᵀ', `${v('S')} = ${v('Q
 const scaledMatrix = (ctx) =>
   square(ctx, 'scaled', ctx.scaling ? 'QKᵀ/√d_k' : 'QKᵀ·1', `${v('S')}′`, ctx.result.single.scaled);
 const maskedMatrix = (ctx) => square(ctx, 'masked', 'masked scores', `${v('M')}`, ctx.result.single.masked);
+// Causal weights: the cells after the query are hatched as masked (their weight, 0, still given).
+const afterQuery = (r, c) => c > r; // one function, so that the drawn pixels are reused (raster.js)
+const maskedOf = (ctx) => (ctx.causal ? afterQuery : undefined);
 const weightsMatrix = (ctx, rowSums) =>
-  square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, { scale: 'unit', rowSums });
+  square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, {
+    scale: 'unit',
+    rowSums,
+    maskedCells: maskedOf(ctx),
+  });
 // Query i's row of [n,n] matrices side by side, one key a line: columns [name, tensor], each
 // headed name_ij.
 function queryRowTable(ctx, i, columns) {
@@ -446,6 +453,7 @@ export const FORWARD_STEPS = [
         matrices: m.heads.map((hd, k) => ({
           ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, {
             scale: 'unit',
+            maskedCells: maskedOf(ctx),
           }),
           compact,
           domainMax,
