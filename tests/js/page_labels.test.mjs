@@ -122,3 +122,60 @@ test('the model view’s tiles and the live grid hatch masked cells and write th
   assert.deepEqual(errors(), []);
   await page.close();
 });
+
+// Of heatmap `name` of the current step (its cell (0, n−1) found by cellPoint): the distinct
+// colours across that masked cell, and the dark pixels left of the cells beside the first rows.
+async function probeStep(page, name) {
+  const sel = `figure.heatmap[data-name="${name}"] canvas`;
+  const n = await page.$eval(sel, (c) => Number(c.closest('figure').dataset.shape.split(',')[0]));
+  const p = await page.evaluate(([nm, col]) => window.attentionPage.cellPoint(nm, 0, col), [name, n - 1]);
+  return page.$eval(
+    sel,
+    (c, { p, n }) => {
+      const rect = c.getBoundingClientRect();
+      const dpr = c.width / rect.width;
+      const g = c.getContext('2d');
+      const px = (x, y) => Array.from(g.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data.slice(0, 3));
+      const cx = p.x - rect.left,
+        cy = p.y - rect.top;
+      const seen = new Set([0.25, 0.5, 0.75].map((f) => px(cx + (f - 0.5) * p.w, cy).join(',')));
+      const left = cx - (n - 0.5) * p.w; // the first cell's left edge
+      const strip = g.getImageData(
+        0,
+        Math.floor((cy - p.h / 2) * dpr),
+        Math.max(1, Math.floor((left - 2) * dpr)),
+        Math.floor(4 * p.h * dpr),
+      ).data;
+      let dark = 0;
+      for (let i = 0; i < strip.length; i += 4) if (strip[i] + strip[i + 1] + strip[i + 2] < 300) ++dark;
+      return { n, seen: [...seen], dark };
+    },
+    { p, n },
+  );
+}
+
+test('step 8’s head grids and step 6’s weights: tokens beside the cells, masked cells hatched', async () => {
+  for (const viewport of [
+    { width: 1280, height: 900 },
+    { width: 390, height: 844 },
+  ]) {
+    const { page, errors } = await open(viewport);
+    for (const [step, id, name] of [
+      [7, 'heads', 'weights_head2'],
+      [5, 'softmax', 'weights'],
+    ]) {
+      await page.$eval(`button[data-step="${step}"]`, (b) => b.click());
+      await page.waitForFunction((want) => window.attentionPage.state.stepId === want, id);
+      const { n, seen, dark } = await probeStep(page, name);
+      assert.equal(n, 13);
+      for (const c of seen)
+        assert.ok(
+          [rgb(MASKED_FILL), rgb(MASKED_HATCH)].includes(c),
+          `${name} at ${viewport.width} px: masked cell ${c}`,
+        );
+      assert.ok(dark > 30, `${name} at ${viewport.width} px: no token labels (${dark} dark pixels)`);
+    }
+    assert.deepEqual(errors(), []);
+    await page.close();
+  }
+});
