@@ -14,8 +14,18 @@ namespace wa {
 
 size_t packed_b_floats(size_t k, size_t n);
 
-// op(b) (k,n) -> packed. pool spreads the panels (null: all on the caller); the caller decides
-// whether the work is worth threads (threading.h).
+// The tasks of a product c (m,n) on `threads` threads: its rows in row_parts blocks of whole
+// kernel tiles (tile_mr rows), its columns in col_parts groups of whole kNR panels; task t is row
+// block t / col_parts over column group t % col_parts. One thread: blocks of about kMC rows over
+// every column; more: at least kGemmTasksPerThread tasks per thread, unless each is one tile.
+struct GemmSplit {
+  size_t row_parts, col_parts;
+  size_t tasks() const { return row_parts * col_parts; }
+};
+GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads);
+
+// op(b) (k,n) -> packed. pool spreads the panels over all its threads (null: all on the
+// caller); the caller decides whether the work is worth threads (threading.h).
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool = nullptr);
 

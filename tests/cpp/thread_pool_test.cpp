@@ -1,10 +1,22 @@
-// The persistent pool runs every task once, and threads never change a result.
+// The persistent pool runs every task once, lets no more threads into a call than it asks for,
+// and threads never change a result: 1, 2, 3, 4, 8 and 16 threads give bitwise the same GEMM,
+// attention and layer, at sizes that cross every tuning constant's edge.
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
+#include "mha_layer.h"
 #include "testing.h"
+#include "tuning.h"
 #include "wa/attention.h"
+#include "wa/attention_heads.h"
 #include "wa/build_info.h"
 #include "wa/gemm.h"
 
@@ -31,6 +43,31 @@ TEST_CASE("parallel_for runs each task exactly once over thousands of short call
     pool.parallel_for(n, [&](size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); });
     for (size_t i = 0; i < n; ++i) REQUIRE(runs[i].exchange(0) == 1);
     for (size_t i = n; i < runs.size(); ++i) REQUIRE(runs[i].load() == 0);
+  }
+}
+
+// Each task sleeps a little, so that every worker a call lets in has time to join it (the
+// verdict does not depend on it: a correct pool never lets more in).
+TEST_CASE("parallel_for runs a call on at most max_threads threads, the caller included") {
+  ThreadPool pool(8);
+  for (size_t max_threads : {1, 2, 3, 5}) {
+    for (int call = 0; call < 20; ++call) {
+      std::mutex m;
+      std::set<std::thread::id> ran_on;
+      std::atomic<int> runs{0};
+      pool.parallel_for(
+          64,
+          [&](size_t) {
+            runs.fetch_add(1);
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            std::lock_guard<std::mutex> lock(m);
+            ran_on.insert(std::this_thread::get_id());
+          },
+          max_threads);
+      REQUIRE(runs.load() == 64);
+      REQUIRE(ran_on.size() <= max_threads);
+      REQUIRE(ran_on.count(std::this_thread::get_id()) == 1);  // the caller always works
+    }
   }
 }
 
@@ -85,6 +122,91 @@ TEST_CASE("1 thread and N threads give bitwise identical results") {
   mha_forward(s, w, x.data(), nullptr, o3.data(), scale, mask, nullptr, &three);
   CHECK(test::bitwise_equal(o1, o2));
   CHECK(test::bitwise_equal(o1, o3));
+}
+
+// run(pool) on no pool, then on pools of 2, 3, 4, 8 and 16 threads: bitwise the same each time.
+void same_on_every_thread_count(const char* what,
+                                const std::function<std::vector<float>(ThreadPool*)>& run) {
+  static std::vector<std::unique_ptr<ThreadPool>> pools;
+  if (pools.empty())
+    for (int t : {2, 3, 4, 8, 16}) pools.emplace_back(new ThreadPool(t));
+  const std::vector<float> serial = run(nullptr);
+  for (const auto& pool : pools) {
+    const std::vector<float> threaded = run(pool.get());
+    const test::Diff d = test::max_abs_diff(serial, threaded);
+    INFO(std::string(what) << " on " << pool->threads() << " threads: largest difference "
+                           << d.max_abs << " at " << d.at);
+    CHECK(test::bitwise_equal(serial, threaded));
+  }
+}
+
+TEST_CASE("GEMM, attention and a layer are bitwise the same on 1, 2, 3, 4, 8 and 16 threads") {
+  using kernels::kMaxMR;
+  using kernels::kNR;
+  // GEMMs in tiles of rows and columns: row tiles of every kernel height and a row tail, column
+  // panels and a column tail, k past one or two kKC slices; tall, wide and a few-row product
+  struct Gemm {
+    Transpose ta, tb;
+    size_t m, n, k;
+  };
+  for (const Gemm& g :
+       {Gemm{Transpose::no, Transpose::no, 8 * kMC + kMaxMR + 1, 37 * kNR + 3, kKC + 5},
+        Gemm{Transpose::yes, Transpose::no, 5 * kMaxMR + 1, 129 * kNR + 1, 2 * kKC + 3},
+        Gemm{Transpose::no, Transpose::yes, 2, 128 * kNR + 5, kKC + 1}}) {
+    const std::vector<float> a = test::random_floats(g.m * g.k, 11),
+                             b = test::random_floats(g.k * g.n, 12);
+    const size_t lda = g.ta == Transpose::yes ? g.m : g.k, ldb = g.tb == Transpose::yes ? g.k : g.n;
+    same_on_every_thread_count("gemm", [&](ThreadPool* pool) {
+      std::vector<float> c(g.m * g.n, 0.5f);
+      gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, c.data(), g.n, true, pool);
+      return c;
+    });
+  }
+
+  // attention over heads, causal GQA: row blocks and a row tail, 2 sequences of 2 kv heads of 2
+  const HeadsShape rows{2, 4, 2, 3 * kAttentionRowBlock + 5, 3 * kAttentionRowBlock + 5, 16, 8};
+  // decode: 1 query row over runs of keys and a tail run, 8 query heads on 2 kv heads
+  const HeadsShape decode{1, 8, 2, 1, 4 * kDecodeMinRun + 7, 16, 16};
+  for (const HeadsShape& s : {rows, decode}) {
+    const std::vector<float> q = test::random_floats(s.batch * s.n_q * s.q_heads * s.d_k, 13),
+                             k = test::random_floats(s.batch * s.n_k * s.kv_heads * s.d_k, 14),
+                             v = test::random_floats(s.batch * s.n_k * s.kv_heads * s.d_v, 15);
+    HeadsMask mask{};
+    mask.mask.causal = true;
+    same_on_every_thread_count(s.n_q == 1 ? "decode" : "causal GQA attention", [&](ThreadPool* p) {
+      std::vector<float> out(s.batch * s.n_q * s.q_heads * s.d_v);
+      attention_heads_forward(s, heads_3d(q.data(), s.q_heads, s.n_q, s.d_k),
+                              heads_3d(k.data(), s.kv_heads, s.n_k, s.d_k),
+                              heads_3d(v.data(), s.kv_heads, s.n_k, s.d_v),
+                              heads_3d(out.data(), s.q_heads, s.n_q, s.d_v), 0.25f, mask, nullptr,
+                              p);
+      return out;
+    });
+  }
+
+  // a layer forward and backward, causal: one head (the backward's passes spread over the
+  // threads) and 4 query heads on 2 kv heads in 2 sequences (kv heads spread), weights saved
+  // and recomputed
+  const size_t n = 2 * kAttentionRowBlock + 9;
+  for (const MhaShape& s : {MhaShape{1, n, n, 24, 1, 16, 16}, MhaShape{2, n, n, 24, 4, 8, 8, 2}}) {
+    const test::MhaBackwardLayer l(s, false, true, 21);
+    for (bool keep_weights : {true, false}) {
+      same_on_every_thread_count("layer forward and backward", [&](ThreadPool* pool) {
+        test::MhaTraceBuffers saved(l.s);
+        MhaTrace trace = saved.trace();
+        if (!keep_weights) trace.scores = trace.scaled = trace.masked = trace.weights = nullptr;
+        std::vector<float> out(l.d_out.size());
+        mha_forward(l.s, l.weights(), l.x.data(), nullptr, out.data(), l.scale(), l.mask(true),
+                    &trace, pool);
+        test::MhaGradBuffers g(l);
+        mha_backward(l.s, l.weights(), l.x.data(), nullptr, trace, l.d_out.data(), l.scale(),
+                     l.mask(true), g.grads(), pool);
+        for (const std::vector<float>* part : {&g.dx, &g.dwq, &g.dwk, &g.dwv, &g.dwo, &g.dbq})
+          out.insert(out.end(), part->begin(), part->end());
+        return out;
+      });
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -23,17 +24,21 @@ class ThreadPool {
 
   // Replaces the serial loop
   //   for (size_t i = 0; i < n; ++i) task(i);
-  // Tasks run on the caller and the workers in any order and return when all are done.
-  // An exception thrown by a task is rethrown here (the first one, after all tasks end).
-  // Not re-entrant: a task must not call parallel_for on the same pool.
-  void parallel_for(size_t n, const std::function<void(size_t)>& task);
+  // Tasks run on the caller and the workers in any order and return when all are done; at
+  // most min(n, max_threads) threads run them, the caller included (the other workers are
+  // neither woken nor waited for). An exception thrown by a task is rethrown here (the first
+  // one, after all tasks end). Not re-entrant: a task must not call parallel_for on the same
+  // pool.
+  void parallel_for(size_t n, const std::function<void(size_t)>& task,
+                    size_t max_threads = SIZE_MAX);
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
 
-// pool->parallel_for(n, task), or the serial loop itself when pool is null.
-void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task);
+// pool->parallel_for(n, task, max_threads), or the serial loop itself when pool is null.
+void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task,
+                  size_t max_threads = SIZE_MAX);
 
 }  // namespace wa
