@@ -124,9 +124,9 @@ GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads) {
   // slice and writes whole rows of c (no cache line of c shared with another task)
   GemmSplit split{std::min(tiles, (m + kMC - 1) / kMC), 1};
   if (threads <= 1) return split;
-  // then the longer side of a tile halved until every thread has kGemmTasksPerThread tasks:
+  // then the longer side of a tile halved until every thread has kTasksPerThread tasks:
   // columns first (a column group re-packs the block's a rows, a row block re-reads b's panels)
-  while (split.tasks() < kGemmTasksPerThread * threads) {
+  while (split.tasks() < kTasksPerThread * threads) {
     const double rows = double(m) / split.row_parts, cols = double(n) / split.col_parts;
     if (split.col_parts < panels && (cols >= rows || split.row_parts == tiles))
       split.col_parts = std::min(panels, 2 * split.col_parts);
@@ -142,16 +142,12 @@ void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float*
             ThreadPool* pool) {
   const size_t panels = (n + kNR - 1) / kNR;
   const size_t threads = pool ? static_cast<size_t>(pool->threads()) : 1;
-  const size_t tasks = std::min(panels, threads == 1 ? 1 : kGemmTasksPerThread * threads);
+  const size_t tasks = std::min(panels, threads == 1 ? 1 : kTasksPerThread * threads);
   // for (panel = 0; panel < panels; ++panel) pack it; in tasks of panels / tasks panels
-  parallel_for(
-      pool, tasks,
-      [&](size_t t) {
-        for (size_t jp = t * panels / tasks; jp < (t + 1) * panels / tasks; ++jp)
-          pack_b_panel(tb, b, ldb, k, n, jp * kNR,
-                       packed + jp * kNR * k);  // panel jp: packed_b_block
-      },
-      threads);
+  parallel_for(pool, tasks, threads, [&](size_t t) {
+    for (size_t jp = t * panels / tasks; jp < (t + 1) * panels / tasks; ++jp)
+      pack_b_panel(tb, b, ldb, k, n, jp * kNR, packed + jp * kNR * k);  // panel jp: packed_b_block
+  });
 }
 
 void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, size_t lda,
@@ -174,31 +170,27 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
   const size_t tiles = (m + tile_mr - 1) / tile_mr, panels = (n + kNR - 1) / kNR;
   const size_t R = split.row_parts, C = split.col_parts;
   // for (t = 0; t < R·C; ++t) row block t / C, column group t % C
-  parallel_for(
-      pool, R * C,
-      [&](size_t t) {
-        const size_t r = t / C, g = t % C;
-        const size_t i0 = r * tiles / R * tile_mr;
-        const size_t mc = std::min(m, (r + 1) * tiles / R * tile_mr) - i0;
-        const size_t j_first = g * panels / C * kNR;
-        const size_t j_end = std::min(n, (g + 1) * panels / C * kNR);
-        // a kernel whose panels hold each a value a_copies times: packed as usual after where the
-        // copies go, then each value written a_copies times (broadcast_a_panels)
-        const size_t panel_floats = round_up(mc, tile_mr) * kKC, copies = kernel.a_copies;
-        float* packed_a =
-            thread_scratch(ScratchSlot::gemm_a, panel_floats * (copies == 1 ? 1 : copies + 1));
-        float* packed_once = packed_a + (copies == 1 ? 0 : panel_floats * copies);
-        for (size_t p0 = 0; p0 < k; p0 += kKC) {
-          const size_t kc = std::min(kKC, k - p0);
-          pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_once);
-          if (copies != 1) broadcast_a_panels(packed_once, round_up(mc, tile_mr) * kc, packed_a);
-          // the group's columns, panel after panel
-          kernel.run(mc, j_end - j_first, kc, packed_a,
-                     packed_b_block(packed_b, packed_k, p0, j_first), kNR * packed_k,
-                     c + i0 * ldc + j_first, ldc, accumulate || p0 > 0);
-        }
-      },
-      threads);
+  parallel_for(pool, R * C, threads, [&](size_t t) {
+    const size_t r = t / C, g = t % C;
+    const size_t i0 = r * tiles / R * tile_mr;
+    const size_t mc = std::min(m, (r + 1) * tiles / R * tile_mr) - i0;
+    const size_t j_first = g * panels / C * kNR;
+    const size_t j_end = std::min(n, (g + 1) * panels / C * kNR);
+    // a kernel whose panels hold each a value a_copies times: packed as usual after where the
+    // copies go, then each value written a_copies times (broadcast_a_panels)
+    const size_t panel_floats = round_up(mc, tile_mr) * kKC, copies = kernel.a_copies;
+    float* packed_a =
+        thread_scratch(ScratchSlot::gemm_a, panel_floats * (copies == 1 ? 1 : copies + 1));
+    float* packed_once = packed_a + (copies == 1 ? 0 : panel_floats * copies);
+    for (size_t p0 = 0; p0 < k; p0 += kKC) {
+      const size_t kc = std::min(kKC, k - p0);
+      pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_once);
+      if (copies != 1) broadcast_a_panels(packed_once, round_up(mc, tile_mr) * kc, packed_a);
+      // the group's columns, panel after panel
+      kernel.run(mc, j_end - j_first, kc, packed_a, packed_b_block(packed_b, packed_k, p0, j_first),
+                 kNR * packed_k, c + i0 * ldc + j_first, ldc, accumulate || p0 > 0);
+    }
+  });
 }
 
 void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float* a, size_t lda,

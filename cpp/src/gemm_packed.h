@@ -17,7 +17,7 @@ size_t packed_b_floats(size_t k, size_t n);
 // The tasks of a product c (m,n) on `threads` threads: its rows in row_parts blocks of whole
 // kernel tiles (tile_mr rows), its columns in col_parts groups of whole kNR panels; task t is row
 // block t / col_parts over column group t % col_parts. One thread: blocks of about kMC rows over
-// every column; more: at least kGemmTasksPerThread tasks per thread, unless each is one tile.
+// every column; more: at least kTasksPerThread tasks per thread, unless each is one tile.
 struct GemmSplit {
   size_t row_parts, col_parts;
   size_t tasks() const { return row_parts * col_parts; }

@@ -145,8 +145,8 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::threads() const { return static_cast<int>(state_->workers.size()) + 1; }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task,
-                              size_t max_threads) {
+void ThreadPool::parallel_for(size_t n, size_t max_threads,
+                              const std::function<void(size_t)>& task) {
   State& s = *state_;
   // workers to let join: one fewer than the threads the call feeds (the caller is one)
   const size_t feeds = std::min(n, max_threads);
@@ -182,10 +182,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task,
   if (error) std::rethrow_exception(error);
 }
 
-void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task,
-                  size_t max_threads) {
+void parallel_for(ThreadPool* pool, size_t n, size_t max_threads,
+                  const std::function<void(size_t)>& task) {
   if (pool) {
-    pool->parallel_for(n, task, max_threads);
+    pool->parallel_for(n, max_threads, task);
   } else {
     for (size_t i = 0; i < n; ++i) task(i);
   }

@@ -25,10 +25,11 @@ constexpr size_t kKC = 512;
 // Rows of c per task on one thread (more threads: fewer, gemm_split): a packed a block of 64
 // rows is 128 KB, in L2.
 constexpr size_t kMC = 64;
-// Tasks per thread a product (and its packing) is split into on more than one thread: the
-// threads take tasks from one counter, so with 4 each they end within a quarter task of each
-// other, while a tile stays large (1024³ on 16 threads: 64 tiles of 64 rows x 256 columns).
-constexpr size_t kGemmTasksPerThread = 4;
+// Tasks per thread a product (and its packing, and the backward's kv heads) is split into on
+// more than one thread: the threads take tasks from one counter, so with 4 each they end within
+// a quarter task of each other, while a GEMM tile stays large (1024³ on 16 threads: 64 tiles of
+// 64 rows x 256 columns).
+constexpr size_t kTasksPerThread = 4;
 
 // Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
 // save, and each thread a call wakes needs as much work again to pay for its waking

@@ -126,10 +126,10 @@ TEST_CASE("gemm gives exact small integer products") {
 
 // The products of the scaling cases (matmul 1024³, the projections of multi-head attention
 // n 512 / d_model 512 and n 1024 / d_model 1024) and odd ones: on T threads, at least
-// kGemmTasksPerThread tasks per thread unless each is a single tile, every row and column in
+// kTasksPerThread tasks per thread unless each is a single tile, every row and column in
 // exactly one task (blocks of whole tiles and panels), and one thread keeps kMC-row blocks over
 // every column (its a rows packed once per k slice).
-TEST_CASE("gemm_split feeds every thread: 2-D tiles, kGemmTasksPerThread per thread") {
+TEST_CASE("gemm_split feeds every thread: 2-D tiles, kTasksPerThread per thread") {
   using kernels::kNR;
   struct Product {
     size_t m, n, tile_mr;
@@ -147,7 +147,7 @@ TEST_CASE("gemm_split feeds every thread: 2-D tiles, kGemmTasksPerThread per thr
                 << " threads: " << s.row_parts << " x " << s.col_parts << " tasks");
       CHECK(s.row_parts <= tiles);
       CHECK(s.col_parts <= panels);
-      CHECK((s.tasks() >= kGemmTasksPerThread * threads || s.tasks() == tiles * panels));
+      CHECK((s.tasks() >= kTasksPerThread * threads || s.tasks() == tiles * panels));
     }
   }
   // 1024³ on 16 threads: 64 equal tiles of 64 rows x 256 columns, 4 per thread

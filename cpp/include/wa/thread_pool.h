@@ -29,16 +29,21 @@ class ThreadPool {
   // neither woken nor waited for). An exception thrown by a task is rethrown here (the first
   // one, after all tasks end). Not re-entrant: a task must not call parallel_for on the same
   // pool.
-  void parallel_for(size_t n, const std::function<void(size_t)>& task,
-                    size_t max_threads = SIZE_MAX);
+  void parallel_for(size_t n, size_t max_threads, const std::function<void(size_t)>& task);
+  void parallel_for(size_t n, const std::function<void(size_t)>& task) {
+    parallel_for(n, SIZE_MAX, task);
+  }
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
 
-// pool->parallel_for(n, task, max_threads), or the serial loop itself when pool is null.
-void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task,
-                  size_t max_threads = SIZE_MAX);
+// pool->parallel_for(n, max_threads, task), or the serial loop itself when pool is null.
+void parallel_for(ThreadPool* pool, size_t n, size_t max_threads,
+                  const std::function<void(size_t)>& task);
+inline void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task) {
+  parallel_for(pool, n, SIZE_MAX, task);
+}
 
 }  // namespace wa
