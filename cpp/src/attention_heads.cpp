@@ -148,19 +148,26 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
     const size_t count = std::min(pass, heads - first);
     ThreadPool* threads = pool_for(pool, flops * static_cast<double>(count));
     const size_t feeds = threads_for(pool, flops * static_cast<double>(count));
-    // the kv heads packed each on one thread when they are as many as the threads, else one
-    // after another, each head's panels spread
-    const bool by_head = count >= feeds;
     for (size_t c = 0; c < runs; ++c) {
       const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
-      // for (i = 0; i < count; ++i) kv head first + i, keys [k0, k1): packed (or the cache's)
-      parallel_for(src.packed || !by_head ? nullptr : threads, count, feeds, [&](size_t i) {
-        const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
-        kv[i] = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
-                           : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
-                                          const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
-                                          buffer + i * run_floats, by_head ? nullptr : threads);
+      // kv head first + i, keys [k0, k1): the cache's, or packed: for (w = 0; w < count·units;
+      // ++w) unit w % units of head w / units (packed_kv.h), in tasks of consecutive units
+      const size_t units = src.packed ? 0 : pack_kv_units(k1 - k0, s.d_k, s.d_v);
+      const size_t pack_tasks = std::min(count * units, kTasksPerThread * feeds);
+      parallel_for(threads, pack_tasks, feeds, [&](size_t t) {
+        for (size_t w = t * count * units / pack_tasks; w < (t + 1) * count * units / pack_tasks;
+             ++w) {
+          const size_t i = w / units, b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+          pack_kv_unit(const_head(src.k, b, g, s.n_k, s.d_k), const_head(src.v, b, g, s.n_k, s.d_v),
+                       k0, k1 - k0, buffer + i * run_floats, w % units);
+        }
       });
+      for (size_t i = 0; i < count; ++i) {
+        const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+        kv[i] = src.packed
+                    ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                    : packed_kv_keys(s.n_k, k0, k1 - k0, s.d_k, s.d_v, buffer + i * run_floats);
+      }
       // for (t = 0; t < row_blocks·count·group; ++t) row block row_blocks − 1 − t / (count·group)
       // of query head (t / group % count, t % group) of the pass: the last rows first, which
       // see the most keys under a causal mask, so that the threads end together

@@ -138,15 +138,28 @@ GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads) {
   return split;
 }
 
+size_t pack_b_units(size_t k, size_t n) {
+  return (n + kNR - 1) / kNR * ((k + kPackSteps - 1) / kPackSteps);
+}
+
+void pack_b_unit(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+                 size_t u) {
+  const size_t parts = (k + kPackSteps - 1) / kPackSteps;
+  const size_t jp = u / parts, p0 = u % parts * kPackSteps, steps = std::min(kPackSteps, k - p0);
+  // steps [p0, p0 + steps) of panel jp: op(b) from row p0 on, the panel from step p0 on
+  const float* from = b + (tb == Transpose::no ? p0 * ldb : p0);
+  pack_b_panel(tb, from, ldb, steps, n, jp * kNR, packed + jp * kNR * k + p0 * kNR);
+}
+
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool) {
-  const size_t panels = (n + kNR - 1) / kNR;
+  const size_t units = pack_b_units(k, n);
   const size_t threads = pool ? static_cast<size_t>(pool->threads()) : 1;
-  const size_t tasks = std::min(panels, threads == 1 ? 1 : kTasksPerThread * threads);
-  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of panels / tasks panels
+  const size_t tasks = std::min(units, threads == 1 ? 1 : kTasksPerThread * threads);
+  // for (u = 0; u < units; ++u) pack unit u; in tasks of units / tasks consecutive units
   parallel_for(pool, tasks, threads, [&](size_t t) {
-    for (size_t jp = t * panels / tasks; jp < (t + 1) * panels / tasks; ++jp)
-      pack_b_panel(tb, b, ldb, k, n, jp * kNR, packed + jp * kNR * k);  // panel jp: packed_b_block
+    for (size_t u = t * units / tasks; u < (t + 1) * units / tasks; ++u)
+      pack_b_unit(tb, k, n, b, ldb, packed, u);
   });
 }
 

@@ -24,7 +24,15 @@ struct GemmSplit {
 };
 GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads);
 
-// op(b) (k,n) -> packed. pool spreads the panels over all its threads (null: all on the
+// The packing of op(b) (k,n) in units, each up to kPackSteps steps of one panel (panel
+// u / parts, steps [u % parts · kPackSteps, ...), parts = ⌈k / kPackSteps⌉): pack_b_units of
+// them, each written by pack_b_unit and by no other, for callers that pack several operands in
+// one parallel call.
+size_t pack_b_units(size_t k, size_t n);
+void pack_b_unit(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+                 size_t u);
+
+// op(b) (k,n) -> packed. pool spreads the units over all its threads (null: all on the
 // caller); the caller decides whether the work is worth threads (threading.h).
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool = nullptr);

@@ -151,6 +151,7 @@ void ThreadPool::parallel_for(size_t n, size_t max_threads,
   // workers to let join: one fewer than the threads the call feeds (the caller is one)
   const size_t feeds = std::min(n, max_threads);
   const size_t helpers = feeds <= 1 ? 0 : std::min(s.workers.size(), feeds - 1);
+  if (log_ && n) log_->push_back({n, std::min(max_threads, s.workers.size() + 1)});
   if (helpers == 0) {
     for (size_t i = 0; i < n; ++i) task(i);
     return;

@@ -30,6 +30,9 @@ constexpr size_t kMC = 64;
 // a quarter task of each other, while a GEMM tile stays large (1024³ on 16 threads: 64 tiles of
 // 64 rows x 256 columns).
 constexpr size_t kTasksPerThread = 4;
+// Steps of one kNR-column panel per unit of packing (pack_b_unit): 4 KB, so that a thin operand
+// (v of d_v = 64: 8 panels) still packs on every thread.
+constexpr size_t kPackSteps = 128;
 
 // Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
 // save, and each thread a call wakes needs as much work again to pay for its waking

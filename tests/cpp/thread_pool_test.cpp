@@ -1,6 +1,7 @@
 // The persistent pool runs every task once, lets no more threads into a call than it asks for,
 // and threads never change a result: 1, 2, 3, 4, 8 and 16 threads give bitwise the same GEMM,
 // attention and layer, at sizes that cross every tuning constant's edge.
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -205,6 +206,92 @@ TEST_CASE("GEMM, attention and a layer are bitwise the same on 1, 2, 3, 4, 8 and
         return out;
       });
     }
+  }
+}
+
+// The scaling cases of issue 29 on a 16-thread pool: every parallel call of each, as the pool
+// saw it (tasks / threads), printed, and each feeds its threads: kTasksPerThread tasks per
+// thread, or a whole number of tasks per thread (equal tasks, or causal ones dealt out largest
+// first).
+TEST_CASE("the scaling cases give every one of 16 threads tasks enough, pass after pass") {
+  ThreadPool pool(16);
+  if (pool.threads() < 16) return;  // a build without threads: nothing to split
+  std::vector<ThreadPool::Call> calls;
+  const auto check = [&](const char* what, const std::function<void()>& run) {
+    pool.record_calls(&calls);
+    run();
+    pool.record_calls(nullptr);
+    std::string seen;
+    for (const ThreadPool::Call& c : calls) {
+      seen += " " + std::to_string(c.tasks) + "/" + std::to_string(c.threads);
+      INFO(std::string(what) << ": " << c.tasks << " tasks on " << c.threads << " threads");
+      CHECK((c.tasks >= kTasksPerThread * c.threads || c.tasks % c.threads == 0));
+    }
+    MESSAGE(std::string(what) << " on 16 threads, tasks/threads of each call:" << seen);
+    CHECK(!calls.empty());
+    calls.clear();
+  };
+  const auto floats = [](size_t n, uint32_t seed) { return test::random_floats(n, seed); };
+
+  {  // matmul 1024³
+    const size_t n = 1024;
+    const std::vector<float> a = floats(n * n, 1), b = floats(n * n, 2);
+    std::vector<float> c(n * n);
+    check("matmul 1024³",
+          [&] { gemm_nn(n, n, n, a.data(), n, b.data(), n, c.data(), n, false, &pool); });
+  }
+  for (const auto& [n, dm, h] : {std::array<size_t, 3>{512, 512, 8}, {1024, 1024, 16}}) {
+    const MhaShape s{1, n, n, dm, h, dm / h, dm / h};
+    const test::MhaLayer l(s, false, false, 31);
+    std::vector<float> out(n * dm);
+    check(h == 8 ? "multi-head n 512, dModel 512, 8 heads"
+                 : "multi-head n 1024, dModel 1024, 16 heads",
+          [&] {
+            mha_forward(l.s, l.weights(), l.x.data(), nullptr, out.data(), l.scale(), l.mask(false),
+                        nullptr, &pool);
+          });
+  }
+  // attention over heads: decode over 8192 keys (32/8 heads, d 128), causal n 2048 d 64, causal
+  // GQA prefill n 1024 (32/8 heads, d 128)
+  struct Heads {
+    const char* what;
+    HeadsShape s;
+    bool causal;
+  };
+  for (const Heads& c :
+       {Heads{"decode over 8192 keys, 32/8 heads, d 128", {1, 32, 8, 1, 8192, 128, 128}, false},
+        Heads{"causal attention n 2048, d 64", {1, 1, 1, 2048, 2048, 64, 64}, true},
+        Heads{"causal GQA prefill n 1024, 32/8 heads, d 128",
+              {1, 32, 8, 1024, 1024, 128, 128},
+              true}}) {
+    const HeadsShape& s = c.s;
+    const std::vector<float> q = floats(s.n_q * s.q_heads * s.d_k, 3),
+                             k = floats(s.n_k * s.kv_heads * s.d_k, 4),
+                             v = floats(s.n_k * s.kv_heads * s.d_v, 5);
+    std::vector<float> out(s.n_q * s.q_heads * s.d_v);
+    HeadsMask mask{};
+    mask.mask.causal = c.causal;
+    check(c.what, [&] {
+      attention_heads_forward(s, heads_3d(q.data(), s.q_heads, s.n_q, s.d_k),
+                              heads_3d(k.data(), s.kv_heads, s.n_k, s.d_k),
+                              heads_3d(v.data(), s.kv_heads, s.n_k, s.d_v),
+                              heads_3d(out.data(), s.q_heads, s.n_q, s.d_v), 0.125f, mask, nullptr,
+                              &pool);
+    });
+  }
+  {  // causal attention backward n 1024, d 64, weights recomputed
+    const HeadsShape s{1, 1, 1, 1024, 1024, 64, 64};
+    const std::vector<float> q = floats(1024 * 64, 6), k = floats(1024 * 64, 7),
+                             v = floats(1024 * 64, 8), d_out = floats(1024 * 64, 9);
+    std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());
+    HeadsMask mask{};
+    mask.mask.causal = true;
+    const auto t = [](auto* x) { return heads_3d(x, 1, 1024, 64); };
+    check("causal attention backward n 1024, d 64", [&] {
+      attention_heads_backward(s, t(q.data()), t(k.data()), t(v.data()), t(d_out.data()),
+                               t(dq.data()), t(dk.data()), t(dv.data()), 0.125f, mask, nullptr,
+                               &pool);
+    });
   }
 }
 

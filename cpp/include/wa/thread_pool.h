@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace wa {
 
@@ -34,9 +35,19 @@ class ThreadPool {
     parallel_for(n, SIZE_MAX, task);
   }
 
+  // A call as parallel_for saw it: its tasks, and the threads it was given to run them
+  // (min(max_threads, threads()): the caller included, more than the tasks maybe).
+  struct Call {
+    size_t tasks, threads;
+  };
+  // Appends every later call to *log (on the caller's thread, before it runs); null stops.
+  // For tests and forensics: how an entry point splits its work at this pool's size.
+  void record_calls(std::vector<Call>* log) { log_ = log; }
+
  private:
   struct State;
   std::unique_ptr<State> state_;
+  std::vector<Call>* log_ = nullptr;
 };
 
 // pool->parallel_for(n, max_threads, task), or the serial loop itself when pool is null.
