@@ -25,7 +25,13 @@ function values(n, seed) {
   for (let i = 0; i < n; ++i) x[i] = (((i * 7919 + seed) % 1009) / 1009 - 0.5) * 0.5;
   return x;
 }
-const tensor = (shape, seed) => ({ data: values(shape.reduce((a, b) => a * b), seed), shape });
+const tensor = (shape, seed) => ({
+  data: values(
+    shape.reduce((a, b) => a * b),
+    seed,
+  ),
+  shape,
+});
 
 // name -> (attn) => { run, dispose }
 const cases = {
@@ -42,7 +48,11 @@ const cases = {
       name,
       (attn) => {
         const w = (seed) => tensor([dm, dm], seed);
-        const layer = attn.multiHeadAttention({ dModel: dm, heads, weights: { wq: w(3), wk: w(4), wv: w(5), wo: w(6) } });
+        const layer = attn.multiHeadAttention({
+          dModel: dm,
+          heads,
+          weights: { wq: w(3), wk: w(4), wv: w(5), wo: w(6) },
+        });
         const x = tensor([n, dm], 7);
         return { run: () => layer.forward(x), dispose: () => layer.dispose() };
       },
@@ -99,8 +109,11 @@ for (const name of names) {
     const xs = times[name][inst.label];
     row[inst.label] = { median: median(xs), best: Math.min(...xs) };
   }
-  const speedup = (lab) => (row[`${lab} 1t`] && row[`${lab} 2t`] ? row[`${lab} 1t`].median / row[`${lab} 2t`].median : NaN);
-  const line = instances.map((i) => `${i.label} ${row[i.label].median.toFixed(1)} (best ${row[i.label].best.toFixed(1)})`).join(' | ');
+  const speedup = (lab) =>
+    row[`${lab} 1t`] && row[`${lab} 2t`] ? row[`${lab} 1t`].median / row[`${lab} 2t`].median : NaN;
+  const line = instances
+    .map((i) => `${i.label} ${row[i.label].median.toFixed(1)} (best ${row[i.label].best.toFixed(1)})`)
+    .join(' | ');
   const ups = libs.map(([l]) => `${l} 2t/1t ${speedup(l).toFixed(2)}x`).join(', ');
   console.log(`${name}: ${line} ms; ${ups}`);
 }
