@@ -53,7 +53,7 @@ struct ThreadPool::State {
   // most workers it takes (bits 16-30) and the workers joined (bits 0-15).
   static constexpr uint64_t kClosed = uint64_t(1) << 31, kJoined = 0xffff;
   static constexpr int kLimitShift = 16;
-  static constexpr size_t kMaxWorkers = kJoined;
+  static constexpr size_t kMaxWorkers = (kClosed - 1) >> kLimitShift;  // what bits 16-30 hold
   std::atomic<uint64_t> entry{0};
   std::atomic<uint64_t> left{0};  // workers joined that are done with the call
 
