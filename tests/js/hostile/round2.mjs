@@ -2213,6 +2213,133 @@ if (run('deep')) {
   }
 }
 
+// ---- 15. rotary out of float16's range, transfers of shared and repeated buffers, extra fields in options ----
+if (run('more')) {
+  section = 'more';
+  for (const { name, attn } of FORMS) {
+    // rotary turns [65504, 65504] by 45° at position 1 (dims 2, base 1: angle 1 rad) past 65504
+    const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 2, dV: 2, capacity: 4, dtype: 'float16' });
+    await attn.attention(
+      T(new Float32Array(2), [1, 1, 1, 2]),
+      T(Float32Array.of(1, 1), [1, 1, 1, 2]),
+      T(Float32Array.of(1, 1), [1, 1, 1, 2]),
+      { cache, rotary: { base: 1 } },
+    );
+    await expectError(
+      `${name} float16 cache: a key within ±65504 that rotary turns past it`,
+      () =>
+        attn.attention(
+          T(new Float32Array(2), [1, 1, 1, 2]),
+          T(Float32Array.of(65504, 65504), [1, 1, 1, 2]),
+          T(Float32Array.of(1, 1), [1, 1, 1, 2]),
+          { cache, rotary: { base: 1 } },
+        ),
+      RangeError,
+      /float16/,
+    );
+    eq(`${name} float16 cache: ...nothing appended`, 1, await cache.length);
+    eq(`${name} float16 cache: ...stored key finite`, true, (await cache.read()).key.data.every(Number.isFinite));
+    await cache.dispose();
+    // extra fields on option tensors and layer weights
+    const d = 4;
+    const q = rand(1, 3 * d);
+    const base = await attn.attention(T(q.slice(), [3, d]), T(q.slice(), [3, d]), T(q.slice(), [3, d]), {
+      sinks: Float32Array.of(0.5),
+    });
+    await expectOk(
+      `${name}: sinks tensor with an extra WeakMap field`,
+      () =>
+        attn.attention(T(q.slice(), [3, d]), T(q.slice(), [3, d]), T(q.slice(), [3, d]), {
+          sinks: { data: Float32Array.of(0.5), shape: [1], extra: new WeakMap() },
+        }),
+      (r) => bitsEqual(r.output.data, base.output.data),
+    );
+    await expectOk(`${name}: mask with an extra function field`, () =>
+      attn.attention(T(q.slice(), [3, d]), T(q.slice(), [3, d]), T(q.slice(), [3, d]), {
+        mask: { data: new Uint8Array(9).fill(1), shape: [3, 3], f() {} },
+      }),
+    );
+    await expectOk(
+      `${name}: pastKey/pastValue with extra WeakMap fields`,
+      () =>
+        attn.attention(T(q.slice(0, d), [1, 1, 1, d]), T(q.slice(0, d), [1, 1, 1, d]), T(q.slice(0, d), [1, 1, 1, d]), {
+          pastKey: { data: q.slice(0, 2 * d), shape: [1, 1, 2, d], extra: new WeakMap() },
+          pastValue: { data: q.slice(0, 2 * d), shape: [1, 1, 2, d], extra: new WeakMap() },
+        }),
+      (r) => r.presentKey.shape.join() === '1,1,3,4',
+    );
+    const w = { data: rand(2, 16), shape: [4, 4], extra: new WeakMap() };
+    const layer = await expectOk(`${name}: layer weights with extra WeakMap fields`, () =>
+      attn.multiHeadAttention({ dModel: 4, heads: 1, weights: { wq: w, wk: w, wv: w, wo: w } }),
+    );
+    if (layer) {
+      const r = await layer.forward(T(q.slice(), [3, d]));
+      const g = await layer.backward({ data: r.output.data, shape: r.output.shape, extra: new WeakMap() });
+      await expectOk(`${name}: step with the gradients plus an extra WeakMap field`, () =>
+        layer.step({ ...g, dwq: { ...g.dwq, extra: new WeakMap() } }, 0.01),
+      );
+      await layer.dispose();
+    }
+    await expectOk(
+      `${name}: a layer with seed and weights: undefined`,
+      () => attn.multiHeadAttention({ dModel: 4, heads: 1, seed: 3, weights: undefined }),
+      (l) => (l.dispose(), true),
+    );
+  }
+  // worker transfers: views of one buffer, the same array thrice, SharedArrayBuffers
+  {
+    const d = 4;
+    const buf = rand(3, 3 * d);
+    const ref = await direct2.attention(
+      T(buf.subarray(0, d), [1, d]),
+      T(buf.subarray(d, 2 * d), [1, d]),
+      T(buf.subarray(2 * d), [1, d]),
+    );
+    const b2 = buf.slice();
+    await expectOk(
+      'worker: q, k, v views of one buffer with transfer',
+      () =>
+        worker.attention(
+          T(b2.subarray(0, d), [1, d]),
+          T(b2.subarray(d, 2 * d), [1, d]),
+          T(b2.subarray(2 * d), [1, d]),
+          { transfer: true },
+        ),
+      (r) => bitsEqual(r.output.data, ref.output.data) && b2.length === 0,
+    );
+    const same = rand(4, 3 * d);
+    const refSame = await direct2.attention(T(same, [3, d]), T(same, [3, d]), T(same, [3, d]));
+    const s2 = same.slice();
+    await expectOk(
+      'worker: the same array as q, k and v with transfer',
+      () => worker.attention(T(s2, [3, d]), T(s2, [3, d]), T(s2, [3, d]), { transfer: true }),
+      (r) => bitsEqual(r.output.data, refSame.output.data),
+    );
+    const shared = new Float32Array(new SharedArrayBuffer(4 * 3 * d));
+    shared.set(same);
+    await expectOk(
+      'worker: SharedArrayBuffer inputs with transfer stay usable here',
+      () => worker.attention(T(shared, [3, d]), T(shared, [3, d]), T(shared, [3, d]), { transfer: true }),
+      (r) => bitsEqual(r.output.data, refSame.output.data) && shared.length === 3 * d,
+    );
+    const outShared = new Float32Array(new SharedArrayBuffer(4 * 3 * d));
+    await expectOk(
+      'worker: out on a SharedArrayBuffer',
+      () =>
+        worker.attention(T(same.slice(), [3, d]), T(same.slice(), [3, d]), T(same.slice(), [3, d]), { out: outShared }),
+      (r) => r.output.data === outShared && bitsEqual(outShared, refSame.output.data),
+    );
+    await expectOk(
+      'direct: out on a SharedArrayBuffer',
+      () =>
+        direct2.attention(T(same.slice(), [3, d]), T(same.slice(), [3, d]), T(same.slice(), [3, d]), {
+          out: outShared,
+        }),
+      (r) => r.output.data === outShared && bitsEqual(outShared, refSame.output.data),
+    );
+  }
+}
+
 await worker.dispose();
 direct1.dispose();
 direct2.dispose();
