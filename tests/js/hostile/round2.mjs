@@ -1841,8 +1841,22 @@ if (run('failed')) {
           Error,
         ]);
         failures.push([
-          'a getter in options disposes the cache',
+          'a null-prototype object as the cache',
           () => attn.attention(q1(), k1(), v1(), { cache: { __proto__: null } }),
+          TypeError,
+        ]);
+        failures.push([
+          'a getter in options disposes another cache passed as the cache',
+          async () => {
+            const other = await attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 8, dtype });
+            return attn.attention(q1(), k1(), v1(), {
+              cache: other,
+              get causal() {
+                other.dispose();
+                return false;
+              },
+            });
+          },
           TypeError,
         ]);
       } else {
@@ -2338,6 +2352,132 @@ if (run('more')) {
       (r) => r.output.data === outShared && bitsEqual(outShared, refSame.output.data),
     );
   }
+}
+
+// ---- 16. a lying out, and caches whose instance was disposed ----
+if (run('disposal')) {
+  section = 'disposal';
+  for (const form of ['direct', 'worker']) {
+    const attn = await createAttention({ threads: 1, worker: form === 'worker' });
+    const d = 4;
+    const q = rand(1, 3 * d);
+    class Liar extends Float32Array {
+      get length() {
+        return 1e9;
+      }
+      get byteLength() {
+        return 7;
+      }
+    }
+    const liar = new Liar(3 * d);
+    const ref = await attn.attention(T(q.slice(), [3, d]), T(q.slice(), [3, d]), T(q.slice(), [3, d]));
+    await expectOk(
+      `${form}: out a Float32Array subclass lying about length and byteLength`,
+      () => attn.attention(T(q.slice(), [3, d]), T(q.slice(), [3, d]), T(q.slice(), [3, d]), { out: liar }),
+      (r) => r.output.data === liar && bitsEqual(new Float32Array(liar.buffer), ref.output.data),
+    );
+    const caches = [];
+    for (const dtype of DTYPES) {
+      const c = await attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 4, dtype });
+      await attn.attention(
+        T(q.slice(0, d), [1, 1, 1, d]),
+        T(q.slice(0, d), [1, 1, 1, d]),
+        T(q.slice(0, d), [1, 1, 1, d]),
+        { cache: c },
+      );
+      caches.push(c);
+    }
+    await attn.dispose();
+    for (const c of caches) {
+      eq(`${form} ${c.dtype}: length once the instance was disposed`, 0, await c.length);
+      await expectError(
+        `${form} ${c.dtype}: read() once the instance was disposed`,
+        () => c.read(),
+        TypeError,
+        /dispos/,
+      );
+      await expectError(
+        `${form} ${c.dtype}: truncate(0) once the instance was disposed`,
+        () => c.truncate(0),
+        TypeError,
+        /dispos/,
+      );
+      await expectError(
+        `${form} ${c.dtype}: reset() once the instance was disposed`,
+        () => c.reset(),
+        TypeError,
+        /dispos/,
+      );
+      await expectOk(`${form} ${c.dtype}: dispose() once the instance was disposed`, () => c.dispose());
+    }
+    await expectError(
+      `${form}: kvCache() once disposed`,
+      () => attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 }),
+      TypeError,
+      /dispos/,
+    );
+  }
+}
+
+// ---- 17. re-entrant getters (direct form) and held worker calls on disposed layers ----
+if (run('reentry')) {
+  section = 'reentry';
+  const d = 4;
+  for (const dtype of DTYPES) {
+    const cache = direct2.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 4, dtype });
+    const t = (seed) => T(rand(seed, d), [1, 1, 1, d]);
+    const r = await expectOk(`direct ${dtype}: an options getter that appends to the cache comes first`, () =>
+      direct2.attention(t(1), t(2), t(3), {
+        cache,
+        get causal() {
+          direct2.attention(t(4), t(5), t(6), { cache });
+          return true;
+        },
+      }),
+    );
+    eq(`direct ${dtype}: ...length 2, the getter's row first`, 2, cache.length);
+    if (r) eq(`direct ${dtype}: ...output over both rows`, '1,1,1,4', r.output.shape.join());
+    cache.truncate(1);
+    await expectOk(`direct ${dtype}: an options getter that truncates the cache to 0`, () =>
+      direct2.attention(t(1), t(2), t(3), {
+        cache,
+        get causal() {
+          cache.truncate(0);
+          return true;
+        },
+      }),
+    );
+    eq(`direct ${dtype}: ...length 1`, 1, cache.length);
+    cache.dispose();
+  }
+  // a held worker layer forward whose layer is disposed before the verdict
+  const layer = await worker.multiHeadAttention({ dModel: 8, heads: 2, seed: 1 });
+  const o = new Float32Array(8);
+  const p = layer.forward(T(rand(1, 8), [1, 8]), { out: o });
+  const pd = layer.dispose();
+  structuredClone(o.buffer, { transfer: [o.buffer] });
+  const got = await p.then(
+    () => 'resolved',
+    (e) => short(e),
+  );
+  await pd.catch(() => {});
+  eq(
+    'worker: held layer forward, layer disposed meanwhile, out detached: rejects',
+    'TypeError',
+    got,
+    /TypeError/.test(got),
+  );
+  await expectError(
+    'worker: ...the disposed layer rejects later calls',
+    () => layer.forward(T(rand(1, 8), [1, 8])),
+    TypeError,
+    /dispos/,
+  );
+  eq(
+    'worker: ...the instance still works',
+    8,
+    (await worker.attention(T(rand(1, 8), [2, 4]), T(rand(1, 8), [2, 4]), T(rand(1, 8), [2, 4]))).output.data.length,
+  );
 }
 
 await worker.dispose();
