@@ -374,3 +374,40 @@ describe('await cache.read() in the worker form', () => {
     );
   });
 });
+
+// Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs): with relaxed
+// SIMD in V8 (Node with the flag, Deno; Chromium runs the same build), attention over a
+// float16 cache and over a float32 cache holding the same values (what read() gives) differ in
+// the last bits. Todo until the kernels agree or the docs' "bitwise" names the SIMD128 build.
+test(
+  'relaxed SIMD: attention over a float16 cache equals attention over a float32 cache of what read() gives, bitwise',
+  {
+    todo: 'differs by up to 3e-8 (27 to 313 of 32 to 320 outputs) under V8 relaxed SIMD; bitwise on SIMD128 and in Bun',
+    skip: (globalThis.Deno || globalThis.Bun) && 'spawns Node with its relaxed-SIMD flag',
+  },
+  async () => {
+    const { execFileSync } = await import('node:child_process');
+    const index = new URL('../../web/lib/index.js', import.meta.url).href;
+    const script = `import { createAttention } from ${JSON.stringify(index)};
+      const attn = await createAttention({ threads: 1 });
+      const t = (data, shape) => ({ data, shape });
+      const [d, n, nQ] = [64, 300, 5];
+      const k = Float32Array.from({ length: n * d }, (_, i) => Math.sin(i * 0.37));
+      const v = Float32Array.from({ length: n * d }, (_, i) => Math.cos(i));
+      const q = Float32Array.from({ length: nQ * d }, (_, i) => Math.cos(i));
+      const half = attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: n, dtype: 'float16' });
+      const full = attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: n });
+      const a = attn.attention(t(q, [1, 1, nQ, d]), t(k, [1, 1, n, d]), t(v, [1, 1, n, d]), { cache: half }).output.data;
+      const { key, value } = half.read();
+      const b = attn.attention(t(q, [1, 1, nQ, d]), key, value, { cache: full }).output.data;
+      console.log(JSON.stringify({ isa: attn.backend.isa, differ: a.filter((x, i) => x !== b[i]).length }));`;
+    const out = execFileSync(
+      process.execPath,
+      ['--experimental-wasm-relaxed-simd', '--input-type=module', '--eval', script],
+      { encoding: 'utf8' },
+    );
+    const { isa, differ } = JSON.parse(out);
+    assert.equal(isa, 'relaxed-simd');
+    assert.equal(differ, 0, `${differ} of ${5 * 64} outputs differ`);
+  },
+);
