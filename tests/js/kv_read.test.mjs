@@ -378,11 +378,12 @@ describe('await cache.read() in the worker form', () => {
 // Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs): with relaxed
 // SIMD in V8 (Node with the flag, Deno; Chromium runs the same build), attention over a
 // float16 cache and over a float32 cache holding the same values (what read() gives) differ in
-// the last bits. Todo until the kernels agree or the docs' "bitwise" names the SIMD128 build.
+// the last bits: the float32 cache's weighted sums run on the GEMM kernel's fused multiply-adds,
+// the float16 kernel's as a product then a sum. The docs promise bitwise on SIMD128 (the tests
+// above) and within 1e-6 of the largest |v| here (an output is a weighted mean of v's rows).
 test(
-  'relaxed SIMD: attention over a float16 cache equals attention over a float32 cache of what read() gives, bitwise',
+  'relaxed SIMD: attention over a float16 cache is within 1e-6·max|v| of attention over a float32 cache of what read() gives',
   {
-    todo: 'differs by up to 3e-8 (27 to 313 of 32 to 320 outputs) under V8 relaxed SIMD; bitwise on SIMD128 and in Bun',
     skip: (globalThis.Deno || globalThis.Bun) && 'spawns Node with its relaxed-SIMD flag',
   },
   async () => {
@@ -400,14 +401,17 @@ test(
       const a = attn.attention(t(q, [1, 1, nQ, d]), t(k, [1, 1, n, d]), t(v, [1, 1, n, d]), { cache: half }).output.data;
       const { key, value } = half.read();
       const b = attn.attention(t(q, [1, 1, nQ, d]), key, value, { cache: full }).output.data;
-      console.log(JSON.stringify({ isa: attn.backend.isa, differ: a.filter((x, i) => x !== b[i]).length }));`;
+      let worst = 0, largest = 0;
+      for (let i = 0; i < a.length; ++i) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+      for (const x of value.data) largest = Math.max(largest, Math.abs(x));
+      console.log(JSON.stringify({ isa: attn.backend.isa, worst, largest }));`;
     const out = execFileSync(
       process.execPath,
       ['--experimental-wasm-relaxed-simd', '--input-type=module', '--eval', script],
       { encoding: 'utf8' },
     );
-    const { isa, differ } = JSON.parse(out);
+    const { isa, worst, largest } = JSON.parse(out);
     assert.equal(isa, 'relaxed-simd');
-    assert.equal(differ, 0, `${differ} of ${5 * 64} outputs differ`);
+    assert.ok(worst <= 1e-6 * largest, `the outputs differ by up to ${worst} (largest |v| ${largest})`);
   },
 );

@@ -777,13 +777,11 @@ describe('dispose', () => {
   });
 });
 
-// Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs); todo until
-// fixed: each fails today and passes once the worker form behaves as documented.
+// Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs).
 describe('the worker form, as documented (hostile round 2)', () => {
   test(
     'under --experimental-wasm-relaxed-simd the worker form starts, on the relaxed build',
     {
-      todo: 'createAttention({ worker: true }) rejects with ERR_WORKER_INVALID_EXEC_ARGV: the worker gets the process execArgv, V8 flags included',
       skip: RUNTIME !== 'node' && 'a Node flag',
     },
     () => {
@@ -799,33 +797,29 @@ describe('the worker form, as documented (hostile round 2)', () => {
     },
   );
 
-  test(
-    "a Proxy around a Float32Array: the worker form rejects with the direct form's message",
-    { todo: "the worker form says 'got an Object', the direct form names the Proxy" },
-    async () => {
-      const [local, remote] = await Promise.all([
-        createAttention({ threads: 1 }),
-        createAttention({ threads: 1, worker: true }),
-      ]);
+  test("a Proxy around a Float32Array: the worker form rejects with the direct form's message", async () => {
+    const [local, remote] = await Promise.all([
+      createAttention({ threads: 1 }),
+      createAttention({ threads: 1, worker: true }),
+    ]);
+    try {
+      const q = tensor(new Float32Array(12), [3, 4]);
+      const proxied = { data: new Proxy(new Float32Array(12), {}), shape: [3, 4] };
+      let direct;
       try {
-        const q = tensor(new Float32Array(12), [3, 4]);
-        const proxied = { data: new Proxy(new Float32Array(12), {}), shape: [3, 4] };
-        let direct;
-        try {
-          local.attention(proxied, q, q);
-        } catch (e) {
-          direct = e;
-        }
-        assert.ok(direct instanceof TypeError);
-        await assert.rejects(remote.attention(proxied, q, q), (e) => {
-          assert.ok(e instanceof TypeError);
-          assert.equal(e.message, direct.message);
-          return true;
-        });
-      } finally {
-        local.dispose();
-        await remote.dispose();
+        local.attention(proxied, q, q);
+      } catch (e) {
+        direct = e;
       }
-    },
-  );
+      assert.ok(direct instanceof TypeError);
+      await assert.rejects(remote.attention(proxied, q, q), (e) => {
+        assert.ok(e instanceof TypeError);
+        assert.equal(e.message, direct.message);
+        return true;
+      });
+    } finally {
+      local.dispose();
+      await remote.dispose();
+    }
+  });
 });

@@ -59,12 +59,10 @@ export type Mask =
  *  (Float32Array, -Infinity masks) of rank 1 to 4, right-aligned against the scores
  *  [B,Hq,nQ,nTotal]: each leading size 1 (broadcast) or full; a last size below nTotal masks
  *  the keys past it. */
-export interface HeadsMask {
-  data: Uint8Array | boolean[] | Float32Array | Float16ArrayOf | Uint16Array;
-  shape: number[];
-  /** 'float16' for a Uint16Array of half-precision bits added to the scores. */
-  dtype?: 'float32' | 'float16';
-}
+export type HeadsMask =
+  | { data: Uint8Array | boolean[] | Float32Array | Float16ArrayOf; shape: number[]; dtype?: 'float32' }
+  /** 'float16': a Float16Array, or a Uint16Array of half-precision bits, added to the scores. */
+  | { data: Float16ArrayOf | Uint16Array; shape: number[]; dtype: 'float16' };
 
 /** A key/value cache in wasm memory: keys [batch,kvHeads,capacity,dK], values
  *  [batch,kvHeads,capacity,dV], rows [0, length) filled. */

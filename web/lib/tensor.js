@@ -440,6 +440,11 @@ function maskDtype(where, dtype) {
 // Uint16Array of bits with dtype 'float16') -> a new Float32Array of them; else null.
 function halfMask(where, rawData, dtype) {
   const type = typedArrayName(rawData);
+  if (dtype === 'float16' && type !== 'Float16Array' && type !== 'Uint16Array') {
+    throw new TypeError(
+      `${where}: mask.data must be a Float16Array, or a Uint16Array holding the bits, for dtype 'float16'; got ${describe(rawData)}`,
+    );
+  }
   if (type !== 'Float16Array' && !(type === 'Uint16Array' && dtype === 'float16')) return null;
   const bits = ownView(rawData, type);
   if (bits === 'detached') {

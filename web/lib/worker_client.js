@@ -94,6 +94,8 @@ function encode(value, buffers, channel, depth = 0) {
     if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) buffers.add(value.buffer);
     return value;
   }
+  const lookalike = lookalikeType(value);
+  if (lookalike) return { [STAND_IN]: 'lookalike', type: lookalike };
   if (isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
   if (Object.prototype.toString.call(value) !== '[object Object]') return cloneable(value) ? value : opaque(value);
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
@@ -108,6 +110,20 @@ function cloneable(value) {
     return true;
   } catch {
     return false;
+  }
+}
+
+// The name of the typed array type an object only looks like (a Proxy of a typed array, or an
+// object inheriting from a typed array's prototype), else undefined: structured cloning would
+// copy it as a plain object, which the direct form's checks word otherwise.
+const TypedArray = Object.getPrototypeOf(Uint8Array);
+function lookalikeType(value) {
+  try {
+    if (!(value instanceof TypedArray)) return undefined;
+    const name = Object.getPrototypeOf(value)?.constructor?.name;
+    return typeof name === 'string' ? name : undefined;
+  } catch {
+    return undefined; // a trap that throws
   }
 }
 
@@ -557,7 +573,17 @@ async function startWorker() {
     const { Worker } = await nodeBuiltin('worker_threads');
     // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
     const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    return new Worker(new URL('./worker_host.js', here), { execArgv });
+    const script = new URL('./worker_host.js', here);
+    try {
+      return new Worker(script, { execArgv });
+    } catch (e) {
+      // Node refuses V8's flags in a worker's execArgv (--experimental-wasm-relaxed-simd among
+      // them), naming them after the last ': '; they apply to the whole process, the worker
+      // included, so the worker starts without them.
+      if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+      const refused = new Set(String(e.message).split(': ').pop().split(/,\s*/));
+      return new Worker(script, { execArgv: execArgv.filter((flag) => !refused.has(flag)) });
+    }
   }
   // A literal URL and literal options with { type: 'module' }: the pattern bundlers follow,
   // building worker_host.js and its imports into the app as a worker script of its own.

@@ -63,6 +63,12 @@ function decode(value, found, depth = 0) {
     }
     if (kind === 'revoked') return revoked();
     if (kind === 'empty' || kind === 'out') return freshArray(value);
+    if (kind === 'lookalike') {
+      // an object inheriting from the type's prototype: what the direct form's checks call one
+      // that only looks like a typed array
+      const Type = globalThis[value.type];
+      return Object.create(Object.getPrototypeOf(Type ?? {}) === TypedArray ? Type.prototype : null);
+    }
     if (kind === 'opaque')
       return value.name === undefined ? Object.create(null) : Object.create({ constructor: { name: value.name } });
     return kind === 'function' ? function standIn() {} : Symbol('stand-in');
