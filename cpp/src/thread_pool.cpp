@@ -32,6 +32,8 @@
 #include <thread>
 #include <vector>
 
+#include "pool_trace.h"  // empty unless WA_POOL_TRACE (the bench's pool trace)
+
 namespace wa {
 
 // How long a worker that ran out of tasks spins before it sleeps (see the top of this file).
@@ -57,6 +59,7 @@ struct ThreadPool::State {
 
   void run_tasks() {
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      const pool_trace::TaskScope traced(i);
       try {
         (*task)(i);
       } catch (...) {
@@ -137,8 +140,12 @@ int ThreadPool::threads() const { return static_cast<int>(state_->workers.size()
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task) {
   State& s = *state_;
+  const pool_trace::SectionScope traced(n);
   if (s.workers.empty() || n <= 1) {
-    for (size_t i = 0; i < n; ++i) task(i);
+    for (size_t i = 0; i < n; ++i) {
+      const pool_trace::TaskScope traced_task(i);
+      task(i);
+    }
     return;
   }
   s.lock_without_blocking();
