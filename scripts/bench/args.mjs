@@ -158,7 +158,11 @@ export function scalingCaseIds(options) {
 
 // The kernel cases a run measures, in order.
 export function caseIdsOf(options) {
-  if (options.cases) return options.cases.filter((id) => options.sections.includes(caseById(id).section));
+  if (options.cases) {
+    // a scaling case is the scaling section's alone
+    const kernel = (section) => section !== 'scaling' && options.sections.includes(section);
+    return options.cases.filter((id) => kernel(caseById(id).section));
+  }
   return CASES.filter(
     (c) => options.sections.includes(c.section) && (!options.quick || QUICK_CASES.includes(c.id)),
   ).map((c) => c.id);

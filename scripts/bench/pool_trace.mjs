@@ -70,7 +70,7 @@ function summarize(ms, sections) {
 
 // run: a case's timed call (a prepared variant's run) -> { firstMs, calls } after warming up
 // for warmupMs (and at least 2 calls), then `calls` traced calls.
-export async function traceCalls(run, { warmupMs = 1500, calls = 5 } = {}) {
+export async function traceCalls(run, { warmupMs = 1500, calls = 7 } = {}) {
   let t0 = performance.now();
   await run();
   const firstMs = performance.now() - t0;

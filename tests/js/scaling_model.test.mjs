@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-import { parseArgs, scalingCaseIds, scalingThreads } from '../../scripts/bench/args.mjs';
+import { caseIdsOf, parseArgs, scalingCaseIds, scalingThreads } from '../../scripts/bench/args.mjs';
 import { SCALING_CASES } from '../../scripts/bench/cases.mjs';
 import {
   listSchedule,
@@ -136,12 +136,16 @@ test('--only scaling takes thread counts, peers and cases', () => {
   const c = parseArgs(['--only', 'scaling', '--cases', 'mha,matmul-1024']);
   assert.deepEqual(c.sections, ['scaling']);
   assert.deepEqual(scalingCaseIds(c), ['mha', 'matmul-1024']);
+  assert.deepEqual(caseIdsOf(c), [], 'the kernel sections run none of them');
 });
 
 test('the default run leaves the scaling section out; a scaling case brings it in', () => {
   assert.ok(!parseArgs([]).sections.includes('scaling'));
   assert.deepEqual(parseArgs(['--cases', 'mha']).sections, ['mha']);
   assert.deepEqual(parseArgs(['--cases', 'attention-bwd-1024']).sections, ['scaling']);
+  const both = parseArgs(['--only', 'mha,scaling', '--cases', 'mha,matmul-1024']);
+  assert.deepEqual(both.sections, ['mha', 'scaling']);
+  assert.deepEqual(caseIdsOf(both), ['mha']);
 });
 
 for (const [args, message] of [
