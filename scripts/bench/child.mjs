@@ -61,7 +61,7 @@ async function main(task) {
   } catch (e) {
     result = { error: message(e) };
   }
-  process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(result)}\n`);
-  // pthread pools and Emscripten runtimes may hold the event loop open: leave now.
-  process.exit(0);
+  // pthread pools and Emscripten runtimes may hold the event loop open: leave once the result
+  // is out (a large one, a pool trace's, is still being written to the pipe when write returns)
+  process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(result)}\n`, () => process.exit(0));
 }

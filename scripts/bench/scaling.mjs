@@ -117,6 +117,11 @@ function buildModel(traces, caseIds, cores, notes) {
       profilesAt[t] = profileOf(traces[t].cases[id].calls);
       from[t] = profileFor(profile1, profilesAt[t]).from;
     }
+    const resplit = Object.keys(from).filter((t) => from[t] !== '1-thread trace');
+    if (resplit.length)
+      notes.push(
+        `${id}: the work is split differently at ${resplit.join(', ')} threads; the model takes that split from those traces`,
+      );
     const counts = [...new Set([1, ...SCALING_THREADS, ...Object.keys(traces).map(Number)])].sort((a, b) => a - b);
     const work = (p) => p.sections.reduce((a, s) => a + s.durations.reduce((x, y) => x + y, 0), 0);
     const tasks = profile1.sections.map((s) => s.durations.length);
