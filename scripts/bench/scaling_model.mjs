@@ -59,19 +59,23 @@ export function predictMs(profile, threads, pool) {
 export const shapeOf = (sections) => sections.map((s) => s.durations.length).join(',');
 
 // calls: one case's traced calls on one thread, [{ ms, sections: [{ wallMs, durations }] }]
-// -> its profile: the serial part (the call's time outside its sections) as the median over
+// -> its profile: the serial part (the call's time outside its sections) as the least over
 // the calls; the sections and their tasks from the calls of the most common shape, each
-// task's duration the median over them. (A call's shape is the same every time unless the
-// code splits work by something other than the shapes and the thread count.)
+// task's duration the least over them. The least, not the median: on a shared machine other
+// processes only ever add time, to whichever task or serial stretch they preempt (a task of
+// 60 µs traced at 35 ms), and the largest task decides a section on many threads. (A call's
+// shape is the same every time unless the code splits work by something other than the
+// shapes and the thread count.)
 export function profileOf(calls) {
   if (!calls.length) throw new Error('profileOf: no traced calls');
-  const serialMs = median(calls.map((c) => c.ms - c.sections.reduce((a, s) => a + s.wallMs, 0)));
+  const least = (xs) => Math.min(...xs);
+  const serialMs = least(calls.map((c) => c.ms - c.sections.reduce((a, s) => a + s.wallMs, 0)));
   const byShape = new Map();
   for (const c of calls) byShape.set(shapeOf(c.sections), [...(byShape.get(shapeOf(c.sections)) ?? []), c]);
   const same = [...byShape.values()].sort((a, b) => b.length - a.length)[0];
   const sections = same[0].sections.map((_, j) => {
-    const durations = same[0].sections[j].durations.map((_, i) => median(same.map((c) => c.sections[j].durations[i])));
-    const overheadMs = median(
+    const durations = same[0].sections[j].durations.map((_, i) => least(same.map((c) => c.sections[j].durations[i])));
+    const overheadMs = least(
       same.map((c) => c.sections[j].wallMs - c.sections[j].durations.reduce((a, b) => a + b, 0)),
     );
     return { durations, overheadMs: Math.max(0, overheadMs) };
