@@ -22,7 +22,7 @@
 //                               child.mjs/spawn.mjs for the ones that need processes of their own
 //   platform                    what differs between Node and a browser page (loading the peers);
 //                               every other module above runs in both (web/bench.html)
-//   browser_run, browser_bundles  --browser: a browser (tests/js/browser.mjs) driving web/bench.html
+//   browser_run, browser_bundles  --browser: a browser (scripts/lib/browser.mjs) driving web/bench.html
 //   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt);
 //                               its relaxed_madd (FMA) twin is printed beside it

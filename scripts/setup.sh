@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing need and this machine lacks; does nothing when all is
-# there, so both README commands call it every time.
+# there, so both commands (npm start, npm test) call it every time.
 #   Debian packages: emscripten (the wasm toolchain), doctest-dev (the C++ test framework),
 #   chromium (the headless browser of the page tests), firefox-esr and webkit2gtk-driver (the
 #   browser suites run in Firefox and in WebKitGTK too: WebKitWebDriver with its MiniBrowser),

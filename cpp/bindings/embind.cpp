@@ -6,8 +6,10 @@
 // calls the core, and returns a Status instead of throwing, because a C++ exception reaching
 // JS would arrive as a bare number.
 #include <emscripten/bind.h>
+#include <emscripten/heap.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <exception>
@@ -117,14 +119,6 @@ std::string gemm_kernels() {
 // that name.
 bool use_gemm_kernel(const std::string& name) { return wa::kernels::use_gemm_kernel(name.c_str()); }
 
-// That kernel's GFLOP/s on the choice's cache-resident panels, best of rounds batches of
-// batch_ms; -1 if this build has none of that name.
-double gemm_kernel_gflops(const std::string& name, int rounds, double batch_ms) {
-  for (const wa::kernels::GemmKernel& kernel : wa::kernels::gemm_kernels())
-    if (name == kernel.name) return wa::kernels::gemm_kernel_gflops(kernel, rounds, batch_ms);
-  return -1;
-}
-
 // The index of the first NaN or ±inf among n floats at offset x, or -1.
 double first_non_finite(uintptr_t x, uint32_t n) {
   const size_t i = wa::first_non_finite(ptr<const float>(x), n);
@@ -136,6 +130,15 @@ double max_abs(uintptr_t x, uint32_t n) { return wa::max_abs(ptr<const float>(x)
 
 // Bytes malloc has handed out and not had back: the leak checks watch this.
 double allocated_bytes() { return static_cast<double>(mallinfo().uordblks); }
+
+// The largest block malloc could still hand out, at most: what wasm memory may still grow by
+// (its maximum less the break) plus what malloc holds free. A block larger than this fails
+// without growing memory; one that passes may still fail where the free bytes are scattered.
+double heap_room() {
+  return static_cast<double>(emscripten_get_heap_max()) -
+         static_cast<double>(reinterpret_cast<uintptr_t>(sbrk(0))) +
+         static_cast<double>(mallinfo().fordblks);
+}
 
 // wa::gemm, without accumulation: c (m,n) = op(a)·op(b).
 Status gemm(bool transpose_a, bool transpose_b, uint32_t m, uint32_t n, uint32_t k, uintptr_t a,
@@ -281,7 +284,20 @@ Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
   });
 }
 
-// rows [0, length) -> k (batch, hkv, length, d_k), v (batch, hkv, length, d_v)
+// wa::KvCache::head_bytes: bytes one (sequence, kv head) of a cache keeps; -1 when it passes
+// size_t (wasm32: 4 GB) or the type is not one.
+double kv_cache_head_bytes(uint32_t capacity, uint32_t d_k, uint32_t d_v, uint32_t type) {
+  if (type > static_cast<uint32_t>(wa::KvType::f16)) return -1;
+  try {
+    return static_cast<double>(
+        wa::KvCache::head_bytes(capacity, d_k, d_v, static_cast<wa::KvType>(type)));
+  } catch (const std::bad_alloc&) {
+    return -1;
+  }
+}
+
+// rows [0, length) -> k (batch, hkv, length, d_k), v (batch, hkv, length, d_v); either data
+// 0: not wanted
 Status kv_cache_read(uintptr_t handle, const wa::HeadTensor<float>& k,
                      const wa::HeadTensor<float>& v) {
   return guarded([&] { cache_at(handle)->copy_rows(k, v); });
@@ -403,8 +419,8 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("gemmKernel", &gemm_kernel);
   function("gemmKernels", &gemm_kernels);
   function("useGemmKernel", &use_gemm_kernel);
-  function("gemmKernelGflops", &gemm_kernel_gflops);
   function("allocatedBytes", &allocated_bytes);
+  function("heapRoom", &heap_room);
   function("firstNonFinite", &first_non_finite);
   function("maxAbs", &max_abs);
   function("gemm", &gemm);
@@ -424,4 +440,5 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("kvCacheAppend", &kv_cache_append);
   function("kvCacheTruncate", &kv_cache_truncate);
   function("kvCacheRead", &kv_cache_read);
+  function("kvCacheHeadBytes", &kv_cache_head_bytes);
 }

@@ -1,8 +1,12 @@
 // The pool trace's bindings (pool_trace.h), linked only into the bench-only modules:
-//   poolTraceTake() -> [{ begin, end, caller, tasks }], the sections since the last take, where
-//   tasks is a Float64Array of (start, end, thread) per task, in task order; times in µs.
+//   poolTraceTake() -> [{ begin, end, caller, maxThreads, tasks }], the sections since the last
+//   take, where maxThreads is parallel_for's (Infinity for no limit) and tasks a Float64Array
+//   of (start, end, thread) per task, in task order; times in µs.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
+
+#include <cstdint>
+#include <limits>
 
 #include "../src/pool_trace.h"
 
@@ -20,6 +24,8 @@ emscripten::val pool_trace_take() {
     section.set("begin", s.begin_us);
     section.set("end", s.end_us);
     section.set("caller", s.caller);
+    section.set("maxThreads", s.max_threads == SIZE_MAX ? std::numeric_limits<double>::infinity()
+                                                        : double(s.max_threads));
     // a copy: the view into wasm memory dies with flat
     section.set(
         "tasks",

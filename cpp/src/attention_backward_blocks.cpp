@@ -9,6 +9,7 @@
 #include "attention_blocks.h"
 #include "sizes.h"
 #include "softmax_rows.h"
+#include "threading.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
@@ -48,14 +49,20 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
   // ∂L/∂sink of each query row (n_q), summed in row order after the blocks; 0 without a sink
   const bool sunk = d_sink && mask.sink != -std::numeric_limits<float>::infinity();
   std::vector<double> d_sink_rows(sunk ? n_q : 0);
+  // each pass: n_q·n_k·(d_k + d_v) multiply-adds at most
+  const size_t threads = threads_for(pool, static_cast<double>(n_q) * n_k * (d_k + d_v));
 
-  // Per block of query rows (for (b < row blocks) rows [b·B, (b+1)·B)):
+  // Per block of query rows (for (t < row blocks) rows [b·B, (b+1)·B), b = row blocks − 1 − t:
+  // the last rows first, which see the most keys under a causal mask, so that the threads end
+  // together):
   //   out = P·v             -> dP = d_out·vᵀ: d_out (rows,d_v), v (cols,d_v) -> (rows,cols)
   //   P = softmax(x)        -> dx = P ⊙ (dP − rowsum(dP ⊙ P)), then ·scale; with a sink,
   //                            ∂L/∂sink = −p_sink·rowsum(dP ⊙ P), p_sink = 1 − rowsum(P)
   //   x = cap(s·scale) + bias -> with a softcap, d(s·scale) = dx ⊙ (1 − tanh²(s·scale/softcap))
   //   s = q·kᵀ              -> dq = dS·k: dS (rows,cols), k (cols,d_k) -> (rows,d_k)
-  parallel_for(pool, (n_q + B - 1) / B, [&](size_t b) {
+  const size_t row_blocks = (n_q + B - 1) / B;
+  parallel_for(pool, row_blocks, threads, [&](size_t t) {
+    const size_t b = row_blocks - 1 - t;
     const size_t r0 = b * B, r1 = std::min(n_q, r0 + B), rows = r1 - r0;
     const size_t cols = skip ? visible_keys(mask, n_k, r1 - 1).hi : n_k;
     float* ds_block = ds.data() + r0 * n_k;
@@ -83,10 +90,12 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
     if (d_scores) std::copy(ds_block, ds_block + rows * n_k, d_scores + r0 * n_k);
     gemm_nn(rows, d_k, cols, ds_block, n_k, k.data, k.ld, dq.data + r0 * dq.ld, dq.ld);
   });
-  // Per block of keys (for (b < key blocks) keys [b·B, (b+1)·B)), over the queries that see them:
+  // Per block of keys (for (b < key blocks) keys [b·B, (b+1)·B)), over the queries that see them
+  // (causal: the first keys, seen by the most queries, first). Each dk, dv row is one GEMM over
+  // the block's queries in query order: no sum across tasks, whatever the thread count.
   //   s = q·kᵀ  -> dk = dSᵀ·q:     dS (queries,keys), q (queries,d_k) -> (keys,d_k)
   //   out = P·v -> dv = Pᵀ·d_out:  P (queries,keys), d_out (queries,d_v) -> (keys,d_v)
-  parallel_for(pool, (n_k + B - 1) / B, [&](size_t b) {
+  parallel_for(pool, (n_k + B - 1) / B, threads, [&](size_t b) {
     const size_t c0 = b * B, c1 = std::min(n_k, c0 + B), keys = c1 - c0;
     size_t i0 = 0, i1 = n_q;
     if (skip) {

@@ -11,6 +11,7 @@
 #include "scratch.h"
 #include "sizes.h"
 #include "softmax_rows.h"
+#include "threading.h"
 #include "wa/gemm.h"
 #include "wa/thread_pool.h"
 
@@ -85,8 +86,11 @@ void attention_weights(ConstMatrix q, ConstMatrix k, float scale, const ScoreMas
                        ThreadPool* pool) {
   const size_t n_q = q.rows, n_k = k.rows, d_k = q.cols;
   const size_t blocks = (n_q + kAttentionRowBlock - 1) / kAttentionRowBlock;
-  // for (b = 0; b < blocks; ++b) rows [b·B, (b+1)·B) of P
-  parallel_for(pool, blocks, [&](size_t b) {
+  const size_t threads = threads_for(pool, static_cast<double>(n_q) * n_k * d_k);
+  // for (t = 0; t < blocks; ++t) rows [b·B, (b+1)·B) of P, b = blocks − 1 − t: the last rows
+  // first, which see the most keys under a causal mask, so that the threads end together
+  parallel_for(pool, blocks, threads, [&](size_t t) {
+    const size_t b = blocks - 1 - t;
     const size_t r0 = b * kAttentionRowBlock, r1 = std::min(n_q, r0 + kAttentionRowBlock);
     const size_t rows = r1 - r0;
     // keys from the last row's limit on are masked for the whole block: zero weights, not computed

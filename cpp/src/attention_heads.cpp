@@ -101,6 +101,7 @@ void forward_traced(const HeadsShape& s, HeadTensor<const float> q, const KvSour
   float* buffer =
       src.packed ? nullptr
                  : thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(s.n_k, s.d_k, s.d_v));
+  const size_t threads = threads_for(pool, flops);
   for (size_t b = 0; b < s.batch; ++b)
     for (size_t g = 0; g < s.kv_heads; ++g) {
       const PackedKV kv = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
@@ -108,7 +109,7 @@ void forward_traced(const HeadsShape& s, HeadTensor<const float> q, const KvSour
                                                const_head(src.v, b, g, s.n_k, s.d_v), buffer,
                                                pool_for(pool, flops));
       // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
-      parallel_for(pool_for(pool, flops), group * row_blocks, [&](size_t t) {
+      parallel_for(pool_for(pool, flops), group * row_blocks, threads, [&](size_t t) {
         const size_t h = g * group + t / row_blocks, r0 = (t % row_blocks) * kAttentionRowBlock;
         const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
         attention_rows(const_head(q, b, h, s.n_q, s.d_k), kv, head(out, b, h, s.n_q, s.d_v), scale,
@@ -146,20 +147,31 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
   for (size_t first = 0; first < heads; first += pass) {
     const size_t count = std::min(pass, heads - first);
     ThreadPool* threads = pool_for(pool, flops * static_cast<double>(count));
+    const size_t feeds = threads_for(pool, flops * static_cast<double>(count));
     for (size_t c = 0; c < runs; ++c) {
       const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
-      // for (i = 0; i < count; ++i) kv head first + i, keys [k0, k1): packed (or the cache's)
-      parallel_for(src.packed ? nullptr : threads, count, [&](size_t i) {
-        const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
-        kv[i] = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
-                           : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
-                                          const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
-                                          buffer + i * run_floats, nullptr);
+      // kv head first + i, keys [k0, k1): the cache's, or packed: for (w = 0; w < count·units;
+      // ++w) unit w % units of head w / units (packed_kv.h), in tasks of consecutive units
+      const size_t units = src.packed ? 0 : pack_kv_units(k1 - k0, s.d_k, s.d_v);
+      const size_t pack_tasks = std::min(count * units, kTasksPerThread * feeds);
+      parallel_for(threads, pack_tasks, feeds, [&](size_t t) {
+        for (size_t w = t * count * units / pack_tasks; w < (t + 1) * count * units / pack_tasks;
+             ++w) {
+          const size_t i = w / units, b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+          pack_kv_unit(const_head(src.k, b, g, s.n_k, s.d_k), const_head(src.v, b, g, s.n_k, s.d_v),
+                       k0, k1 - k0, buffer + i * run_floats, w % units);
+        }
       });
+      for (size_t i = 0; i < count; ++i) {
+        const size_t b = (first + i) / s.kv_heads, g = (first + i) % s.kv_heads;
+        kv[i] = src.packed
+                    ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                    : packed_kv_keys(s.n_k, k0, k1 - k0, s.d_k, s.d_v, buffer + i * run_floats);
+      }
       // for (t = 0; t < row_blocks·count·group; ++t) row block row_blocks − 1 − t / (count·group)
       // of query head (t / group % count, t % group) of the pass: the last rows first, which
       // see the most keys under a causal mask, so that the threads end together
-      parallel_for(threads, row_blocks * count * group, [&](size_t t) {
+      parallel_for(threads, row_blocks * count * group, feeds, [&](size_t t) {
         const size_t i = t / group % count, hg = t % group;
         const size_t b = (first + i) / s.kv_heads, h = (first + i) % s.kv_heads * group + hg;
         const size_t r0 = (row_blocks - 1 - t / (count * group)) * kAttentionRowBlock;
@@ -202,7 +214,7 @@ void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSour
   const double flops = static_cast<double>(s.batch) * s.q_heads * s.n_q * s.n_k * (s.d_k + s.d_v);
 
   // for (t = 0; t < tasks; ++t) (b, g, tile, run) = t in row-major order
-  parallel_for(pool_for(pool, flops), tasks, [&](size_t t) {
+  parallel_for(pool_for(pool, flops), tasks, threads_for(pool, flops), [&](size_t t) {
     const size_t c = t % runs, tile = t / runs % tiles, g = t / runs / tiles % s.kv_heads;
     const size_t b = t / runs / tiles / s.kv_heads;
     const size_t h0 = g * group + tile * tile_heads,
@@ -337,11 +349,18 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
         }
     }
   };
+  // The kv heads spread over the threads when they feed them all evenly (as many as the threads,
+  // a multiple, or kTasksPerThread each); else one after another, each head's passes spread.
+  // Either way each gradient is the same sum in the same order.
   const size_t groups = checked_product({s.batch, s.kv_heads});
-  if (groups == 1)
-    group_backward(0, pool);
-  else  // for (bg = 0; bg < batch·hkv; ++bg): writes only its query heads' dq, its kv head's dk, dv
-    parallel_for(pool, groups, [&](size_t bg) { group_backward(bg, nullptr); });
+  const size_t threads = threads_for(
+      pool, static_cast<double>(s.batch) * s.q_heads * s.n_q * s.n_k * 2 * (s.d_k + s.d_v));
+  if (groups > 1 && groups >= threads &&
+      (groups % threads == 0 || groups >= kTasksPerThread * threads))
+    // for (bg = 0; bg < batch·hkv; ++bg): writes only its query heads' dq, its kv head's dk, dv
+    parallel_for(pool, groups, threads, [&](size_t bg) { group_backward(bg, nullptr); });
+  else
+    for (size_t bg = 0; bg < groups; ++bg) group_backward(bg, pool);
   if (d_sinks)
     for (size_t h = 0; h < s.q_heads; ++h) {
       d_sinks[h] = 0;

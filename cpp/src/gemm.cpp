@@ -2,12 +2,14 @@
 // (gemm_select.h: the kernel of mr x kNR tiles chosen where the code runs).
 //
 // op(b) is packed once, whole, into kNR-column panels (zero-padded; layout in gemm_kernels.h);
-// each task then owns about kMC rows of c over a group of kNC-column blocks (every column, when m has
-// kGemmMinTasks row blocks) and, per kKC slice of k, packs its rows of op(a) into panels of the
-// kernel's tile rows once and runs the kernel over its columns, b panels outer, a panels inner (BLIS
-// order: one b panel stays in L1 while the a block streams from L2). Transposed operands
-// are handled by the packing, so all three forms run the same kernel. A task's result
-// depends only on its block, never on the thread running it.
+// c is then split in 2-D tiles (gemm_split: blocks of rows over groups of columns, as many as
+// the threads need, pthreadpool's parallelize_2d_tile_2d and BLIS's jc/ic partition), and each
+// task, per kKC slice of k, packs its rows of op(a) into panels of the kernel's tile rows once
+// and runs the kernel over its columns, b panels outer, a panels inner (BLIS order: one b panel
+// stays in L1 while the a block streams from L2). Transposed operands are handled by the
+// packing, so all three forms run the same kernel. k is never split and tiles start on whole
+// kernel tiles and panels, so every element of c is the same sum in the same order whatever the
+// tiles and the thread running them: results do not depend on the thread count.
 #include <algorithm>
 
 #include "gemm_kernels.h"
@@ -116,14 +118,48 @@ void pack_b_panel(Transpose tb, const float* b, size_t ldb, size_t k, size_t n, 
 
 size_t packed_b_floats(size_t k, size_t n) { return checked_product({round_up(n, kNR), k}); }
 
+GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads) {
+  const size_t tiles = (m + tile_mr - 1) / tile_mr, panels = (n + kNR - 1) / kNR;
+  // blocks of about kMC rows over every column: each task packs its rows of op(a) once per k
+  // slice and writes whole rows of c (no cache line of c shared with another task)
+  GemmSplit split{std::min(tiles, (m + kMC - 1) / kMC), 1};
+  if (threads <= 1) return split;
+  // then the longer side of a tile halved until every thread has kTasksPerThread tasks:
+  // columns first (a column group re-packs the block's a rows, a row block re-reads b's panels)
+  while (split.tasks() < kTasksPerThread * threads) {
+    const double rows = double(m) / split.row_parts, cols = double(n) / split.col_parts;
+    if (split.col_parts < panels && (cols >= rows || split.row_parts == tiles))
+      split.col_parts = std::min(panels, 2 * split.col_parts);
+    else if (split.row_parts < tiles)
+      split.row_parts = std::min(tiles, 2 * split.row_parts);
+    else
+      break;  // one tile per task
+  }
+  return split;
+}
+
+size_t pack_b_units(size_t k, size_t n) {
+  return (n + kNR - 1) / kNR * ((k + kPackSteps - 1) / kPackSteps);
+}
+
+void pack_b_unit(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+                 size_t u) {
+  const size_t parts = (k + kPackSteps - 1) / kPackSteps;
+  const size_t jp = u / parts, p0 = u % parts * kPackSteps, steps = std::min(kPackSteps, k - p0);
+  // steps [p0, p0 + steps) of panel jp: op(b) from row p0 on, the panel from step p0 on
+  const float* from = b + (tb == Transpose::no ? p0 * ldb : p0);
+  pack_b_panel(tb, from, ldb, steps, n, jp * kNR, packed + jp * kNR * k + p0 * kNR);
+}
+
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool) {
-  const size_t panels = (n + kNR - 1) / kNR;
-  // for (panel = 0; panel < panels; ++panel) pack it; in tasks of kPackPanelsPerTask panels
-  parallel_for(pool, (panels + kPackPanelsPerTask - 1) / kPackPanelsPerTask, [&](size_t t) {
-    const size_t end = std::min(panels, (t + 1) * kPackPanelsPerTask);
-    for (size_t jp = t * kPackPanelsPerTask; jp < end; ++jp)
-      pack_b_panel(tb, b, ldb, k, n, jp * kNR, packed + jp * kNR * k);  // panel jp: packed_b_block
+  const size_t units = pack_b_units(k, n);
+  const size_t threads = pool ? static_cast<size_t>(pool->threads()) : 1;
+  const size_t tasks = std::min(units, threads == 1 ? 1 : kTasksPerThread * threads);
+  // for (u = 0; u < units; ++u) pack unit u; in tasks of units / tasks consecutive units
+  parallel_for(pool, tasks, threads, [&](size_t t) {
+    for (size_t u = t * units / tasks; u < (t + 1) * units / tasks; ++u)
+      pack_b_unit(tb, k, n, b, ldb, packed, u);
   });
 }
 
@@ -136,31 +172,23 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
       for (size_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
     return;
   }
-  pool = pool_for(pool, static_cast<double>(m) * n * k);
+  const double multiply_adds = static_cast<double>(m) * n * k;
+  const size_t threads = threads_for(pool, multiply_adds);
   const kernels::GemmKernel& kernel = kernels::gemm_kernel_for_rows(m);
   const size_t tile_mr = kernel.mr;
 
-  // Tasks own whole rows of c blocks (about kMC rows, every column) when there are rows enough
-  // for kGemmMinTasks: each packs its rows of op(a) once per k slice, and no two tasks write the same
-  // row of c (a cache line at a block edge would go back and forth between two cores). With
-  // fewer row blocks, the columns are split in groups of blocks too. The m / tile_mr tiles of
-  // rows are dealt out evenly, so row blocks differ by a tile at most: kMC / tile_mr · tile_mr
-  // rows each would leave a short last block where tile_mr does not divide kMC (512 rows of 6x8
-  // tiles: 8 blocks of 60 rows and one of 32, which 2 threads split 4.53 : 4 at best).
-  const size_t tiles = (m + tile_mr - 1) / tile_mr;
-  const size_t row_blocks = (m + kMC - 1) / kMC, col_blocks = (n + kNC - 1) / kNC;
-  const size_t groups = std::min(col_blocks, (kGemmMinTasks + row_blocks - 1) / row_blocks);
-  const size_t group_blocks = (col_blocks + groups - 1) / groups;  // column blocks per group
-  const size_t col_groups = (col_blocks + group_blocks - 1) / group_blocks;
-  // for (t = 0; t < row_blocks·col_groups; ++t)
-  //   row block t / col_groups: tiles [r·tiles/row_blocks, (r+1)·tiles/row_blocks) of rows;
-  //   column group t % col_groups
-  parallel_for(pool, row_blocks * col_groups, [&](size_t t) {
-    const size_t r = t / col_groups;
-    const size_t i0 = r * tiles / row_blocks * tile_mr;
-    const size_t mc = std::min(m, (r + 1) * tiles / row_blocks * tile_mr) - i0;
-    const size_t j_first = t % col_groups * group_blocks * kNC;
-    const size_t j_end = std::min(n, j_first + group_blocks * kNC);
+  // Row block r: tiles [r·tiles/R, (r+1)·tiles/R) of tile_mr rows (blocks differ by a tile at
+  // most); column group g: panels [g·panels/C, (g+1)·panels/C) of kNR columns.
+  const GemmSplit split = gemm_split(m, n, tile_mr, threads);
+  const size_t tiles = (m + tile_mr - 1) / tile_mr, panels = (n + kNR - 1) / kNR;
+  const size_t R = split.row_parts, C = split.col_parts;
+  // for (t = 0; t < R·C; ++t) row block t / C, column group t % C
+  parallel_for(pool, R * C, threads, [&](size_t t) {
+    const size_t r = t / C, g = t % C;
+    const size_t i0 = r * tiles / R * tile_mr;
+    const size_t mc = std::min(m, (r + 1) * tiles / R * tile_mr) - i0;
+    const size_t j_first = g * panels / C * kNR;
+    const size_t j_end = std::min(n, (g + 1) * panels / C * kNR);
     // a kernel whose panels hold each a value a_copies times: packed as usual after where the
     // copies go, then each value written a_copies times (broadcast_a_panels)
     const size_t panel_floats = round_up(mc, tile_mr) * kKC, copies = kernel.a_copies;
@@ -171,7 +199,7 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
       const size_t kc = std::min(kKC, k - p0);
       pack_a(ta, a, lda, m, i0, mc, p0, kc, tile_mr, packed_once);
       if (copies != 1) broadcast_a_panels(packed_once, round_up(mc, tile_mr) * kc, packed_a);
-      // the group's columns (kNC divides into kNR panels), panel after panel
+      // the group's columns, panel after panel
       kernel.run(mc, j_end - j_first, kc, packed_a, packed_b_block(packed_b, packed_k, p0, j_first),
                  kNR * packed_k, c + i0 * ldc + j_first, ldc, accumulate || p0 > 0);
     }
@@ -183,8 +211,9 @@ void gemm(Transpose ta, Transpose tb, size_t m, size_t n, size_t k, const float*
   if (m == 0 || n == 0 || k == 0)
     return gemm_packed_b(ta, m, n, k, a, lda, nullptr, k, c, ldc, accumulate, pool);
   float* packed = thread_scratch(ScratchSlot::gemm_b, packed_b_floats(k, n));
-  pool = pool_for(pool, static_cast<double>(m) * n * k);  // for the packing and the product
-  pack_b(tb, k, n, b, ldb, packed, pool);
+  // packed on the threads the product runs on (none when it runs on the caller alone)
+  ThreadPool* packing = threads_for(pool, static_cast<double>(m) * n * k) > 1 ? pool : nullptr;
+  pack_b(tb, k, n, b, ldb, packed, packing);
   gemm_packed_b(ta, m, n, k, a, lda, packed, k, c, ldc, accumulate, pool);
 }
 

@@ -14,8 +14,26 @@ namespace wa {
 
 size_t packed_b_floats(size_t k, size_t n);
 
-// op(b) (k,n) -> packed. pool spreads the panels (null: all on the caller); the caller decides
-// whether the work is worth threads (threading.h).
+// The tasks of a product c (m,n) on `threads` threads: its rows in row_parts blocks of whole
+// kernel tiles (tile_mr rows), its columns in col_parts groups of whole kNR panels; task t is row
+// block t / col_parts over column group t % col_parts. One thread: blocks of about kMC rows over
+// every column; more: at least kTasksPerThread tasks per thread, unless each is one tile.
+struct GemmSplit {
+  size_t row_parts, col_parts;
+  size_t tasks() const { return row_parts * col_parts; }
+};
+GemmSplit gemm_split(size_t m, size_t n, size_t tile_mr, size_t threads);
+
+// The packing of op(b) (k,n) in units, each up to kPackSteps steps of one panel (panel
+// u / parts, steps [u % parts · kPackSteps, ...), parts = ⌈k / kPackSteps⌉): pack_b_units of
+// them, each written by pack_b_unit and by no other, for callers that pack several operands in
+// one parallel call.
+size_t pack_b_units(size_t k, size_t n);
+void pack_b_unit(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
+                 size_t u);
+
+// op(b) (k,n) -> packed. pool spreads the units over all its threads (null: all on the
+// caller); the caller decides whether the work is worth threads (threading.h).
 void pack_b(Transpose tb, size_t k, size_t n, const float* b, size_t ldb, float* packed,
             ThreadPool* pool = nullptr);
 

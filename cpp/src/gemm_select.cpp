@@ -8,8 +8,8 @@
 // still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
 // whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
 // Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
-// gemm_kernel_gflops stays for the benchmark (scripts/forensics/gemm_kernels.mjs), which times
-// every kernel once the engine has optimized them, to derive the table on other CPUs.
+// scripts/forensics/gemm_kernels.mjs times every kernel once the engine has optimized them (in
+// a bench-only module, never shipped), to derive the table on other CPUs.
 #include "gemm_select.h"
 
 #if defined(__EMSCRIPTEN__)
@@ -18,10 +18,8 @@ extern "C" int wa_js_engine();
 #endif
 
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <mutex>
-#include <vector>
 
 namespace wa::kernels {
 namespace {
@@ -29,7 +27,7 @@ namespace {
 // Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
 // variants). Each ISA's first is its default. The k-by-4 unroll, the k-by-2 unrolls of the
 // 3x8, 5x8 and 6x8 tiles, and the 3x8 and 5x8 tiles themselves were never the fastest in any
-// engine measured (README, "The GEMM micro-kernel per engine") and are not built: the .wasm
+// engine measured (web/docs/performance.md, "The GEMM micro-kernel per engine") and are not built: the .wasm
 // stays under its size budget.
 const GemmKernel kAllKernels[] = {
     {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
@@ -58,46 +56,6 @@ static_assert(kAllCount == kSimd128Count);
 #endif
 const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
 
-// gemm_kernel_gflops's problem: c (60, 4·kNR) = a (60,kc) · b (kc, 4·kNR), packed. 60 rows
-// divide into whole tiles of 3 to 6 rows; a's panels (60·kc floats, 60 KB) and b's
-// four (32 KB) stay in L2, a b panel and an a panel in L1, as in gemm.cpp's inner loops.
-constexpr size_t kProbeRows = 60, kProbePanels = 4, kProbeK = 256;
-
-double now_ms() {
-  using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::milli>(clock::now().time_since_epoch()).count();
-}
-
-struct Probe {
-  std::vector<float> a = std::vector<float>(kProbeRows * kProbeK * 4);  // room for a_copies 4
-  std::vector<float> b = std::vector<float>(kProbePanels * kNR * kProbeK);
-  std::vector<float> c = std::vector<float>(kProbeRows * kProbePanels * kNR);
-  Probe() {
-    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f;
-    for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f;
-  }
-  // One pass over the problem with kernel: its FLOPs.
-  double run(const GemmKernel& kernel) {
-    const size_t ldc = kProbePanels * kNR;
-    kernel.run(kProbeRows, kProbePanels * kNR, kProbeK, a.data(), b.data(), kNR * kProbeK, c.data(),
-               ldc, false);
-    return 2.0 * kProbeRows * kProbePanels * kNR * kProbeK;
-  }
-  // Passes for at least batch_ms, timed from a tick of the clock (whose resolution may be
-  // coarse in a browser: the count of passes is then what resolves the speed): GFLOP/s.
-  double batch(const GemmKernel& kernel, double batch_ms) {
-    const double edge = now_ms();
-    double start = edge;
-    while (start == edge) start = now_ms();
-    double flops = 0, elapsed = 0;
-    do {
-      flops += run(kernel);
-      elapsed = now_ms() - start;
-    } while (elapsed < batch_ms);
-    return flops / elapsed * 1e-6;
-  }
-};
-
 // The JavaScript engine this module runs in (js_engine.js says how it is told): kV8 + V8's
 // major version, or one of the others.
 enum Engine : int { kUnknown = 0, kSpiderMonkey = 1, kJavaScriptCore = 2, kV8 = 100 };
@@ -111,7 +69,7 @@ int js_engine() { return kUnknown; }
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
 // instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
 // Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
-// WebKitGTK 2.50 (both JavaScriptCore); the README's "The GEMM micro-kernel per engine" has the figures.
+// WebKitGTK 2.50 (both JavaScriptCore); web/docs/performance.md has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
 // SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
 const char* preferred_kernel(int engine) {
@@ -173,16 +131,6 @@ bool use_gemm_kernel(const char* name) {
       return true;
     }
   return false;
-}
-
-double gemm_kernel_gflops(const GemmKernel& kernel, int rounds, double batch_ms) {
-  Probe probe;
-  double best = 0;
-  for (int round = 0; round < rounds; ++round) {
-    const double gflops = probe.batch(kernel, batch_ms);
-    if (gflops > best) best = gflops;
-  }
-  return best;
 }
 
 }  // namespace wa::kernels

@@ -21,8 +21,8 @@ GemmKernels gemm_kernels();
 // Every kernel compiled in: also the SIMD128 ones in the relaxed variants (the tests run all).
 GemmKernels all_gemm_kernels();
 
-// The kernel the GEMM runs. The first call chooses it (a few milliseconds, once per module
-// instance); every call after returns the same kernel unless use_gemm_kernel changes it.
+// The kernel the GEMM runs. The first call chooses it (a table lookup by JavaScript engine, once
+// per module instance); every call after returns the same kernel unless use_gemm_kernel changes it.
 const GemmKernel& gemm_kernel();
 
 // The kernel for a product of m rows: gemm_kernel() where its tile rows divide m or m is at
@@ -33,9 +33,5 @@ const GemmKernel& gemm_kernel_for_rows(size_t m);
 // Runs the kernel of that name from now on, for every product (tests and benchmarks); false,
 // and nothing changes, if this build has none of that name.
 bool use_gemm_kernel(const char* name);
-
-// kernel's speed on cache-resident panels, in GFLOP/s: the best of rounds batches of at least
-// batch_ms each. What gemm_kernel() compares.
-double gemm_kernel_gflops(const GemmKernel& kernel, int rounds, double batch_ms);
 
 }  // namespace wa::kernels

@@ -33,8 +33,17 @@ KvCache::KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t c
     : batch_(batch), kv_heads_(kv_heads), d_k_(d_k), d_v_(d_v), capacity_(capacity), type_(type) {
   if (!batch || !kv_heads || !d_k || !d_v || !capacity)
     throw std::invalid_argument("kv cache: every size must be at least 1");
-  head_floats_ = kv_kernels(type).head_floats(capacity, d_k, d_v);
+  head_floats_ = head_bytes(capacity, d_k, d_v, type) / sizeof(float);
   panels_.resize(checked_product({batch, kv_heads, head_floats_}));  // zeros: padding lanes too
+}
+
+size_t KvCache::head_bytes(size_t capacity, size_t d_k, size_t d_v, KvType type) {
+  // A head holds at least capacity · (d_k + d_v) bytes: with a size past kMaxFloats, half the
+  // address space or more, refused as not fitting. The types' round-ups to whole panels would
+  // wrap around in wasm32's size_t on such a size.
+  if (capacity > kMaxFloats || d_k > kMaxFloats || d_v > kMaxFloats) throw std::bad_alloc();
+  // head_floats counts within kMaxFloats (sizes.h), so its bytes fit in size_t
+  return kv_kernels(type).head_floats(capacity, d_k, d_v) * sizeof(float);
 }
 
 void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new) {
@@ -59,8 +68,8 @@ void KvCache::append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<con
             throw std::range_error(
                 std::string("kv cache: the new ") + what + " " + std::to_string(i) +
                 " of sequence " + std::to_string(b) + ", kv head " + std::to_string(g) + " holds " +
-                shown(*big) + " at " + std::to_string(big - row) + ", beyond the " + kern.name +
-                " cache's range ±" + shown(kern.max_abs) + ", so nothing was appended");
+                shown(*big) + " at " + std::to_string(big - row) + ", beyond the '" + kern.name +
+                "' cache's range ±" + shown(kern.max_abs) + ", so nothing was appended");
           }
           const float x = row[t];
           throw std::range_error(

@@ -224,7 +224,7 @@ void f16_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t 
 }  // namespace
 
 extern const KvKernels kKvF16Kernels;
-const KvKernels kKvF16Kernels{"f16",          65504.0f,      f16_head_floats, f16_v_offset,
+const KvKernels kKvF16Kernels{"float16",      65504.0f,      f16_head_floats, f16_v_offset,
                               f16_write_rows, f16_read_rows, f16_scores,      f16_weighted_values};
 
 }  // namespace wa

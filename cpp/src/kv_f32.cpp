@@ -26,13 +26,8 @@ void f32_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t 
 }  // namespace
 
 extern const KvKernels kKvF32Kernels;
-const KvKernels kKvF32Kernels{"f32",
-                              3.4028235e38f,
-                              packed_kv_floats,
-                              packed_kv_v_offset,
-                              packed_kv_write_rows,
-                              packed_kv_read_rows,
-                              f32_scores,
-                              f32_weighted_values};
+const KvKernels kKvF32Kernels{"float32",          3.4028235e38f,        packed_kv_floats,
+                              packed_kv_v_offset, packed_kv_write_rows, packed_kv_read_rows,
+                              f32_scores,         f32_weighted_values};
 
 }  // namespace wa

@@ -1,25 +1,33 @@
 // int8 kv panels (packed_kv.h), q8_0-like: each key's and each value's row in blocks of
 // kKvQuantBlock along d (tuning.h says why 32), a block x stored as round(x / s) in [-127, 127]
-// with its fp16 scale s = max|x| / 127 (symmetric: no zero point). Only a cache holds them
-// (k0 = 0). One head, room for `stride` keys, P = stride rounded up to kNR, nb_k, nb_v blocks,
-// D = d_k and S = stride rounded up to even:
+// with its bfloat16 scale s = max|x| / 127 rounded up (symmetric: no zero point). bfloat16 has
+// float32's exponent range, so any finite block has a scale: a block's error is at most s / 2,
+// under max|x| / 252 (s rounded up by less than bfloat16's 2^-7, and never below max|x| / 127,
+// so nothing clips), down to blocks of max|x| 127·2^-126 ≈ 1.5e-36, below which s is a
+// subnormal (steps of 2^-133) and the error at most max|x| / 254 + 2^-134. Only a cache holds
+// them (k0 = 0). One head, room for `stride` keys, P = stride rounded up to kNR, nb_k, nb_v
+// blocks, D = d_k and S = stride rounded up to even:
 //   kᵀ  int8 (D, P) panels of kNR keys, each element pair (t, t+1) of a key side by side:
 //       key j, element t at  (j / kNR)·kNR·D + (t / 2)·2·kNR + (j % kNR)·2 + t % 2
-//       then its scales, fp16, one panel's at a time: key j, block b at
+//       then its scales, bfloat16, one panel's at a time: key j, block b at
 //       (j / kNR)·kNR·nb_k + b·kNR + j % kNR
 //   v   (from v_offset floats, 4-byte aligned) int8 (S, d_v) panels of kNR columns, each key
 //       pair (j, j+1) of a column side by side: key j, column c at
 //       (c / kNR)·kNR·S + (j / 2)·2·kNR + (c % kNR)·2 + j % 2
-//       then its scales, fp16: key j, block b at  b·stride + j
+//       then its scales, bfloat16: key j, block b at  b·stride + j
 // (pad elements, t = d_k or j = stride, are zero). The kernels multiply in integers: a score
 // rounds its query row to int16 per block (step max|q| / 32767), and i32x4.dot_i16x8_s sums a
 // pair of elements of 4 keys per operation, exactly; a block's int32 sums then become floats
 // once, times the two scales. Weights times v rounds each row's weights times the keys' scales
-// of a block to int16 over a step of kKeyBlock keys (step max p · max s / 32767), sums pairs of
-// keys the same way, and scales once per step. The int16 rounding errs by at most half a step,
-// about 2^-16 of the largest magnitude rounded (the int8 cache's own rounding is 2^-8 of its
-// block's): the kernel test holds the kernels to that bound. The panels are read where they
-// lie, 8 bytes at a time, widened to int16 in registers; nothing is widened in memory.
+// w = p·s of a block of columns to int16 over a step of kKeyBlock keys, the row's own step
+// max|w| / 32767 of those keys and that block, sums pairs of keys the same way, and scales
+// once per step. The int16 rounding errs by at most half a step, 2^-16 of the largest |w|
+// (the int8 cache's own rounding is 2^-8 of its block's max|x|): a key with a large scale and
+// a weight near 0 does not set the step, one with a weight near 1 dominates the output, and an
+// outlier block coarsens only its own 32 values. The kernel test holds the kernels to that
+// bound. Steps that float32 cannot hold as they are (a block of q or of w below 2^-96) are
+// taken times 2^64 and the sums times 2^-64. The panels are read where they lie, 8 bytes at a
+// time, widened to int16 in registers; nothing is widened in memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -41,10 +49,16 @@ using simd::i16x8;
 using simd::i32x4;
 constexpr size_t kB = kKvQuantBlock;
 
-// The largest block scale fp16 holds is 65504: magnitudes up to 127 of it.
-constexpr float kMaxAbs = 65504.0f * 127.0f;
+// Every finite float: a block past 127 times the largest scale, kScaleMax, clips to it by
+// less than half its step.
+constexpr float kMaxAbs = std::numeric_limits<float>::max();
+// The largest bfloat16 scale whose 127 steps are finite, 2^121·(1 + 2^-7).
+constexpr float kScaleMax = 0x1.02p121f;
 // The int16 operands' largest magnitude: a query block's or a weight step's max|x|.
 constexpr float kQ = 32767.0f;
+// An operand block's max|x| below kTiny is rounded times kUp (exactly: a power of two), so that
+// kQ / max|x| and max|x| / kQ stay normal floats, and its sums are taken times 1 / kUp.
+constexpr float kTiny = 0x1p-96f, kUp = 0x1p64f;
 
 size_t blocks(size_t d) { return (d + kB - 1) / kB; }
 size_t even(size_t n) { return (n + 1) / 2 * 2; }
@@ -85,15 +99,18 @@ I8Head head_parts(const float* head, size_t stride, size_t d_k, size_t d_v) {
   return parts(head, head + i8_v_offset(stride, d_k), stride, d_k, d_v);
 }
 
-// x (d) -> its blocks' int8 at q(t) and fp16 scales at scale(b).
+// x (d, finite) -> its blocks' int8 at q(t) and bfloat16 scales at scale(b): s the least
+// bfloat16 >= max|x| / 127 (at most kScaleMax).
 template <class Q, class S>
 void quantize_row(const float* x, size_t d, Q q, S scale) {
   for (size_t b = 0; b * kB < d; ++b) {
     const size_t t0 = b * kB, t1 = std::min(d, t0 + kB);
     float amax = 0;
     for (size_t t = t0; t < t1; ++t) amax = std::max(amax, std::fabs(x[t]));
-    const uint16_t h = simd::float_to_half(amax / 127.0f);
-    const float s = simd::half_to_float(h);  // the step the block is read back with
+    uint16_t h = simd::float_to_bf16_up(std::min(amax / 127.0f, kScaleMax));
+    // amax / 127 as a float may lie below the real quotient: then one bfloat16 up
+    if (127.0 * simd::bf16_to_float(h) < amax && simd::bf16_to_float(h) < kScaleMax) ++h;
+    const float s = simd::bf16_to_float(h);  // the step the block is read back with
     scale(b) = h;
     for (size_t t = t0; t < t1; ++t)
       q(t) = static_cast<int8_t>(s > 0 ? std::clamp(std::nearbyint(x[t] / s), -127.0f, 127.0f) : 0);
@@ -123,11 +140,11 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
     if (k)
       for (size_t t = 0; t < d_k; ++t)
         k[j * ldk + t] =
-            h.kt[kt_at(j, t, d_k)] * simd::half_to_float(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
+            h.kt[kt_at(j, t, d_k)] * simd::bf16_to_float(h.k_scale[k_scale_at(j, t / kB, nb_k)]);
     if (v)
       for (size_t c = 0; c < d_v; ++c)
         v[j * ldv + c] =
-            h.v[v_at(j, c, stride)] * simd::half_to_float(h.v_scale[c / kB * stride + j]);
+            h.v[v_at(j, c, stride)] * simd::bf16_to_float(h.v_scale[c / kB * stride + j]);
   }
 }
 
@@ -148,6 +165,17 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   return bad == 0 ? amax : std::numeric_limits<float>::quiet_NaN();
 }
 
+// a (n), b (n), both finite -> max |a·b|, each product rounded to float as round_to_i16 has it.
+[[gnu::noinline]] float max_abs_product(const float* a, const float* b, size_t n) {
+  f32x4 vmax = simd::splat(0);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    vmax = simd::max(vmax, simd::abs(simd::mul(simd::load(a + i), simd::load(b + i))));
+  float amax = simd::hmax(vmax);
+  for (; i < n; ++i) amax = std::max(amax, std::fabs(a[i] * b[i]));
+  return amax;
+}
+
 // a (n) times b (n; null: ones) times c, each |a·b·c| <= kQ -> out (n, then a zero when n is
 // odd: the pad of its last pair), rounded to the nearest integer, ties to even.
 [[gnu::noinline]] void round_to_i16(const float* a, const float* b, float c, size_t n,
@@ -155,20 +183,41 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
   const f32x4 vc = simd::splat(c);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    f32x4 lo = simd::mul(simd::load(a + i), vc), hi = simd::mul(simd::load(a + i + 4), vc);
+    f32x4 lo = simd::load(a + i), hi = simd::load(a + i + 4);
     if (b) lo = simd::mul(lo, simd::load(b + i)), hi = simd::mul(hi, simd::load(b + i + 4));
-    simd::store_rounded_i16x8(out + i, lo, hi);
+    simd::store_rounded_i16x8(out + i, simd::mul(lo, vc), simd::mul(hi, vc));
   }
-  for (; i < n; ++i) out[i] = static_cast<int16_t>(std::nearbyint(a[i] * c * (b ? b[i] : 1.0f)));
+  for (; i < n; ++i) out[i] = static_cast<int16_t>(std::nearbyint(a[i] * (b ? b[i] : 1.0f) * c));
   if (n % 2) out[n] = 0;
 }
 
-// R query rows (R <= kMR) as int16, row stride ldq, with their blocks' steps qs (R, nb),
-// against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride lds. Each block's int32
-// sums (2·R accumulators) become floats once, times the keys' scales and the row's step.
+// x (n) -> out (n rounded up to even) as int16 over a step of max|x| / kQ, amax = max|x|
+// (NaN: zeros); -> the step, and in unit 1 or, for a max|x| below kTiny, 1 / kUp: the step is
+// then that of x times kUp, and the int16 sums are to be taken times unit.
+float to_i16_block(const float* x, size_t n, float amax, int16_t* out, float& unit) {
+  unit = 1;
+  if (!(amax >= kTiny)) {  // NaN, zero or tiny
+    if (!(amax > 0)) {     // NaN: the sums NaN (a NaN step), the int16 zeros; zero: all zeros
+      std::fill(out, out + even(n), int16_t{0});
+      return amax == amax ? 0.0f : amax;
+    }
+    alignas(16) float up[kB];
+    for (size_t i = 0; i < n; ++i) up[i] = x[i] * kUp;
+    unit = 1 / kUp;
+    round_to_i16(up, nullptr, kQ / (amax * kUp), n, out);
+    return amax * kUp / kQ;
+  }
+  round_to_i16(x, nullptr, kQ / amax, n, out);
+  return amax / kQ;
+}
+
+// R query rows (R <= kMR) as int16, row stride ldq, with their blocks' steps qs (R, nb) and
+// units qu (R, nb), against one kᵀ panel of kNR keys -> s (R, kNR) at out, row stride lds.
+// Each block's int32 sums (2·R accumulators) become floats once, times the keys' scales and
+// the row's step (at most the largest float: a zero sum stays 0) and its unit.
 template <size_t R>
 void score_tile(const I8Head& h, size_t panel, size_t d_k, const int16_t* q, size_t ldq,
-                const float* qs, float* out, size_t lds) {
+                const float* qs, const float* qu, float* out, size_t lds) {
   const size_t nb = blocks(d_k), d2 = even(d_k);
   const int8_t* kp = h.kt + panel * kNR * d2;
   const uint16_t* sp = h.k_scale + panel * kNR * nb;
@@ -185,14 +234,17 @@ void score_tile(const I8Head& h, size_t panel, size_t d_k, const int16_t* q, siz
         acc[r][1] = simd::dot_pairs_add(hi, x, acc[r][1]);
       }
     }
-    const f32x4 s_lo = simd::load_half4(sp + b * kNR), s_hi = simd::load_half4(sp + b * kNR + 4);
+    const f32x4 s_lo = simd::load_bf16x4(sp + b * kNR), s_hi = simd::load_bf16x4(sp + b * kNR + 4);
+    const f32x4 most = simd::splat(std::numeric_limits<float>::max());
     for (size_t r = 0; r < R; ++r) {
       float* o = out + r * lds;
-      const f32x4 step = simd::splat(qs[r * nb + b]), zero = simd::splat(0);
-      simd::store(o, simd::muladd(simd::to_float(acc[r][0]), simd::mul(s_lo, step),
-                                  b ? simd::load(o) : zero));
-      simd::store(o + 4, simd::muladd(simd::to_float(acc[r][1]), simd::mul(s_hi, step),
-                                      b ? simd::load(o + 4) : zero));
+      const f32x4 step = simd::splat(qs[r * nb + b]), unit = simd::splat(qu[r * nb + b]);
+      const f32x4 zero = simd::splat(0);
+      const f32x4 f_lo = simd::mul(simd::min(simd::mul(s_lo, step), most), unit);
+      const f32x4 f_hi = simd::mul(simd::min(simd::mul(s_hi, step), most), unit);
+      simd::store(o, simd::muladd(simd::to_float(acc[r][0]), f_lo, b ? simd::load(o) : zero));
+      simd::store(o + 4,
+                  simd::muladd(simd::to_float(acc[r][1]), f_hi, b ? simd::load(o + 4) : zero));
     }
   }
 }
@@ -202,20 +254,17 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
                float* s, size_t lds) {
   const I8Head h = parts(kv.kt, kv.v, kv.v_stride, kv.d_k, kv.d_v);
   const size_t d_k = kv.d_k, nb = blocks(d_k), d2 = even(d_k);
-  // q as int16: q16 (rows, d2), then the steps qs (rows, nb)
+  // q as int16: q16 (rows, d2), then the steps qs (rows, nb) and units qu (rows, nb)
   auto* q16 = reinterpret_cast<int16_t*>(
-      thread_scratch(ScratchSlot::kv_operand, checked_product({rows, d2 / 2 + nb})));
+      thread_scratch(ScratchSlot::kv_operand, checked_product({rows, d2 / 2 + 2 * nb})));
   float* qs = reinterpret_cast<float*>(q16 + rows * d2);
+  float* qu = qs + rows * nb;
   for (size_t r = 0; r < rows; ++r)
     for (size_t b = 0; b < nb; ++b) {
       const float* x = q + r * ldq + b * kB;
       const size_t n = std::min(kB, d_k - b * kB);
-      const float amax = max_abs(x, n);  // NaN: the block's scores NaN, its int16 zeros
-      qs[r * nb + b] = amax / kQ;
-      if (amax == amax)
-        round_to_i16(x, nullptr, amax > 0 ? kQ / amax : 0.0f, n, q16 + r * d2 + b * kB);
-      else
-        std::fill(q16 + r * d2 + b * kB, q16 + r * d2 + b * kB + even(n), int16_t{0});
+      // NaN or an infinity: the block's scores NaN
+      qs[r * nb + b] = to_i16_block(x, n, max_abs(x, n), q16 + r * d2 + b * kB, qu[r * nb + b]);
     }
   float tail[kMR * kNR];
   for (size_t p0 = j0; p0 < j0 + cols; p0 += kNR) {
@@ -227,18 +276,19 @@ void i8_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, size
       const size_t ld = n == kNR ? lds : kNR;
       const int16_t* qr = q16 + r0 * d2;
       const float* sr = qs + r0 * nb;
+      const float* ur = qu + r0 * nb;
       switch (m) {
         case 1:
-          score_tile<1>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
+          score_tile<1>(h, p0 / kNR, d_k, qr, d2, sr, ur, out, ld);
           break;
         case 2:
-          score_tile<2>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
+          score_tile<2>(h, p0 / kNR, d_k, qr, d2, sr, ur, out, ld);
           break;
         case 3:
-          score_tile<3>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
+          score_tile<3>(h, p0 / kNR, d_k, qr, d2, sr, ur, out, ld);
           break;
         default:
-          score_tile<kMR>(h, p0 / kNR, d_k, qr, d2, sr, out, ld);
+          score_tile<kMR>(h, p0 / kNR, d_k, qr, d2, sr, ur, out, ld);
           break;
       }
       if (n < kNR)
@@ -269,17 +319,18 @@ void value_tile(const int8_t* vp, size_t j, size_t n, const int16_t* w, i32x4 (&
   }
 }
 
-// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v. Per step of kChunk keys
-// and block b of columns, w = p·s (s: the keys' scales of block b) rounds to int16 as
-// (p / max p)·(s / max s)·kQ, its step max p · max s / kQ: each factor normalized once per step
-// (p per row, s per block), so that rounding costs two products an element.
+// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v. Per step of kChunk keys,
+// block b of columns and row, w = p·s (s: the keys' scales of block b) rounds to int16 over the
+// row's own step max|w| / kQ, so a key's large scale sets the step only as far as its weight
+// carries it; that costs one pass over the step's w for its largest before the rounding.
 void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t rows, size_t j0,
                         size_t cols, float* acc, size_t ld_acc, bool accumulate) {
   const I8Head h = parts(kv.kt, kv.v, kv.v_stride, kv.d_k, kv.d_v);
   const size_t d_v = kv.d_v, stride = kv.v_stride;
   alignas(16) float sc[kChunk];
+  alignas(16) float up[kChunk];
   alignas(16) int16_t w[kMR * kChunk];
-  float p_max[kMR], step[kMR];
+  float p_max[kMR], step[kMR], unit[kMR];
   for (size_t r0 = 0; r0 < rows; r0 += kMR) {
     const size_t m = std::min(kMR, rows - r0);
     for (size_t jc = j0; jc < j0 + cols; jc += kChunk) {
@@ -287,27 +338,32 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
       const float* pc = p + r0 * ldp + (jc - j0);
       for (size_t r = 0; r < m; ++r) p_max[r] = max_abs(pc + r * ldp, n);  // NaN: a NaN row
       for (size_t b = 0; b * kB < d_v; ++b) {
-        // sc = the keys' scales of block b, kQ at their largest
+        // sc = the keys' scales of block b
         const uint16_t* scale = h.v_scale + b * stride + jc;
-        f32x4 vmax = simd::splat(0);
         size_t i = 0;
-        for (; i + 4 <= n; i += 4) {
-          const f32x4 s4 = simd::load_half4(scale + i);
-          simd::store(sc + i, s4);
-          vmax = simd::max(vmax, s4);
-        }
-        float s_max = simd::hmax(vmax);
-        for (; i < n; ++i) s_max = std::max(s_max, sc[i] = simd::half_to_float(scale[i]));
-        const f32x4 to_q = simd::splat(s_max > 0 ? kQ / s_max : 0.0f);
-        for (i = 0; i + 4 <= n; i += 4) simd::store(sc + i, simd::mul(simd::load(sc + i), to_q));
-        for (; i < n; ++i) sc[i] *= simd::lane0(to_q);
+        for (; i + 4 <= n; i += 4) simd::store(sc + i, simd::load_bf16x4(scale + i));
+        for (; i < n; ++i) sc[i] = simd::bf16_to_float(scale[i]);
         for (size_t r = 0; r < m; ++r) {
-          step[r] = p_max[r] * s_max / kQ;  // NaN: the row's outputs NaN, its int16 zeros
-          if (p_max[r] == p_max[r])
-            round_to_i16(pc + r * ldp, sc, p_max[r] > 0 ? 1.0f / p_max[r] : 0.0f, n,
-                         w + r * kChunk);
-          else
-            std::fill(w + r * kChunk, w + r * kChunk + even(n), int16_t{0});
+          const float* pr = pc + r * ldp;
+          int16_t* wr = w + r * kChunk;
+          unit[r] = 1;
+          if (p_max[r] != p_max[r]) {  // the row's outputs NaN (a NaN step), its int16 zeros
+            step[r] = p_max[r];
+            std::fill(wr, wr + even(n), int16_t{0});
+            continue;
+          }
+          const float w_max = max_abs_product(pr, sc, n);
+          if (w_max >= kTiny) {
+            step[r] = w_max / kQ;
+            round_to_i16(pr, sc, kQ / w_max, n, wr);
+            continue;
+          }
+          // tiny or zero: w times kUp, the sums times unit = 1 / kUp (a p past 2^64 meets only
+          // zero scales here: no Infinity times 0)
+          for (i = 0; i < n; ++i) up[i] = pr[i] == 0 || sc[i] == 0 ? 0.0f : pr[i] * kUp * sc[i];
+          const float up_max = max_abs(up, n);
+          step[r] = up_max / kQ, unit[r] = 1 / kUp;
+          round_to_i16(up, nullptr, up_max > 0 ? kQ / up_max : 0.0f, n, wr);
         }
         for (size_t c0 = b * kB; c0 < std::min(d_v, (b + 1) * kB); c0 += kNR) {
           const size_t nc = std::min(kNR, d_v - c0);
@@ -333,18 +389,17 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
           float tail[kNR];
           for (size_t r = 0; r < m; ++r) {
             float* o = out + r * ld_acc;
-            const f32x4 st = simd::splat(step[r]), zero = simd::splat(0);
+            const f32x4 st = simd::splat(step[r]), u = simd::splat(unit[r]), zero = simd::splat(0);
+            const f32x4 lo = simd::mul(simd::to_float(a[r][0]), u),
+                        hi = simd::mul(simd::to_float(a[r][1]), u);
             if (nc == kNR) {
-              simd::store(o,
-                          simd::muladd(simd::to_float(a[r][0]), st, fresh ? zero : simd::load(o)));
-              simd::store(o + 4, simd::muladd(simd::to_float(a[r][1]), st,
-                                              fresh ? zero : simd::load(o + 4)));
+              simd::store(o, simd::muladd(lo, st, fresh ? zero : simd::load(o)));
+              simd::store(o + 4, simd::muladd(hi, st, fresh ? zero : simd::load(o + 4)));
             } else {
               std::fill(tail, tail + kNR, 0.0f);
               if (!fresh) std::copy(o, o + nc, tail);
-              simd::store(tail, simd::muladd(simd::to_float(a[r][0]), st, simd::load(tail)));
-              simd::store(tail + 4,
-                          simd::muladd(simd::to_float(a[r][1]), st, simd::load(tail + 4)));
+              simd::store(tail, simd::muladd(lo, st, simd::load(tail)));
+              simd::store(tail + 4, simd::muladd(hi, st, simd::load(tail + 4)));
               std::copy(tail, tail + nc, o);
             }
           }
@@ -357,7 +412,7 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
 }  // namespace
 
 extern const KvKernels kKvI8Kernels;
-const KvKernels kKvI8Kernels{"i8",          kMaxAbs,      i8_head_floats, i8_v_offset,
+const KvKernels kKvI8Kernels{"int8",        kMaxAbs,      i8_head_floats, i8_v_offset,
                              i8_write_rows, i8_read_rows, i8_scores,      i8_weighted_values};
 
 }  // namespace wa

@@ -22,6 +22,24 @@ PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) 
   return {kt, vp, n_k, d_k, d_v, 0, n_k};
 }
 
+size_t pack_kv_units(size_t keys, size_t d_k, size_t d_v) {
+  return pack_b_units(d_k, keys) + pack_b_units(keys, d_v);
+}
+
+void pack_kv_unit(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer, size_t u) {
+  const size_t d_k = k.cols, d_v = v.cols, kt_units = pack_b_units(d_k, keys);
+  if (u < kt_units)  // kᵀ (d_k,keys): panels of keys
+    pack_b_unit(Transpose::yes, d_k, keys, k.data + k0 * k.ld, k.ld, buffer, u);
+  else  // v (keys,d_v): panels of columns
+    pack_b_unit(Transpose::no, keys, d_v, v.data + k0 * v.ld, v.ld,
+                buffer + packed_kv_v_offset(keys, d_k), u - kt_units);
+}
+
+PackedKV packed_kv_keys(size_t n_k, size_t k0, size_t keys, size_t d_k, size_t d_v,
+                        const float* buffer) {
+  return {buffer, buffer + packed_kv_v_offset(keys, d_k), n_k, d_k, d_v, k0, keys};
+}
+
 PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,
                       ThreadPool* pool) {
   const ConstMatrix kc{k.data + k0 * k.ld, keys, k.cols, k.ld};

@@ -59,6 +59,13 @@ size_t packed_kv_v_offset(size_t stride, size_t d_k);
 // k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats(n_k, d_k, d_v) floats).
 // pool spreads the panels (null: all on the caller).
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
+// The same packing in units (pack_b_unit: kᵀ's, then v's), for packing several heads in one
+// parallel call: pack_kv_units(keys, d_k, d_v) units, unit u of keys [k0, k0 + keys) written by
+// pack_kv_unit; then packed_kv_keys gives the PackedKV of the buffer.
+size_t pack_kv_units(size_t keys, size_t d_k, size_t d_v);
+void pack_kv_unit(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer, size_t u);
+PackedKV packed_kv_keys(size_t n_k, size_t k0, size_t keys, size_t d_k, size_t d_v,
+                        const float* buffer);
 // Keys [k0, k0 + keys) of k (n_k,d_k), v (n_k,d_v) -> packed into buffer
 // (packed_kv_floats(keys, d_k, d_v)); k0 a multiple of kNR.
 PackedKV pack_kv_keys(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer,

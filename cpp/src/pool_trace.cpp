@@ -30,10 +30,11 @@ int this_thread_id() {
 
 // The section is set up before the caller publishes the call to the workers: its release of
 // the generation makes current and the task slots visible to them.
-SectionScope::SectionScope(size_t n) {
+SectionScope::SectionScope(size_t n, size_t max_threads) {
   sections.emplace_back();
   Section& s = sections.back();
   s.caller = this_thread_id();
+  s.max_threads = max_threads;
   s.tasks.resize(n);
   current = &s;
   s.begin_us = now_us();

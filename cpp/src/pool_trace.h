@@ -4,7 +4,8 @@
 // defined: the bench-only modules of CMakeLists.txt ("pool trace"). Everywhere else the two
 // scopes below are empty and the pool is the shipped one.
 //
-//   SectionScope section(n);  // in parallel_for, around the whole call: its n tasks, its wall
+//   SectionScope section(n, max_threads);  // in parallel_for, around the whole call: its n
+//                                          // tasks, the threads it may use, its wall
 //   TaskScope task(i);        // around task i, on whichever thread runs it
 //
 // Times are steady_clock microseconds (in Node's wasm one clock for every thread). Only one
@@ -25,12 +26,13 @@ struct Task {
 struct Section {
   double begin_us = 0, end_us = 0;  // the caller entering and leaving parallel_for
   int caller = -1;                  // the caller's thread id
+  size_t max_threads = 0;           // parallel_for's max_threads: the most threads it may use
   std::vector<Task> tasks;          // task i at index i
 };
 
 class SectionScope {
  public:
-  explicit SectionScope(size_t n);
+  SectionScope(size_t n, size_t max_threads);
   ~SectionScope();
   SectionScope(const SectionScope&) = delete;
   SectionScope& operator=(const SectionScope&) = delete;
@@ -53,7 +55,7 @@ std::vector<Section> take();
 #else
 
 struct SectionScope {
-  explicit SectionScope(size_t) {}
+  SectionScope(size_t, size_t) {}
 };
 struct TaskScope {
   explicit TaskScope(size_t) {}

@@ -33,6 +33,7 @@ inline f32x4 add(f32x4 a, f32x4 b) { return wasm_f32x4_add(a, b); }
 inline f32x4 sub(f32x4 a, f32x4 b) { return wasm_f32x4_sub(a, b); }
 inline f32x4 mul(f32x4 a, f32x4 b) { return wasm_f32x4_mul(a, b); }
 inline f32x4 max(f32x4 a, f32x4 b) { return wasm_f32x4_pmax(a, b); }
+inline f32x4 min(f32x4 a, f32x4 b) { return wasm_f32x4_pmin(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
@@ -92,6 +93,8 @@ inline f32x4 load_half4(const uint16_t* p) {
   const v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
   return wasm_v128_or(wasm_f32x4_mul(mag, wasm_f32x4_splat(0x1p112f)), sign);
 }
+// Four bfloat16 at p -> floats: each one's bits become a float's top 16 bits.
+inline f32x4 load_bf16x4(const uint16_t* p) { return wasm_i32x4_shl(wasm_u32x4_load16x4(p), 16); }
 // Eight IEEE halves at p (finite; subnormals too) -> lanes 0..3 in lo, 4..7 in hi, as floats
 // 2^-112 times their value (load_half8, below, multiplies them back), widened in i16 lanes
 // (XNNPACK's f16-f32-vcvt wasmsimd-int16, without its Inf/NaN cases): each float's bits are
@@ -144,6 +147,7 @@ inline f32x4 add(f32x4 a, f32x4 b) { return _mm_add_ps(a, b); }
 inline f32x4 sub(f32x4 a, f32x4 b) { return _mm_sub_ps(a, b); }
 inline f32x4 mul(f32x4 a, f32x4 b) { return _mm_mul_ps(a, b); }
 inline f32x4 max(f32x4 a, f32x4 b) { return _mm_max_ps(b, a); }  // a < b ? b : a, as pmax
+inline f32x4 min(f32x4 a, f32x4 b) { return _mm_min_ps(b, a); }  // b < a ? b : a, as pmin
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
@@ -175,6 +179,10 @@ inline f32x4 load_half4(const uint16_t* p) {
   const __m128i sign = _mm_slli_epi32(_mm_and_si128(h, _mm_set1_epi32(0x8000)), 16);
   return _mm_or_ps(_mm_mul_ps(_mm_castsi128_ps(mag), _mm_set1_ps(0x1p112f)),
                    _mm_castsi128_ps(sign));
+}
+inline f32x4 load_bf16x4(const uint16_t* p) {
+  const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
 }
 inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -228,6 +236,7 @@ WA_LANEWISE(add, a.v[i] + b.v[i])
 WA_LANEWISE(sub, a.v[i] - b.v[i])
 WA_LANEWISE(mul, a.v[i] * b.v[i])
 WA_LANEWISE(max, a.v[i] < b.v[i] ? b.v[i] : a.v[i])
+WA_LANEWISE(min, b.v[i] < a.v[i] ? b.v[i] : a.v[i])
 #undef WA_LANEWISE
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
@@ -277,6 +286,10 @@ inline f32x4 load_half4(const uint16_t* p) {
 }
 inline void load_half8_small(const uint16_t* p, f32x4& lo, f32x4& hi) {
   lo = mul(load_half4(p), splat(0x1p-112f)), hi = mul(load_half4(p + 4), splat(0x1p-112f));
+}
+inline float bf16_to_float(uint16_t b);
+inline f32x4 load_bf16x4(const uint16_t* p) {
+  return {{bf16_to_float(p[0]), bf16_to_float(p[1]), bf16_to_float(p[2]), bf16_to_float(p[3])}};
 }
 
 struct i16x8 {
@@ -342,6 +355,23 @@ inline uint16_t float_to_half(float x) {
   float m;
   std::memcpy(&m, &u, 4);
   return sign | static_cast<uint16_t>(std::nearbyint(m * 0x1p24f));  // subnormal: units of 2^-24
+}
+
+// One bfloat16 (float32's sign, exponent and top 7 mantissa bits) -> float, exactly.
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t bits = uint32_t(b) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// bfloat16 bits of x (finite, x >= 0) rounded up: the least bfloat16 >= x (float32's range:
+// from the subnormal 2^-133 to 2^127·(2 - 2^-7); a finite x past that gives Infinity's bits).
+inline uint16_t float_to_bf16_up(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if (u & 0xffff) u += 0x10000;  // a mantissa bit below bfloat16's: the next one up
+  return static_cast<uint16_t>(u >> 16);
 }
 
 // c + a·b, as a separate multiply and add on every target.

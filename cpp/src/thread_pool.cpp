@@ -12,6 +12,10 @@
 // is forbidden (Emscripten turns it into a busy-wait and warns). It takes the mutex with
 // try_lock and waits for the workers by spinning on an atomic count; both waits are short.
 //
+// A call that feeds fewer threads than the pool has (few tasks, or little work: threading.h)
+// lets only that many workers join: the entry counts them and refuses the rest, and only that
+// many sleepers are notified; a worker refused goes back to spinning, then sleeping.
+//
 // A worker that finished spins on the generation for kSpin before it sleeps. A multi-head
 // attention makes about ten calls, a GEMM two; between two of them the worker waits for the
 // caller's last task (up to a task's length, ~0.5 ms) and the serial code in between, and
@@ -47,8 +51,11 @@ struct ThreadPool::State {
   // everything the caller set before bumping the generation is visible to them.
   std::atomic<uint64_t> generation{0};
   std::atomic<bool> stop{false};
-  // The current call's entry: its generation's low 32 bits, kClosed, the workers joined.
-  static constexpr uint64_t kClosed = uint64_t(1) << 31, kJoined = kClosed - 1;
+  // The current call's entry: its generation's low 32 bits (bits 32-63), kClosed (bit 31), the
+  // most workers it takes (bits 16-30) and the workers joined (bits 0-15).
+  static constexpr uint64_t kClosed = uint64_t(1) << 31, kJoined = 0xffff;
+  static constexpr int kLimitShift = 16;
+  static constexpr size_t kMaxWorkers = (kClosed - 1) >> kLimitShift;  // what bits 16-30 hold
   std::atomic<uint64_t> entry{0};
   std::atomic<uint64_t> left{0};  // workers joined that are done with the call
 
@@ -70,11 +77,13 @@ struct ThreadPool::State {
     }
   }
 
-  // Joins the call of generation gen if its entry is still open: false if it was closed (the
-  // caller is done with its tasks) or a later call's is open (gen is then not the newest).
+  // Joins the call of generation gen if its entry is still open and short of workers: false if
+  // it was closed (the caller is done with its tasks), has its workers, or a later call's is
+  // open (gen is then not the newest).
   bool join(uint64_t gen) {
     uint64_t e = entry.load(std::memory_order_acquire);
-    while ((e >> 32) == (gen & 0xffffffffu) && !(e & kClosed))
+    while ((e >> 32) == (gen & 0xffffffffu) && !(e & kClosed) &&
+           (e & kJoined) < ((e & (kClosed - 1)) >> kLimitShift))
       if (entry.compare_exchange_weak(e, e + 1, std::memory_order_acq_rel,
                                       std::memory_order_acquire))
         return true;
@@ -117,7 +126,8 @@ struct ThreadPool::State {
 };
 
 ThreadPool::ThreadPool(int threads) : state_(new State) {
-  const int workers = std::max(threads, 1) - 1;
+  const int workers = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(std::max(threads, 1) - 1), State::kMaxWorkers));
   state_->workers.reserve(workers);
   try {
     for (int i = 0; i < workers; ++i)
@@ -138,10 +148,15 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::threads() const { return static_cast<int>(state_->workers.size()) + 1; }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task) {
+void ThreadPool::parallel_for(size_t n, size_t max_threads,
+                              const std::function<void(size_t)>& task) {
   State& s = *state_;
-  const pool_trace::SectionScope traced(n);
-  if (s.workers.empty() || n <= 1) {
+  // workers to let join: one fewer than the threads the call feeds (the caller is one)
+  const size_t feeds = std::min(n, max_threads);
+  const size_t helpers = feeds <= 1 ? 0 : std::min(s.workers.size(), feeds - 1);
+  if (log_ && n) log_->push_back({n, std::min(max_threads, s.workers.size() + 1)});
+  const pool_trace::SectionScope traced(n, max_threads);
+  if (helpers == 0) {
     for (size_t i = 0; i < n; ++i) {
       const pool_trace::TaskScope traced_task(i);
       task(i);
@@ -155,10 +170,15 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
   s.left.store(0, std::memory_order_relaxed);
   s.error = nullptr;
   const uint64_t gen = s.generation.load(std::memory_order_relaxed) + 1;
-  s.entry.store((gen & 0xffffffffu) << 32, std::memory_order_relaxed);  // open, none joined
+  // open, none joined, helpers at most
+  s.entry.store((gen & 0xffffffffu) << 32 | uint64_t(helpers) << State::kLimitShift,
+                std::memory_order_relaxed);
   s.generation.store(gen, std::memory_order_release);
   s.mutex.unlock();
-  s.wake.notify_all();
+  if (helpers == s.workers.size())
+    s.wake.notify_all();
+  else
+    for (size_t i = 0; i < helpers; ++i) s.wake.notify_one();
   s.run_tasks();
   // no task left to take: close the entry, then wait for the workers that joined
   const uint64_t joined =
@@ -170,9 +190,10 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t)>& task)
   if (error) std::rethrow_exception(error);
 }
 
-void parallel_for(ThreadPool* pool, size_t n, const std::function<void(size_t)>& task) {
+void parallel_for(ThreadPool* pool, size_t n, size_t max_threads,
+                  const std::function<void(size_t)>& task) {
   if (pool) {
-    pool->parallel_for(n, task);
+    pool->parallel_for(n, max_threads, task);
   } else {
     for (size_t i = 0; i < n; ++i) task(i);
   }

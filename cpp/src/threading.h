@@ -1,7 +1,9 @@
 // When threads pay: the one rule every entry point uses to decide between its pool and the
-// caller alone. Results never depend on it (every split is thread-count independent); only
-// speed does.
+// caller alone, and how many of the pool's threads a call wakes. Results never depend on it
+// (every split is thread-count independent); only speed does.
 #pragma once
+
+#include <algorithm>
 
 #include "tuning.h"  // kSerialFlops
 #include "wa/thread_pool.h"
@@ -11,6 +13,16 @@ namespace wa {
 // pool, or null (serial on the caller) for work of fewer than kSerialFlops multiply-adds.
 inline ThreadPool* pool_for(ThreadPool* pool, double multiply_adds) {
   return multiply_adds < kSerialFlops ? nullptr : pool;
+}
+
+// Threads that work of multiply_adds keeps busy, the caller included: 1 without a pool or
+// below kSerialFlops, then one per kSerialFlops / 2 (each thread woken gets at least half a 64³
+// product: less costs more to wake and join than it saves), at most the pool's. Pass it to
+// parallel_for, and size the tasks for it.
+inline size_t threads_for(ThreadPool* pool, double multiply_adds) {
+  if (!pool || multiply_adds < kSerialFlops) return 1;
+  const double feeds = std::min(multiply_adds / (kSerialFlops / 2), 1e6);
+  return std::max<size_t>(1, std::min(static_cast<size_t>(pool->threads()), size_t(feeds)));
 }
 
 }  // namespace wa

@@ -22,15 +22,21 @@ constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 // 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
 // (scripts/forensics/gemm_probe.mjs, the two side by side).
 constexpr size_t kKC = 512;
-constexpr size_t kMC = 64;   // rows of c per task: its packed a block is 128 KB, in L2
-constexpr size_t kNC = 256;  // columns of c per task
-// Tasks a product is split into, at least, where it has the rows for it: enough for a few
-// threads to share and end together.
-constexpr size_t kGemmMinTasks = 8;
-constexpr size_t kPackPanelsPerTask = 8;  // b panels packed per task of pack_b
+// Rows of c per task on one thread (more threads: fewer, gemm_split): a packed a block of 64
+// rows is 128 KB, in L2.
+constexpr size_t kMC = 64;
+// Tasks per thread a product (and its packing, and the backward's kv heads) is split into on
+// more than one thread: the threads take tasks from one counter, so with 4 each they end within
+// a quarter task of each other, while a GEMM tile stays large (1024³ on 16 threads: 64 tiles of
+// 64 rows x 256 columns).
+constexpr size_t kTasksPerThread = 4;
+// Steps of one kNR-column panel per unit of packing (pack_b_unit): 4 KB, so that a thin operand
+// (v of d_v = 64: 8 panels) still packs on every thread.
+constexpr size_t kPackSteps = 128;
 
 // Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
-// save (threading.h).
+// save, and each thread a call wakes needs as much work again to pay for its waking
+// (threading.h).
 constexpr double kSerialFlops = 64.0 * 64.0 * 64.0;
 
 // ---- attention (attention_blocks.h, attention_heads.cpp) ----
@@ -58,10 +64,10 @@ static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks"
 
 // ---- compressed kv caches (kv_i8.cpp) ----
 
-// Values of a key or value row per int8 block, each block with its own fp16 scale (llama.cpp's
-// q8_0 block). A scale per 32 rather than per row (d 128): keys carry outlier channels, and an
-// outlier coarsens only its own block's step; the fp16 scales cost 2 bytes per 32, 0.266× of
-// float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
+// Values of a key or value row per int8 block, each block with its own bfloat16 scale (llama.cpp's
+// q8_0 block, with float32's exponent range in the scale). A scale per 32 rather than per row
+// (d 128): keys carry outlier channels, and an outlier coarsens only its own block's step; the
+// scales cost 2 bytes per 32, 0.266× of float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
 constexpr size_t kKvQuantBlock = 32;
 // Query rows the int8 kernels (kv_i8.cpp) hold in registers at once: 4 rows × 2 i32x4 of
 // sums, plus the two int16 halves of a panel row and a row's operand, fit x86's 16 vector

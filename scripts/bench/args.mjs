@@ -32,7 +32,7 @@ const MAX_THREADS = 64; // createAttention's limit
 export const BROWSER_SECTIONS = ['matmul', 'attention', 'mha', 'backward'];
 
 // The browsers a run can use (--browser=NAME; --browser alone is chromium), as
-// tests/js/browser.mjs launches them.
+// scripts/lib/browser.mjs launches them.
 export const BROWSERS = ['chromium', 'firefox', 'webkit'];
 
 const USAGE = `usage: node scripts/bench.mjs [--quick] [--browser[=chromium|firefox|webkit]] [--only ${Object.keys(SECTIONS).join(',')}] [--cases id,...]

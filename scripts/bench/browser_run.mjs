@@ -4,12 +4,12 @@
 // scripts/serve.mjs lists), opens web/bench.html with ?run=..., which runs everything in the
 // page (web/bench/run.js), the engine's own peak probe included, and takes its results back:
 // the report is the Node run's, headed with the engine, with the CPU model (which a page
-// cannot see) added from here. The browsers are Debian's, launched by tests/js/browser.mjs
+// cannot see) added from here. The browsers are Debian's, launched by scripts/lib/browser.mjs
 // (Chromium through playwright-core, Firefox ESR through puppeteer-core, WebKitGTK's
 // MiniBrowser through WebKitWebDriver); never a download.
 import { execFileSync } from 'node:child_process';
 
-import { launchBrowser } from '../../tests/js/browser.mjs';
+import { launchBrowser } from '../lib/browser.mjs';
 import { startServer } from '../serve.mjs';
 import { ensureBrowserBundles } from './browser_bundles.mjs';
 import { machineInfo } from './machine.mjs';

@@ -4,7 +4,7 @@
 // float64 reference (compare.mjs). Rows that would take more than ~2 s per run are skipped (and
 // say so): the time is estimated from the GFLOP/s of a small GEMM measured at start.
 // columns(t, c0, width): the tensor helper the test suites share
-import { columns } from '../../tests/js/tensors.mjs';
+import { columns } from '../lib/tensors.mjs';
 import { tensor } from '../../web/lib/index.js';
 import { forwardFlops } from './flops.mjs';
 import { NotAvailable } from './not_available.mjs';

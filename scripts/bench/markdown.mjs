@@ -1,4 +1,4 @@
-// One run's results as markdown, for the README:
+// One run's results as markdown, for web/docs/performance.md:
 //   node scripts/bench/markdown.mjs [build/bench/results.json]
 //   node scripts/bench/markdown.mjs build/bench/results-browser.json   (a --browser run)
 // A table of median ms per case (each peer's ratio to ours at the same thread count), the

@@ -42,13 +42,14 @@ export function takeTrace() {
   return modules[modules.length - 1].poolTraceTake();
 }
 
-// One traced call -> { ms, sections: [{ wallMs, durations, wakeMs, joinMs }] }: wakeMs (the
+// One traced call -> { ms, sections: [{ wallMs, durations, maxThreads, wakeMs, joinMs }] }:
+// maxThreads (the most threads parallel_for let the section use; null: no limit), wakeMs (the
 // first task a worker ran started that long after the section began; null if no worker ran
 // one) and joinMs (the section ended that long after its last task) in ms.
 function summarize(ms, sections) {
   return {
     ms,
-    sections: sections.map(({ begin, end, caller, tasks }) => {
+    sections: sections.map(({ begin, end, caller, maxThreads, tasks }) => {
       const durations = [];
       let wake = Infinity,
         last = begin;
@@ -61,6 +62,7 @@ function summarize(ms, sections) {
       return {
         wallMs: (end - begin) / 1000,
         durations,
+        maxThreads: Number.isFinite(maxThreads) ? maxThreads : null,
         wakeMs: Number.isFinite(wake) ? wake / 1000 : null,
         joinMs: (end - last) / 1000,
       };

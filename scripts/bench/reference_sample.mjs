@@ -1,4 +1,4 @@
-// The cross-check's reference: the tests' float64 attention reference (tests/js/reference.mjs)
+// The cross-check's reference: the tests' float64 attention reference (scripts/lib/reference.mjs)
 // on a case's seeded inputs, sampled as every row's outputs are (inputs.mjs). Node only (the
 // bench page does not serve the tests' modules). A case whose reference would take more than a
 // few seconds has none: the cross-check then holds the rows to ours on 1 thread (compare.mjs).
@@ -9,7 +9,7 @@ import {
   mhaBackwardRef,
   mhaRef,
   onnxAttentionRef,
-} from '../../tests/js/reference.mjs';
+} from '../lib/reference.mjs';
 import { forwardFlops } from './flops.mjs';
 import { makeInputs, sample } from './inputs.mjs';
 

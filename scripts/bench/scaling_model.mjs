@@ -5,8 +5,9 @@
 // (pool_trace.mjs: the bench-only modules, cpp/src/pool_trace.h). The pool runs a section as
 //   for (i = 0; i < n; ++i) task(i)
 // with every thread taking the next index from one atomic counter: list scheduling in index
-// order. The caller starts at once, the workers after the pool's wake-up time, and the caller
-// returns the join time after the last task ends; both measured on a 2-thread trace.
+// order, on at most the section's max_threads threads (parallel_for wakes no more). The caller
+// starts at once, the workers after the pool's wake-up time, and the caller returns the join
+// time after the last task ends; both measured on a 2-thread trace.
 //
 // Left out, and so never predicted: tasks slowing down as more cores share the memory
 // bandwidth and the last-level cache, clock speeds (turbo) falling as more cores run, two
@@ -40,13 +41,15 @@ export function listSchedule(durations, threads, { workerStart = 0 } = {}) {
   return end;
 }
 
-// One section's time on T threads: on one thread (or with one task, which the pool runs on
-// the caller alone) the sum of its tasks; else the list schedule plus the pool's wake-up and
-// join. overheadMs: what the section costs beyond its tasks at any count (the loop, the trace).
+// One section's time on T threads: on one thread (or with one task, or a max_threads of 1,
+// which the pool runs on the caller alone) the sum of its tasks; else the list schedule on
+// min(T, maxThreads) threads plus the pool's wake-up and join. overheadMs: what the section
+// costs beyond its tasks at any count (the loop, the trace); maxThreads: null for no limit.
 export function sectionMs(section, threads, pool) {
-  const { durations, overheadMs = 0 } = section;
-  if (threads === 1 || durations.length <= 1) return overheadMs + durations.reduce((a, b) => a + b, 0);
-  return overheadMs + listSchedule(durations, threads, { workerStart: pool.wakeMs }) + pool.joinMs;
+  const { durations, overheadMs = 0, maxThreads = null } = section;
+  const t = Math.min(threads, maxThreads ?? Infinity);
+  if (t <= 1 || durations.length <= 1) return overheadMs + durations.reduce((a, b) => a + b, 0);
+  return overheadMs + listSchedule(durations, t, { workerStart: pool.wakeMs }) + pool.joinMs;
 }
 
 // profile { serialMs, sections: [{ durations, overheadMs }] }, threads, pool { wakeMs, joinMs }
@@ -78,7 +81,7 @@ export function profileOf(calls) {
     const overheadMs = least(
       same.map((c) => c.sections[j].wallMs - c.sections[j].durations.reduce((a, b) => a + b, 0)),
     );
-    return { durations, overheadMs: Math.max(0, overheadMs) };
+    return { durations, overheadMs: Math.max(0, overheadMs), maxThreads: same[0].sections[j].maxThreads ?? null };
   });
   return { serialMs: Math.max(0, serialMs), sections, shape: shapeOf(sections) };
 }
@@ -101,19 +104,28 @@ export function poolCostsOf(calls) {
 }
 
 // The profile for T threads: the 1-thread profile where the T-thread trace split the work the
-// same way (same sections, same task counts); where it split it differently (the split
-// depends on the thread count), the T-thread trace's shape with its tasks' durations scaled
-// so that each section (or, if the sections differ too, the whole call) holds the 1-thread
-// trace's work. profileT: profileOf() of the T-thread calls, or null when there are none.
+// same way (same sections, same task counts), with the T-thread trace's max_threads (a call
+// may cap its threads by the pool's size); where it split it differently (the split depends
+// on the thread count), the T-thread trace's shape with its tasks' durations scaled so that
+// each section (or, if the sections differ too, the whole call) holds the 1-thread trace's
+// work. profileT: profileOf() of the T-thread calls, or null when there are none.
 // -> { profile, from: '1-thread trace' | 'T-thread trace, rescaled' }
 export function profileFor(profile1, profileT) {
-  if (!profileT || profileT.shape === profile1.shape) return { profile: profile1, from: '1-thread trace' };
+  if (!profileT) return { profile: profile1, from: '1-thread trace' };
+  if (profileT.shape === profile1.shape) {
+    const sections = profile1.sections.map((s, j) => ({ ...s, maxThreads: profileT.sections[j].maxThreads ?? null }));
+    return { profile: { ...profile1, sections }, from: '1-thread trace' };
+  }
   const work = (s) => s.durations.reduce((a, b) => a + b, 0);
   const total = (p) => p.sections.reduce((a, s) => a + work(s), 0);
   const sameSections = profileT.sections.length === profile1.sections.length;
   const sections = profileT.sections.map((s, j) => {
     const scale = sameSections ? work(profile1.sections[j]) / (work(s) || 1) : total(profile1) / (total(profileT) || 1);
-    return { durations: s.durations.map((d) => d * scale), overheadMs: profile1.sections[j]?.overheadMs ?? 0 };
+    return {
+      durations: s.durations.map((d) => d * scale),
+      overheadMs: profile1.sections[j]?.overheadMs ?? 0,
+      maxThreads: s.maxThreads ?? null,
+    };
   });
   return { profile: { ...profile1, sections, shape: profileT.shape }, from: 'T-thread trace, rescaled' };
 }

@@ -101,7 +101,7 @@ export function renderReport(results) {
       'ms: median wall time per call, JS arrays in and out.  GFLOP/s: nominal FLOPs (flops.mjs: causal counts as full, backward as 2× forward) ÷ time.',
     );
     out.push(
-      `%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours (SIMD128) at the same thread count (> 1: ours is faster; for our relaxed-SIMD row, < 1: relaxed SIMD is faster).  check: output sample vs the float64 reference (tests/js/reference.mjs) where the case has one, else vs ours on 1 thread (ref), relative difference <= ${TOLERANCE}.`,
+      `%peak: of the SIMD peak for the row's threads (over 100% is possible for causal rows, whose nominal FLOPs include the masked half).  ours ×: this row's time ÷ ours (SIMD128) at the same thread count (> 1: ours is faster; for our relaxed-SIMD row, < 1: relaxed SIMD is faster).  check: output sample vs the float64 reference (scripts/lib/reference.mjs) where the case has one, else vs ours on 1 thread (ref), relative difference <= ${TOLERANCE}.`,
     );
     out.push('');
     const seen = [];

@@ -7,6 +7,8 @@
 //        [--rounds N] [--kernels NAME,NAME...] [--baseline DIR] [--json]
 //   bun scripts/forensics/gemm_kernels.mjs ...
 //
+// The module: the package's single-thread one plus gemmKernelGflops, built for the bench only
+// (build/wasm/bench/wasm_attention_forensics[_relaxed]_st: gemm_kernel_gflops.cpp).
 // For each kernel: its GFLOP/s on the choice's cache-resident panels (gemmKernelGflops), and
 // matmul 512³ on 1 thread (the single-thread module), the best of `rounds` rounds, each
 // running every kernel once in turn (so a neighbour slows them alike), in wall time and, where
@@ -148,6 +150,12 @@ export async function measureGemmKernels({
   };
 }
 
+// The bench-only module of an ISA ('simd128' or 'relaxed-simd'): benchModule's name and export.
+export const forensicsModule = (isa) =>
+  isa === 'relaxed-simd'
+    ? ['wasm_attention_forensics_relaxed_st', 'createWasmAttentionForensicsRelaxed']
+    : ['wasm_attention_forensics_st', 'createWasmAttentionForensics'];
+
 // The report as text lines.
 export function formatGemmKernels(engine, result) {
   const lines = [
@@ -182,14 +190,12 @@ if (isMain) {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : fallback;
   };
+  const { benchModule } = await import('./bench_modules.mjs');
   const isa = arg('--isa', 'simd128');
   const base = isa === 'relaxed-simd' ? 'wasm_attention_relaxed_st' : 'wasm_attention_st';
-  const dir = new URL('../../web/lib/wasm/', import.meta.url);
+  const { factory, wasmBinary } = await benchModule(...forensicsModule(isa));
   const { createRequire } = await import('node:module');
   const { fileURLToPath } = await import('node:url');
-  const { default: wrapped } = await import(new URL(`${base}.mjs`, dir).href);
-  const factory = wrapped(createRequire(import.meta.url), fileURLToPath(dir));
-  const wasmBinary = await readFile(new URL(`${base}.wasm`, dir));
   const peakBytes = await probeModule();
   const fmaBytes = await probeModule({ fma: true });
   const engine =

@@ -4,9 +4,10 @@
 //   node scripts/forensics/gemm_kernels_browser.mjs --browser chromium|firefox|webkit
 //        [--isa relaxed-simd] [--rounds N] [--kernels NAME,NAME...] [--baseline DIR] [--json]
 //
-// Serves the repository's web/lib/wasm/, scripts/forensics/ and scripts/bench/ (whose peak probe
-// gemm_kernels.mjs imports; the probe modules themselves are assembled here) from a local server,
-// opens a page that runs measureGemmKernels on the single-thread module and prints its report.
+// Serves the repository's build/wasm/bench/ (the bench-only module with gemmKernelGflops),
+// scripts/forensics/ and scripts/bench/ (whose peak probe gemm_kernels.mjs imports; the probe
+// modules themselves are assembled here) from a local server, opens a page that runs
+// measureGemmKernels on the single-thread module and prints its report.
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -25,18 +26,18 @@ const baselineDir = arg('--baseline', null); // another checkout's web/lib/wasm/
 const root = new URL('../../', import.meta.url);
 
 const page = `<!doctype html><meta charset="utf-8"><title>gemm kernels</title><script type="module">
-import { measureGemmKernels } from '/scripts/forensics/gemm_kernels.mjs';
+import { forensicsModule, measureGemmKernels } from '/scripts/forensics/gemm_kernels.mjs';
+import { benchModule } from '/scripts/forensics/bench_modules.mjs';
 const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 try {
   const base = ${JSON.stringify(isa === 'relaxed-simd' ? 'wasm_attention_relaxed_st' : 'wasm_attention_st')};
-  const { default: wrapped } = await import('/web/lib/wasm/' + base + '.mjs');
-  const factory = wrapped(undefined, undefined);
+  const { factory, wasmBinary } = await benchModule(...forensicsModule(${JSON.stringify(isa)}));
   const fmaBytes = await bytes('/peak-fma.wasm');
   const baseline = ${baselineDir ? 'true' : 'false'} ? {
     factory: (await import('/baseline/' + base + '.mjs')).default(undefined, undefined),
     wasmBinary: await bytes('/baseline/' + base + '.wasm') } : null;
   window.kernelsResult = await measureGemmKernels({
-    factory, wasmBinary: await bytes('/web/lib/wasm/' + base + '.wasm'),
+    factory, wasmBinary,
     peakBytes: await bytes('/peak.wasm'), fmaBytes: WebAssembly.validate(fmaBytes) ? fmaBytes : null,
     rounds: ${rounds}, baseline, shape: ${JSON.stringify(arg('--shape', null)?.split(',').map(Number) ?? null)}, only: ${JSON.stringify(arg('--kernels', null)?.split(',') ?? null)}, log: (text) => console.log(text) });
   window.kernelsResult.userAgent = navigator.userAgent;
@@ -63,7 +64,8 @@ const server = createServer(async (req, res) => {
     if (baselineDir && /^\/baseline\/[\w.-]+$/.test(path)) {
       return send(await readFile(`${baselineDir}/${path.slice(10)}`), types[path.slice(path.lastIndexOf('.'))]);
     }
-    if (!/^\/(web\/lib\/wasm|scripts\/bench|scripts\/forensics)\/[\w.-]+$/.test(path)) throw new Error('not served');
+    if (!/^\/(build\/wasm\/bench|scripts\/bench|scripts\/forensics)\/[\w.-]+$/.test(path))
+      throw new Error('not served');
     send(await readFile(new URL(path.slice(1), root)), types[path.slice(path.lastIndexOf('.'))] ?? 'text/plain');
   } catch {
     res.writeHead(404).end();

@@ -1,5 +1,5 @@
 // Runs a forensics measurement in a browser engine's page: Chromium (V8), Firefox
-// (SpiderMonkey) or WebKitGTK's MiniBrowser (JavaScriptCore), through tests/js/browser.mjs, or in
+// (SpiderMonkey) or WebKitGTK's MiniBrowser (JavaScriptCore), through scripts/lib/browser.mjs, or in
 // this process, and prints it.
 //   inPage(engine, moduleUrl, exportName, arg) -> { engine, result }
 //     serves the repository (cross-origin isolated, so SharedArrayBuffer and threads are there),
@@ -15,7 +15,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { startServer } from '../serve.mjs';
-import { launchBrowser, openPage } from '../../tests/js/browser.mjs';
+import { launchBrowser, openPage } from '../lib/browser.mjs';
 
 const repo = new URL('../../', import.meta.url);
 

@@ -12,7 +12,7 @@
 //   3. summarizes each hot loop (the backward jump around the most multiply-adds): instructions
 //      per k step, vector loads, broadcasts, mul/add/FMA, xmm spills and reloads (stack-relative
 //      moves), scalar overhead, and prints the 4x8 loop itself.
-// --out FILE also writes the report there (web/bench/kernel-code.txt keeps this machine's).
+// --out FILE also writes the report there.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';

@@ -13,9 +13,10 @@
 // Four instances for matmul and mha: 1 and 2 threads, each with the kernel the engine gets
 // (gemm_select.cpp) and with the 4x8 kernel pinned (useGemmKernel); two for the single-head
 // cases (their tasks are row blocks, not a GEMM's, so the pin tells nothing there). A GEMM's
-// tasks are kMC / MR · MR rows of c (tuning.h): 64 rows with 4x8 tiles, 8 even tasks at 512 rows; 60 rows with 6x8 tiles, 8 tasks
-// and a ninth of 32 rows, so 2 threads can split the work at best 4.53 : 4. Pinning 4x8 tells
-// the split's share from the engine's (the pool's wake-ups and waits). Every round runs each
+// tasks on 2 threads are 8 row blocks of whole tiles over every column (gemm_split, gemm.cpp):
+// 64 rows each with 4x8 tiles at 512 rows, 60 or 66 rows with 6x8 tiles (10 or 11 tiles), so
+// 2 threads split the work 1 : 1 with 4x8, within a tile with 6x8. Pinning 4x8 tells the
+// split's share from the engine's (the pool's wake-ups and waits). Every round runs each
 // instance `calls` times in turn; per call: the whole call, and the wasm call alone
 // (Runtime.call), medians and bests of the rounds. A round's first call on an instance is
 // reported apart: its workers have slept meanwhile (thread_pool.cpp's kSpin is 2 ms), so it

@@ -1,6 +1,8 @@
-// GEMM fast path against the double reference, over odd shapes, strides and k slices.
+// GEMM fast path against the double reference, over odd shapes, strides and k slices; and its
+// split into tasks, which gives every thread of up to 16 work.
 #include <cfloat>
 
+#include "gemm_packed.h"
 #include "testing.h"
 #include "wa/gemm.h"
 #include "wa/reference.h"
@@ -79,14 +81,15 @@ TEST_CASE("gemm handles k past one packed slice, wide c and strided rows, with t
   for (Transpose ta : {Transpose::no, Transpose::yes})
     for (Transpose tb : {Transpose::no, Transpose::yes})
       for (size_t k : {kKC - 1, kKC, kKC + 1, 2 * kKC + 76}) {
-        // past one kMC-row block and one kNC-column block; past two row blocks, one panel wide
-        check_case({ta, tb, kMC + 1, kNC + 44, k, 3}, &test::test_pool(), seed++);
+        // past one kMC-row block, columns in groups on 3 threads; past two row blocks, one
+        // panel wide
+        check_case({ta, tb, kMC + 1, 300, k, 3}, &test::test_pool(), seed++);
         check_case({ta, tb, 2 * kMC + 1, 2 * kernels::kNR + 1, k, 0, true}, &test::test_pool(),
                    seed++);
       }
-  // rows enough for tasks over whole rows of blocks (kGemmMinTasks row blocks and more), with
-  // row, column and k tails
-  static_assert(523 > kGemmMinTasks * kMC && 530 > 2 * kNC);
+  // rows enough for tasks over whole rows of blocks (8 row blocks and more), with row, column
+  // and k tails
+  static_assert(523 > 8 * kMC);
   for (Transpose ta : {Transpose::no, Transpose::yes})
     for (Transpose tb : {Transpose::no, Transpose::yes})
       check_case({ta, tb, 523, 530, 41, 1, ta == tb}, &test::test_pool(), seed++);
@@ -119,6 +122,38 @@ TEST_CASE("gemm gives exact small integer products") {
   std::vector<float> h(4);
   gemm_nt(2, 2, 3, a.data(), 3, a.data(), 3, h.data(), 2);
   CHECK(h == std::vector<float>{14, 32, 32, 77});
+}
+
+// The products of the scaling cases (matmul 1024³, the projections of multi-head attention
+// n 512 / d_model 512 and n 1024 / d_model 1024) and odd ones: on T threads, at least
+// kTasksPerThread tasks per thread unless each is a single tile, every row and column in
+// exactly one task (blocks of whole tiles and panels), and one thread keeps kMC-row blocks over
+// every column (its a rows packed once per k slice).
+TEST_CASE("gemm_split feeds every thread: 2-D tiles, kTasksPerThread per thread") {
+  using kernels::kNR;
+  struct Product {
+    size_t m, n, tile_mr;
+  };
+  for (const Product& p :
+       {Product{1024, 1024, 6}, Product{512, 512, 6}, Product{512, 512, 4}, Product{2048, 64, 6},
+        Product{97, 1029, 5}, Product{1, 4096, 3}, Product{7, 9, 6}}) {
+    const size_t tiles = (p.m + p.tile_mr - 1) / p.tile_mr, panels = (p.n + kNR - 1) / kNR;
+    const GemmSplit one = gemm_split(p.m, p.n, p.tile_mr, 1);
+    CHECK(one.col_parts == 1);
+    CHECK(one.row_parts == std::min(tiles, (p.m + kMC - 1) / kMC));
+    for (size_t threads : {2, 3, 4, 8, 16}) {
+      const GemmSplit s = gemm_split(p.m, p.n, p.tile_mr, threads);
+      INFO("m " << p.m << " n " << p.n << " tile_mr " << p.tile_mr << " on " << threads
+                << " threads: " << s.row_parts << " x " << s.col_parts << " tasks");
+      CHECK(s.row_parts <= tiles);
+      CHECK(s.col_parts <= panels);
+      CHECK((s.tasks() >= kTasksPerThread * threads || s.tasks() == tiles * panels));
+    }
+  }
+  // 1024³ on 16 threads: 64 equal tiles of 64 rows x 256 columns, 4 per thread
+  const GemmSplit big = gemm_split(1024, 1024, 4, 16);
+  CHECK(big.row_parts == 16);
+  CHECK(big.col_parts == 4);
 }
 
 }  // namespace

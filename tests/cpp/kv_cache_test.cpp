@@ -1,6 +1,8 @@
 // The key/value cache: decoding one token at a time over it gives, row for row, what causal
 // attention over the whole sequence gives; appends write only new rows; limits hold.
 #include <cmath>
+#include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -89,7 +91,8 @@ TEST_CASE(
         if (n < n_q) continue;
         // GQA: 4 query heads per kv head; d_k past an int8 block
         const HeadsShape s{2, 8, 2, n_q, n, kKvQuantBlock + 3, 9};
-        INFO("type " << kv_kernels(type).name << ", n_q " << n_q << ", cache length " << n);
+        INFO("type " << std::string(kv_kernels(type).name) << ", n_q " << n_q << ", cache length "
+                     << n);
         const std::vector<float> q =
             test::random_floats(s.batch * s.q_heads * n_q * s.d_k, 11, -2, 2);
         const std::vector<float> k =
@@ -140,6 +143,110 @@ TEST_CASE(
             CHECK(test::bitwise_equal(tensors, serial));  // the same runs, packed per task
         }
       }
+}
+
+// ||got − want|| / ||want||
+double relative_rms(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  double num = 0, den = 0;
+  for (size_t e = 0; e < got.size(); ++e)
+    num += (got[e] - want[e]) * (got[e] - want[e]), den += want[e] * want[e];
+  return std::sqrt(num / den);
+}
+
+// The largest |held − x| over x's int8 blocks (n rows of d) in units of the block's max|x| / 252:
+// at most 1 where each element is within half its step (s < max|x|·(1 + 2^-7) / 127).
+double worst_in_block_steps(const std::vector<float>& held, const std::vector<float>& x, size_t d) {
+  double w = 0;
+  for (size_t r = 0; r < x.size() / d; ++r)
+    for (size_t t0 = 0; t0 < d; t0 += kKvQuantBlock) {
+      const size_t t1 = std::min(d, t0 + kKvQuantBlock);
+      double amax = 0;
+      for (size_t t = t0; t < t1; ++t) amax = std::max(amax, std::fabs(double(x[r * d + t])));
+      for (size_t t = t0; t < t1; ++t) {
+        const double e = std::fabs(double(held[r * d + t]) - x[r * d + t]);
+        w = std::max(w, e == 0 ? 0.0 : e != e ? INFINITY : e / (amax / 252));
+      }
+    }
+  return w;
+}
+
+TEST_CASE(
+    "an int8 cache's attention is within 0.5 % relative RMS of float64 over the rows it holds, "
+    "for outlier tokens, log-normal spreads and tiny or huge magnitudes") {
+  // u (d) random; query row i = u + noise/10, so that a key ±8·u scores about ±8·|u|²/√d (±15
+  // at d 32: a weight of ~e^-15 or ~1 against keys in [-1, 1])
+  struct Case {
+    const char* name;
+    double outlier;     // token 0's values times this (0: none)
+    double key_sign;    // token 0's key: key_sign·8·u (0: random like the others)
+    double log_normal;  // values of each token and block times exp(σ·N(0,1)), σ this
+    double q_times, k_times, v_times;
+  };
+  const Case cases[] = {
+      {"outlier ×1e3 weighted ~0", 1e3, -1, 0, 1, 1, 1},
+      {"outlier ×1e4 weighted ~0", 1e4, -1, 0, 1, 1, 1},
+      {"outlier ×1e5 weighted ~0", 1e5, -1, 0, 1, 1, 1},
+      {"outlier ×1e3 weighted ~1", 1e3, 1, 0, 1, 1, 1},
+      {"outlier ×1e5 weighted ~1", 1e5, 1, 0, 1, 1, 1},
+      {"log-normal values, σ 3", 0, 0, 3, 1, 1, 1},
+      {"log-normal values, σ 3, outlier ×1e5 weighted ~0", 1e5, -1, 3, 1, 1, 1},
+      {"values ×1e-6", 0, 0, 0, 1, 1, 1e-6},
+      {"values ×1e-34", 0, 0, 0, 1, 1, 1e-34},
+      {"keys ×1e-6, queries ×1e6", 0, 0, 0, 1e6, 1e-6, 1},
+      {"keys ×1e36, queries ×1e-36", 0, 0, 0, 1e-36, 1e36, 1},
+      {"keys ×1e-30, queries ×1e30, values ×1e30", 0, 0, 0, 1e30, 1e-30, 1e30},
+  };
+  for (const Case& c : cases)
+    for (size_t d : {size_t{32}, size_t{37}})
+      for (size_t n : {size_t{256}, size_t{301}})
+        for (size_t n_q : {size_t{1}, kKvQuantRows, kKvQuantRows + 1}) {
+          INFO(std::string(c.name) << ": d " << d << ", keys " << n << ", query rows " << n_q);
+          const HeadsShape s{1, 1, 1, n_q, n, d, d};
+          const std::vector<float> u = test::random_floats(d, 31),
+                                   noise = test::random_floats(n_q * d, 32, -0.1f, 0.1f);
+          std::vector<float> q(n_q * d), k = test::random_floats(n * d, 33),
+                                         v = test::random_floats(n * d, 34);
+          const std::vector<float> z = test::random_floats(4 * n * d, 35, 1e-7f, 1.0f);
+          for (size_t i = 0; i < n_q; ++i)
+            for (size_t t = 0; t < d; ++t) q[i * d + t] = u[t] + noise[i * d + t];
+          if (c.key_sign != 0)
+            for (size_t t = 0; t < d; ++t) k[t] = float(c.key_sign * 8 * u[t]);
+          if (c.log_normal > 0)
+            for (size_t j = 0; j < n; ++j)
+              for (size_t t0 = 0; t0 < d; t0 += kKvQuantBlock) {
+                // a normal z from two uniforms (Box-Muller)
+                const size_t e = j * d + t0;
+                const double g = std::sqrt(-2 * std::log(double(z[2 * e]))) *
+                                 std::cos(6.283185307179586 * z[2 * e + 1]);
+                for (size_t t = t0; t < std::min(d, t0 + kKvQuantBlock); ++t)
+                  v[j * d + t] = float(v[j * d + t] * std::exp(c.log_normal * g));
+              }
+          if (c.outlier != 0)
+            for (size_t t = 0; t < d; ++t) v[t] = float(v[t] * c.outlier);
+          for (float& x : q) x = float(x * c.q_times);
+          for (float& x : k) x = float(x * c.k_times);
+          for (float& x : v) x = float(x * c.v_times);
+          KvCache cache(1, 1, d, d, n, KvType::i8);
+          cache.append(n, heads_4d(k.data(), 1, n, d), heads_4d(v.data(), 1, n, d));
+          std::vector<float> k_held(k.size()), v_held(v.size());
+          cache.copy_rows(heads_4d(k_held.data(), 1, n, d), heads_4d(v_held.data(), 1, n, d));
+          // every element within half its block's step of what was appended
+          CHECK(worst_in_block_steps(k_held, k, d) <= 1);
+          CHECK(worst_in_block_steps(v_held, v, d) <= 1);
+          const float scale = 1 / std::sqrt(float(d));
+          const std::vector<double> want = reference_heads(s, q, k_held, v_held, scale, false);
+          std::vector<float> out(want.size(), NAN), threaded(want.size(), NAN);
+          attention_heads_forward(s, heads_4d(q.data(), 1, n_q, d), cache,
+                                  heads_4d(out.data(), 1, n_q, d), scale, HeadsMask{});
+          attention_heads_forward(s, heads_4d(q.data(), 1, n_q, d), cache,
+                                  heads_4d(threaded.data(), 1, n_q, d), scale, HeadsMask{}, nullptr,
+                                  &test::test_pool());
+          const double e = relative_rms(out, want);
+          INFO("relative RMS " << e);
+          CHECK(e <= 0.005);
+          CHECK(test::bitwise_equal(threaded, out));
+        }
 }
 
 TEST_CASE("a long prefill packs k and v a run at a time: the reference, 1 and N threads bitwise") {
@@ -198,22 +305,43 @@ TEST_CASE("a cache refuses a key or value that is not finite and keeps what it h
   CHECK(v_back == v);
 }
 
-TEST_CASE("an int8 cache refuses a magnitude its fp16 scales cannot hold and keeps what it had") {
+TEST_CASE(
+    "an int8 cache holds every finite magnitude within half its block's step; refuses Infinity") {
   KvCache cache(1, 1, 3, 2, 4, KvType::i8);
-  const std::vector<float> k = {1, -2, 3}, v = {0.5f, 4};
-  cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
-  const std::vector<float> big = {1, 9e6f, 0};
-  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(big.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2)),
-                       doctest::Contains("the new key 0 of sequence 0, kv head 0 holds 9000000"),
+  const std::vector<float> v = {0.5f, 4, 0.5f, 4, 0.5f, 4};
+  // float32's largest (its block's scale clipped to the largest whose 127 steps are finite), a
+  // block whose scale (8e-33) float16 could not hold, and one near float32's smallest normal
+  const std::vector<float> k = {3.4028235e38f, -1, 0, 1e-30f, -3e-31f, 0, 2e-36f, 1e-37f, -5e-37f};
+  cache.append(3, heads_4d(k.data(), 1, 3, 3), heads_4d(v.data(), 1, 3, 2));
+  std::vector<float> k_back(k.size()), v_back(6);
+  cache.copy_rows(heads_4d(k_back.data(), 1, 3, 3), heads_4d(v_back.data(), 1, 3, 2));
+  CHECK(worst_in_block_steps(k_back, k, 3) <= 1);
+  CHECK(std::isfinite(k_back[0]));
+  CHECK(k_back[3] > 0);
+  CHECK(k_back[6] > 0);
+  const std::vector<float> bad = {1, INFINITY, 0};
+  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(bad.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2)),
+                       doctest::Contains("the new key 0 of sequence 0, kv head 0 holds Infinity"),
                        std::range_error);
-  CHECK(cache.length() == 1);
-  // 65504·127 itself is held, to within its block's step
-  const std::vector<float> largest = {65504.0f * 127, -1, 0};
-  cache.append(1, heads_4d(largest.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
-  std::vector<float> k_back(6), v_back(4);
-  cache.copy_rows(heads_4d(k_back.data(), 1, 2, 3), heads_4d(v_back.data(), 1, 2, 2));
-  CHECK(k_back[3] == 65504.0f * 127);
-  CHECK(std::fabs(k_back[0] - 1) <= 3.0f / 254);
+  CHECK(cache.length() == 3);
+}
+
+TEST_CASE("an int8 cache scores a huge query against a huge key it does not meet as 0, not NaN") {
+  // key 0 (0, 3e38) and query (1e30, 0) meet in no element: their score is 0, though the
+  // product of their blocks' steps passes float32's range; key 1 (1, 0) scores 1e30
+  KvCache cache(1, 1, 2, 2, 2, KvType::i8);
+  const std::vector<float> k = {0, 3e38f, 1, 0}, v = {1, 2, 3, 4}, q = {1e30f, 0};
+  cache.append(2, heads_4d(k.data(), 1, 2, 2), heads_4d(v.data(), 1, 2, 2));
+  std::vector<float> out(2, NAN);
+  attention_heads_forward({1, 1, 1, 1, 2, 2, 2}, heads_4d(q.data(), 1, 1, 2), cache,
+                          heads_4d(out.data(), 1, 1, 2), 1e-30f, HeadsMask{});
+  // scores 0 and 1e30 times key 1's held first element, times the scale 1e-30
+  std::vector<float> k_held(4), v_held(4);
+  cache.copy_rows(heads_4d(k_held.data(), 1, 2, 2), heads_4d(v_held.data(), 1, 2, 2));
+  CHECK(k_held[0] == 0);
+  const double e = std::exp(double(k_held[2]));
+  CHECK(std::fabs(out[0] - (v_held[0] + v_held[2] * e) / (1 + e)) <= 1e-4);
+  CHECK(std::fabs(out[1] - (v_held[1] + v_held[3] * e) / (1 + e)) <= 1e-4);
 }
 
 TEST_CASE("a float16 cache refuses a magnitude past 65504 and keeps what it had") {
@@ -221,9 +349,11 @@ TEST_CASE("a float16 cache refuses a magnitude past 65504 and keeps what it had"
   const std::vector<float> k = {1, -2, 3}, v = {0.5f, 4};
   cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(v.data(), 1, 1, 2));
   const std::vector<float> big = {1, -65505};
-  CHECK_THROWS_WITH_AS(cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(big.data(), 1, 1, 2)),
-                       doctest::Contains("the new value 0 of sequence 0, kv head 0 holds -65505"),
-                       std::range_error);
+  CHECK_THROWS_WITH_AS(
+      cache.append(1, heads_4d(k.data(), 1, 1, 3), heads_4d(big.data(), 1, 1, 2)),
+      doctest::Contains("the new value 0 of sequence 0, kv head 0 holds -65505 at 1, beyond the "
+                        "'float16' cache's range ±65504"),
+      std::range_error);
   CHECK(cache.length() == 1);
   // ±65504 itself is held exactly; a subnormal to its step of 2^-24, rounded to nearest even
   const std::vector<float> largest = {65504, -65504, 3 * 0x1p-25f};
@@ -255,6 +385,32 @@ TEST_CASE("a cache refuses rows past its capacity and keeps what it had; truncat
   cache.reset();
   CHECK(cache.length() == 0);
   CHECK_THROWS_AS(KvCache(1, 0, 2, 2, 3), std::invalid_argument);
+}
+
+TEST_CASE("head_bytes counts a head's panels with their padding and the type's scales") {
+  // float32: kᵀ (d_k, capacity rounded up to whole panels of 8 keys), then v (capacity, d_v
+  // rounded up to 8 columns); float16 the same in halves
+  CHECK(KvCache::head_bytes(1, 1, 1, KvType::f32) == 4 * (8 * 1 + 1 * 8));
+  CHECK(KvCache::head_bytes(21, 37, 5, KvType::f32) == 4 * (24 * 37 + 21 * 8));
+  CHECK(KvCache::head_bytes(21, 37, 5, KvType::f16) == 2 * (24 * 37 + 21 * 8));
+  // int8: at least a byte per value and an fp16 scale per 32-wide block of each row
+  struct Sizes {
+    size_t capacity, d_k, d_v;
+  };
+  for (const Sizes s : {Sizes{1, 1, 1}, Sizes{21, 37, 5}, Sizes{64, 128, 128}, Sizes{9, 64, 33}}) {
+    CAPTURE(s.capacity);
+    CAPTURE(s.d_k);
+    CAPTURE(s.d_v);
+    const size_t blocks = (s.d_k + 31) / 32 + (s.d_v + 31) / 32;
+    CHECK(KvCache::head_bytes(s.capacity, s.d_k, s.d_v, KvType::i8) >=
+          s.capacity * (s.d_k + s.d_v) + 2 * s.capacity * blocks);
+  }
+  // a size whose round-up to whole panels would wrap around size_t does not fit
+  for (const KvType type : kKvTypes) {
+    CHECK_THROWS_AS(KvCache::head_bytes(SIZE_MAX, 1, 1, type), std::bad_alloc);
+    CHECK_THROWS_AS(KvCache::head_bytes(1, SIZE_MAX - 1, 1, type), std::bad_alloc);
+    CHECK_THROWS_AS(KvCache::head_bytes(1, 1, SIZE_MAX - 2, type), std::bad_alloc);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // match a double reference across panel and key-block edges, at any first key.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "packed_kv.h"
@@ -50,8 +51,9 @@ TEST_CASE("pack and append lay out the same panels; read back returns the rows")
     }
 }
 
-// The int8 kernels' integer operands: a block of q or a key block of weights rounded to int16,
-// steps of its largest magnitude over kOperandMax (kv_i8.cpp).
+// The int8 kernels' integer operands: a block of q, or a key block of a row's weights times the
+// keys' scales of a block of columns, rounded to int16, steps of its largest magnitude over
+// kOperandMax (kv_i8.cpp).
 constexpr double kOperandMax = 32767;
 
 // The step element t of row x (d) is rounded with: its block's largest magnitude over
@@ -67,7 +69,7 @@ double operand_step(const float* x, size_t d, size_t t) {
 TEST_CASE("every kv element type's kernels match the reference across panels and key blocks") {
   for (KvType type : kKvTypes) {
     const KvKernels& kern = kv_kernels(type);
-    INFO("kv type " << kern.name);
+    INFO("kv type " << std::string(kern.name));
     const bool rounds = type == KvType::i8;  // rounds q and p to int16 (kOperandMax)
     // d_k: a whole int8 block and a partial one ending inside a panel, and past a key block
     // (float16 packs its rows a key block of steps at a time); d_v: a partial block of whole
@@ -76,23 +78,30 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
       INFO("d_k " << d_k);
       const size_t capacity = 2 * kKeyBlock + 40, d_v = kKvQuantBlock + 2 * kNR + 1;
       const size_t n_k = capacity - 7;
-      const std::vector<float> k_in = test::random_floats(n_k * d_k, 3),
-                               v_in = test::random_floats(n_k * d_v, 4);
+      const std::vector<float> k_in = test::random_floats(n_k * d_k, 3);
+      std::vector<float> v_in = test::random_floats(n_k * d_v, 4);
+      // int8: the first block of keys 0 and kKeyBlock (the first of two key ranges below) an
+      // outlier, 10^4 times the others, which the rows' weights below give almost nothing
+      const float outlier = type == KvType::i8 ? 1e4f : 1.0f;
+      for (size_t j : {size_t{0}, kKeyBlock})
+        for (size_t c = 0; c < kKvQuantBlock; ++c) v_in[j * d_v + c] *= outlier;
       std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);
       kern.write_rows(head.data(), capacity, d_k, d_v, 0, n_k, k_in.data(), d_k, v_in.data(), d_v);
       // the reference runs on the rows read back (a compressed type's values); they are the rows
-      // written, within half a step: int8's of their block (1/254 of its largest magnitude, <= 1
-      // here), float16's of its exponent (2^-11 relative, values in [-1, 1))
+      // written, within half a step: int8's of their block (its largest magnitude / 127 rounded up
+      // to bfloat16, under 1/252 of it, <= 1 here but in the outliers' blocks), float16's of its
+      // exponent (2^-11 relative, values in [-1, 1))
       std::vector<float> k(k_in.size()), v(v_in.size());
       kern.read_rows(head.data(), capacity, d_k, d_v, n_k, k.data(), d_k, v.data(), d_v);
-      const double step = type == KvType::i8    ? 1.0 / 254 + 1e-6
-                          : type == KvType::f16 ? 0x1p-11
-                                                : 0.0;
+      const double step = type == KvType::i8 ? 1.0 / 252 : type == KvType::f16 ? 0x1p-11 : 0.0;
       double k_err = 0, v_err = 0;
       for (size_t i = 0; i < k.size(); ++i)
         k_err = std::max(k_err, std::fabs(double(k[i]) - k_in[i]));
-      for (size_t i = 0; i < v.size(); ++i)
-        v_err = std::max(v_err, std::fabs(double(v[i]) - v_in[i]));
+      for (size_t i = 0; i < v.size(); ++i) {
+        const size_t j = i / d_v, c = i % d_v;
+        const bool big = (j == 0 || j == kKeyBlock) && c < kKvQuantBlock;
+        v_err = std::max(v_err, std::fabs(double(v[i]) - v_in[i]) / (big ? outlier : 1.0f));
+      }
       CHECK(k_err <= step);
       CHECK(v_err <= step);
       const PackedKV kv =
@@ -122,36 +131,39 @@ TEST_CASE("every kv element type's kernels match the reference across panels and
                 worst = std::max(worst, std::fabs(s[r * cols + j] - want) - bound);
               }
             CHECK(worst <= 1e-5 * std::max(1.0, d_k / 64.0));  // a sum of d_k products
-            const std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
-            // beyond float rounding, a compressed type's weighted values err by its rounding of p
-            // times the keys' scales to int16, per key block of a row and block of columns: each
-            // by at most half a step (the block's largest p times its largest scale, over
-            // kOperandMax), times the value's int8 element (v / its scale)
+            std::vector<float> p = test::random_floats(rows * cols, 6, 0.0f, 1.0f);
+            if (j0 % kKeyBlock == 0)  // the outlier key j0: a weight near 0
+              for (size_t r = 0; r < rows; ++r) p[r * cols] = 1e-6f;
+            // beyond float rounding, a compressed type's weighted values err by its rounding of
+            // w = p times the key's scale to int16, per key block of a row and block of columns:
+            // each w by at most half a step (the largest |w| of that key block, row and block of
+            // columns, over kOperandMax), times the value's int8 element (v / its scale). A
+            // block's scale s holds its largest held |v|, amax, in 126 or 127 steps (s is amax / 127
+            // of the rows written, rounded up by less than 2^-7): s in [amax / 127, amax / 126]
             const size_t nb_v = (d_v + kKvQuantBlock - 1) / kKvQuantBlock;
-            std::vector<double> v_scale(cols * nb_v);  // key j0 + j, block b: its amax is 127 steps
+            std::vector<double> v_amax(cols * nb_v);  // key j0 + j, block b: its largest |v|
             for (size_t j = 0; j < cols; ++j)
               for (size_t c = 0; c < d_v; ++c) {
-                double& sc = v_scale[j * nb_v + c / kKvQuantBlock];
-                sc = std::max(sc, std::fabs(double(v[(j0 + j) * d_v + c])) / 127);
+                double& a = v_amax[j * nb_v + c / kKvQuantBlock];
+                a = std::max(a, std::fabs(double(v[(j0 + j) * d_v + c])));
               }
             std::vector<double> v_bound(rows * d_v, 0.0);  // what the rounding may add, (rows,d_v)
             if (rounds)
               for (size_t r = 0; r < rows; ++r)
                 for (size_t from = 0; from < cols; from += kKeyBlock) {
                   const size_t to = std::min(cols, from + kKeyBlock);
-                  double p_max = 0;
-                  for (size_t j = from; j < to; ++j)
-                    p_max = std::max(p_max, double(p[r * cols + j]));
                   for (size_t c = 0; c < d_v; ++c) {
                     const size_t b = c / kKvQuantBlock;
-                    double s_max = 0;
+                    double w_max = 0;  // the largest |p·s| of the key block, s <= amax / 126
                     for (size_t j = from; j < to; ++j)
-                      s_max = std::max(s_max, v_scale[j * nb_v + b]);
-                    const double w_step = p_max * s_max / kOperandMax;
-                    for (size_t j = from; j < to; ++j)
-                      if (v_scale[j * nb_v + b] > 0)
-                        v_bound[r * d_v + c] +=
-                            w_step / 2 * std::fabs(v[(j0 + j) * d_v + c]) / v_scale[j * nb_v + b];
+                      w_max = std::max(
+                          w_max, std::fabs(double(p[r * cols + j])) * v_amax[j * nb_v + b] / 126);
+                    const double w_step = w_max / kOperandMax;
+                    for (size_t j = from; j < to; ++j)  // |v| / s <= 127·|v| / amax
+                      if (v_amax[j * nb_v + b] > 0)
+                        v_bound[r * d_v + c] += w_step / 2 * 127 *
+                                                std::fabs(v[(j0 + j) * d_v + c]) /
+                                                v_amax[j * nb_v + b];
                   }
                 }
             for (bool accumulate : {false, true}) {
@@ -182,7 +194,7 @@ TEST_CASE("every kv element type's kernels scale exactly with rows times 2^17 (p
   const float big = 0x1p17f;
   for (KvType type : kKvTypes) {
     const KvKernels& kern = kv_kernels(type);
-    INFO("kv type " << kern.name);
+    INFO("kv type " << std::string(kern.name));
     const std::vector<float> k = test::random_floats(n_k * d_k, 3),
                              v = test::random_floats(n_k * d_v, 4);
     std::vector<float> head(kern.head_floats(capacity, d_k, d_v), 0.0f);

@@ -117,6 +117,32 @@ TEST_CASE("float_to_half rounds to the nearest half, ties to even, subnormals in
   CHECK(wrong == 0);
 }
 
+TEST_CASE("bfloat16: rounded up to the least one >= x, widened exactly, four at a time") {
+  // every bfloat16 below Infinity widens to the float of its bits and rounds up to itself
+  int wrong = 0;
+  for (uint32_t b = 0; b < 0x7f80; ++b) wrong += float_to_bf16_up(bf16_to_float(uint16_t(b))) != b;
+  CHECK(wrong == 0);
+  CHECK(bf16_to_float(0x3f80) == 1.0f);
+  CHECK(bf16_to_float(0x0001) == 0x1p-133f);           // the least subnormal
+  CHECK(float_to_bf16_up(1.0f + 0x1p-23f) == 0x3f81);  // 1 + 2^-7
+  CHECK(float_to_bf16_up(0x1p-149f) == 0x0001);        // up, never to 0
+  CHECK(float_to_bf16_up(0x1.02p121f) == 0x7c01);      // 2^121·(1 + 2^-7)
+  CHECK(float_to_bf16_up(3.4028235e38f) == 0x7f80);    // past the largest: Infinity
+  // off the grid: the least bfloat16 >= x, at random over float32's exponents
+  const std::vector<float> xs = test::random_floats(100000, 8, 0.0f, 1.0f);
+  wrong = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float x = std::ldexp(xs[i], int(i % 250) - 140);
+    const uint16_t b = float_to_bf16_up(x);
+    wrong += !(bf16_to_float(b) >= x) || (b > 0 && bf16_to_float(uint16_t(b - 1)) >= x);
+  }
+  CHECK(wrong == 0);
+  const uint16_t four[4] = {0x3f80, 0xbf81, 0x0001, 0x7f7f};
+  float lanes[4];
+  store(lanes, load_bf16x4(four));
+  for (int i = 0; i < 4; ++i) CHECK(lanes[i] == bf16_to_float(four[i]));
+}
+
 TEST_CASE("integer lanes: int8 widened, pairs of int16 dotted exactly, floats rounded to int16") {
   const int8_t k[8] = {-127, -1, 0, 1, 2, 64, 126, 127};
   const int16_t q[2] = {-32767, 32767};

@@ -83,9 +83,11 @@ inline ThreadPool& test_pool() {
 //   int8_query(q, d): rows q (…, d) as the kernels read them, each block of kKvQuantBlock along
 //     d in steps of its largest magnitude / 32767, ties to even
 //   int8_weights_tolerance(n, v_max): what their rounding of the weights times scales to int16
-//     may add to an output over n keys of values |v| <= v_max: at most v_max / 65534 per key
-//     (weights <= 1 before the division by their sum, itself >= 1), independent and of zero
-//     mean over the keys; six standard deviations of their sum
+//     may add to an output over n keys of values |v| <= v_max: per key at most half a step,
+//     max|p·s| / 32767, times its int8 element (<= 127), so at most v_max·(127/126) / 65534
+//     (weights <= 1 before the division by their sum, itself >= 1; a scale s holds its block's
+//     largest |v| in 126 or 127 steps), independent and of zero mean over the keys; six
+//     standard deviations of their sum
 inline std::vector<float> int8_query(std::vector<float> q, size_t d) {
   for (size_t r = 0; r < q.size() / d; ++r)
     for (size_t t0 = 0; t0 < d; t0 += kKvQuantBlock) {
@@ -100,7 +102,7 @@ inline std::vector<float> int8_query(std::vector<float> q, size_t d) {
   return q;
 }
 inline double int8_weights_tolerance(size_t n, double v_max) {
-  return 6 * std::sqrt(double(n) / 3) / 65534 * v_max;
+  return 6 * std::sqrt(double(n) / 3) / 65534 * v_max * 127 / 126;
 }
 
 }  // namespace wa::test

@@ -1,4 +1,4 @@
-// The package's JS API against the float64 reference in reference.mjs: attention over odd
+// The package's JS API against the float64 reference in scripts/lib/reference.mjs: attention over odd
 // shapes and every mask, multi-head attention (self, cross, batch, bias, trace), seeded
 // initialization, weight copies, one thread vs two, and results that own their memory.
 import { createRequire } from 'node:module';
@@ -11,7 +11,7 @@ import * as esm from '../../web/lib/index.js';
 import { createAttention, seededRandom, tensor, xavierUniform } from '../../web/lib/index.js';
 import { glue } from '../../web/lib/glue.js';
 import { loadModule } from '../../web/lib/loader.js';
-import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from './reference.mjs';
+import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from '../../scripts/lib/reference.mjs';
 
 const TOL = 1e-5; // max abs difference for unit-range values (relative past magnitude 1)
 const SIZES = [1, 2, 3, 5, 17, 63, 64, 65, 129];

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 
 import { ensurePeers } from '../../scripts/bench/peers.mjs';
 import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 
 const ROOT = new URL('../../', import.meta.url);
 const NUMBER = String.raw`\d+(?:\.\d+)?`;

@@ -6,7 +6,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { describeEngines, ENGINES, launchBrowser, openPage, serveBlankPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
+import { describeEngines, WEBKIT_AS_SAFARI } from './engines.mjs';
 import { buildOf } from './backend_build.mjs';
 import { badCalls } from './error_cases.mjs';
 
@@ -73,7 +74,7 @@ async function runInPage(page) {
 }
 
 // The GEMM micro-kernel gemm_select.cpp picks in each engine for the ISA it gets by default
-// (the README's "The GEMM micro-kernel per engine"): JavaScriptCore's SIMD128 the kernel on
+// (web/docs/performance.md, "The GEMM micro-kernel per engine"): JavaScriptCore's SIMD128 the kernel on
 // broadcast a panels, V8 15's the 4x8 unrolled by 2, relaxed SIMD's 6x8 in V8 15 and SpiderMonkey.
 const KERNEL = {
   chromium: { simd128: 'f32_gemm_4x8_k2_vec128', 'relaxed-simd': 'f32_gemm_6x8_relaxed' },

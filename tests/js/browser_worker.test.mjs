@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { describeEngines, ENGINES, launchBrowser, openPage, serveBlankPage, WEBKIT_AS_SAFARI } from './browser.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
+import { describeEngines, WEBKIT_AS_SAFARI } from './engines.mjs';
 import { buildOf } from './backend_build.mjs';
 
 const servers = {};
@@ -107,6 +108,22 @@ async function runInPage(page) {
     const bad = (a) => a.attention(q, v, v);
     const errors = [await errorOf(() => bad(local)), await errorOf(() => bad(remote))];
 
+    // A call that rejects changed nothing: an out on a buffer transfer would send is refused up
+    // front; an out detached while the call runs undoes the call before the next request runs.
+    const undoCache = await remote.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 8, dtype: 'int8' });
+    const token = (data) => ({ data, shape: [1, 1, 1, 4] });
+    const zeros = () => token(new Float32Array(4));
+    const q1 = new Float32Array([1, 2, 3, 4]);
+    const refused = await errorOf(() =>
+      remote.attention(token(q1), zeros(), zeros(), { cache: undoCache, out: q1, transfer: true }),
+    );
+    const out1 = new Float32Array(4);
+    const undone = remote.attention(token(q1.slice()), zeros(), zeros(), { cache: undoCache, out: out1 });
+    structuredClone(out1.buffer, { transfer: [out1.buffer] });
+    const lengthThen = undoCache.length; // sent before the worker answered
+    const rollback = { refused, undone: await errorOf(() => undone), length: await lengthThen };
+    await undoCache.dispose();
+
     // The page's thread keeps running (timers fire) while the worker computes.
     const [a, b] = [random([600, 600]), random([600, 600])];
     let ticks = 0,
@@ -128,6 +145,7 @@ async function runInPage(page) {
       backend: remote.backend,
       differ,
       errors,
+      rollback,
       movedBytes: moved.data.byteLength,
       ticks,
       keptBytes: q.data.byteLength,
@@ -170,6 +188,9 @@ describeEngines(
         );
         assert.match(r.errors[0], /^RangeError: attention: k is \[170,16\] but q is \[150,24\]/);
         assert.equal(r.errors[1], r.errors[0]);
+        assert.match(r.rollback.refused, /^TypeError: attention: out shares its buffer with an argument that transfer/);
+        assert.equal(r.rollback.undone, "TypeError: attention: out's buffer was detached or shrunk while the call ran");
+        assert.equal(r.rollback.length, 0, 'the rejected call appended to the cache');
         assert.equal(r.movedBytes, 0, 'transfer: true left the input attached');
         assert.equal(r.keptBytes, 150 * 24 * 4, 'an input was detached without transfer');
         assert.deepEqual(errors(), []);

@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { engineMissing, launchBrowser, openPage } from './browser.mjs';
-import { attentionRef } from './reference.mjs';
+import { engineMissing, launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
+import { attentionRef } from '../../scripts/lib/reference.mjs';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));

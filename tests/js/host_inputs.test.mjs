@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { throwsWith } from './assertions.mjs';
-import { attentionRef, maxAbsDiff, randomTensor, rng } from './reference.mjs';
+import { attentionRef, maxAbsDiff, randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 const TOL = 1e-5;
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { throwsWith } from './assertions.mjs';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 const attn = await createAttention({ threads: 1 });
 test.after(() => attn.dispose());

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 const detach = (typedArray) => structuredClone(typedArray.buffer, { transfer: [typedArray.buffer] });
 

@@ -1,12 +1,15 @@
 // Compressed kv caches (attn.kvCache({ dtype })): decoding over an int8 cache stays within 1 %
 // relative RMS of the float32 cache's output on random keys and a float16 cache within 0.1 %;
 // they keep 0.27× and 0.5× its bytes in wasm memory, and serve the layer's decoding too. A
-// float16 cache rounds to nearest even and refuses what a half cannot hold.
+// float16 cache rounds to nearest even and refuses what a half cannot hold. An int8 cache's
+// kernels stay within 0.5 % relative RMS of a float64 attention over the values it holds
+// whatever their spread (outlier tokens, log-normal, tiny or huge magnitudes), and it holds
+// every finite value.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { rng, uniform } from './reference.mjs';
+import { attentionRef, rng, uniform } from '../../scripts/lib/reference.mjs';
 
 // ||a − b|| / ||b||
 function relativeRms(a, b) {
@@ -14,6 +17,34 @@ function relativeRms(a, b) {
     den = 0;
   for (let i = 0; i < a.length; ++i) ((num += (a[i] - b[i]) ** 2), (den += b[i] ** 2));
   return Math.sqrt(num / den);
+}
+
+// Rows x (…, d) as an int8 cache holds them (kv_i8.cpp; the README's table), what its read()
+// is to give: each block of 32 along d in int8 steps of s, the least bfloat16 >= max|x| / 127
+// (at most 2^121·(1 + 2^-7), whose 127 steps are finite), round(x / s) ties to even in
+// [-127, 127], times s.
+const bits = new Float32Array(1),
+  bitsU32 = new Uint32Array(bits.buffer);
+function bf16Up(x) {
+  bits[0] = x;
+  if (bitsU32[0] & 0xffff) bitsU32[0] = (((bitsU32[0] >>> 16) + 1) << 16) >>> 0;
+  return bits[0];
+}
+const roundEven = (y) => (Math.abs(y % 1) === 0.5 ? 2 * Math.round(y / 2) : Math.round(y));
+function int8Held(x, d) {
+  const held = new Float32Array(x.length);
+  const scaleMax = 2 ** 121 * (1 + 2 ** -7);
+  for (let r = 0; r < x.length / d; ++r)
+    for (let t0 = 0; t0 < d; t0 += 32) {
+      const t1 = Math.min(d, t0 + 32);
+      let amax = 0;
+      for (let t = t0; t < t1; ++t) amax = Math.max(amax, Math.abs(x[r * d + t]));
+      let s = bf16Up(Math.min(Math.fround(amax / 127), scaleMax));
+      if (127 * s < amax && s < scaleMax) s = bf16Up(s * (1 + 2 ** -9)); // one bfloat16 up
+      for (let t = t0; t < t1; ++t)
+        held[r * d + t] = s > 0 ? Math.max(-127, Math.min(127, roundEven(Math.fround(x[r * d + t] / s)))) * s + 0 : 0; // int8 has no -0
+    }
+  return held;
 }
 
 describe('kv cache dtypes', () => {
@@ -102,7 +133,7 @@ describe('kv cache dtypes', () => {
         () => attn.attention(t(1, 1), t(0.5, 1), t(-65520, 4), { cache }),
         (e) =>
           e instanceof RangeError &&
-          /^attention: kv cache: the new value 0 of sequence 0, kv head 0 holds -65520 at 0, beyond the f16 cache's range ±65504, so nothing was appended$/.test(
+          /^attention: kv cache: the new value 0 of sequence 0, kv head 0 holds -65520 at 0, beyond the 'float16' cache's range ±65504, so nothing was appended$/.test(
             e.message,
           ),
       );
@@ -116,6 +147,96 @@ describe('kv cache dtypes', () => {
       } finally {
         fresh.dispose();
       }
+    } finally {
+      cache.dispose();
+    }
+  });
+
+  test('an int8 cache is within 0.5 % relative RMS of float64 attention over the values it holds, for any spread', () => {
+    // u (d) random, query row i = u + noise/10: a key ±8·u scores about ±8·|u|²/√d (±15 at d 32),
+    // a weight of ~e^-15 or ~1 against keys in [-1, 1)
+    const cases = [
+      // name, token 0's values times, its key's sign (0: random), log-normal σ of each token's
+      // blocks, q, k, v times
+      ['outlier ×1e3 weighted ~0', 1e3, -1, 0, 1, 1, 1],
+      ['outlier ×1e4 weighted ~0', 1e4, -1, 0, 1, 1, 1],
+      ['outlier ×1e5 weighted ~0', 1e5, -1, 0, 1, 1, 1],
+      ['outlier ×1e5 weighted ~1', 1e5, 1, 0, 1, 1, 1],
+      ['log-normal values, σ 3', 1, 0, 3, 1, 1, 1],
+      ['values ×1e-6', 1, 0, 0, 1, 1, 1e-6],
+      ['keys ×1e-6, queries ×1e6', 1, 0, 0, 1e6, 1e-6, 1],
+      ['keys ×1e36, queries ×1e-36', 1, 0, 0, 1e-36, 1e36, 1],
+    ];
+    for (const [name, outlier, keySign, sigma, qTimes, kTimes, vTimes] of cases)
+      for (const d of [32, 37])
+        for (const n of [256, 301])
+          for (const nQ of [1, 5]) {
+            const next = rng(41);
+            const u = uniform(next, d),
+              q = new Float32Array(nQ * d),
+              k = uniform(next, n * d),
+              v = uniform(next, n * d);
+            for (let i = 0; i < nQ * d; ++i) q[i] = u[i % d] + 0.1 * (2 * next() - 1);
+            if (keySign) for (let t = 0; t < d; ++t) k[t] = keySign * 8 * u[t];
+            if (sigma)
+              for (let j = 0; j < n; ++j)
+                for (let t0 = 0; t0 < d; t0 += 32) {
+                  const g = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
+                  for (let t = t0; t < Math.min(d, t0 + 32); ++t) v[j * d + t] *= Math.exp(sigma * g);
+                }
+            for (let t = 0; t < d; ++t) v[t] *= outlier;
+            for (const [x, times] of [
+              [q, qTimes],
+              [k, kTimes],
+              [v, vTimes],
+            ])
+              for (let i = 0; i < x.length; ++i) x[i] *= times;
+            const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: n, dtype: 'int8' });
+            try {
+              const [qt, kt, vt] = [tensor(q, [1, 1, nQ, d]), tensor(k, [1, 1, n, d]), tensor(v, [1, 1, n, d])];
+              const { output } = attn.attention(qt, kt, vt, { cache });
+              // what the cache holds: read() gives it, and it is the format the README states
+              const held = cache.read();
+              assert.deepEqual(held.key.data, int8Held(k, d), `${name}: keys held`);
+              assert.deepEqual(held.value.data, int8Held(v, d), `${name}: values held`);
+              const want = attentionRef(
+                { data: q, shape: [nQ, d] },
+                { data: held.key.data, shape: [n, d] },
+                { data: held.value.data, shape: [n, d] },
+              ).output;
+              const e = relativeRms(output.data, want);
+              assert.ok(e <= 0.005, `${name}, d ${d}, ${n} keys, ${nQ} query rows: relative RMS ${e}`);
+            } finally {
+              cache.dispose();
+            }
+          }
+  });
+
+  test('an int8 cache holds every finite value, 1e38 and 1e-30 too, and refuses only Infinity and NaN', () => {
+    const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: 2, dV: 2, capacity: 4, dtype: 'int8' });
+    const t = (...x) => tensor(Float32Array.from(x), [1, 1, 1, 2]);
+    try {
+      // one key: the output is its value as held
+      for (const value of [
+        [1e38, -1], // (attention refuses values whose sums may pass 1.7e38)
+        [1e-30, -3e-31],
+      ]) {
+        cache.reset();
+        const out = attn.attention(t(1, 1), t(1, 2), t(...value), { cache }).output.data;
+        const held = cache.read().value.data;
+        assert.deepEqual(held, int8Held(Float32Array.from(value), 2));
+        for (let i = 0; i < 2; ++i) {
+          assert.ok(Number.isFinite(out[i]), `${value}: ${out}`);
+          assert.ok(Math.abs(out[i] - held[i]) <= 1e-4 * Math.abs(held[0]), `${value}: ${out} against ${held}`);
+          assert.ok(Math.abs(held[i] - value[i]) <= Math.abs(value[0]) / 252, `${value}: held ${held}`);
+        }
+      }
+      for (const bad of [Infinity, NaN])
+        assert.throws(
+          () => attn.attention(t(1, 1), t(0.5, 1), t(bad, 4), { cache }),
+          (e) => e instanceof RangeError && e.message.includes(String(bad)),
+        );
+      assert.equal(cache.length, 1);
     } finally {
       cache.dispose();
     }

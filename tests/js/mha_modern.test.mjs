@@ -1,17 +1,18 @@
 // multiHeadAttention with the modern options: kvHeads (GQA, MQA), rotary, window, softcap, and
-// decoding over a kv cache, against the float64 layer of tests/js/reference.mjs; errors
-// with their messages; the cache left as it was after one; nothing leaked; the README's
+// decoding over a kv cache, against the float64 layer of scripts/lib/reference.mjs; errors
+// with their messages; the cache left as it was after one; nothing leaked; the docs'
 // decoding example run as written.
 // run with: node --test tests/js/mha_modern.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { rejectsWith, throwsWith } from './assertions.mjs';
-import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from './reference.mjs';
+import { scratchProject } from './docs_examples.mjs';
+import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -346,13 +347,21 @@ describe('multiHeadAttention: decoding over a kv cache', () => {
     }
   });
 
-  test("the README's decoding example runs as written and matches the full causal forward", async () => {
-    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-    const marker = readme.indexOf('<!-- decoding-layer-example');
-    assert.ok(marker >= 0, 'the README marks the example');
-    const block = readme.slice(marker).match(/```js\n([\s\S]*?)```/)[1];
-    const run = new Function('attn', `${block}\nreturn { sequence, output };`);
-    const { sequence, output } = run(attn);
+  test("the docs' decoding example runs as written and matches the full causal forward", async () => {
+    const doc = fs.readFileSync(path.join(root, 'web/docs/kv-caches-and-dtypes.md'), 'utf8');
+    const marker = doc.indexOf('<!-- decoding-layer-example');
+    assert.ok(marker >= 0, 'web/docs/kv-caches-and-dtypes.md marks the example');
+    const block = doc.slice(marker).match(/```js\n([\s\S]*?)```/)[1];
+    // the block as a program of its own, in a project that installed the package, exporting
+    // its result
+    const project = scratchProject();
+    let sequence, output;
+    try {
+      const file = project.write('decoding.mjs', `${block}\nexport { sequence, output };\n`);
+      ({ sequence, output } = await import(pathToFileURL(file).href));
+    } finally {
+      project.remove();
+    }
     assert.equal(sequence.length, 26);
     assert.deepEqual(output.shape, [1, 64]);
     // the same layer over the whole sequence at once: its last row is the last step's output

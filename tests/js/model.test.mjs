@@ -33,7 +33,7 @@ const emb = parseEmbeddings(
   fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
 );
 
-// The issue's bars (README, "Its induction head"):
+// The issue's bars (web/docs/page.md, "Its induction head"):
 //   the induction head, TransformerLens' score on held-out random words repeated: 0.4
 const INDUCTION = 0.4;
 //   word top-10 over always guessing the 10 most frequent words: the Kneser-Ney bigram's 1.40×

@@ -10,7 +10,7 @@ import { createAttention } from '../../web/lib/index.js';
 import { crossEntropy, headParams, outputWords } from '../../web/page/model/lm.js';
 import { headForward, makeBatch, vectorCache, windowsOf } from '../../web/page/model/train.js';
 import { layerWeights } from '../../web/page/model/weights.js';
-import { relativeRms } from './reference.mjs';
+import { relativeRms } from '../../scripts/lib/reference.mjs';
 import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the

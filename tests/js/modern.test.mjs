@@ -1,12 +1,19 @@
 // attention() and attentionBackward() on heads (3-D and 4-D), held to the float64 ONNX
-// Attention reference (reference.mjs): layouts, GQA/MQA, masks of every rank and type,
+// Attention reference (scripts/lib/reference.mjs): layouts, GQA/MQA, masks of every rank and type,
 // causal after a past and with kvLength, windows, softcap, every qkOutput, rotary in both
 // pair orders, a KV cache decode loop, the backward, threads, and wasm memory left as found.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { maxAbs, maxAbsDiff, onnxAttentionBackwardRef, onnxAttentionRef, rng, uniform } from './reference.mjs';
+import {
+  maxAbs,
+  maxAbsDiff,
+  onnxAttentionBackwardRef,
+  onnxAttentionRef,
+  rng,
+  uniform,
+} from '../../scripts/lib/reference.mjs';
 
 const TOL = 2e-5; // float32 against float64, relative to max(1, |reference|)
 const QK_MODES = ['scaled', 'softcapped', 'masked', 'weights'];

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
 import { float32ToHalfInto } from '../../web/lib/half.js';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { throwsWith } from './assertions.mjs';
 
 const next = rng(21);

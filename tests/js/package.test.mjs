@@ -55,6 +55,18 @@ test('the tarball holds the library and its types, not the sources', () => {
   }
 });
 
+// The bench's micro-kernel probe lives in build/wasm/bench/'s forensics modules: a module's
+// Embind names are strings in its data, so the name is absent from every shipped .wasm.
+test('the shipped modules carry no bench probe (gemmKernelGflops)', () => {
+  const wasm = packed.files.filter((f) => f.path.endsWith('.wasm'));
+  assert.ok(wasm.length >= 4, 'the four builds are packed');
+  for (const f of wasm) {
+    const bytes = readFileSync(join(scratch, 'node_modules/wasm-attention', f.path));
+    assert.ok(bytes.includes('gemmKernelGflops') === false, `${f.path} binds gemmKernelGflops`);
+    assert.ok(bytes.includes('gemmKernels'), `${f.path}: the package's own names are found this way`);
+  }
+});
+
 // Runs the seed's worked example and prints the output.
 const usage = (load) => `${load}
 const attn = await createAttention({ threads: 2 });

@@ -14,9 +14,9 @@ import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { MAX_TOKENS } from '../../web/page/limits.js';
 import { tokenize } from '../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { pageDriver } from './page_driver.mjs';
-import { columns, eye } from './tensors.mjs';
+import { columns, eye } from '../../scripts/lib/tensors.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 const DATA = new URL('../../web/page/data/', import.meta.url);
@@ -97,7 +97,7 @@ function expectedBackward({ causal = false, scaling = true, head = 0, i, j, ...i
     L,
     w,
     x,
-    config: { ...config, dK, weights: w },
+    config: { dModel: config.dModel, heads: config.heads, dK, weights: w }, // the weights drawn, not the seed
     scale,
     m: {
       loss_rows: tensor(rows, [3, dModel]),

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
-import { describeEngines, engineMissing, launchBrowser, openPage } from './browser.mjs';
+import { engineMissing, launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
+import { describeEngines } from './engines.mjs';
 import { buildOf } from './backend_build.mjs';
 import { pageDriver } from './page_driver.mjs';
 

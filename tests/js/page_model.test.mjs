@@ -13,7 +13,7 @@ import { describeHead } from '../../web/page/model/head_stats.js';
 import { predictNext } from '../../web/page/model/predict.js';
 import { layerWeights } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { pageDriver } from './page_driver.mjs';
 import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 import { tokenize } from '../../web/page/tokenize.js';
 import { parseEmbeddings, sinusoidalPositions, hashedVector, fnv1a32 } from '../../web/page/embeddings.js';
+import { describeHead } from '../../web/page/model/head_stats.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dataDir = path.join(root, 'web', 'page', 'data');
@@ -488,5 +489,19 @@ describe("step numbers in the page's prose", () => {
     const { STEPS, stepNumber } = await import('../../web/page/steps/index.js');
     STEPS.forEach((s, i) => assert.equal(stepNumber(s.id), i + 1, s.id));
     assert.throws(() => stepNumber('softmx'), /no step has the id 'softmx'/);
+  });
+});
+
+describe('head descriptions', () => {
+  test('an induction head looking at itself on text names where each number was measured', () => {
+    const h = { prev: 0.07, self: 0.86, first: 0.02, meanDistance: 0.5, entropyBits: 0.9, induction: 0.5 };
+    assert.equal(
+      describeHead(h),
+      'induction head on repeated random words (induction score 0.50): there it looks at the word after an earlier occurrence of the current word; on held-out text, looks at the word itself: 86 % of its weight (the previous word: 7 %)',
+    );
+    assert.equal(
+      describeHead({ ...h, induction: 0.05 }),
+      'looks at the word itself: 86 % of its weight (the previous word: 7 %); induction score 0.05',
+    );
   });
 });

@@ -15,7 +15,7 @@ import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.
 import { describeHead } from '../../web/page/model/head_stats.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { pageDriver } from './page_driver.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
@@ -146,13 +146,22 @@ test('default Trained; the model view: layers × heads, measured descriptions, t
     tiles.filter((t) => t.current === 'true').map((t) => [t.layer, t.head]),
     [[0, 0]],
   );
-  // The tiles are drawn: cell (0, n−1) is after its query, masked grey; cell (0, 0) holds weight
-  // 1 (the first word sees only itself), the top of the scale when the top is 1.
-  const px = await page.$eval('#model-grid .mv-tile canvas', (c) => {
-    const g = c.getContext('2d');
-    return [Array.from(g.getImageData(c.width - 2, 1, 1, 1).data), Array.from(g.getImageData(1, 1, 1, 1).data)];
-  });
-  assert.deepEqual(px[0], [0xe4, 0xe6, 0xeb, 255], 'masked cell');
+  // The tiles are drawn: cell (0, n−1) is after its query, hatched as masked (the hatch's two
+  // greys); cell (0, 0) holds weight 1 (the first word sees only itself), the top of the scale
+  // when the top is 1. The cells start after the token labels' 44 CSS px (tile_axes.js).
+  const px = await page.$eval(
+    '#model-grid .mv-tile canvas',
+    (c, n) => {
+      const g = c.getContext('2d');
+      const a = Math.round(44 * Math.max(1, Math.round(window.devicePixelRatio || 1)));
+      const k = (c.width - a) / n;
+      const at = (x, y) => Array.from(g.getImageData(Math.floor(x), Math.floor(y), 1, 1).data);
+      const masked = [0.2, 0.4, 0.6, 0.8].map((f) => at(a + (n - 1 + f) * k, a + 0.5 * k).join(','));
+      return [[...new Set(masked)], at(a + 0.5 * k, a + 0.5 * k)];
+    },
+    want.n,
+  );
+  for (const c of px[0]) assert.ok(['228,230,235,255', '154,160,171,255'].includes(c), `masked cell: ${c}`);
   if (m.top === 1) assert.deepEqual(px[1], [0xfd, 0xe7, 0x25, 255], 'weight 1 in viridis yellow');
   await shot(page, 'desktop');
   await page.locator('#model').screenshot({ path: new URL('views-model.png', ARTIFACTS).pathname });

@@ -49,24 +49,44 @@ test('every loop of the FMA probe runs x = x + 0.5·0.5 per chain', { skip: NO_R
   }
 });
 
-test('measureRuns gives every loop a rate, measured in interleaved rounds', async () => {
+// How long a call takes decides how many sizing calls a loop gets (the machine's load with it), so
+// this checks only what does not depend on time: the order of the calls and their step counts.
+test('measureRuns warms every loop, then times them in interleaved rounds of one size each', async () => {
   const runs = probeRuns(await probeModule());
-  const called = {};
-  const counted = Object.fromEntries(
-    Object.entries(runs).map(([name, run]) => [
+  const names = Object.keys(runs);
+  const log = []; // [name, steps] of every call, in order
+  const logged = Object.fromEntries(
+    names.map((name) => [
       name,
       (steps) => {
-        called[name] = (called[name] ?? 0) + 1;
-        return run(steps);
+        log.push([name, steps]);
+        return runs[name](steps);
       },
     ]),
   );
-  const rates = measureRuns(counted, FLOPS_PER_STEP, 2);
-  assert.deepEqual(Object.keys(rates).sort(), Object.keys(runs).sort());
+  const ROUNDS = 3;
+  const rates = measureRuns(logged, FLOPS_PER_STEP, ROUNDS);
+  assert.deepEqual(Object.keys(rates).sort(), [...names].sort());
   for (const [name, rate] of Object.entries(rates)) assert.ok(Number.isFinite(rate) && rate > 0, `${name}: ${rate}`);
-  const calls = Object.values(called);
-  assert.ok(
-    calls.every((n) => n === calls[0]),
-    `every loop sized and timed alike: ${JSON.stringify(called)}`,
-  );
+  // Each loop's first 50 calls warm it up at 20000 steps.
+  for (const name of names) {
+    const own = log.filter(([n]) => n === name).map(([, steps]) => steps);
+    assert.deepEqual(own.slice(0, 50), Array(50).fill(20000), `${name}: warm-up calls`);
+  }
+  // The timed calls come last: ROUNDS rounds, each calling every loop once in the same order,
+  // each loop at one step count (a positive multiple of 4) in every round.
+  const timed = log.slice(-ROUNDS * names.length);
+  for (let round = 0; round < ROUNDS; ++round)
+    assert.deepEqual(
+      timed.slice(round * names.length, (round + 1) * names.length).map(([n]) => n),
+      names,
+      `round ${round}: every loop once, in order`,
+    );
+  for (const name of names) {
+    const steps = timed.filter(([n]) => n === name).map(([, s]) => s);
+    assert.ok(
+      steps.every((s) => s === steps[0] && s > 0 && s % 4 === 0),
+      `${name}: timed at ${steps}`,
+    );
+  }
 });

@@ -1,7 +1,7 @@
 // The pool trace the scaling model reads (cpp/src/pool_trace.h, scripts/bench/pool_trace.mjs):
 // on 1 and 2 threads, a matmul's calls record their parallel sections, every task of a section
 // once, inside the section's time, on the caller alone at 1 thread and on at most two threads
-// at 2; the same split at both counts. Needs the bench-only modules (skipped, saying how to
+// at 2 (how the work is split is the code's to choose, per thread count). Needs the bench-only modules (skipped, saying how to
 // build them, where they are not built). Nothing here asserts a speed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +13,7 @@ import { takeTrace, traceLib, traceMissing } from '../../scripts/bench/pool_trac
 
 const missing = traceMissing();
 
-// threads -> the raw sections of one call of matmul 1024³ (16 row blocks: work for 2 threads)
+// threads -> the raw sections of one call of matmul 1024³ (work for 2 threads)
 async function traceOneCall(threads) {
   const impl = await create({ threads, isa: 'simd128', libUrl: traceLib() });
   try {
@@ -48,22 +48,12 @@ test('1 thread: every task of every section recorded, on the caller', { skip: mi
   checkSections(sections);
   for (const s of sections)
     for (let i = 2; i < s.tasks.length; i += 3) assert.equal(s.tasks[i], s.caller, 'a task ran off the caller');
-  assert.deepEqual(
-    sections.map((s) => s.tasks.length / 3),
-    [16, 16],
-    'matmul 1024³: packing and product, 16 row blocks each',
-  );
 });
 
-test('2 threads: the same split, on at most the two threads', { skip: missing ?? false }, async () => {
-  const one = await traceOneCall(1);
+test('2 threads: every task recorded, on at most the two threads', { skip: missing ?? false }, async () => {
   const { threads, sections } = await traceOneCall(2);
   assert.equal(threads, 2);
   checkSections(sections);
-  assert.deepEqual(
-    sections.map((s) => s.tasks.length / 3),
-    one.sections.map((s) => s.tasks.length / 3),
-  );
   const ran = new Set();
   for (const s of sections) for (let i = 2; i < s.tasks.length; i += 3) ran.add(s.tasks[i]);
   // which threads took tasks depends on the machine's load; that no more than two did does not

@@ -1,6 +1,6 @@
 // Property-based tests (fast-check): shapes drawn from 1, tile edges and primes; causal and
 // mask options; heads; and hostile inputs. Every result is held to the float64 reference
-// (reference.mjs), every rejection to its error class, and after each case the instance
+// (scripts/lib/reference.mjs), every rejection to its error class, and after each case the instance
 // still computes right and wasm memory holds what it held before.
 //
 // CI runs a fixed seed and 40 to 250 cases per property (seconds). For minutes of search
@@ -13,7 +13,7 @@ import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { attentionRef, maxAbs, maxAbsDiff, mhaRef } from './reference.mjs';
+import { attentionRef, maxAbs, maxAbsDiff, mhaRef } from '../../scripts/lib/reference.mjs';
 
 const LONG = process.env.WA_PROPERTIES_LONG === '1' || process.argv.includes('--long');
 const SEED = Number(process.env.WA_PROPERTIES_SEED ?? 20261123);

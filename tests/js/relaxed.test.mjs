@@ -10,8 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { describeEngines, launchBrowser, openPage, serveBlankPage } from './browser.mjs';
-import { attentionRef, maxAbs, maxAbsDiff } from './reference.mjs';
+import { launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
+import { describeEngines } from './engines.mjs';
+import { attentionRef, maxAbs, maxAbsDiff } from '../../scripts/lib/reference.mjs';
 import { buildOf } from './backend_build.mjs';
 import { FMA_PROBE, inputs } from './relaxed_child.mjs';
 

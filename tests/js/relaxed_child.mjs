@@ -5,7 +5,7 @@ import { readFile } from 'node:fs/promises';
 
 import { relaxedSimdAvailable } from '../../web/lib/features.js';
 import { createAttention } from '../../web/lib/index.js';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 
 // The same seeded inputs as the parent: odd sizes, so the GEMM's tail tiles run too.
 export function inputs() {

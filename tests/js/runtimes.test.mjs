@@ -4,7 +4,7 @@
 // inputs, and errors.test's checks that wasm memory does not leak), and
 // tests/js/runtime_probe.mjs reports the build each runtime ends up on, checked against what it
 // should get and against Node's own numbers. Each runtime's results go to
-// tests/artifacts/runtimes.json (the README's runtime rows).
+// tests/artifacts/runtimes.json (the runtime rows of web/docs/loading.md).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';

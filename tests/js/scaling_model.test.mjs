@@ -98,6 +98,19 @@ test('a prediction: serial + list schedule + waking and joining, where a section
   assert.ok(Math.abs(s[4] - 17 / 11.75) < 1e-12);
 });
 
+test("a section's max_threads caps its threads, whatever the pool's size", () => {
+  const pool = { wakeMs: 0, joinMs: 0 };
+  const capped = { serialMs: 0, sections: [{ durations: new Array(16).fill(1), overheadMs: 0, maxThreads: 4 }] };
+  assert.equal(predictMs(capped, 16, pool), 4);
+  assert.equal(predictMs(capped, 2, pool), 8);
+  const one = { serialMs: 0, sections: [{ durations: [1, 1, 1], overheadMs: 0, maxThreads: 1 }] };
+  assert.equal(predictMs(one, 8, { wakeMs: 5, joinMs: 5 }), 3, 'a cap of 1 runs on the caller, no pool costs');
+  // the cap comes from the T-thread trace, the durations from the 1-thread one
+  const p1 = { serialMs: 0, sections: [{ durations: [1, 1, 1, 1], overheadMs: 0, maxThreads: null }], shape: '4' };
+  const pT = { serialMs: 0, sections: [{ durations: [9, 9, 9, 9], overheadMs: 0, maxThreads: 2 }], shape: '4' };
+  assert.equal(predictMs(profileFor(p1, pT).profile, 4, pool), 2);
+});
+
 test('the pool costs: medians over the sections a worker took part in', () => {
   const calls = [call(20, [2, 2], [4]), call(20, [2, 2], [4])];
   calls[1].sections[0].wakeMs = 0.4;
@@ -108,7 +121,9 @@ test('the pool costs: medians over the sections a worker took part in', () => {
 
 test('another split at T threads: its tasks, holding the 1-thread work', () => {
   const p1 = { serialMs: 1, sections: [{ durations: [4, 4], overheadMs: 0 }], shape: '2' };
-  assert.equal(profileFor(p1, { ...p1 }).profile, p1);
+  assert.deepEqual(profileFor(p1, { ...p1 }).profile.sections, [
+    { durations: [4, 4], overheadMs: 0, maxThreads: null },
+  ]);
   assert.equal(profileFor(p1, null).from, '1-thread trace');
   // split into 4 tasks at T, each traced at 3 (slower, sharing cores): scaled to 2 each
   const pT = { serialMs: 9, sections: [{ durations: [3, 3, 3, 3], overheadMs: 0 }], shape: '4' };

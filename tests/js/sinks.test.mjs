@@ -19,7 +19,7 @@ import {
   onnxAttentionRef,
   randomTensor,
   rng,
-} from './reference.mjs';
+} from '../../scripts/lib/reference.mjs';
 
 // a [B,H,rows,d] (4-D) -> the same heads in 3-D [B,rows,H·d]
 const to3d = (a, [B, H, rows, d]) => tensor(Float32Array.from(from4d(a, true, B, H, rows, d)), [B, rows, H * d]);
@@ -222,7 +222,8 @@ describe('a layer with sinks', () => {
   });
   after(() => attn.dispose());
 
-  const config = { dModel: 8, heads: 4, kvHeads: 2, dK: 3, dV: 2, bias: true, seed: 3 };
+  const shape = { dModel: 8, heads: 4, kvHeads: 2, dK: 3, dV: 2, bias: true }; // for layers given weights
+  const config = { ...shape, seed: 3 };
   const refOptions = (batch, nQ, causal) => ({ batch, nQ, dModel: 8, heads: 4, kvHeads: 2, dK: 3, dV: 2, causal });
   const weightsOf = (layer) => Object.fromEntries(Object.entries(layer.weights).map(([n, t]) => [n, t.data]));
 
@@ -279,7 +280,7 @@ describe('a layer with sinks', () => {
   test('sinks: true starts at zero; weights.sinks gives them; a layer without sinks has none', () => {
     const layer = attn.multiHeadAttention({ ...config, sinks: true });
     const given = attn.multiHeadAttention({
-      ...config,
+      ...shape,
       sinks: true,
       weights: { ...layer.weights, sinks: tensor(Float32Array.of(1, 2, 3, 4), [4]) },
     });
@@ -336,13 +337,16 @@ describe('a layer with sinks', () => {
       ],
     ];
     for (const [extra, ErrorClass, message] of cases)
-      assert.throws(() => attn.multiHeadAttention({ ...config, ...extra }), { name: ErrorClass.name, message });
+      assert.throws(() => attn.multiHeadAttention({ ...(extra.weights ? shape : config), ...extra }), {
+        name: ErrorClass.name,
+        message,
+      });
     const plain = attn.multiHeadAttention(config);
     const w = plain.weights;
     plain.dispose();
     const before = attn.memory().allocatedBytes;
     assert.throws(
-      () => attn.multiHeadAttention({ ...config, weights: { ...w, sinks: tensor(new Float32Array(4), [4]) } }),
+      () => attn.multiHeadAttention({ ...shape, weights: { ...w, sinks: tensor(new Float32Array(4), [4]) } }),
       {
         name: 'TypeError',
         message: /weights has sinks but sinks is not true; pass sinks: true/,
@@ -351,7 +355,7 @@ describe('a layer with sinks', () => {
     assert.throws(
       () =>
         attn.multiHeadAttention({
-          ...config,
+          ...shape,
           sinks: true,
           weights: { ...w, sinks: tensor(Float32Array.of(0, -Infinity, 0, 0), [4]) },
         }),

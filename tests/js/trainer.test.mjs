@@ -26,7 +26,7 @@ import {
   windowSampler,
 } from '../../web/page/model/train.js';
 import { inductionScore, repeatedSentence, repeatedSpan } from '../../web/page/model/head_stats.js';
-import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
+import { INDUCTION_RUN, createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
 import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -379,6 +379,34 @@ describe('live training', () => {
       assert.equal(s, inductionScore(weights.subarray(k * n * n, (k + 1) * n * n), n, SENTENCE.length)),
     );
     assert.throws(() => t.induction(SENTENCE), RangeError);
+  });
+
+  test('INDUCTION_RUN: layer 2 starts seeded and learns; layer 1, the feed-forward block and the output stay as trained', () => {
+    const options = { ...manifestOptions(manifest, tensors), ...INDUCTION_RUN };
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const t = make({ docs, tensors, seed: 1, ...options });
+    const shipped = make({ docs, tensors, seed: 1, ...manifestOptions(manifest, tensors) });
+    const twice = repeatedSentence(SENTENCE, manifest.model.n);
+    const m = twice.length;
+    const block = (w, k) => w.subarray(k * m * m, (k + 1) * m * m);
+    const start = t.heads(twice).weights;
+    const trained = shipped.heads(twice).weights;
+    for (let k = 0; k < 4; ++k)
+      assert.deepEqual(block(start, k), block(trained, k), `layer 1 head ${k + 1} at the start`);
+    for (let k = 4; k < 8; ++k)
+      assert.notDeepEqual(block(start, k), block(trained, k), `layer 2 head ${k - 3} is the trained one`);
+    const layer2 = [0, 1, 2, 3].map((head) => ({ layer: 1, head }));
+    const without = t.copyProbability(twice, layer2);
+    const all = t.copyProbability(twice);
+    for (let s = 0; s < 5; ++s) t.step(3e-3);
+    const after = t.heads(twice).weights;
+    for (let k = 0; k < 4; ++k) assert.deepEqual(block(after, k), block(start, k), `layer 1 head ${k + 1} learned`);
+    assert.notDeepEqual(block(after, 4), block(start, 4), 'layer 2 did not learn');
+    // with layer 2 knocked out, what is left (layer 1, the block, the output) did not change
+    assert.equal(t.copyProbability(twice, layer2), without);
+    assert.notEqual(t.copyProbability(twice), all);
+    for (const v of [without, all]) assert.ok(v > 0 && v < 1, `copy probability ${v}`);
+    assert.throws(() => t.copyProbability(SENTENCE), RangeError);
   });
 
   test('a text shorter than one window is a RangeError', () => {

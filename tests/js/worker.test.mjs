@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { randomTensor, rng } from './reference.mjs';
+import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
 
 const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
@@ -57,7 +57,8 @@ async function assertCollectedBackTo(attn, baseline) {
 }
 
 // Runs a script that imports the package as `createAttention` in a fresh process of this
-// runtime, with a time limit, the runtime's flags first.
+// runtime, the runtime's flags first. timeout: a guard against a hang (the process is killed,
+// and its status is then null), not a verdict on speed.
 function runChild(body, timeout = 30000, flags = []) {
   const script = `import { createAttention } from ${JSON.stringify(INDEX)};\n${body}`;
   const started = Date.now();
@@ -397,6 +398,11 @@ describe('the worker form', () => {
     'heads that do not divide dModel': (a) => a.multiHeadAttention({ dModel: 10, heads: 3 }),
     'a string as transposeA': (a) =>
       a.matmul(tensor(new Float32Array(1), [1, 1]), tensor(new Float32Array(1), [1, 1]), { transposeA: 'yes' }),
+    "a mask of dtype 'int8'": (a) =>
+      a.attention(q, q, q, { mask: { data: new Uint8Array(16), shape: [4, 4], dtype: 'int8' } }),
+    '2-D attentionBackward with a cache': (a) => a.attentionBackward(q, q, q, q, { cache: {} }),
+    'a layer with both seed and weights': (a) =>
+      a.multiHeadAttention({ dModel: 2, heads: 1, seed: 1, weights: { wq: tensor(new Float32Array(4), [2, 2]) } }),
   };
   for (const [title, call] of Object.entries(bad)) {
     test(`errors: ${title} rejects with the synchronous form's class and message`, async () => {
@@ -505,6 +511,37 @@ describe('the worker form', () => {
     assert.equal(e.message, 'matmul: transfer must be true or false, got the number 1');
   });
 
+  test('values structured cloning cannot copy: extra fields are ignored and checks word them as the direct form', async () => {
+    const next = rng(31);
+    const extras = { weak: new WeakMap(), promise: Promise.resolve(1), set: new WeakSet(), ref: new WeakRef({}) };
+    const [q, k, v] = [
+      [5, 4],
+      [6, 4],
+      [6, 3],
+    ].map((shape) => ({ ...randomTensor(next, shape), ...extras }));
+    assertSameBits(
+      await remote.attention(q, k, v, { causal: true }),
+      local.attention(q, k, v, { causal: true }),
+      'attention',
+    );
+    const layer = await remote.multiHeadAttention({ dModel: 4, heads: 2, seed: 2 });
+    const mine = local.multiHeadAttention({ dModel: 4, heads: 2, seed: 2 });
+    assertSameBits(await layer.forward({ ...q, note: extras }), mine.forward(q), 'a layer forward');
+    await layer.dispose();
+    mine.dispose();
+    const calls = {
+      'a WeakMap as causal': (a) => a.attention(q, k, v, { causal: new WeakMap() }),
+      'a Promise as the mask': (a) => a.attention(q, k, v, { mask: Promise.resolve() }),
+      'a WeakSet as q': (a) => a.attention(new WeakSet(), k, v),
+    };
+    for (const [title, call] of Object.entries(calls)) {
+      const expected = await errorOf(() => call(local));
+      const got = await errorOf(() => call(remote));
+      assert.equal(got.constructor, expected.constructor, `${title}: ${got.message}`);
+      assert.equal(got.message, expected.message, title);
+    }
+  });
+
   test('locateFile is asked up front and its answers are what the worker loads', async () => {
     const asked = [];
     const located = await createAttention({
@@ -523,6 +560,148 @@ describe('the worker form', () => {
 
     const e = await errorOf(() => createAttention({ threads: 1, worker: true, locateFile: (f) => `/nowhere/${f}` }));
     assert.match(e.message, /nowhere/);
+  });
+});
+
+// A call of the worker form that rejects changed nothing: what can be refused is refused before
+// anything is sent, and a call whose out the caller detached while it ran is undone in the
+// worker before the next request runs (worker_client.js, held requests).
+describe('a worker-form call that rejects changed nothing', () => {
+  let local, remote;
+  before(async () => {
+    [local, remote] = await Promise.all([
+      createAttention({ threads: 1 }),
+      createAttention({ threads: 1, worker: true }),
+    ]);
+  });
+  after(async () => {
+    local?.dispose();
+    await remote?.dispose();
+  });
+
+  const cacheConfig = { batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 8, dtype: 'int8' };
+  const token = (values) => tensor(Float32Array.from(values), [1, 1, 1, 4]);
+  // A fresh Float32Array of n values whose buffer is detached right after `call` was made with it.
+  const detachedDuring = (n, call) => {
+    const out = new Float32Array(n);
+    const pending = call(out);
+    structuredClone(out.buffer, { transfer: [out.buffer] });
+    return pending;
+  };
+  const outDetached = { name: 'TypeError', message: /out's buffer was detached or shrunk while the call ran$/ };
+
+  test('out on a buffer transfer: true would send is refused up front: the cache keeps its length', async () => {
+    const cache = await remote.kvCache(cacheConfig);
+    const q = new Float32Array([1, 2, 3, 4]);
+    await assert.rejects(
+      remote.attention(tensor(q, [1, 1, 1, 4]), token([0, 0, 0, 0]), token([0, 0, 0, 0]), {
+        cache,
+        out: q,
+        transfer: true,
+      }),
+      {
+        name: 'TypeError',
+        message:
+          'attention: out shares its buffer with an argument that transfer: true sends to the worker, which would detach it: give out a buffer of its own, or leave transfer out',
+      },
+    );
+    assert.equal(await cache.length, 0);
+    assert.equal(q.length, 4, 'q was sent');
+    await cache.dispose();
+  });
+
+  test('an out detached mid-call over a cache: the append is undone before the next request runs', async () => {
+    const [mine, theirs] = [local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)];
+    const [q, k, v] = [token([1, 2, 3, 4]), token([0.5, -1, 2, 0]), token([3, 1, -2, 0.25])];
+    const rejected = detachedDuring(4, (out) => remote.attention(q, k, v, { cache: theirs, out }));
+    // sent before the worker answered the first: it runs after the verdict
+    const lengthThen = theirs.length;
+    const next = remote.attention(q, k, v, { cache: theirs });
+    await assert.rejects(rejected, outDetached);
+    assert.equal(await lengthThen, 0, 'a request sent after the rejected one saw its append');
+    // the retry appends once: the same output and length as one step of the direct form
+    assertSameBits(await next, local.attention(q, k, v, { cache: mine }), 'the step after the rejected one');
+    assert.equal(await theirs.length, 1);
+    assert.equal(mine.length, 1);
+    const out = new Float32Array(4);
+    const kept = await remote.attention(q, k, v, { cache: theirs, out });
+    assert.equal(kept.output.data, out);
+    assertSameBits(kept, local.attention(q, k, v, { cache: mine }), 'a kept step with out');
+    assert.equal(await theirs.length, 2);
+    mine.dispose();
+    await theirs.dispose();
+  });
+
+  test("a layer's forward with out detached mid-call: backward differentiates the previous forward", async () => {
+    const config = { dModel: 4, heads: 2, seed: 5 };
+    const [mine, theirs] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const next = rng(29);
+    const [x, other, dOut] = [randomTensor(next, [3, 4]), randomTensor(next, [2, 4]), randomTensor(next, [3, 4])];
+    // no forward yet: the rejected one leaves none
+    await assert.rejects(
+      detachedDuring(8, (out) => theirs.forward(other, { out })),
+      outDetached,
+    );
+    await assert.rejects(theirs.backward(dOut), {
+      name: 'TypeError',
+      message: /^multiHeadAttention.backward: there is no forward to differentiate/,
+    });
+    mine.forward(x);
+    await theirs.forward(x);
+    await assert.rejects(
+      detachedDuring(8, (out) => theirs.forward(other, { out })),
+      outDetached,
+    );
+    const sentBefore = theirs.backward(dOut); // queued behind the rejected forward's verdict
+    assertSameBits(await sentBefore, mine.backward(dOut), 'backward after a rejected forward');
+
+    // over a cache: the cache keeps its length and backward still follows the forward before
+    const cacheOf = { batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4 };
+    const cache = await remote.kvCache(cacheOf);
+    await assert.rejects(
+      detachedDuring(8, (out) => theirs.forward(other, { cache, out })),
+      outDetached,
+    );
+    assert.equal(await cache.length, 0);
+    assertSameBits(await theirs.backward(dOut), mine.backward(dOut), 'backward after a rejected step over a cache');
+    await cache.dispose();
+    mine.dispose();
+    await theirs.dispose();
+  });
+
+  test('held forwards, kept or undone, leave no saved forward behind in wasm memory', async () => {
+    const layer = await remote.multiHeadAttention({ dModel: 8, heads: 2, seed: 7 });
+    const next = rng(32);
+    const x = randomTensor(next, [5, 8]);
+    await layer.forward(x, { out: new Float32Array(40) });
+    const baseline = (await remote.memory()).allocatedBytes;
+    for (let i = 0; i < 3; ++i) {
+      await layer.forward(x, { out: new Float32Array(40) });
+      await assert.rejects(
+        detachedDuring(40, (out) => layer.forward(x, { out })),
+        outDetached,
+      );
+    }
+    assert.equal((await remote.memory()).allocatedBytes, baseline);
+    await layer.dispose();
+  });
+
+  test("a layer's forward with out: x.data and transfer: true is refused up front; backward follows the previous forward", async () => {
+    const config = { dModel: 4, heads: 1, seed: 6 };
+    const [mine, theirs] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const next = rng(30);
+    const [x, dOut] = [randomTensor(next, [2, 4]), randomTensor(next, [2, 4])];
+    mine.forward(x);
+    await theirs.forward(x);
+    const y = randomTensor(next, [2, 4]);
+    await assert.rejects(theirs.forward(y, { out: y.data, transfer: true }), {
+      name: 'TypeError',
+      message: /^multiHeadAttention.forward: out shares its buffer with an argument that transfer: true sends/,
+    });
+    assert.equal(y.data.length, 8, 'x was sent');
+    assertSameBits(await theirs.backward(dOut), mine.backward(dOut), 'backward after the refused forward');
+    mine.dispose();
+    await theirs.dispose();
   });
 });
 
@@ -552,7 +731,7 @@ describe('dispose', () => {
     await layer.dispose(); // a no-op once the instance is gone
   });
 
-  test('a process that creates, uses and disposes the worker form exits promptly with code 0', () => {
+  test('a process that creates, uses and disposes the worker form exits by itself with code 0', () => {
     const r = runChild(`
       const attn = await createAttention({ worker: true, threads: 2 });
       const t = { data: new Float32Array([1, 0, 0, 1, 1, 1]), shape: [3, 2] };
@@ -561,7 +740,6 @@ describe('dispose', () => {
       await attn.dispose();`);
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
     assert.equal(r.stdout.trim(), '6');
-    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
   });
 
   // What Firefox sometimes does to the worker's first pthread worker (worker_client.js),
@@ -596,6 +774,5 @@ describe('dispose', () => {
       console.log((await layer.weights).wq.shape.join('x'));`);
     assert.equal(r.status, 0, `exit ${r.status} ${r.signal ?? ''} after ${r.seconds}s: ${r.stderr}`);
     assert.equal(r.stdout.trim(), '4x4');
-    assert.ok(r.seconds < 10, `took ${r.seconds}s`);
   });
 });

@@ -35,6 +35,9 @@ const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
 // a 2-D attentionBackward's options: attention()'s but out (it has several results)
 const BACKWARD_2D_OPTIONS = FORWARD_OPTIONS.filter((name) => name !== 'out');
+// attention()'s options that attentionBackward takes in no form (its 3-D and 4-D calls refuse
+// them as unknown): a 2-D call says so, not that they need 3-D inputs.
+const BACKWARD_REFUSES = ['pastKey', 'pastValue', 'cache', 'qkOutput'];
 
 // q [nQ,dK] (a snapshot), k [nK,dK], v [nK,dV] that fit together -> their sizes and
 // snapshots (every later step reads the snapshots, never the arguments again).
@@ -66,6 +69,11 @@ function checkAttention(where, q, k, v, options, backward = false) {
   const sizes = checkQKV(where, q, k, v);
   const o = checkOptions(where, options, backward ? BACKWARD_2D_OPTIONS : FORWARD_OPTIONS);
   const headsOnly = HEADS_ONLY.find((name) => o[name] !== undefined);
+  if (backward && BACKWARD_REFUSES.includes(headsOnly)) {
+    throw new TypeError(
+      `${where}: takes no ${headsOnly}, in any form: it differentiates attention over the k and v it is given${headsOnly === 'qkOutput' ? '' : ' (pass all the keys and values, past and new, as k and v)'}`,
+    );
+  }
   if (headsOnly) {
     throw new TypeError(
       `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks${backward ? '' : ', out'}`,

@@ -39,6 +39,26 @@ export class Heap {
     }
   }
 
+  // The largest block wasm memory could still give, at most (embind.cpp heap_room): what it
+  // may grow by before its 2 GB, plus what malloc holds free. A larger malloc fails without
+  // growing memory (Emscripten's heap refuses a size past its maximum before growing), so a
+  // call refused here or there leaves memory as it was; memory that grew never shrinks.
+  room() {
+    return this.#module.heapRoom();
+  }
+
+  // checkFits(), then a RangeError naming `what` when a block of `bytes` is larger than room():
+  // for a block the caller wants refused with its own words before the core allocates it.
+  checkRoom(bytes, what) {
+    this.checkFits(bytes, what);
+    const room = this.room();
+    if (bytes > room) {
+      throw new RangeError(
+        `${what} needs ${bytes} bytes (${formatBytes(bytes)}), and wasm memory has ${room} bytes (${formatBytes(room)}) left of its 2 GB`,
+      );
+    }
+  }
+
   // Byte offset of a fresh block of `bytes`, or a RangeError naming `what` when it cannot fit.
   alloc(bytes, what) {
     this.checkFits(bytes, what);

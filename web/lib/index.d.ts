@@ -75,9 +75,11 @@ export interface KvCacheConfig {
   dV: number;
   capacity: number;
   /** What each kept key and value is (default 'float32'). 'float16': IEEE binary16 (rounded to
-   *  nearest even), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
-   *  of 32 along d as int8 steps of an fp16 scale (max|x|/127, llama.cpp's q8_0), 0.27× the
-   *  bytes. Both are read in place; presentKey/presentValue give them back as float32. */
+   *  nearest even; 11 significant bits, subnormals in steps of 2^-24 below 2^-14, |x| <= 2^-25
+   *  becomes 0), half the bytes; a key or value beyond ±65504 is a RangeError. 'int8': blocks
+   *  of 32 along d as int8 steps of a bfloat16 scale (max|x|/127 rounded up, llama.cpp's q8_0
+   *  with float32's exponent range), 0.27× the bytes: every finite value, within max|x|/252 of
+   *  its block. Both are read in place; cache.read() gives them back as float32. */
   dtype?: KvCacheDtype;
 }
 
@@ -93,9 +95,22 @@ export interface KvCacheShape {
   readonly dtype: KvCacheDtype;
 }
 
+/** A cache's rows [0, length) as float32, as the cache keeps them: float16 widened exactly,
+ *  int8 times its block scales. */
+export interface KvCacheRows {
+  /** [batch,kvHeads,length,dK] */
+  key: Tensor;
+  /** [batch,kvHeads,length,dV] */
+  value: Tensor;
+}
+
 export interface KvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: number;
+  /** Its keys and values, copied out (fresh arrays; 0 rows each when it is empty). A TypeError
+   *  once it or its instance was disposed; a RangeError when keys or values do not fit in wasm
+   *  memory on their way out. */
+  read(): KvCacheRows;
   /** Keeps the first n rows (n <= length), e.g. to drop a rejected draft. */
   truncate(n: number): void;
   /** Empties the cache; its memory stays for the next sequence. */
@@ -192,8 +207,14 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOp
   cache?: KvCache;
 }
 
-/** attentionBackward's options: attention()'s, without a past, cache, qk output or out. */
-export type AttentionBackwardOptions = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out'>;
+/** attentionBackward's options: attention()'s, without a past, cache, qk output or out; trace
+ *  for 2-D inputs only (3-D and 4-D calls refuse it), heads and kvLength for 3-D/4-D only. */
+export type AttentionBackwardOptions =
+  | (Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out' | 'heads' | 'kvLength'> & {
+      heads?: never;
+      kvLength?: never;
+    })
+  | (Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out' | 'trace'> & { trace?: never });
 
 /** Results in q's format (O: output, qk) and the past's (P: presentKey, presentValue, as ONNX's
  *  T1 and T2); trace intermediates are float32. */
@@ -267,7 +288,7 @@ export interface MultiHeadConfig {
   sinks?: boolean | Float32Array | Tensor;
   /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
   weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
-  /** Seed of the initialization, 0 to 2^32-1 (default 0). */
+  /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights (a TypeError). */
   seed?: number;
 }
 
@@ -413,7 +434,9 @@ export interface Attention {
     dOutput: AnyTensor,
     options?: AttentionBackwardOptions,
   ): AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>;
-  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). */
+  /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). A RangeError, before
+   *  anything is allocated, when it does not fit: its bytes (capacity rounded up to panels of 8
+   *  keys, dV to 8 columns, int8's scales) past 2 GB or past what wasm memory has left. */
   kvCache(config: KvCacheConfig): KvCache;
   /** a [m,k] · b [k,n] -> [m,n] in a's format. */
   matmul<A extends AnyTensor = Tensor>(a: A, b: AnyTensor, options?: MatmulOptions<Follows<A>>): Follows<A>;
@@ -430,7 +453,8 @@ export interface TransferOption {
   /** Transfer the ArrayBuffers behind this call's typed arrays to the worker instead of copying
    *  them: they are detached here once the call is made (default false). Results are always
    *  transferred back. out is never sent: the result comes back in a fresh array and is copied
-   *  into it here (one surface with the direct form; no allocation saved). */
+   *  into it here (one surface with the direct form; no allocation saved). An out on a buffer
+   *  this would send is a TypeError; a call whose out is detached while it runs is undone. */
   transfer?: boolean;
 }
 
@@ -439,6 +463,7 @@ export interface TransferOption {
 export interface AsyncKvCache extends KvCacheShape {
   /** Rows filled in each head (0 once the cache or its instance was disposed). */
   readonly length: Promise<number>;
+  read(): Promise<KvCacheRows>;
   truncate(n: number): Promise<void>;
   reset(): Promise<void>;
   /** Frees the cache in the worker; later use rejects. */
@@ -506,7 +531,8 @@ export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
 export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;
 /** A seeded generator (mulberry32): each call returns the next uniform float in [0, 1); the same
- *  seed (0 to 2^32-1) gives the same numbers in every engine. A layer's `seed` draws its initial
+ *  seed (an integer from 0 to 2^32-1; anything else is a TypeError or RangeError) gives the
+ *  same numbers in every engine. A layer's `seed` draws its initial
  *  weights from seededRandom(seed) through xavierUniform, so an app can reproduce them. */
 export function seededRandom(seed: number): () => number;
 /** Xavier (Glorot) uniform weights for a [fanIn,fanOut] matrix, row-major: U(−a, a) with

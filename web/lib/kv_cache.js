@@ -4,21 +4,44 @@
 // never copies the cache). attention(q, k, v, { cache }) appends k and v (only the new rows
 // are written) and attends over all of it.
 //
-// dtype: what each kept key and value is. 'float32'; 'float16': IEEE binary16, rounded to
-// nearest even, half the bytes, |x| <= 65504; 'int8': each row in blocks of 32 along d, a block
-// stored as int8 steps of its fp16 scale max|x|/127 (llama.cpp's q8_0), 0.27× the bytes. The
-// kernels read either in place (widening in registers); reads give float32.
+// dtype: what each kept key and value is; NaN and ±Infinity are refused (RangeError).
+//   'float32': every finite float, 24 significant bits.
+//   'float16': IEEE binary16 rounded to nearest even, half the bytes: |x| <= 65504 (beyond, a
+//     RangeError naming the 'float16' cache), 11 significant bits (error <= 2^-11·|x|) from
+//     2^-14 ≈ 6.1e-5 up; below, subnormals in steps of 2^-24 ≈ 6e-8 (fewer bits the smaller:
+//     1e-6 keeps about 4), and |x| <= 2^-25 ≈ 3e-8 becomes 0.
+//   'int8': each row in blocks of 32 along d, a block stored as int8 steps of its scale
+//     max|x|/127 rounded up to a bfloat16 (llama.cpp's q8_0 with float32's exponent range in
+//     the scale), 0.27× the bytes: every finite x, error <= max|x|/252 of its block (+ 2^-134
+//     for blocks below 127·2^-126 ≈ 1.5e-36, whose scale is subnormal).
+// The kernels read either in place (widening in registers); reads give float32.
 //
 // Ownership: the cache owns its wasm memory until dispose(); a cache collected without
 // dispose() gets the same from a finalizer. It keeps the instance that made it alive.
+import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
+import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
-import { checkOneOf, checkOptions, checkPositiveInteger } from './tensor.js';
+import { checkOneOf, checkOptions, checkPositiveInteger, tensor } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];
-// Bytes a cache of dtype keeps per row of d values (with its scales).
+// Bytes a cache of dtype keeps per row of d values (int8: with its 2-byte scales, one per 32),
+// its panels' padding aside: what a step reads per token. What a cache holds in all is
+// cacheBytes().
 export const rowBytes = (dtype, d) =>
   dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : dtype === 'float16' ? 2 * d : 4 * d;
+
+// The largest size the core takes (its sizes are uint32).
+const MAX_SIZE = 2 ** 32 - 1;
+
+// Bytes a cache of these sizes keeps in wasm memory, padding and scales included: the core's
+// own count per (sequence, kv head), wa::KvCache::head_bytes, times batch · kvHeads. Infinity
+// when one head alone passes wasm32's 4 GB.
+function cacheBytes(module, { batch, kvHeads, dK, dV, capacity, dtype }) {
+  if (Math.max(capacity, dK, dV) > MAX_SIZE) return Infinity;
+  const head = module.kvCacheHeadBytes(capacity, dK, dV, DTYPES.indexOf(dtype));
+  return head < 0 ? Infinity : head * batch * kvHeads;
+}
 
 const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
 
@@ -35,13 +58,20 @@ export class KvCache {
     const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
     checkOneOf(where, 'dtype', dtype, DTYPES);
     rt.checkAlive(where); // config's getters have run
-    rt.heap.checkFits(
-      batch * kvHeads * capacity * (rowBytes(dtype, dK) + rowBytes(dtype, dV)),
-      `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`,
-    );
+    // Refused before the core allocates: a block larger than what wasm memory has left fails
+    // there too, with a message that cannot say what did not fit.
+    const what = `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`;
+    const bytes = cacheBytes(rt.module, { batch, kvHeads, dK, dV, capacity, dtype });
+    if (bytes === Infinity) throw new RangeError(`${what} needs more than 4 GB, more than wasm memory can hold (2 GB)`);
+    // (a batch or kvHeads past the core's uint32 is past 2 GB: every head takes bytes)
+    rt.heap.checkRoom(bytes, what);
     const handle = rt.heap.scoped(where, (s) => {
       const out = s.alloc(4, 'the handle');
-      rt.call(where, 'kvCacheCreate', batch, kvHeads, dK, dV, capacity, DTYPES.indexOf(dtype), out);
+      const status = rt.module.kvCacheCreate(batch, kvHeads, dK, dV, capacity, DTYPES.indexOf(dtype), out);
+      // under room() yet not one free block that large
+      if (status.kind === ErrorKind.outOfMemory)
+        throw new RangeError(`${what} needs ${formatBytes(bytes)} and wasm memory has no room left for it`);
+      throwIfFailed(where, status);
       return new Uint32Array(rt.heap.buffer(), out, 1)[0];
     });
     const module = rt.module;
@@ -99,6 +129,30 @@ export class KvCache {
       throw new RangeError(`kvCache.truncate: n must be an integer from 0 to the cache's length ${length}, got ${n}`);
     }
     s.rt.call('kvCache.truncate', 'kvCacheTruncate', s.handle, n);
+  }
+
+  // -> { key [batch,kvHeads,length,dK], value [batch,kvHeads,length,dV] }: fresh float32
+  // tensors of the rows filled, as the cache keeps them (float16 widened, exact; int8 times
+  // its block scales). Keys and values go through wasm memory one after the other: a block
+  // of the read's size each, freed before it returns.
+  read() {
+    const where = 'kvCache.read';
+    const s = this.#check('read');
+    const { rt, batch, kvHeads } = s;
+    const n = s.length();
+    const none = heads4d(0, kvHeads, n, 0); // data 0: not wanted
+    // the keys (d = dK) or the values (dV), as a tensor
+    const readRows = (keys, d) => {
+      const shape = [batch, kvHeads, n, d];
+      const count = batch * kvHeads * n * d;
+      return rt.heap.scoped(where, (scope) => {
+        const at = scope.alloc(4 * count, `${keys ? 'keys' : 'values'} ${JSON.stringify(shape)}`);
+        const rows = heads4d(at, kvHeads, n, d);
+        rt.call(where, 'kvCacheRead', s.handle, keys ? rows : none, keys ? none : rows);
+        return tensor(rt.heap.read(at, count), shape);
+      });
+    };
+    return { key: readRows(true, s.dK), value: readRows(false, s.dV) };
   }
 
   // Empties the cache (its memory stays, for the next sequence).

@@ -122,6 +122,11 @@ export function checkLayerConfig(where, config) {
   checkPositiveInteger(where, 'dV', dV);
   const bias = checkBoolean(where, 'bias', c.bias);
   if (c.seed !== undefined) checkUint32(where, 'seed', c.seed);
+  if (c.seed !== undefined && c.weights !== undefined) {
+    throw new TypeError(
+      `${where}: seed draws the first weights, and weights gives them: pass one of seed and weights, not both`,
+    );
+  }
   const rotary = checkRotary(where, c.rotary, dK);
   const window = checkWindow(where, c.window);
   const softcap = checkSoftcap(where, c.softcap);

@@ -14,6 +14,7 @@ import { tensor } from './tensor.js';
 //     of Q, K, V and concat (O(n·dModel) floats; the backward recomputes the attention
 //     weights), with the call's sizes and options. Null before a forward, after step() and dispose().
 //   cachedLast: the most recent forward ran over a cache (backward() says so)
+//   held: null, or while a forward may still be undone (holdForward), what it replaced
 export function createLayer(rt, owner, where, { config, shapes, values }) {
   const owned = new Owned(owner, rt);
   const ptrs = {};
@@ -24,8 +25,13 @@ export function createLayer(rt, owner, where, { config, shapes, values }) {
     owned.release();
     throw e;
   }
-  return { rt, config, shapes, owned, ptrs, saved: null, cachedLast: false };
+  const layer = { rt, config, shapes, owned, ptrs, saved: null, cachedLast: false, held: null };
+  layers.set(owner, layer);
+  return layer;
 }
+
+// The public layer (MultiHeadAttention) -> its state, for holdForward; module-internal.
+const layers = new WeakMap();
 
 export function checkLayerAlive(layer, where) {
   layer.rt.checkAlive(where);
@@ -43,11 +49,46 @@ export function attentionArgs(layer, { causal, keep, bias }) {
   };
 }
 
-// Frees the saved forward (step(), dispose() and a forward over a cache leave none).
+// Frees the saved forward (step(), dispose() and a forward over a cache leave none). While a
+// forward is held (holdForward), the first saved forward it replaces is kept aside instead.
 export function releaseSaved(layer) {
-  if (layer.saved) for (const p of Object.values(layer.saved.ptrs)) layer.owned.free(p);
+  if (layer.held && !layer.held.replaced) {
+    layer.held.replaced = { saved: layer.saved, cachedLast: layer.cachedLast };
+  } else if (layer.saved) {
+    for (const p of Object.values(layer.saved.ptrs)) layer.owned.free(p);
+  }
   layer.saved = null;
   layer.cachedLast = false;
+}
+
+// The worker form's undo of a layer's forward (worker_host.js; not public): run fn (one
+// forward of the public layer `owner`) keeping the saved forward it replaces -> fn's result,
+// or what fn throws (a failed forward has changed nothing, or is undone). After a result,
+// settle(keep) must be called before anything else uses the layer: keep frees what the
+// forward replaced; drop (keep false) frees the forward's own saved buffers and restores
+// what it replaced, as if the forward had not run.
+export function holdForward(owner, fn) {
+  const layer = layers.get(owner);
+  layer.held = { replaced: null };
+  try {
+    return { value: fn(), settle: (keep) => settleForward(layer, keep) };
+  } catch (e) {
+    settleForward(layer, false);
+    throw e;
+  }
+}
+
+function settleForward(layer, keep) {
+  const { replaced } = layer.held;
+  layer.held = null;
+  if (!replaced) return;
+  if (keep) {
+    if (replaced.saved) for (const p of Object.values(replaced.saved.ptrs)) layer.owned.free(p);
+    return;
+  }
+  releaseSaved(layer);
+  layer.saved = replaced.saved;
+  layer.cachedLast = replaced.cachedLast;
 }
 
 // The current parameters as tensors (copies).

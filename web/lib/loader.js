@@ -75,6 +75,10 @@ export function threadsAvailable() {
   return (isNode || globalThis.crossOriginIsolated === true) && sharedMemoryAvailable();
 }
 
+// threads: 'auto': every core the platform reports, up to 16. A larger pool never slows a call
+// down by its size: each call wakes only the threads its work feeds (threading.h: one per half a
+// 64³ product's multiply-adds) and splits its work for that many (gemm_split, kTasksPerThread),
+// so a small call on a 16-thread pool runs as it would on a smaller one.
 export async function defaultThreads() {
   if (isNode) {
     const os = await nodeBuiltin('os');

@@ -404,7 +404,8 @@ export function readMask(where, mask) {
   const isTensor = !bare && typeof mask === 'object' && !isArray(mask) && !isRevoked(mask);
   const rawData = bare ? mask : isTensor ? mask.data : undefined;
   const rawShape = isTensor ? mask.shape : undefined;
-  const half = halfMask(where, rawData, isTensor ? mask.dtype : undefined);
+  const dtype = isTensor ? maskDtype(where, mask.dtype) : undefined;
+  const half = halfMask(where, rawData, dtype);
   const type = typedArrayName(rawData);
   const data = half ?? (type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null);
   if (data === 'detached') {
@@ -427,6 +428,12 @@ export function readMask(where, mask) {
     shape = shapeSnapshot(where, 'mask', rawShape);
   }
   return Object.freeze({ data: copy, shape });
+}
+
+// A mask tensor's dtype (read once): undefined or one of DTYPES, else an error naming them.
+function maskDtype(where, dtype) {
+  if (dtype !== undefined) checkOneOf(where, 'mask.dtype', dtype, DTYPES);
+  return dtype;
 }
 
 // A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
@@ -499,7 +506,7 @@ export function readHeadsMask(where, mask) {
   if (shape.length < 1 || shape.length > 4)
     throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
   let type = typedArrayName(rawData);
-  let data = halfMask(where, rawData, mask.dtype), // float16 values added, widened: a copy
+  let data = halfMask(where, rawData, maskDtype(where, mask.dtype)), // float16 values added, widened: a copy
     length,
     bad = null;
   if (data) type = 'Float32Array';

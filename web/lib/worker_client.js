@@ -20,7 +20,18 @@
 // transferred. The worker gets a fresh array of its type and length in its place, checks it
 // as the synchronous form checks out, and sends the result back in it (transferred); the
 // result's values are then copied into the caller's array, which becomes the result's data.
-// This keeps one surface with the synchronous form; it saves no allocation here.
+// This keeps one surface with the synchronous form; it saves no allocation here. An out on a
+// buffer that transfer: true would send is refused here, before anything is sent.
+//
+// Held requests. What only this side can check, once the worker answered (out still there,
+// not detached or shrunk by the caller while the call ran), decides whether the call
+// happened. A request with out that changes the worker's state (a layer's forward, a call
+// over a cache) goes as { id, op, target, args, hold: true }: the worker runs it keeping what
+// undoes it (the lengths of the caches it appends to; a layer's previous saved forward),
+// answers, and runs nothing else until this side's verdict,
+// { verdict: id, keep }, sent as soon as the answer was checked: keep, or undo it. Requests
+// sent meanwhile wait in the worker's queue, so they see the call kept or undone, in order.
+// An error answer needs no verdict: a failed call changed nothing.
 
 import { isNode, nodeBuiltin, process } from './host.js';
 import { STAND_IN } from './stand_in.js';
@@ -65,7 +76,9 @@ const cacheRefs = new WeakMap();
 // by references to their cache (worker_host.js turns each back into a function, a symbol, a
 // revoked Proxy, an empty typed array or a cache, so that its checks throw the message they
 // throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
-// Maps, Dates and the like go as structured cloning copies them.
+// Maps, Dates and the like go as structured cloning copies them; what it cannot copy (a
+// WeakMap, a Promise, a DOM node: none of which the direct form reads but to refuse) goes as
+// a stand-in named like it (describe() words it the same).
 function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'function') return { [STAND_IN]: 'function' };
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
@@ -82,8 +95,31 @@ function encode(value, buffers, channel, depth = 0) {
     return value;
   }
   if (isArray(value)) return value.map((v) => encode(v, buffers, channel, depth + 1));
-  if (Object.prototype.toString.call(value) !== '[object Object]') return value;
+  if (Object.prototype.toString.call(value) !== '[object Object]') return cloneable(value) ? value : opaque(value);
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, encode(v, buffers, channel, depth + 1)]));
+}
+
+// Whether structured cloning copies value (an object that is neither plain, an Array nor a
+// typed array). ArrayBuffers always can; anything else is tried.
+function cloneable(value) {
+  if (value instanceof ArrayBuffer || value instanceof (globalThis.SharedArrayBuffer ?? ArrayBuffer)) return true;
+  try {
+    structuredClone(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The stand-in for an object structured cloning cannot copy: its constructor's name.
+function opaque(value) {
+  let name;
+  try {
+    name = value.constructor?.name;
+  } catch {
+    name = undefined; // a getter that throws
+  }
+  return { [STAND_IN]: 'opaque', name: typeof name === 'string' ? name : undefined };
 }
 
 // options -> { options without its transfer key (undefined when nothing else is left),
@@ -114,14 +150,13 @@ function takeOptions(where, options) {
   };
 }
 
-// The worker's answer to a call with out (takeOptions; null: answer as it is): a Promise of
-// the answer, whose main result (mainOf(answer), a tensor of out's type and length, fresh)
+// The check of the answer to a call with out (Channel.send's accept; out: takeOptions'
+// caller's array): its main result (mainOf(answer), a tensor of out's type and length, fresh)
 // has its values copied into out and out as its data; a TypeError when out's buffer was
-// detached or shrunk while the call ran.
+// detached or shrunk while the call ran (a held call is then undone in the worker).
 const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine's own
-function withOut(where, answer, out, mainOf) {
-  if (!out) return answer;
-  return answer.then((value) => {
+function acceptOut(where, out, mainOf) {
+  return (value) => {
     const t = mainOf(value);
     if (typedArrayLength(out) !== typedArrayLength(t.data)) {
       throw new TypeError(`${where}: out's buffer was detached or shrunk while the call ran`);
@@ -129,8 +164,12 @@ function withOut(where, answer, out, mainOf) {
     Reflect.apply(setValues, out, [t.data]);
     t.data = out;
     return value;
-  });
+  };
 }
+
+// The ArrayBuffer or SharedArrayBuffer behind a typed array, by the engine's own getter.
+const bufferGetter = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer').get;
+const bufferOf = (array) => Reflect.apply(bufferGetter, array, []);
 
 // The worker and its requests: send(where, op, args) -> Promise of the worker's answer.
 // closed: dispose() was called; every later call rejects as the synchronous form throws.
@@ -138,7 +177,7 @@ function withOut(where, answer, out, mainOf) {
 // starting; every call rejects (createWorkerAttention starts a new worker).
 class Channel {
   #worker;
-  #pending = new Map(); // request id -> { resolve, reject }
+  #pending = new Map(); // request id -> { resolve, reject, accept, hold }
   #nextId = 1;
   #broken = null; // the Error every call gets once the worker died
   #stallMs;
@@ -173,27 +212,53 @@ class Channel {
   // cache) was disposed, else null, asked before the arguments are read and again once they
   // were sent: their getters (run by encode, and past its depth by postMessage's cloning) may
   // dispose it. Then the worker refuses the request, and its answer finds no one waiting.
+  // out: the caller's array for the result (takeOptions), refused up front when transfer would
+  // detach its buffer; accept(answer): with out, the call resolves to what it returns or
+  // rejects with what it throws; hold: the call changes the worker's state, and is held (see
+  // above): kept when accept returns, undone when it throws.
   // A Promise always: what the getters throw rejects it.
-  send(where, op, args, { target, transfer = false, stale = () => null } = {}) {
+  send(
+    where,
+    op,
+    args,
+    { target, transfer = false, stale = () => null, out = null, accept = null, hold = false } = {},
+  ) {
     const buffers = new Set();
     let encoded;
     try {
       const before = stale() ?? this.#broken;
       if (before) throw before;
       encoded = encode(args, buffers, this);
+      if (out && transfer && buffers.has(bufferOf(out))) {
+        throw new TypeError(
+          `${where}: out shares its buffer with an argument that transfer: true sends to the worker, which would detach it: give out a buffer of its own, or leave transfer out`,
+        );
+      }
     } catch (e) {
       return Promise.reject(e);
     }
     const id = this.#nextId++;
     try {
-      this.#worker.postMessage({ id, op, target, args: encoded }, transfer ? [...buffers] : []);
+      this.#worker.postMessage({ id, op, target, args: encoded, hold }, transfer ? [...buffers] : []);
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }
     const after = stale();
-    if (after) return Promise.reject(after);
+    if (after) {
+      if (hold) this.#verdict(id, false); // in case the worker runs it after all
+      return Promise.reject(after);
+    }
     if (isNode && this.#pending.size === 0) this.#worker.ref();
-    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    return new Promise((resolve, reject) => this.#pending.set(id, { resolve, reject, accept, hold }));
+  }
+
+  // A held request's verdict (handled by the worker outside its queue of requests).
+  #verdict(id, keep) {
+    try {
+      this.#worker.postMessage({ verdict: id, keep });
+    } catch {
+      // the worker is gone, and the call's effects with it
+    }
   }
 
   #settle(id) {
@@ -223,7 +288,19 @@ class Channel {
     const request = this.#settle(id);
     if (!request) return;
     if (error) request.reject(rebuildError(error));
-    else request.resolve(value);
+    else if (!request.accept) request.resolve(value);
+    else {
+      let accepted;
+      try {
+        accepted = request.accept(value);
+      } catch (e) {
+        if (request.hold) this.#verdict(id, false);
+        request.reject(e);
+        return;
+      }
+      if (request.hold) this.#verdict(id, true);
+      request.resolve(accepted);
+    }
   }
 
   #fail(error) {
@@ -270,12 +347,13 @@ class AsyncMultiHeadAttention {
   }
 
   // The checks the synchronous layer makes first, then the request.
-  #call(where, op, args, transfer) {
+  // held: { out, accept, hold } for a call with out (Channel.send).
+  #call(where, op, args, transfer, held = {}) {
     const stale = () => {
       if (this.#channel.closed) return instanceDisposed(where);
       return this.#disposed ? layerDisposed(where) : null;
     };
-    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale });
+    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale, ...held });
   }
 
   // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
@@ -283,8 +361,9 @@ class AsyncMultiHeadAttention {
     const where = 'multiHeadAttention.forward';
     return promised(() => {
       const t = takeOptions(where, options);
-      const answer = this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer);
-      return withOut(where, answer, t.out, (r) => r.output);
+      // a forward always replaces the saved forward (or appends to a cache): held
+      const held = t.out ? { out: t.out, accept: acceptOut(where, t.out, (r) => r.output), hold: true } : {};
+      return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer, held);
     });
   }
 
@@ -375,6 +454,11 @@ class AsyncKvCache {
     return this.#call('reset', 'reset');
   }
 
+  // A Promise of { key, value }, the synchronous cache's read() once the calls made before it ran.
+  read() {
+    return this.#call('read', 'readCache');
+  }
+
   // Frees the cache in the worker once the calls made before it ran; safe to call twice.
   async dispose() {
     if (this.#ref.disposed) return;
@@ -409,11 +493,14 @@ class AsyncAttention {
     return promised(() => {
       if (stale()) throw stale();
       const t = takeOptions(where, options);
-      const answer = this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
+      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
         transfer: t.transfer,
         stale,
+        // held when it appends to a cache; other calls change nothing in the worker
+        ...(t.out
+          ? { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: cacheRefs.has(t.options?.cache) }
+          : {}),
       });
-      return withOut(where, answer, t.out, mainOf);
     });
   }
 

@@ -2,15 +2,18 @@
 // (see worker_client.js for the protocol and the transfer rule). Started by worker_client.js
 // as a module Worker (browser) or a worker_thread (Node); not meant to be imported.
 //
-//   { id, op, target?, args } -> { id, value } with value's ArrayBuffers transferred,
+//   { id, op, target?, args, hold? } -> { id, value } with value's ArrayBuffers transferred,
 //                             or { id, error: { name, message } }
 // target: the id of the layer or cache a layer's or cache's operation applies to.
+// hold: after a value, nothing else runs until { verdict: id, keep }; keep false undoes the
+//   call (its caches cut back, a layer's previous saved forward restored).
 //   while create starts the pool's workers: { progress: 'threads-starting' }, then
 //                             { progress: 'threads-started' } once they exist
 import { createAttentionWith } from './create.js';
 import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
 import { cacheStandIn } from './kv_cache.js';
+import { holdForward } from './layer_state.js';
 import { STAND_IN } from './stand_in.js';
 
 let attn = null;
@@ -47,17 +50,24 @@ function freshArray({ type, length = 0, detached = false }) {
 }
 
 // The client's stand-ins back into a function, a symbol, a revoked Proxy, a typed array (empty,
-// or an out's fresh one) or a cache, in place (args is our own copy).
-function decode(value, depth = 0) {
+// or an out's fresh one), a cache or an object of a constructor's name, in place (args is our
+// own copy). The live caches met are added to the Set `found`.
+function decode(value, found, depth = 0) {
   if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || depth > 8) return value;
   if (STAND_IN in value) {
     const kind = value[STAND_IN];
-    if (kind === 'cache') return cacheOf(value);
+    if (kind === 'cache') {
+      const cache = cacheOf(value);
+      if (caches.get(value.id) === cache) found.add(cache);
+      return cache;
+    }
     if (kind === 'revoked') return revoked();
     if (kind === 'empty' || kind === 'out') return freshArray(value);
+    if (kind === 'opaque')
+      return value.name === undefined ? Object.create(null) : Object.create({ constructor: { name: value.name } });
     return kind === 'function' ? function standIn() {} : Symbol('stand-in');
   }
-  for (const key of Object.keys(value)) value[key] = decode(value[key], depth + 1);
+  for (const key of Object.keys(value)) value[key] = decode(value[key], found, depth + 1);
   return value;
 }
 
@@ -130,6 +140,7 @@ const ops = {
   cacheLength: (id) => ownCache(id).length,
   truncate: (id, ...args) => ownCache(id).truncate(...args),
   reset: (id) => ownCache(id).reset(),
+  readCache: (id) => ownCache(id).read(),
   disposeCache(id) {
     caches.get(id)?.dispose();
     caches.delete(id);
@@ -150,26 +161,74 @@ const TARGET_OPS = new Set([
   'cacheLength',
   'truncate',
   'reset',
+  'readCache',
   'disposeCache',
 ]);
 
-async function handle({ id, op, target, args }, reply) {
-  try {
-    const call = decode(args);
-    const value = await (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
-    reply({ id, value }, [...buffersOf(value)]);
-  } catch (e) {
-    const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };
-    reply({ id, error });
+// A held request's call run -> { value, settle(keep) }: keep, or undo the call: the caches
+// among its arguments cut back to their lengths before it (only appends can have changed
+// them), and a layer's forward undone by layer_state.js (holdForward).
+function runHeld(op, target, call, found) {
+  const lengths = [...found].map((cache) => [cache, cache.length]);
+  const run = () => (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
+  const { value, settle } = op === 'forward' ? holdForward(layerOf(target), run) : { value: run(), settle() {} };
+  return {
+    value,
+    settle(keep) {
+      settle(keep);
+      if (!keep) for (const [cache, length] of lengths) if (cache.length > length) cache.truncate(length);
+    },
+  };
+}
+
+// Verdicts on held requests: request id -> the waiting request's resolve, or the verdict
+// itself when it came first (the client gave up on a request before the worker ran it).
+const verdicts = new Map();
+function verdictOf(id) {
+  if (verdicts.has(id)) {
+    const keep = verdicts.get(id);
+    verdicts.delete(id);
+    return Promise.resolve(keep);
+  }
+  return new Promise((resolve) => verdicts.set(id, resolve));
+}
+function receiveVerdict({ verdict: id, keep }) {
+  const waiting = verdicts.get(id);
+  if (typeof waiting === 'function') {
+    verdicts.delete(id);
+    waiting(keep === true);
+  } else {
+    verdicts.set(id, keep === true);
   }
 }
 
-// One request at a time, in the order sent.
+async function handle({ id, op, target, args, hold }, reply) {
+  let held = null;
+  try {
+    const found = new Set();
+    const call = decode(args, found);
+    let value;
+    if (hold) ({ value, settle: held } = runHeld(op, target, call, found));
+    else value = await (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
+    reply({ id, value }, [...buffersOf(value)]);
+  } catch (e) {
+    const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };
+    held?.(false); // a held call whose answer could not be sent: the client gets an error
+    verdicts.delete(id);
+    reply({ id, error });
+    return;
+  }
+  if (held) held(await verdictOf(id));
+}
+
+// One request at a time, in the order sent; verdicts go past the queue, to the request that
+// holds it.
 let queue = Promise.resolve();
 const receive = (reply) => {
   post = reply;
   return (message) => {
-    queue = queue.then(() => handle(message, reply));
+    if (message !== null && typeof message === 'object' && 'verdict' in message) receiveVerdict(message);
+    else queue = queue.then(() => handle(message, reply));
   };
 };
 

@@ -16,12 +16,15 @@
 // url_state.js  the settings in the address: a link reproduces the view
 // model/        the trained model: its files, its plain-JS output layer, its heads' measured stats
 // model_view.js every head of the trained model at a glance; head_compare.js two heads and A − B
+// knockout_panel.js  heads knocked out and each head's part in the predicted word (ablation.js)
 import { renderChips, setPressed } from './chips.js';
 import { loadLibrary, sgdStep } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
 import { loadEmbeddings } from './embeddings.js';
 import { createHeadCompare } from './head_compare.js';
+import { predictAt } from './ablation.js';
+import { createKnockoutPanel, isOut } from './knockout_panel.js';
 import { createModelView } from './model_view.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './under_the_hood.js';
@@ -40,7 +43,8 @@ import {
   recompute,
   recomputeBackward,
 } from './state.js';
-import { compositionHtml, keyHeads, sinkSentence } from './induction.js';
+import { composition, compositionHtml, keyHeads, sinkSentence } from './induction.js';
+import { referenceHtml } from './reference_note.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
 import { bindTrainPanel } from './train_panel.js';
@@ -54,6 +58,7 @@ const stepView = createStepView(state, { onSelectRow: setFocus });
 // The model view and the head comparison (below the steps): a tile opens its head in the steps.
 const modelView = createModelView($('model-grid'), {
   onOpen: openHead,
+  onKnock: (layer, head) => toggleKnock(layer, head),
   onUseTrained: () => {
     if (change(state, { mode: 'sentence', projection: 'trained' })) attempt(refresh);
   },
@@ -64,12 +69,49 @@ const compare = createHeadCompare($('compare'), {
   note: $('compare-note'),
   onChange: () => rendered(),
 });
+const knockPanel = createKnockoutPanel($('knock'), { onChange: () => setKnockOut([]) });
+
+// The heads knocked out: the model view's toggles, the steps' toggle and the panel follow them.
+function setKnockOut(list) {
+  state.knockOut = list;
+  modelView.markKnocked(state);
+  showKnockOut();
+  rendered();
+}
+function toggleKnock(layer, head) {
+  const out = isOut(state, layer, head);
+  setKnockOut(
+    out ? state.knockOut.filter((k) => k.layer !== layer || k.head !== head) : [...state.knockOut, { layer, head }],
+  );
+}
+// The panel, and the steps' toggle for the head the steps show with its effect on the top guess.
+function showKnockOut() {
+  if (!attempt(() => knockPanel.render(state))) return;
+  const line = $('knock-step-line');
+  const ctx = state.ctx;
+  line.hidden = !ctx?.trained;
+  if (line.hidden) return;
+  const { layer, head } = state.settings;
+  const out = isOut(state, layer, head);
+  $('knock-step').setAttribute('aria-pressed', String(out));
+  $('knock-step').textContent = `Knock out layer ${layer + 1} head ${head + 1}`; // pressed: knocked out
+  const at = state.settings.focus;
+  const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut });
+  const top = base[0];
+  const after = knocked.find((g) => g.word === top.word);
+  const pct = (p) => `${Math.round(100 * p)} %`;
+  $('knock-step-note').textContent = state.knockOut.length
+    ? `Next word after “${ctx.labels[at]}”: “${top.word}” ${pct(top.p)} with every head, ${after ? pct(after.p) : 'out of the top 10'} with ${state.knockOut.length === 1 ? 'that head' : `the ${state.knockOut.length} heads`} knocked out (the panel below the steps has the top 10).`
+    : `Next word after “${ctx.labels[at]}”: “${top.word}” (${pct(top.p)}).`;
+}
+
 // The induction head's note (induction.js) for the followed token, and the attention sink's line.
 function showInduction() {
   const ctx = state.ctx;
   const trained = Boolean(ctx?.trained);
   $('induction').innerHTML = trained ? compositionHtml(ctx, state.settings.focus) : '';
   $('sink-note').textContent = trained ? sinkSentence(ctx.trained.manifest) : '';
+  $('reference-note').innerHTML = trained ? referenceHtml(ctx, state.settings.focus) : '';
 
   $('follow-induction').hidden = !trained;
   $('induction-title').hidden = !trained;
@@ -77,6 +119,7 @@ function showInduction() {
 // The model view and the comparison; resolves once both are drawn (a long input's in pieces).
 const showViews = () => {
   showInduction();
+  showKnockOut();
   return Promise.all([modelView.render(state), compare.render(state)]);
 };
 const hook = installDebugHook(state, stepView, { modelView, compare });
@@ -179,6 +222,7 @@ async function setFocus(i) {
   if (!(await backward())) return;
   showTimings();
   showInduction();
+  showKnockOut();
   if (state.steps[state.settings.step].part === 'back') showStep();
   else if (await stepView.follow(i)) rendered();
 }
@@ -224,9 +268,17 @@ async function start() {
     step: sgdStepFor,
   });
   bindTrainPanel({ sentence: $('sentence') });
-  $('follow-induction').addEventListener('click', () => {
+  $('knock-step').addEventListener('click', () => toggleKnock(state.settings.layer, state.settings.head));
+  // The induction head in the steps, following the repeated word the note is about.
+  $('follow-induction').addEventListener('click', async () => {
     const { layer, head } = keyHeads(state.model.manifest).induction;
-    openHead(layer, head);
+    const token = composition(state.ctx, state.settings.focus)?.token ?? -1;
+    const patch = { layer, head, step: STEPS.findIndex((s) => s.id === 'softmax') };
+    if (change(state, patch)) {
+      if (token >= 0) state.settings.focus = token;
+      attempt(refresh);
+    } else if (token >= 0) await setFocus(token);
+    $('steps').focus();
   });
 
   const t0 = performance.now();

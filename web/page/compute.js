@@ -21,9 +21,10 @@
 // The all-heads steps (part 'all') show the whole layer:
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
-//   runModelGen(attn, layers, x) -> { hs: [X₁, X₂, H], heads, timings }  the trained model's residual
-//     stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }];
-//     heads[L][k]: layer L's head k softmax weights (n,n) (the model view, head comparison)
+//   runModelGen(attn, layers, x) -> { hs: [X₁, X₂, H], heads, concats, timings }  the trained model's
+//     residual stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }];
+//     heads[L][k]: layer L's head k softmax weights (n,n) (the model view, head comparison);
+//     concats[L] (n, h·d_v): layer L's heads' outputs side by side, before W_O (the attribution)
 //   runBackwardGen(attn, forward, { x, heads, dK, causal, head, query, target })
 //     -> { query, target, loss, lossRows, dOutput, dConcat, dZ, grads, layer, timings }
 //   sgdStep(attn, { x, weights, heads, dK, causal, scale, query, target, learningRate })
@@ -170,17 +171,21 @@ export function* runModelGen(attn, layers, x) {
   const [n, dModel] = x.shape;
   const hs = [x];
   const heads = [];
+  const concats = [];
   for (const [L, weights] of layers.entries()) {
     const mha = yield* time('attn.multiHeadAttention', `trained layer ${L + 1}`, () =>
       attn.multiHeadAttention({ dModel, heads: weights.heads, weights: weights.w }),
     );
     try {
-      const { output, heads: traced } = yield* time(
-        'mha.forward',
-        `layer ${L + 1}: X ${n}\u00d7${dModel}, causal, trace`,
-        () => mha.forward(hs[L], { causal: true, trace: true }),
+      const {
+        output,
+        heads: traced,
+        concat,
+      } = yield* time('mha.forward', `layer ${L + 1}: X ${n}\u00d7${dModel}, causal, trace`, () =>
+        mha.forward(hs[L], { causal: true, trace: true }),
       );
       heads.push(traced.map((hd) => hd.weights));
+      concats.push(concat);
       const next = new Float32Array(n * dModel);
       for (let k = 0; k < next.length; ++k) next[k] = hs[L].data[k] + output.data[k];
       hs.push(tensor(next, [n, dModel]));
@@ -188,7 +193,7 @@ export function* runModelGen(attn, layers, x) {
       yield* time('mha.dispose', 'free the layer', () => mha.dispose());
     }
   }
-  return { hs, heads, timings };
+  return { hs, heads, concats, timings };
 }
 
 // The loss L = ½‖y_i − x_j‖² and its gradient dY = ∂L/∂Y (row i = y_i − x_j, other rows 0), with

@@ -22,8 +22,18 @@
 //   compare    the head comparison's { a: { layer, head }, b, n, top, data: { a, b, diff } }, or
 //              null (head_compare.js); compareCellPoint(name, i, j) as cellPoint, for its heatmaps
 //
+//   predict({ at, knockOut }) -> [{ word, p }] × 10: the trained model's most likely next words
+//              after token `at` (0-based), best first, with the heads in knockOut ([{ layer, head }],
+//              0-based, numbered as the model view's tiles) knocked out (ablation.js); throws an
+//              Error that says what to give for a bad `at` or head, and changes nothing
+//   attribution({ at }) -> [{ layer, head, logit }]: each head's direct part of the logit of the
+//              word the model predicts after token `at` (model/knockout.js)
+//   training   the live training's { state, step, loss, induction } (its latest step's loss and
+//              best induction score; train_panel.js), or null before Start
+//
 //   installDebugHook(state, stepView, views) -> { resolve(), reject(error) }   settles `ready`;
 //   views: { modelView, compare } (their snapshot()s)
+import { attributionAt, predictAt } from './ablation.js';
 import { allTimings, effectiveDK, effectiveHeads } from './state.js';
 
 export function installDebugHook(state, stepView, views = {}) {
@@ -87,6 +97,14 @@ export function installDebugHook(state, stepView, views = {}) {
       return views.compare?.snapshot() ?? null;
     },
     compareCellPoint: (name, i, j) => views.compare.cellPoint(name, i, j),
+    predict: ({ at, knockOut = [] } = {}) =>
+      predictAt(state, { at, knockOut }).knocked.map(({ word, p }) => ({ word, p })),
+    attribution: ({ at } = {}) => attributionAt(state, at).heads.map((h) => ({ ...h })),
+    get training() {
+      const t = window.attentionTraining;
+      if (!t || t.state === 'idle') return null;
+      return { state: t.state, step: t.step, loss: t.losses.at(-1) ?? null, induction: t.induction.at(-1) ?? null };
+    },
   };
   return settle;
 }

@@ -5,13 +5,15 @@
 //   createHeadGrid(box) -> { update({ step, labels, n, layers, heads, weights }) }
 //     weights (layers·heads·n·n), block [L][h] the (n,n) weights of head h of layer L. The figures
 //     are rebuilt only when the tokens or the number of heads change; otherwise each canvas is
-//     repainted: one pixel per cell (viridis, 0 to 1), scaled up without smoothing, and its
+//     repainted: one pixel per cell (viridis, 0 to 1), scaled up without smoothing, the masked
+//     cells hatched and the tokens beside the rows and above the columns (tile_axes.js); its
 //     aria-label gives the head's measured shares on the sentence (head_stats.js).
 //   Hover or tap a cell: the shared tooltip (heatmap.js) gives query, key and weight.
 import { gradientCss, sequential, SEQUENTIAL_STOPS } from './colors.js';
 import { esc, fmt, quote } from './format.js';
 import { hideTooltip, showTooltip } from './heatmap.js';
 import { headStats } from './model/head_stats.js';
+import { axisSpace, drawAxes, hatchMasked } from './tile_axes.js';
 
 const pct = (x) => `${Math.round(100 * x)} %`;
 
@@ -20,11 +22,14 @@ export function createHeadGrid(box) {
   let cells = []; // per head: { canvas, g, pixels (ImageData), small (canvas n×n), data }
   let labels = [];
   let cell = 8;
+  let dpr = 1;
+  let axes = 0; // canvas px left of and above the cells for the token labels (tile_axes.js)
 
   function build({ n, layers, heads }) {
     const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2));
     cell = Math.max(2, Math.min(16, Math.floor(side / n)));
-    const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
+    dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
+    axes = axisSpace(cell * dpr, dpr);
     cells = [];
     const rows = [];
     for (let L = 0; L < layers; ++L) {
@@ -38,8 +43,8 @@ export function createHeadGrid(box) {
         figure.dataset.shape = `${n},${n}`;
         figure.innerHTML = `<figcaption><span class="hm-label">layer ${L + 1} head ${h + 1}</span></figcaption>`;
         const canvas = document.createElement('canvas');
-        canvas.width = canvas.height = n * cell * dpr;
-        canvas.style.width = canvas.style.height = `${n * cell}px`;
+        canvas.width = canvas.height = axes + n * cell * dpr;
+        canvas.style.width = canvas.style.height = `${axes / dpr + n * cell}px`;
         canvas.setAttribute('role', 'img');
         const small = document.createElement('canvas');
         small.width = small.height = n;
@@ -56,7 +61,7 @@ export function createHeadGrid(box) {
     const legend = document.createElement('div');
     legend.className = 'hm-legend';
     legend.setAttribute('aria-hidden', 'true');
-    legend.innerHTML = `<span>0</span><span class="bar" style="background:${gradientCss(SEQUENTIAL_STOPS)}"></span><span>1</span>`;
+    legend.innerHTML = `<span>0</span><span class="bar" style="background:${gradientCss(SEQUENTIAL_STOPS)}"></span><span>1</span><span class="masked-swatch"></span><span>masked: a word never looks at later words</span>`;
     box.replaceChildren(...rows, legend);
   }
 
@@ -64,8 +69,8 @@ export function createHeadGrid(box) {
     if (!entry.data) return;
     const n = labels.length;
     const rect = entry.canvas.getBoundingClientRect();
-    const r = Math.floor((e.clientY - rect.top) / cell),
-      c = Math.floor((e.clientX - rect.left) / cell);
+    const r = Math.floor((e.clientY - rect.top - axes / dpr) / cell),
+      c = Math.floor((e.clientX - rect.left - axes / dpr) / cell);
     if (r < 0 || c < 0 || r >= n || c >= n) return hideTooltip();
     showTooltip(
       `<div class="tt-title">layer ${entry.L + 1} head ${entry.h + 1} [${r + 1}, ${c + 1}]</div>` +
@@ -86,17 +91,23 @@ export function createHeadGrid(box) {
     }
     entry.small.getContext('2d').putImageData(entry.pixels, 0, 0);
     const { g, canvas } = entry;
+    const side = canvas.width - axes; // the cells' canvas px
+    const s = side / n;
+    g.fillStyle = '#fff';
+    g.fillRect(0, 0, canvas.width, canvas.height);
     g.imageSmoothingEnabled = false;
-    g.drawImage(entry.small, 0, 0, canvas.width, canvas.height);
+    g.drawImage(entry.small, axes, axes, side, side);
+    // the masked cells (key after query) hatched, as heatmap.js draws them
+    hatchMasked(g, n, { x0: axes, y0: axes, cell: s });
     if (cell >= 6) {
       // white lines between cells, as heatmap.js draws them
-      const s = canvas.width / n;
       g.fillStyle = '#fff';
       for (let k = 1; k < n; ++k) {
-        g.fillRect(Math.round(k * s) - 1, 0, 1, canvas.height);
-        g.fillRect(0, Math.round(k * s) - 1, canvas.width, 1);
+        g.fillRect(axes + Math.round(k * s) - 1, axes, 1, side);
+        g.fillRect(axes, axes + Math.round(k * s) - 1, side, 1);
       }
     }
+    drawAxes(g, labels, { x0: axes, y0: axes, cell: s, dpr });
     const stats = n >= 3 ? headStats([data], n) : null;
     canvas.setAttribute(
       'aria-label',

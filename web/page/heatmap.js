@@ -20,7 +20,7 @@
 //                   like -Infinity, but the value (a gradient, exactly 0 there) is still written
 //                   and given in the tooltip as "0.0000 (masked)"
 //   spec.maxSide    a weight matrix (no token rows): at most this many px a side (default 400)
-//   spec.compact    a small multiple: small cells, no labels
+//   spec.compact    a small multiple: small cells; token labels small (tile_axes.js) where they fit
 //   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
 //   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
 //   spec.description  extra words for the canvas's aria-label
@@ -32,6 +32,9 @@
 //   spec.cell       the cell size in px, instead of the one chosen from the size
 //   spec.rowSums    may also be a function r -> the row's sum (of the whole row)
 //
+// A matrix wider than its box scrolls sideways in it with its row labels kept in view (a sticky
+// copy of the label strip) and a cue above it naming the columns out of view.
+//
 // A tap (touch) on a cell shows its value in the tooltip and in a line under the heatmap
 // (.hm-readout, announced); it does not change the followed row (a tap on a row label does).
 // Matrices of more than FAST_CELLS cells, and zoomed windows, are drawn as pixels (raster.js),
@@ -40,6 +43,7 @@
 // Sizes are in CSS pixels; the canvas backing store is scaled by devicePixelRatio so that cells
 // and text are crisp.
 import { DIVERGING_STOPS, MASKED_FILL, MASKED_HATCH, SEQUENTIAL_STOPS, gradientCss, textOn } from './colors.js';
+import { AXIS_CSS, MIN_CELL, drawAxes } from './tile_axes.js';
 import { esc, fmt, fmtShape, fmtShort, quote } from './format.js';
 import { FAST_CELLS } from './limits.js';
 import { colourScale, drawScaled, rasterize } from './raster.js';
@@ -73,7 +77,9 @@ function layoutFor(spec) {
   if (spec.compact) {
     // About 188 px a side; two side by side on a phone. Below 2 px a cell, fractional cells (drawn
     // as pixels, averaged).
-    const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2));
+    // (less the token labels' space when it has token rows and columns: tile_axes.js)
+    const axes = spec.rowLabels && spec.colLabels ? AXIS_CSS : 0;
+    const side = Math.min(188, Math.floor((window.innerWidth - 80) / 2) - axes);
     const fit = side / Math.max(rows, cols);
     const c = fit < 2 ? fit : clamp(Math.floor(fit), 2, 16);
     return { cw: c, ch: c, values: false };
@@ -103,6 +109,8 @@ function tickStep(cell, minGap) {
 }
 
 let hatchPattern;
+// The masked cells' hatch as a fill pattern for ctx (tile_axes.js draws it on the small tiles too).
+export const maskedPattern = (ctx) => hatch(ctx);
 function hatch(ctx) {
   if (!hatchPattern) {
     const tile = document.createElement('canvas');
@@ -180,6 +188,10 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     padRight = 0,
     sumsWidth = 0,
     colLabelsFlat = false;
+  // A small multiple of tokens × tokens: its tokens beside the rows and above the columns, small
+  // (tile_axes.js), when its cells are big enough to read them.
+  const compactAxes = Boolean(spec.compact && spec.rowLabels && spec.colLabels && cw >= MIN_CELL);
+  if (compactAxes) padLeft = padTop = AXIS_CSS;
   if (!spec.compact) {
     if (spec.rowLabels) {
       const widest = Math.max(
@@ -236,8 +248,41 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     'aria-label',
     `Heatmap of ${spec.label}, ${rows} by ${cols}${spec.description ? `: ${spec.description}` : ''}; ${rangeText}.`,
   );
-  scroller.append(canvas);
-  figure.append(caption, scroller, legend());
+  // Row labels that stay in view while a wide matrix scrolls sideways: a copy of the canvas's
+  // label strip (redrawn with it), sticky at the scroll box's left edge, over the canvas's own.
+  const strip = spec.rowLabels && padLeft > 0 ? document.createElement('canvas') : null;
+  if (strip) {
+    strip.className = 'hm-rows';
+    strip.width = padLeft * dpr;
+    strip.height = height * dpr;
+    strip.style.width = `${padLeft}px`;
+    strip.style.height = `${height}px`;
+    strip.style.marginRight = `${-padLeft}px`;
+    strip.setAttribute('aria-hidden', 'true');
+  }
+  // the strip after the canvas in the DOM (the figure's first canvas is the heatmap), before it on
+  // screen (style.css: order −1)
+  scroller.append(canvas, ...(strip ? [strip] : []));
+  // A cue when the matrix is wider than its box: the columns out of view, and which way to go.
+  const cue = document.createElement('p');
+  cue.className = 'hm-cue';
+  cue.setAttribute('aria-hidden', 'true'); // the box's name and the arrow keys tell screen readers
+  cue.hidden = true;
+  function updateCue() {
+    const hiddenPx = scroller.scrollWidth - scroller.clientWidth;
+    cue.hidden = hiddenPx <= 2;
+    if (cue.hidden) return figure.classList.remove('hm-more');
+    // the first column not wholly in view (the last 28 px fade out: style.css)
+    const first = Math.max(0, Math.floor((scroller.scrollLeft + scroller.clientWidth - 28 - x0) / cw));
+    const more = scroller.scrollLeft < hiddenPx - 2;
+    figure.classList.toggle('hm-more', more);
+    cue.textContent = more
+      ? `Scroll sideways for ${first >= cols - 1 ? `column ${cols}` : `columns ${first + 1}\u2013${cols}`} \u2192`
+      : `\u2190 Scroll back for the first columns`;
+  }
+  scroller.addEventListener('scroll', updateCue, { passive: true });
+  if (typeof ResizeObserver === 'function') new ResizeObserver(updateCue).observe(scroller);
+  figure.append(caption, cue, scroller, legend());
 
   function legend() {
     const el = document.createElement('div');
@@ -302,6 +347,12 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     if (spec.rowGroups)
       for (let k = spec.rowGroups.size; k < rows; k += spec.rowGroups.size) g.fillRect(x0, y0 + k * ch - 1, gridW, 2);
     if (!spec.compact) drawLabels(g);
+    else if (compactAxes)
+      drawAxes(
+        g,
+        spec.rowLabels.map((t, i) => tokenLabel(spec.rowLabels, i)),
+        { x0, y0, cell: cw, dpr: 1 }, // g draws in CSS px here
+      );
   }
 
   // Many cells: one pixel each (raster.js), scaled to the grid; then the hatch over each row's runs
@@ -438,6 +489,12 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       outline(x0, y, gridW + (spec.rowSums ? sumsWidth : 0), ch);
     }
     if (hover) outline(x0 + hover.c * cw, y0 + hover.r * ch, cw, ch);
+    if (strip) {
+      const sg = strip.getContext('2d');
+      sg.fillStyle = '#fff';
+      sg.fillRect(0, 0, strip.width, strip.height);
+      sg.drawImage(canvas, 0, 0, strip.width, strip.height, 0, 0, strip.width, strip.height);
+    }
   }
 
   // A 2 px dark frame with a 1 px white inner frame: visible on every colour of both scales.

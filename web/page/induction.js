@@ -19,7 +19,8 @@
 //     (the previous-word head, or another that does its job on this sentence): its row `after`
 //     (on: its largest weight's column);
 //     induction: the induction head's weight from i on `after`, and its largest (top);
-//     guess: the model's most likely next word after token i
+//     guess: the model's most likely next word after token i; a copied word outside the model's
+//     classes (ctx.trained.classes, a Set) is copied as "<unk>"
 //   compositionHtml(ctx, focus) -> a paragraph: those numbers, or how to see them
 //   inductionStepHtml(ctx) -> the softmax step's note when the steps show the induction head: its
 //     shifted diagonal on a repeated sentence (the sentence's own induction score) and
@@ -125,7 +126,15 @@ export function compositionHtml(ctx, focus) {
     h.top === c.after
       ? `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time`
       : `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time, and most (${pct(h.topWeight)}) on ${word(ctx, h.top)}`;
-  const guessed = guess.word === ctx.norms[c.after] ? 'the word it copied' : `not ${quote(esc(ctx.labels[c.after]))}`;
+  // The model's classes are its 2,000 most frequent words and "<unk>" for every other word: the
+  // copy of a word outside them is "<unk>".
+  const copied = ctx.trained.classes && !ctx.trained.classes.has(ctx.norms[c.after]) ? '<unk>' : ctx.norms[c.after];
+  const guessed =
+    guess.word !== copied
+      ? `not ${copied === '<unk>' ? `“&lt;unk&gt;”, the class of ${quote(esc(ctx.labels[c.after]))}` : quote(esc(ctx.labels[c.after]))}`
+      : copied === '<unk>'
+        ? `the copy: ${quote(esc(ctx.labels[c.after]))} is not one of the model's 2,000 output words, so “&lt;unk&gt;” is how it copies it`
+        : 'the word it copied';
   return (
     `<p>${heads}</p><p>On your sentence, ${word(ctx, c.token)} appeared before as ${word(ctx, c.earlier)}. ` +
     `In layer 1, at ${word(ctx, c.after)}, ${prevSays}. ` +

@@ -22,6 +22,10 @@ import { drive, identity, runBackwardGen, runGen, runModelGen } from './compute.
 import { prepareInput } from './input.js';
 import { predictNext } from './model/predict.js';
 import { layerWeights } from './model/weights.js';
+import { repeatedSpan } from './model/head_stats.js';
+import { copyAt, copyToken } from './induction.js';
+import { predictAt } from './ablation.js';
+import { isWord } from './model/train.js';
 import { buildSteps } from './steps/index.js';
 import { WORKED } from './worked_example.js';
 
@@ -50,6 +54,7 @@ export function createState(text) {
     ctx: null, // the current input and results (steps/index.js)
     steps: [], // buildSteps(ctx)
     sgd: null, // { weights, losses, rates, timings } after SGD steps on the current loss
+    knockOut: [], // [{ layer, head }] 0-based: the trained model's heads knocked out (knockout_panel.js)
     untrained: { ...UNTRAINED }, // the settings Trained fixes, as they were before it: given back on leaving it
     version: 0, // increased after every render (window.attentionPage.version)
   };
@@ -116,7 +121,7 @@ function* runTrained(state, x, attn) {
     heads: manifest.model.heads,
     w: layerWeights(tensors, L),
   }));
-  const { hs, heads, timings } = yield* runModelGen(attn, layers, x);
+  const { hs, heads, concats, timings } = yield* runModelGen(attn, layers, x);
   const n = x.shape[0],
     d = x.shape[1];
   const last = hs[hs.length - 1].data;
@@ -124,8 +129,10 @@ function* runTrained(state, x, attn) {
     layers,
     hs,
     heads, // heads[L][k]: (n,n) softmax weights of layer L's head k
+    concats, // concats[L] (n, h·d_v): layer L's heads' outputs before W_O
     timings,
     manifest,
+    classes: state.model.classes ?? (state.model.classes = new Set(state.model.vocab)), // the output classes' words
     predictions: lazyRows(n, (i) => predictNext(state.model, state.emb, last.subarray(i * d, (i + 1) * d), 1)[0]),
   };
 }
@@ -162,6 +169,8 @@ export function* recomputeGen(state, attn = state.attn) {
   });
   if (trained) result.timings.unshift(...trained.timings);
   const n = input.labels.length;
+  const norms = input.tokens.map((t) => t.norm);
+  const repeatedAnew = trained && state.ctx && state.ctx.text !== s.text && repeatedSpan(norms) > 0;
   if (s.focus === null)
     s.focus = Math.max(
       0,
@@ -170,6 +179,7 @@ export function* recomputeGen(state, attn = state.attn) {
   s.focus = Math.min(s.focus, n - 1);
   state.ctx = {
     worked,
+    text: s.text,
     labels: input.labels,
     norms: input.tokens.map((t) => t.norm),
     unknown: input.unknown,
@@ -192,8 +202,35 @@ export function* recomputeGen(state, attn = state.attn) {
     layer: trained ? s.layer : null,
     trained,
   };
+  // A new text that is one text twice (Repeat): follow the word of the second copy whose copy
+  // the model predicts most (where the knock-out and the induction note have something to show).
+  if (repeatedAnew) s.focus = bestCopy(state, norms);
   yield* recomputeBackwardGen(state, attn);
   return true;
+}
+
+const COPY_CANDIDATES = 64;
+
+// norms: a text twice -> the token i of the second copy whose copied word (the word after its
+// earlier occurrence, "<unk>" when that is not one of the model's classes) has the largest
+// probability after i (of the first COPY_CANDIDATES repeated words: a long text's first ones); a
+// word (not punctuation) when one is in the top 10 anywhere; else the token copyToken
+// (induction.js) picks.
+function bestCopy(state, norms) {
+  const { classes } = state.ctx.trained;
+  let best = -1,
+    bestP = 0,
+    tried = 0;
+  // at most COPY_CANDIDATES words tried (each is the output layer on one row: V·d_model products)
+  for (let i = 0; i < norms.length && tried < COPY_CANDIDATES; ++i) {
+    const j = copyAt(norms, i);
+    if (j < 0 || !isWord(norms[j + 1])) continue;
+    ++tried;
+    const copied = classes.has(norms[j + 1]) ? norms[j + 1] : '<unk>';
+    const p = predictAt(state, { at: i }).base.find((g) => g.word === copied)?.p ?? 0;
+    if (p > bestP) [best, bestP] = [i, p];
+  }
+  return best >= 0 ? best : Math.max(0, copyToken(norms, -1));
 }
 
 function identityWeights(dModel) {

@@ -1,7 +1,8 @@
 // The "Train it yourself" panel (#train): the page's model trained live in a Worker
 // (train_worker.js), with its loss curve, steps per second and every head's weights on the page's
 // sentence as it learns; start, pause, resume, reset, learning rate, and where it starts from
-// (random or trained weights) and on what (the shipped excerpt or the learner's own text).
+// (layer 2 random on the trained rest, random or trained weights) and on what (the shipped excerpt
+// or the learner's own text); heads of the model being trained knocked out, and the copy they make.
 //
 //   bindTrainPanel({ sentence })   sentence: the page's <textarea>; its text is followed live.
 //     The worker starts on the first press of Start, never before.
@@ -10,13 +11,20 @@
 // 'running' | 'paused' | 'error', step, losses (every step's), induction (every step's best
 // induction score on the repeated sentence, null without one), inductionHead ({ layer, head } of
 // the last step's best), perSecond, headsShown (how many times the grid was drawn), headsStep
-// (the step the grid shows) }
+// (the step the grid shows), copy ({ step, all, knocked }: the mean probability of the right copy
+// on the repeated sentence with every head and with the knocked-out ones, or null), knockOut
+// ([{ layer, head }] knocked out by the panel's toggles) }
 import { fmt } from './format.js';
 import { createHeadGrid } from './head_grid.js';
 import { drawInductionCurve, drawLossCurve, MEAN, runningMean } from './loss_curve.js';
 
 const $ = (id) => document.getElementById(id);
 const MIN_OWN_WORDS = 200;
+const FROM = {
+  induction: 'the trained weights with layer 2 random, only layer 2 learning, every window a repeated span',
+  random: 'random weights',
+  trained: 'the trained weights',
+};
 const RENDER_MS = 500;
 
 export function bindTrainPanel({ sentence }) {
@@ -29,8 +37,16 @@ export function bindTrainPanel({ sentence }) {
     perSecond: 0,
     headsShown: 0,
     headsStep: null,
+    copy: null,
+    knockOut: [],
   };
   window.attentionTraining = {
+    get copy() {
+      return view.copy && { ...view.copy };
+    },
+    get knockOut() {
+      return view.knockOut.map((k) => ({ ...k }));
+    },
     get state() {
       return view.state;
     },
@@ -123,16 +139,50 @@ export function bindTrainPanel({ sentence }) {
     grid.update(m);
     const tokens = m.labels.map((t, i) => `${i + 1} ${t}`).join(' · ');
     $('train-heads-note').textContent =
-      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence (${tokens}): row i is token i's weights over tokens 1 to i (causal). Hover or tap a cell for its weight.`;
+      `After ${m.step} step${m.step === 1 ? '' : 's'}, on your sentence written twice, as the induction score reads it (${tokens}): row i is token i's weights over tokens 1 to i (causal). An induction head draws a diagonal in the second copy, one column right of each word's earlier occurrence. Hover or tap a cell for its weight.`;
     view.headsShown += 1;
     view.headsStep = m.step;
+    drawKnock(m);
   }
+
+  // The knock-out toggles (one per head, built once) and the copy probability line.
+  function drawKnock(m) {
+    const box = $('train-knock');
+    if (box.childElementCount !== m.layers * m.heads) {
+      box.innerHTML = Array.from({ length: m.layers * m.heads }, (_, k) => {
+        const L = Math.floor(k / m.heads),
+          h = k % m.heads;
+        return `<button type="button" class="small-button mv-knock" data-knock="${L},${h}" aria-pressed="false">Knock out layer ${L + 1} head ${h + 1}</button>`;
+      }).join('');
+    }
+    for (const b of box.querySelectorAll('button[data-knock]')) {
+      const [L, h] = b.dataset.knock.split(',').map(Number);
+      b.setAttribute('aria-pressed', String(view.knockOut.some((k) => k.layer === L && k.head === h)));
+    }
+    view.copy = m.copy ? { step: m.step, all: m.copy.all, knocked: m.copy.knocked } : null;
+    const names = (m.copy?.knockOut ?? []).map((k) => `layer ${k.layer + 1} head ${k.head + 1}`).join(', ');
+    $('train-copy').textContent = !m.copy
+      ? 'Type a sentence of at least two words above to measure the copy.'
+      : `After ${m.step} steps, the probability of the right copy over the second copy of your sentence: ${fmt(100 * m.copy.all, 1)} % with every head` +
+        (m.copy.knocked === null ? '.' : `, ${fmt(100 * m.copy.knocked, 1)} % with ${names} knocked out.`);
+  }
+  $('train-knock').addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-knock]');
+    if (!b) return;
+    const [layer, head] = b.dataset.knock.split(',').map(Number);
+    const out = view.knockOut.some((k) => k.layer === layer && k.head === head);
+    view.knockOut = out
+      ? view.knockOut.filter((k) => k.layer !== layer || k.head !== head)
+      : [...view.knockOut, { layer, head }];
+    b.setAttribute('aria-pressed', String(!out));
+    worker?.postMessage({ type: 'knockout', heads: view.knockOut });
+  });
 
   function onMessage({ data: m }) {
     if (m.run !== runId) return; // from a run that has been replaced
     if (m.type === 'ready') {
       announce(
-        `Training on ${m.text === 'excerpt' ? 'the State of the Union excerpt' : 'your text'} (${m.tokens.toLocaleString('en')} tokens), from ${m.from === 'trained' ? 'the trained weights' : 'random weights'}.`,
+        `Training on ${m.text === 'excerpt' ? 'the State of the Union excerpt' : 'your text'} (${m.tokens.toLocaleString('en')} tokens), from ${FROM[m.from]}.`,
       );
     } else if (m.type === 'step') {
       view.step = m.step;
@@ -192,6 +242,7 @@ export function bindTrainPanel({ sentence }) {
     setState('loading');
     announce('Loading the library, the word vectors and the text in the training worker…');
     schedule();
+    worker.postMessage({ type: 'knockout', heads: view.knockOut });
     worker.postMessage({ type: 'start', id: ++runId, ...o, run });
   }
 

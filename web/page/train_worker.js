@@ -4,27 +4,32 @@
 // at a time, yielding between steps so that messages (pause, learning rate) are read.
 //
 // Page -> worker:
-//   { type: 'start', id, from: 'random'|'trained', text: null (the shipped excerpt) | string,
+//   { type: 'start', id, from: 'induction'|'random'|'trained', text: null (the shipped excerpt) | string,
 //     lr, sentence, run }    a fresh run (also Reset): new weights, Adam and sampler; trains when
-//                            run; every message back carries `run: id`
+//                            run; every message back carries `run: id`. 'induction': the
+//                            trained model with layer 2 from random weights, only it learning
+//                            (trainer.js INDUCTION_RUN)
 //   { type: 'run' } / { type: 'pause' }     resume or pause the steps
 //   { type: 'lr', lr }                      the learning rate of the next steps
 //   { type: 'sentence', sentence }          the page's sentence: its heads are sent back
+//   { type: 'knockout', heads }             [{ layer, head }] knocked out for the copy probability
 // Worker -> page:
 //   { type: 'ready', tokens, documents, from, text }   a run is set up (training text's size)
 //   { type: 'step', step, loss, perSecond, induction }  after each step; perSecond over the last 10;
 //       induction: { score, layer, head } the largest induction score of any head on the sentence
 //       repeated (head_stats.js' repeatedSentence), or null without a sentence
-//   { type: 'heads', step, labels, n, layers, heads, weights }   every head's (n,n) weights on the
-//       sentence, weights (layers·heads·n·n): after set-up, a new sentence, a pause, and at most
-//       once a second while training
+//   { type: 'heads', step, labels, n, layers, heads, weights, copy }   every head's (n,n) weights
+//       on the sentence written twice (as the induction score reads it), weights (layers·heads·n·n): after set-up, a new sentence, a pause, a new
+//       knock-out, and at most once a second while training; copy: { all, knocked, knockOut }, the
+//       mean probability of the copy on the repeated sentence (trainer.js copyProbability) with
+//       every head and with the knocked-out ones (null when none is), or null
 //   { type: 'paused', step }   no step runs until the next 'run' or 'start'
 //   { type: 'error', message }
 import { createAttention } from '../lib/index.js';
 import { loadEmbeddings } from './embeddings.js';
 import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
-import { repeatedSentence } from './model/head_stats.js';
-import { createTrainer, manifestOptions } from './model/trainer.js';
+import { repeatedSentence, repeatedSpan } from './model/head_stats.js';
+import { INDUCTION_RUN, createTrainer, manifestOptions } from './model/trainer.js';
 import { loadModelFiles } from './model/weights.js';
 import { tokenize } from './tokenize.js';
 
@@ -40,7 +45,9 @@ let running = false;
 let lr = 3e-3;
 let sentence = [];
 let repeated = null; // the sentence's norms, repeated, for the induction score
+let shown = { norms: [], labels: [] }; // the tokens the heads are sent on: `repeated`, or the sentence
 let lastHeads = 0;
+let knockOut = []; // [{ layer, head }]: the heads knocked out for the copy probability
 const stepEnds = [];
 
 function loadAssets() {
@@ -64,12 +71,18 @@ function sendHeads() {
   if (!run || !sentence.length) return;
   lastHeads = performance.now();
   const { model } = run;
-  const h = run.trainer.heads(sentence.map((t) => t.norm));
+  const h = run.trainer.heads(shown.norms);
+  const copy = repeated && {
+    all: run.trainer.copyProbability(repeated),
+    knocked: knockOut.length ? run.trainer.copyProbability(repeated, knockOut) : null,
+    knockOut,
+  };
   post(
     {
       type: 'heads',
+      copy,
       step: run.trainer.steps,
-      labels: sentence.map((t) => t.text),
+      labels: shown.labels,
       n: h.n,
       layers: model.manifest.model.layers,
       heads: model.manifest.model.heads,
@@ -82,13 +95,21 @@ function sendHeads() {
 async function setSentence(text) {
   const { emb, model } = await loadAssets();
   const tokens = tokenize(String(text ?? ''), { vocab: emb });
-  sentence = tokens.slice(0, model.manifest.model.n);
-  repeated = tokens.length
-    ? repeatedSentence(
-        tokens.map((t) => t.norm),
-        model.manifest.model.n,
-      )
-    : null;
+  const n = model.manifest.model.n;
+  sentence = tokens.slice(0, n);
+  const norms = tokens.map((t) => t.norm),
+    texts = tokens.map((t) => t.text);
+  const twice = tokens.length ? repeatedSentence(norms, n) : [];
+  repeated = repeatedSpan(twice) ? twice : null; // a one-word sentence has no induction score
+  // The grid shows the sentence as the induction score reads it: written twice (its first n/2
+  // tokens twice when longer), where an induction head's diagonal can form; else as typed.
+  const half = twice.length / 2;
+  shown = repeated
+    ? {
+        norms: repeated,
+        labels: repeatedSpan(norms) && norms.length <= n ? texts : [...texts.slice(0, half), ...texts.slice(0, half)],
+      }
+    : { norms: norms.slice(0, n), labels: texts.slice(0, n) };
   sendHeads();
 }
 
@@ -116,15 +137,18 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
     emb,
     vocab: model.vocab,
     docs,
-    tensors: from === 'trained' ? model.tensors : null,
+    tensors: from === 'random' ? null : model.tensors,
     seed: 1,
     ...options,
+    ...(from === 'induction' && INDUCTION_RUN),
     // from the trained weights, the repeated spans' share where the shipped run ended: its
     // schedule's start (every window repeated) is for forming the head, which these weights have
     repeat:
-      from === 'trained' && options.repeat
-        ? { ...options.repeat, from: options.repeat.share, hold: 0, over: 0 }
-        : options.repeat,
+      from === 'induction'
+        ? INDUCTION_RUN.repeat
+        : from === 'trained' && options.repeat
+          ? { ...options.repeat, from: options.repeat.share, hold: 0, over: 0 }
+          : options.repeat,
   });
   run = { trainer, gen, model };
   stepEnds.length = 0;
@@ -175,6 +199,10 @@ const handlers = {
   },
   lr(msg) {
     lr = msg.lr;
+  },
+  knockout(msg) {
+    knockOut = msg.heads;
+    sendHeads();
   },
   sentence(msg) {
     return setSentence(msg.sentence);

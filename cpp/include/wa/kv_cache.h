@@ -4,7 +4,7 @@
 //   are filled. They are stored the way attention reads them (each head's kᵀ and v packed in
 //   the GEMM kernel's panels, room for `capacity` keys): an append writes its rows into the
 //   panels and attending over the cache never copies it. copy_rows() reads them back as tensors.
-// The element type (KvType) is float32; int8 in blocks of 32 along d with an fp16 scale each
+// The element type (KvType) is float32; int8 in blocks of 32 along d with a bfloat16 scale each
 // (cpp/src/kv_i8.cpp): a quarter of the bytes to keep and to read per step, the rows read back
 // dequantized; or float16 (IEEE binary16, cpp/src/kv_f16.cpp): half the bytes, the rows read
 // back widened.
@@ -28,6 +28,11 @@ class KvCache {
   KvCache(size_t batch, size_t kv_heads, size_t d_k, size_t d_v, size_t capacity,
           KvType type = KvType::f32);
 
+  // Bytes one (sequence, kv head) of a cache of these sizes keeps: its panels with their
+  // padding (capacity rounded up to whole panels) and the type's scales; the cache holds
+  // batch · kv_heads of them. Throws std::bad_alloc when that count does not fit in size_t.
+  static size_t head_bytes(size_t capacity, size_t d_k, size_t d_v, KvType type);
+
   size_t batch() const { return batch_; }
   size_t kv_heads() const { return kv_heads_; }
   size_t d_k() const { return d_k_; }
@@ -40,8 +45,8 @@ class KvCache {
   // n_new) of each head; length grows by n_new. Writes only those rows. Throws, the cache
   // untouched, std::invalid_argument when length + n_new would pass the capacity and
   // std::range_error when a new key or value is not finite (it would make every later step
-  // over the cache NaN) or beyond what the type holds (int8: 65504·127, its fp16 scales;
-  // float16: 65504).
+  // over the cache NaN) or beyond what the type holds (float16: 65504; float32 and int8 hold
+  // every finite float).
   void append(size_t n_new, HeadTensor<const float> k_new, HeadTensor<const float> v_new);
 
   // The first n rows become the cache (n <= length): undoes appends, e.g. for a rejected draft.

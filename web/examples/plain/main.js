@@ -2,7 +2,7 @@
 // the build it ran on.
 import { createAttention } from 'wasm-attention';
 
-// The worked example of the README: x (3,2) is the queries and the values, k (3,2) the keys.
+// The worked example (tests/cpp/worked_example_test.cpp): x (3,2) is the queries and the values, k (3,2) the keys.
 const t = (data, shape) => ({ data: new Float32Array(data), shape });
 const x = t([1, 0, 0, 1, 1, 1], [3, 2]);
 const k = t([1, 1, 0, 1, 1, 2], [3, 2]);

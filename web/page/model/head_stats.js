@@ -17,7 +17,9 @@
 //     (entropy under 1 bit), that it looks at one word at a time, how far back on average, and the
 //     largest share when it is at least 25 %; else that largest share when at least 25 %; else
 //     how far back and how spread out it looks. With stats.induction (the manifest's induction
-//     score), the score follows; from 0.4 on the sentence starts with "induction head".
+//     score), the score follows; from 0.4 on the sentence starts with "induction head on repeated
+//     random words" and says that the shares were measured on held-out text (two measurements:
+//     a head can copy on repeats and look at the word itself on ordinary text)
 export function headStats(weightsList, n) {
   const sum = { prev: 0, self: 0, first: 0, meanDistance: 0, entropyBits: 0 };
   let count = 0;
@@ -65,7 +67,7 @@ export function describeHead(s) {
   if (s.induction === undefined) return describeShares(s);
   const score = `induction score ${s.induction.toFixed(2)}`;
   return s.induction >= INDUCTION_HEAD
-    ? `induction head (${score}): looks at the word after an earlier occurrence of the current word; ${describeShares(s)}`
+    ? `induction head on repeated random words (${score}): there it looks at the word after an earlier occurrence of the current word; on held-out text, ${describeShares(s)}`
     : `${describeShares(s)}; ${score}`;
 }
 

@@ -11,10 +11,12 @@
 // work) run on the package's matmul: the model keeps `attn` for that.
 //
 //   createModel(attn, { d, heads, layers, seed, logPrior, outputDelta, ffn, qkScale, previousHead,
-//     tensors }) -> { attn, p, layers }
-//   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, timings }) -> loss; attnLr scales the
-//     attention layers' learning rate (their step() gets lr·attnLr; an array: one factor per
-//     layer); timings: ms by part, below
+//     tensors, fresh }) -> { attn, p, layers }
+//   trainStep(model, emb, vocab, batch, adam, lr, { attnLr, learnHead, timings }) -> loss; attnLr
+//     scales the attention layers' learning rate (their step() gets lr·attnLr; an array: one
+//     factor per layer; a layer below the lowest with a factor above 0 is not differentiated);
+//     learnHead false: the output layer and the feed-forward block stay as they are (only the
+//     gradient through them is computed); timings: ms by part, below
 //   headForward(attn, p, words, h, T, d, V), headBackward(...): the output layer on the package's
 //     matmul (exported for its tests)
 //   isWord(w) -> true for a word (it has a letter or a digit), false for punctuation and "<unk>"
@@ -142,10 +144,23 @@ export function makeBatch(windows, n, d, vec, positionScale) {
 // previousHead { layer, head, strength }, that head's W_Q, W_K from lookBack), wout 0.1·I, bout = logPrior,
 // wdelta 0 (with outputDelta), w1 Xavier-uniform from seed + 100 and b1, w2, b2 0 (with ffn m,
 // so the block starts as the identity); or, with tensors (weights.js' unpackTensors of a trained
-// model), copies of those weights (wdelta and the block where the model has them).
+// model), copies of those weights (wdelta and the block where the model has them), but for the
+// attention layers in `fresh` (0-based), seeded as above without previousHead.
 export function createModel(
   attn,
-  { d, heads, layers, seed, logPrior, outputDelta = false, ffn = 0, qkScale = 1, previousHead = null, tensors },
+  {
+    d,
+    heads,
+    layers,
+    seed,
+    logPrior,
+    outputDelta = false,
+    ffn = 0,
+    qkScale = 1,
+    previousHead = null,
+    tensors,
+    fresh = [],
+  },
 ) {
   if (tensors) {
     const p = { wout: tensors.wout.data.slice(), bout: tensors.bout.data.slice(), unk: tensors.unk.data.slice() };
@@ -155,7 +170,9 @@ export function createModel(
       attn,
       p,
       layers: Array.from({ length: layers }, (_, L) =>
-        attn.multiHeadAttention({ dModel: d, heads, bias: false, weights: layerWeights(tensors, L) }),
+        fresh.includes(L)
+          ? seededLayer(attn, { d, heads, seed: seed + L, qkScale })
+          : attn.multiHeadAttention({ dModel: d, heads, bias: false, weights: layerWeights(tensors, L) }),
       ),
     };
   }
@@ -177,20 +194,25 @@ export function createModel(
   return {
     attn,
     p,
-    layers: Array.from({ length: layers }, (_, L) => {
-      const seeded = attn.multiHeadAttention({ dModel: d, heads, bias: false, seed: seed + L });
-      if (qkScale === 1) return seeded;
-      // W_Q and W_K scaled down: the scores start small, so the softmax starts near uniform and
-      // its gradient reaches every key (X's norm is about 29 with positions × 4: seeded W_Q, W_K
-      // alone start every head saturated on one key)
-      const w = seeded.weights;
-      seeded.dispose();
-      const scaled = (t) => ({ data: t.data.map((v) => v * qkScale), shape: t.shape });
-      const weights = { wq: scaled(w.wq), wk: scaled(w.wk), wv: w.wv, wo: w.wo };
-      if (previousHead && previousHead.layer === L) lookBack(weights, d, heads, previousHead);
-      return attn.multiHeadAttention({ dModel: d, heads, bias: false, weights });
-    }),
+    layers: Array.from({ length: layers }, (_, L) =>
+      seededLayer(attn, { d, heads, seed: seed + L, qkScale, previousHead: previousHead?.layer === L && previousHead }),
+    ),
   };
+}
+
+// A layer seeded Xavier-uniform from seed, W_Q and W_K × qkScale: the scores start small, so the
+// softmax starts near uniform and its gradient reaches every key (X's norm is about 29 with
+// positions × 4: seeded W_Q, W_K alone start every head saturated on one key); with
+// previousHead, that head's W_Q, W_K from lookBack.
+function seededLayer(attn, { d, heads, seed, qkScale, previousHead = null }) {
+  const seeded = attn.multiHeadAttention({ dModel: d, heads, bias: false, seed });
+  if (qkScale === 1 && !previousHead) return seeded;
+  const w = seeded.weights;
+  seeded.dispose();
+  const scaled = (t) => ({ data: t.data.map((v) => v * qkScale), shape: t.shape });
+  const weights = { wq: scaled(w.wq), wk: scaled(w.wk), wv: w.wv, wo: w.wo };
+  if (previousHead) lookBack(weights, d, heads, previousHead);
+  return attn.multiHeadAttention({ dModel: d, heads, bias: false, weights });
 }
 
 // A head's starting W_Q, W_K (d, heads·dK) set so that, on the sinusoidal positions alone, query i
@@ -253,11 +275,21 @@ function sumRows(x, T, m) {
 //   dz = dlogits·W (T,d), dwout = fᵀ·dz (d,d), df = dz·woutᵀ (T,d); without a feed-forward
 //   block dh = df; with one: dw2 = aᵀ·df (m,d), db2 = Σ_t df, da = df·w2ᵀ where a > 0 (T,m),
 //   dw1 = hᵀ·da (d,m), db1 = Σ_t da, dh = df + da·w1ᵀ
-export function headBackward(attn, p, words, h, { a, f, z }, dlogits, T, d, V) {
-  const dbout = sumRows(dlogits, T, V);
-  const dW = mm(attn, dlogits, [T, V], z, [T, d], { transposeA: true });
+// With inputOnly: dh alone (the parameters held fixed: no dW, dwout, dw1, ...).
+export function headBackward(attn, p, words, h, { a, f, z }, dlogits, T, d, V, { inputOnly = false } = {}) {
   const dz = mm(attn, dlogits, [T, V], words, [V, d]);
   const df = mm(attn, dz, [T, d], p.wout, [d, d], { transposeB: true });
+  if (inputOnly) {
+    if (!p.w1) return { dh: df };
+    const m = p.b1.length;
+    const da = mm(attn, df, [T, d], p.w2, [m, d], { transposeB: true });
+    for (let i = 0; i < da.length; ++i) if (a[i] <= 0) da[i] = 0;
+    const dh = mm(attn, da, [T, m], p.w1, [d, m], { transposeB: true });
+    for (let i = 0; i < dh.length; ++i) dh[i] += df[i];
+    return { dh };
+  }
+  const dbout = sumRows(dlogits, T, V);
+  const dW = mm(attn, dlogits, [T, V], z, [T, d], { transposeA: true });
   const g = {
     dbout,
     dunk: dW.slice((V - 1) * d),
@@ -314,7 +346,7 @@ function stopwatch(timings) {
 }
 
 // One step on a batch: forward, loss, backward, Adam directions, step(). Returns the loss.
-export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timings = null } = {}) {
+export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, learnHead = true, timings = null } = {}) {
   const lap = stopwatch(timings);
   const { layers, p } = model;
   const [B, n, d] = batch.x.shape;
@@ -329,12 +361,16 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
   lap('headForward');
   const { loss, dlogits } = crossEntropy(fwd.logits, batch.targets, T, V, fwd.logits); // in place
   lap('crossEntropy');
-  const g = headBackward(model.attn, p, words, h, fwd, dlogits, T, d, V);
+  const g = headBackward(model.attn, p, words, h, fwd, dlogits, T, d, V, { inputOnly: !learnHead });
   lap('headBackward');
   adam.tick();
-  // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx
+  // h_{L+1} = h_L + attn_L(h_L): dh_L = dh_{L+1} + attn_L.backward(dh_{L+1}).dx; layers below
+  // the lowest that learns (attnLr > 0) need no gradient
+  const rate = (L) => (Array.isArray(attnLr) ? attnLr[L] : attnLr);
+  let lowest = 0;
+  while (lowest < layers.length - 1 && rate(lowest) === 0) ++lowest;
   let dh = g.dh;
-  for (let L = layers.length - 1; L >= 0; --L) {
+  for (let L = layers.length - 1; L >= lowest; --L) {
     const grads = layers[L].backward({ data: dh, shape: [B, n, d] });
     const next = new Float32Array(dh.length);
     for (let i = 0; i < dh.length; ++i) next[i] = dh[i] + grads.dx.data[i];
@@ -342,10 +378,12 @@ export function trainStep(model, emb, vocab, batch, adam, lr, { attnLr = 1, timi
     for (const name of ['dwq', 'dwk', 'dwv', 'dwo']) {
       dirs[name] = { data: adam.direction(`${L}.${name}`, grads[name].data), shape: grads[name].shape };
     }
-    layers[L].step(dirs, lr * (Array.isArray(attnLr) ? attnLr[L] : attnLr));
+    layers[L].step(dirs, lr * rate(L));
     dh = next;
   }
+  // a layer below `lowest` keeps its forward's saved state until its next forward replaces it
   lap('layersBackward');
+  if (!learnHead) return loss;
   for (const [name, grad] of [
     ['wout', g.dwout],
     ['bout', g.dbout],

@@ -3,7 +3,8 @@
 //
 //   manifestOptions(manifest, tensors) -> the shipped model's settings below, from its manifest
 //   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
-//                         warmup, outputDelta, ffn, qkScale, previousHead, attnLr, repeat })
+//                         warmup, outputDelta, ffn, qkScale, previousHead, attnLr, repeat, fresh,
+//                         learnHead })
 //     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
 //     docs    [[norm]] the training text's documents, tokenized (corpus_text.js)
 //     tensors null: start from seeded random layers and the text's unigram distribution, as
@@ -13,6 +14,8 @@
 //             output-vector corrections; layer 2's feed-forward width; the starting W_Q, W_K
 //             scale; the head that starts looking one word back, or null; the attention layers'
 //             learning-rate factor; the repeated spans mixed into the windows, or null)
+//     fresh   with tensors: the layers (0-based) that start from seeded random weights instead
+//     learnHead false: the output layer and the feed-forward block keep their starting weights
 //   -> { step(lr, timings) -> loss of the batch before the step, heads(norms) -> { n, weights },
 //        induction(norms) -> [score] (layers·heads), steps, tokens, dispose() }
 //   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
@@ -20,10 +23,20 @@
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
 //     (repeatedSpan(norms) > 0), in heads' order
+//   copyProbability(norms, knockOut) -> on norms, a text S S of L tokens a copy: the mean over
+//     the second copy's tokens i = L..2L−2 of the probability the model gives the token after i
+//     (the copy of the one after its earlier occurrence; "<unk>" for a word outside the classes),
+//     with the heads in knockOut ([{ layer, head }], 0-based) zeroed (knockout.js)
+//
+// INDUCTION_RUN: the live training's default, an induction head forming in a few hundred steps
+// (about a minute in a browser Worker on a loaded 2-core machine; page_train.test.mjs): the
+// trained model's word vectors, layer 1 (its previous-word head) and output, layer 2 from seeded
+// random weights, and only layer 2 learning, on windows that all repeat a span of random words.
 import { seededRandom } from '../../lib/index.js';
 import { createAdam } from './adam.js';
 import { inductionScore, repeatedSpan } from './head_stats.js';
-import { forwardLayers } from './lm.js';
+import { knockedOutWeights } from './knockout.js';
+import { forwardHead, forwardLayers, outputWords } from './lm.js';
 import {
   classCounts,
   createModel,
@@ -54,6 +67,17 @@ export function manifestOptions(manifest, tensors) {
   };
 }
 
+export const INDUCTION_RUN = {
+  fresh: [1], // layer 2 starts from random weights: its induction head forms live
+  attnLr: [0, 3], // layer 1 (the previous-word head an induction head reads) stays as trained
+  learnHead: false, // the output layer and the feed-forward block stay as trained
+  // every window repeats a span of 3 to 12 random vocabulary words: copying is all there is to
+  // learn beyond what the trained parts already predict (the shipped run had every window so for
+  // its first 1,500 steps; here a layer-2 head's score passed 0.4 after 290 to 350 training steps,
+  // seeds 1 and 2, in Node and in Chromium)
+  repeat: { share: 1, minSpan: 3, maxSpan: 12, text: 0 },
+};
+
 export function createTrainer(
   attn,
   {
@@ -74,6 +98,8 @@ export function createTrainer(
     previousHead = null,
     attnLr = 1,
     repeat = null,
+    fresh = [],
+    learnHead = true,
   },
 ) {
   const V = vocab.length,
@@ -94,6 +120,7 @@ export function createTrainer(
     qkScale,
     previousHead,
     tensors,
+    fresh,
   });
   const adam = createAdam();
   const vec = vectorCache(emb);
@@ -122,11 +149,54 @@ export function createTrainer(
       );
       if (timings) timings.batch = (timings.batch ?? 0) + performance.now() - t;
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
-      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), { attnLr, timings });
+      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), {
+        attnLr,
+        learnHead,
+        timings,
+      });
       ++steps;
       return loss;
     },
     heads: headWeights,
+    copyProbability(norms, knockOut = []) {
+      const L = repeatedSpan(norms);
+      if (!L) throw new RangeError('copyProbability: the text must be some words twice');
+      const m = norms.length;
+      const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
+      // the layers with the knocked-out heads' W_O rows zeroed (knockout.js), made for this call
+      const knocked = model.layers.map((layer, Lr) => {
+        const out = knockOut.filter((k) => k.layer === Lr).map((k) => k.head);
+        return out.length
+          ? attn.multiHeadAttention({
+              dModel: d,
+              heads,
+              bias: false,
+              weights: knockedOutWeights(layer.weights, heads, out),
+            })
+          : null;
+      });
+      try {
+        const { hs } = forwardLayers(
+          knocked.map((k, Lr) => k ?? model.layers[Lr]),
+          x,
+        );
+        const words = outputWords(emb, vocab, model.p.unk, model.p.wdelta);
+        const { logits } = forwardHead(model.p, words, hs.at(-1), m, d, V);
+        const ids = toIds(norms, vocab);
+        let sum = 0;
+        for (let i = L; i < 2 * L - 1; ++i) {
+          const o = i * V;
+          let max = -Infinity;
+          for (let c = 0; c < V; ++c) max = Math.max(max, logits[o + c]);
+          let z = 0;
+          for (let c = 0; c < V; ++c) z += Math.exp(logits[o + c] - max);
+          sum += Math.exp(logits[o + ids[i + 1]] - max) / z;
+        }
+        return sum / (L - 1);
+      } finally {
+        for (const k of knocked) k?.dispose();
+      }
+    },
     induction(norms) {
       const L = repeatedSpan(norms);
       if (!L) throw new RangeError('induction: the text must be some words twice');

@@ -17,11 +17,14 @@ const scaleHtml = (ctx) => (ctx.scaling ? `1/√${ctx.dK}` : '1');
 // The matrices more than one step shows.
 const square = (ctx, name, label, labelHtml, t, rest) =>
   tokenMatrix(ctx, name, label, labelHtml, t, { square: true, rowNoun: 'query', ...rest });
+const afterQuery = (r, c) => c > r; // one function, so that the drawn pixels are reused (raster.js)
 const dZMatrix = (ctx) => tokenMatrix(ctx, 'dZ', 'dZ', `${d(v('Z'))}`, ctx.back.dZ, { targetWidth: 230 });
 const aMatrix = (ctx) =>
-  square(ctx, 'weights', 'A (forward)', `${v('A')} (forward)`, ctx.back.grads.weights, { scale: 'unit' });
+  square(ctx, 'weights', 'A (forward)', `${v('A')} (forward)`, ctx.back.grads.weights, {
+    scale: 'unit',
+    maskedCells: ctx.causal ? afterQuery : undefined,
+  });
 const dAMatrix = (ctx) => square(ctx, 'dA', 'dA', d(v('A')), ctx.back.grads.dWeights);
-const afterQuery = (r, c) => c > r; // one function, so that the drawn pixels are reused (raster.js)
 const dSMatrix = (ctx, rest) =>
   square(ctx, 'dS', 'dS', d(v('S')), ctx.back.grads.dScores, {
     maskedCells: ctx.causal ? afterQuery : undefined,

@@ -6,6 +6,7 @@ import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
 import { describeHead } from '../model/head_stats.js';
 import { inductionStepHtml } from '../induction.js';
+import { scaleNoteHtml, softmaxNoteHtml, zeroColumnsHtml } from './measured.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
 import { stepNumber } from './index.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
@@ -29,8 +30,15 @@ const scoresMatrix = (ctx) => square(ctx, 'scores', 'QKᵀ', `${v('S')} = ${v('Q
 const scaledMatrix = (ctx) =>
   square(ctx, 'scaled', ctx.scaling ? 'QKᵀ/√d_k' : 'QKᵀ·1', `${v('S')}′`, ctx.result.single.scaled);
 const maskedMatrix = (ctx) => square(ctx, 'masked', 'masked scores', `${v('M')}`, ctx.result.single.masked);
+// Causal weights: the cells after the query are hatched as masked (their weight, 0, still given).
+const afterQuery = (r, c) => c > r; // one function, so that the drawn pixels are reused (raster.js)
+const maskedOf = (ctx) => (ctx.causal ? afterQuery : undefined);
 const weightsMatrix = (ctx, rowSums) =>
-  square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, { scale: 'unit', rowSums });
+  square(ctx, 'weights', 'softmax weights A', v('A'), ctx.result.single.weights, {
+    scale: 'unit',
+    rowSums,
+    maskedCells: maskedOf(ctx),
+  });
 // Query i's row of [n,n] matrices side by side, one key a line: columns [name, tensor], each
 // headed name_ij.
 function queryRowTable(ctx, i, columns) {
@@ -183,7 +191,8 @@ export const FORWARD_STEPS = [
         ],
         explainHtml:
           '<p>Three linear maps give each token three new vectors: a <strong>query</strong> (what this token looks for), a <strong>key</strong> (what it can be found by) and a <strong>value</strong> (what it hands on to whoever attends to it).</p>' +
-          `<p>This page uses ${weightsIs}.${heads > 1 ? ` Steps ${stepNumber('qkv')} to ${stepNumber('weighted')} follow ${oneHead(ctx)}, whose W matrices are ${dModel}\u00d7${dK} slices of the layer's.` : ''}${!worked && ctx.projection === 'random' ? ' A trained model would have learned them; random ones still show the mechanics.' : ''}</p>`,
+          `<p>This page uses ${weightsIs}.${heads > 1 ? ` Steps ${stepNumber('qkv')} to ${stepNumber('weighted')} follow ${oneHead(ctx)}, whose W matrices are ${dModel}\u00d7${dK} slices of the layer's.` : ''}${!worked && ctx.projection === 'random' ? ' A trained model would have learned them; random ones still show the mechanics.' : ''}</p>` +
+          zeroColumnsHtml(ctx),
         matrices: [
           tokenMatrix(ctx, 'Q', 'Q', v('Q'), s.q, { targetWidth: 230 }),
           tokenMatrix(ctx, 'K', 'K', v('K'), s.k, { targetWidth: 230 }),
@@ -277,7 +286,7 @@ export const FORWARD_STEPS = [
           : `${v('S')}′ = ${v('S')} · 1`,
         shapes: [`S ${n}\u00d7${n} ${scaleText} → S′ ${n}\u00d7${n}`],
         explainHtml: ctx.scaling
-          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the scores in a range where softmax still spreads weight. Turn <em>Scale by 1/√d_k</em> off and watch step ${stepNumber('softmax')} saturate.</p>`
+          ? `<p>A dot product of two d_k-dimensional vectors is a sum of d_k terms, so its typical size grows like √d_k, and large inputs push softmax to put almost all weight on one key. Dividing by √d_k = ${fmt(sqrtDk, 3)} keeps the typical size of a score from growing with d_k, so that softmax can spread weight when the learned W<sub>Q</sub> and W<sub>K</sub> do not make the gaps large. Turn <em>Scale by 1/√d_k</em> off and watch step ${stepNumber('softmax')} saturate.</p>${scaleNoteHtml(ctx)}`
           : `<p>Scaling is off: the scores go to softmax unchanged (scale 1), so S′ equals S. Large scores make softmax put nearly all of a row's weight on one key; compare step ${stepNumber('softmax')} with scaling on.</p>`,
         matrices: [scoresMatrix(ctx), scaledMatrix(ctx)],
       };
@@ -346,6 +355,7 @@ export const FORWARD_STEPS = [
         shapes: [`M ${n}\u00d7${n} → A ${n}\u00d7${n}, each row sums to 1`],
         explainHtml:
           '<p>Softmax turns each row into weights: exponentiate, then divide by the row total. Every weight is between 0 and 1 and each row sums to 1 (the Σ column). Subtracting the row maximum m<sub>i</sub> first does not change the result, but keeps exp from overflowing. Row i now says how much token i attends to each token j.</p>' +
+          softmaxNoteHtml(ctx) +
           inductionStepHtml(ctx),
         matrices: [maskedMatrix(ctx), weightsMatrix(ctx, true)],
       };
@@ -443,6 +453,7 @@ export const FORWARD_STEPS = [
         matrices: m.heads.map((hd, k) => ({
           ...square(ctx, `weights_head${k + 1}`, `head ${k + 1} weights`, `head ${k + 1}`, hd.weights, {
             scale: 'unit',
+            maskedCells: maskedOf(ctx),
           }),
           compact,
           domainMax,

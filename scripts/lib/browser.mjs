@@ -1,5 +1,6 @@
-// Browsers for the tests and the benchmark, one API for three engines, all from Debian (none
-// downloaded):
+// Browsers for the tests, the benchmark and the forensics tools, one API for three engines, all
+// from Debian (none downloaded). The tests' per-engine suites (describeEngines, ENGINE_GETS,
+// WEBKIT_AS_SAFARI) are tests/js/engines.mjs.
 //   'chromium'  V8             /usr/bin/chromium, driven by playwright-core
 //   'firefox'   SpiderMonkey   /usr/bin/firefox-esr, driven by puppeteer-core over WebDriver BiDi
 //   'webkit'    JavaScriptCore WebKitGTK's MiniBrowser, driven by WebKitWebDriver (classic W3C
@@ -9,26 +10,17 @@
 // API
 //   ENGINES                      ['chromium', 'firefox', 'webkit']
 //   engineMissing(engine)        null when the engine's programs are installed, else a sentence
-//                                naming what is missing (for `describe(engine, { skip })`;
+//                                naming what is missing (for a test's `skip`;
 //                                scripts/setup.sh installs them all)
 //   launchBrowser(engine, { env })
-//                                -> browser, with close(). Chromium's is playwright's Browser, as
-//                                it always was; the others carry only newPage() and close().
+//                                -> browser, with close(). Chromium's is playwright's Browser;
+//                                the others carry only newPage() and close().
 //                                env (WebKit): more environment for its processes, such as
 //                                JavaScriptCore's options (JSC_useSharedArrayBuffer: 'true').
 //                                close() ends every process the launch started (browser,
 //                                driver, Xvfb); so does the test process's exit, if a test
 //                                never gets to close().
 //   engineOf(browser)            'chromium' | 'firefox' | 'webkit'
-//   describeEngines(name, body, configs = ENGINES)
-//                                a suite `name` with one sub-suite per engine (or configuration:
-//                                WEBKIT_AS_SAFARI), body({ engine, launch, gets }) its tests:
-//                                launchBrowser(engine, launch) gives its browser, gets is what
-//                                the package should pick there (ENGINE_GETS). The engines run
-//                                side by side (each one's tests one after another); an engine
-//                                whose programs are missing is skipped, saying what is missing.
-//   ENGINE_GETS[engine]          { isa, threads }: the instruction set the package picks there,
-//                                and whether an isolated page gets threads
 //   openPage(browser, url, { init })
 //                                -> { page, errors, warnings }: a new page at url; errors()
 //                                lists every console.error and uncaught error (exceptions and
@@ -58,58 +50,18 @@ import { accessSync, constants, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { chromium } from 'playwright-core';
 import puppeteer from 'puppeteer-core';
 
-import { startServer } from '../../scripts/serve.mjs';
+import { startServer } from '../serve.mjs';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 export const FIREFOX = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
 export const MINIBROWSER = process.env.MINIBROWSER_PATH ?? '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 
 export const ENGINES = ['chromium', 'firefox', 'webkit'];
-
-// What the package gets in each engine by default: its instruction set (relaxed SIMD validates
-// in Chromium since 114 and Firefox since 145, not in WebKit) and whether a cross-origin isolated
-// page gets threads. WebKitGTK's JavaScriptCore runs with useSharedArrayBuffer off: it makes a
-// shared WebAssembly.Memory but cannot post it to a worker (DataCloneError), so one thread; with
-// JSC_useSharedArrayBuffer=true in its environment it has what Safari has on such a page.
-export const ENGINE_GETS = {
-  chromium: { isa: 'relaxed-simd', threads: true },
-  firefox: { isa: 'relaxed-simd', threads: true },
-  webkit: { isa: 'simd128', threads: false },
-};
-
-// configs: engine names, or { name, engine, launch (launchBrowser's options), gets (as
-// ENGINE_GETS) } for an engine under other settings.
-export function describeEngines(name, body, configs = ENGINES) {
-  describe(name, { concurrency: true }, () => {
-    for (const config of configs) {
-      const {
-        engine,
-        launch = {},
-        gets = ENGINE_GETS[engine],
-        ...rest
-      } = typeof config === 'string' ? { engine: config } : config;
-      const missing = engineMissing(engine);
-      describe(rest.name ?? engine, { concurrency: 1 }, () =>
-        // (a skipped test, not a skipped suite: the runner's closing lines count it)
-        missing ? test('its tests', { skip: missing }, () => {}) : body({ engine, launch, gets }),
-      );
-    }
-  });
-}
-
-// WebKitGTK with SharedArrayBuffer on, as Safari has it on a cross-origin isolated page.
-export const WEBKIT_AS_SAFARI = {
-  name: 'webkit, SharedArrayBuffer on (as Safari)',
-  engine: 'webkit',
-  launch: { env: { JSC_useSharedArrayBuffer: 'true' } },
-  gets: { isa: 'simd128', threads: true },
-};
 
 // engine -> [program, Debian package that has it]
 const PROGRAMS = {

@@ -1,4 +1,4 @@
-// Small tensor helpers for computing in Node what the page shows.
+// Small tensor helpers for computing in Node what the page shows (the page tests) and for the bench.
 import { tensor } from '../../web/lib/index.js';
 import { columns as copyColumns } from '../../web/lib/multi_head.js';
 

@@ -27,10 +27,12 @@
 // is no sink; a row whose keys are all masked is still a zero row.
 // Rotary: pairs (t, t + dims/2) (or (2t, 2t+1) interleaved) of q row i and new key j turn by
 // position·base^(-2t/dims), positions offset + nPast + row.
+import { seededRandom } from '../../web/lib/index.js';
 
 // mulberry32 -> uniform floats in [0, 1); same seed, same sequence. The package's own seeded
-// generator (it only makes test inputs here; none of the math under test).
-export { seededRandom as rng } from '../../web/lib/index.js';
+// generator (it only makes test inputs here; none of the math under test), given seed >>> 0:
+// tests derive seeds by arithmetic (negative, fractional, past 2^32), which it refuses.
+export const rng = (seed) => seededRandom(seed >>> 0);
 
 // A Float32Array of n uniform values in [lo, hi) from next (an rng()).
 export function uniform(next, n, lo = -1, hi = 1) {
