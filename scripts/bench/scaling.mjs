@@ -19,7 +19,7 @@ import { fmtMs } from './table.mjs';
 // Issue 29's table: a 16-core Intel Xeon (Sapphire/Emerald Rapids class, AVX-512; a virtual
 // machine), Node 22, the package's SIMD128 build against onnxruntime-web 1.30, medians.
 export const ISSUE_29 = {
-  cpu: '16-core Intel Xeon (Sapphire/Emerald Rapids class, AVX-512, a VM), Node 22 (issue 29)',
+  cpu: "16-core Intel Xeon (Sapphire/Emerald Rapids class, AVX-512, a VM), Node 22 (issue 29; the code before the split of issue 29's deliverable 3)",
   cases: {
     'matmul-1024': { oursMs: 72.3, speedup: { 2: 1.85, 4: 2.37, 8: 3.55, 16: 5.26 } },
     mha: { oursMs: 55.4, speedup: { 2: 1.88, 4: 2.74, 8: 4.6, 16: 4.42 } },
