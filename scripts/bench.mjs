@@ -5,12 +5,14 @@
 //   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
 //   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
 //   node scripts/bench.mjs --only matmul,attention
+//   node scripts/bench.mjs --only scaling [--threads 1,2,4,8,16] [--peers ort]  (not in the
+//                                    default run: a process per thread count; scaling.mjs)
 //   node scripts/bench.mjs --browser[=chromium|firefox|webkit]  the kernel sections in that
 //                                    browser engine (browser_run.mjs)
 //
 // Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
 // and build/bench/results.svg (--browser: results-browser.json and .svg; --browser=firefox or
-// webkit: results-firefox, results-webkit). The peers are installed on first use into build/bench-peers/
+// webkit: results-firefox, results-webkit; --only scaling: results-scaling). The peers are installed on first use into build/bench-peers/
 // (they are not dependencies of the package). How each part works is in scripts/bench/:
 //   cases, inputs, flops        what is measured, on what, counted how
 //   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
@@ -25,6 +27,8 @@
 //   peak                        the SIMD peak probe, a module in the wasm text format (wabt);
 //                               its relaxed_madd (FMA) twin is printed beside it
 //   bandwidth                   the memory read probe decoding is measured against (same way)
+//   scaling, scaling_child      the scaling section: 1 .. 16 threads, a process per count
+//   scaling_model, pool_trace   its model of time at T threads, from the pool's trace
 //   table, svg, compare         the report
 // The GEMM forensics tools run on their own, from scripts/forensics/ (see their headers):
 // kernel_code.mjs prints V8's x64 code for the GEMM micro-kernels, gemm_probe.mjs splits a
@@ -40,11 +44,12 @@ import { runKernels } from './bench/kernels.mjs';
 import { measureLong } from './bench/longseq.mjs';
 import { machineInfo } from './bench/machine.mjs';
 import { measurePeak } from './bench/peak.mjs';
-import { ensurePeers, installedVersion, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
+import { ensurePeers, installedVersion, PEER_PACKAGES, PEER_VERSIONS, ROOT } from './bench/peers.mjs';
 import { wasmSizes } from './bench/sizes.mjs';
 import { referenceSample } from './bench/reference_sample.mjs';
 import { rerunWithRelaxedSimd } from './bench/spawn.mjs';
 import { measureFirstCall, measureStartup } from './bench/startup.mjs';
+import { measureScaling, renderScaling } from './bench/scaling.mjs';
 import { renderChart } from './bench/svg.mjs';
 import { renderReport } from './bench/table.mjs';
 import { checkTargets, renderTargets } from './bench/targets.mjs';
@@ -74,9 +79,10 @@ if (machine.loadAverage[0] > 0.25 * machine.cores) {
 }
 
 let peersOk = false;
-if (options.sections.some((s) => !['sizes', 'firstcall'].includes(s))) {
-  // the sections with peers' rows
-  const r = ensurePeers(log);
+if (options.sections.some((s) => !['sizes', 'firstcall'].includes(s) && !(s === 'scaling' && !options.peers.length))) {
+  // the sections with peers' rows; the scaling section alone needs only its --peers
+  const scalingOnly = options.sections.every((s) => s === 'scaling');
+  const r = ensurePeers(log, scalingOnly ? options.peers.flatMap((p) => PEER_PACKAGES[p]) : undefined);
   peersOk = r.ok;
   if (!r.ok) results.notes.push(`the peers could not be installed (${r.error}): their rows are n/a`);
 }
@@ -110,11 +116,13 @@ if (want('sizes')) results.sizes = wasmSizes();
 if (want('startup')) results.startup = await measureStartup({ quick: options.quick, peersOk, log });
 if (want('firstcall')) results.firstCall = await measureFirstCall({ quick: options.quick, peersOk, log });
 if (want('long')) results.long = await measureLong({ quick: options.quick, peersOk, log });
+if (want('scaling')) results.scaling = await measureScaling({ options, machine, peersOk, log });
 results.notes.push(...peerNotes(results));
 results.targets = checkTargets(results);
 results.durationSeconds = Math.round((performance.now() - t0) / 1000);
 
-finish(results, 'results');
+// a scaling run alone keeps the last full run's files
+finish(results, options.sections.every((s) => s === 'scaling') ? 'results-scaling' : 'results');
 
 // Writes build/bench/<name>.json and .svg, prints the report and leaves.
 function finish(results, name) {
@@ -134,7 +142,10 @@ function finish(results, name) {
   writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(saved, null, 2)}\n`);
   writeFileSync(join(outDir, `${name}.svg`), renderChart(results));
 
-  process.stdout.write(`${renderReport(results)}\n${renderTargets(results.targets, results.machine)}\n`);
+  // the kernel report and its targets, unless the scaling section ran alone (it has its own)
+  if (!options.sections.every((s) => s === 'scaling'))
+    process.stdout.write(`${renderReport(results)}\n${renderTargets(results.targets, results.machine)}\n`);
+  if (results.scaling) process.stdout.write(`\n${renderScaling(results.scaling, results.machine)}\n`);
   log(`done in ${results.durationSeconds} s: build/bench/${name}.json, build/bench/${name}.svg`);
   // pthread pools (ours, the peers') must not keep the process alive
   process.exit(0);

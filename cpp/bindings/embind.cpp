@@ -82,11 +82,20 @@ struct Offset<field> {
 };
 #define WA_OFFSET(member) &Offset<&member>::get, &Offset<&member>::set
 
+// The fewest threads that get a pool: 2 (1 thread runs without one), or 1 in the bench's pool-
+// trace modules (WA_POOL_TRACE), whose 1-thread pool runs each parallel section on the caller,
+// as no pool would, and records it (cpp/src/pool_trace.h).
+#ifdef WA_POOL_TRACE
+constexpr int kPoolFromThreads = 1;
+#else
+constexpr int kPoolFromThreads = 2;
+#endif
+
 // "" or why the threads could not start (the loader reports it).
 std::string set_threads(int threads) {
   return guarded([&] {
            pool.reset();
-           if (threads > 1) pool = std::make_unique<wa::ThreadPool>(threads);
+           if (threads >= kPoolFromThreads) pool = std::make_unique<wa::ThreadPool>(threads);
          })
       .message;
 }

@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include "pool_trace.h"  // empty unless WA_POOL_TRACE (the bench's pool trace)
+
 namespace wa {
 
 // How long a worker that ran out of tasks spins before it sleeps (see the top of this file).
@@ -64,6 +66,7 @@ struct ThreadPool::State {
 
   void run_tasks() {
     for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) {
+      const pool_trace::TaskScope traced(i);
       try {
         (*task)(i);
       } catch (...) {
@@ -152,8 +155,12 @@ void ThreadPool::parallel_for(size_t n, size_t max_threads,
   const size_t feeds = std::min(n, max_threads);
   const size_t helpers = feeds <= 1 ? 0 : std::min(s.workers.size(), feeds - 1);
   if (log_ && n) log_->push_back({n, std::min(max_threads, s.workers.size() + 1)});
+  const pool_trace::SectionScope traced(n, max_threads);
   if (helpers == 0) {
-    for (size_t i = 0; i < n; ++i) task(i);
+    for (size_t i = 0; i < n; ++i) {
+      const pool_trace::TaskScope traced_task(i);
+      task(i);
+    }
     return;
   }
   s.lock_without_blocking();

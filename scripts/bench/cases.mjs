@@ -108,8 +108,48 @@ export const CASES = [
   PREFILL,
 ];
 
-// Cases run only when named (--cases): a tiny one for the tests that run the bench end to end.
-export const EXTRA_CASES = [matmul('matmul-small', 64)];
+// The scaling section's own cases (scaling.mjs): the shapes of issue 29 that no other section
+// has. The section also runs mha, decode-8192 and attention-causal-2048 (the long section's).
+const SCALING_ONLY = [
+  { ...matmul('matmul-1024', 1024), section: 'scaling' },
+  {
+    id: 'mha-1024',
+    section: 'scaling',
+    op: 'mha',
+    n: 1024,
+    dModel: 1024,
+    heads: 16,
+    causal: false,
+    backward: false,
+    backwardOnly: false,
+    label: 'MHA n=1024 dModel=1024 h=16',
+    inputsKey: 'mha n=1024 dModel=1024',
+  },
+  {
+    ...PREFILL,
+    id: 'prefill-gqa-1024',
+    section: 'scaling',
+    n: 1024,
+    label: `causal GQA prefill n=1024, Hq ${GQA.qHeads} Hkv ${GQA.kvHeads} d ${GQA.d}`,
+    inputsKey: 'prefill n=1024',
+  },
+  { ...attention(1024, D, false, true, 'scaling'), id: 'attention-bwd-1024' },
+];
+
+// The scaling section's cases, in its table's order (issue 29's first).
+export const SCALING_CASES = [
+  'matmul-1024',
+  'mha',
+  'mha-1024',
+  'decode-8192',
+  'attention-causal-2048',
+  'prefill-gqa-1024',
+  'attention-bwd-1024',
+];
+
+// Cases run only when named (--cases) or by their section: a tiny one for the tests that run
+// the bench end to end, and the scaling section's.
+export const EXTRA_CASES = [matmul('matmul-small', 64), ...SCALING_ONLY];
 
 // The cases that also run on our relaxed-SIMD build (1 thread), beside the SIMD128 rows.
 export const RELAXED_CASES = ['matmul', 'matmul-small', 'attention', 'attention-causal', 'mha', 'mha-causal'];

@@ -9,11 +9,14 @@
 //   { mode: 'startup',   impl, threads }                   -> { importMs, initMs, totalMs, sinceProcessStartMs }
 //   { mode: 'firstcall', impl, threads, quick }            -> { firstMs, secondMs, steadyMs }
 //   { mode: 'long',      impl, threads, n, quick }         -> { row } (with maxRssBytes)
+//   { mode: 'scaling',   impl, threads, caseIds, quick }   -> { rows } (scaling.mjs)
+//   { mode: 'trace',     threads, caseIds, quick }         -> { threads, cases } (scaling.mjs)
 // The result is printed as one line after RESULT_MARKER, so that whatever a library logs
 // on stdout cannot corrupt it.
 import { readFileSync } from 'node:fs';
 import { longCase } from './cases.mjs';
 import { runGroup } from './groups.mjs';
+import { runScaling, traceScaling } from './scaling_child.mjs';
 import { createImpl } from './impls.mjs';
 import { message, runCase } from './runner.mjs';
 import { RESULT_MARKER } from './spawn.mjs';
@@ -36,6 +39,8 @@ function peakRss() {
 async function main(task) {
   if (task.mode === 'startup') return startupOf(task.impl, task.threads);
   if (task.mode === 'firstcall') return firstCallOf(task.impl, task.threads, task.quick);
+  if (task.mode === 'scaling') return { rows: await runScaling(task) };
+  if (task.mode === 'trace') return traceScaling(task);
   if (task.mode === 'group') {
     const log = (text) => process.stderr.write(`${text}\n`);
     return { rows: await runGroup(task.group, { caseIds: task.caseIds, quick: task.quick, peersOk: true, log }) };
@@ -56,7 +61,7 @@ async function main(task) {
   } catch (e) {
     result = { error: message(e) };
   }
-  process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(result)}\n`);
-  // pthread pools and Emscripten runtimes may hold the event loop open: leave now.
-  process.exit(0);
+  // pthread pools and Emscripten runtimes may hold the event loop open: leave once the result
+  // is out (a large one, a pool trace's, is still being written to the pipe when write returns)
+  process.stdout.write(`\n${RESULT_MARKER}${JSON.stringify(result)}\n`, () => process.exit(0));
 }

@@ -13,17 +13,18 @@
 // wasm, starts the threads). The rows and the startup probe both come through here.
 // isa: 'simd128' or 'relaxed-simd' (the build with relaxed SIMD's fused multiply-add; Node
 // runs it with --experimental-wasm-relaxed-simd, which the bench passes), or 'auto' (what a
-// user gets: relaxed SIMD where the engine runs it).
-export async function load(threads, isa = 'auto') {
-  const lib = await import('../../web/lib/index.js');
+// user gets: relaxed SIMD where the engine runs it). libUrl: another copy of the package's
+// entry (the pool trace's, pool_trace.mjs), else the package's own.
+export async function load(threads, isa = 'auto', libUrl = undefined) {
+  const lib = await (libUrl ? import(libUrl) : import('../../web/lib/index.js'));
   return { lib, start: () => lib.createAttention({ threads, isa }) };
 }
 
 // The row keys: ours-1, ours-2 (SIMD128), ours-relaxed-1 (relaxed SIMD).
 export const oursKey = (threads, isa) => (isa === 'relaxed-simd' ? `ours-relaxed-${threads}` : `ours-${threads}`);
 
-export async function create({ threads, isa = 'simd128' }) {
-  const { lib, start } = await load(threads, isa);
+export async function create({ threads, isa = 'simd128', libUrl }) {
+  const { lib, start } = await load(threads, isa, libUrl);
   const attn = await start();
   const { variant } = attn.backend;
   const isaName = attn.backend.isa === 'relaxed-simd' ? 'relaxed SIMD (FMA)' : 'SIMD128';

@@ -25,12 +25,19 @@ export function installedVersion(name) {
   }
 }
 
-const missing = () => Object.entries(PEER_VERSIONS).filter(([name, v]) => installedVersion(name) !== v);
+// The packages of each peer, by its implementation's name (impls.mjs).
+export const PEER_PACKAGES = {
+  ort: ['onnxruntime-web'],
+  tfjs: ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-wasm'],
+};
 
-// Installs the pinned peers when any is missing or at another version.
+const missing = (names = Object.keys(PEER_VERSIONS)) =>
+  Object.entries(PEER_VERSIONS).filter(([name, v]) => names.includes(name) && installedVersion(name) !== v);
+
+// Installs the pinned peers when any of `names` (default: all) is missing or at another version.
 // -> { ok: true } or { ok: false, error }; the bench goes on without peers when it fails.
-export function ensurePeers(log) {
-  const wanted = missing();
+export function ensurePeers(log, names = undefined) {
+  const wanted = missing(names);
   if (wanted.length === 0) return { ok: true };
   const specs = Object.entries(PEER_VERSIONS).map(([name, v]) => `${name}@${v}`);
   log(`installing the peers into ${PEER_DIR} (once, ~200 MB): ${wanted.map(([n]) => n).join(', ')}`);
@@ -39,7 +46,7 @@ export function ensurePeers(log) {
   const r = spawnSync(npm, ['install', '--prefix', PEER_DIR, '--no-save', '--no-audit', '--no-fund', ...specs], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  const still = missing();
+  const still = missing(names);
   if (r.status === 0 && still.length === 0) return { ok: true };
   return {
     ok: false,

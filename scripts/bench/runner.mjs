@@ -43,6 +43,8 @@ export async function runCase(impl, spec, settings, { firstOnly = false } = {}) 
       runs: m.runs,
       gflops: row.flops / m.ms / 1e6,
       sample: sample(m.out),
+      // the chosen formulation's first call: in the look at every formulation where there were several
+      firstMs: probes.length ? probes[index].firstMs : m.firstMs,
     });
     if (m.note) row.note = m.note;
     if (probes.length) row.probes = probes.map((p) => ({ ...p, ms: Number.isFinite(p.ms) ? p.ms : null }));

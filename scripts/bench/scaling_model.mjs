@@ -1,0 +1,139 @@
+// The scaling model: a call's time at T threads from what one thread does, measured on any
+// machine (2 cores are enough). A call is its serial part (everything outside the pool's
+// parallel sections: the JS copies in and out, the finiteness scans, the result's first touch,
+// packing, …) plus its parallel sections, each a list of tasks, as the pool trace records them
+// (pool_trace.mjs: the bench-only modules, cpp/src/pool_trace.h). The pool runs a section as
+//   for (i = 0; i < n; ++i) task(i)
+// with every thread taking the next index from one atomic counter: list scheduling in index
+// order, on at most the section's max_threads threads (parallel_for wakes no more). The caller
+// starts at once, the workers after the pool's wake-up time, and the caller returns the join
+// time after the last task ends; both measured on a 2-thread trace.
+//
+// Left out, and so never predicted: tasks slowing down as more cores share the memory
+// bandwidth and the last-level cache, clock speeds (turbo) falling as more cores run, two
+// threads sharing one core (SMT), and the operating system's scheduling. Waking and joining
+// are taken as the same at every thread count (the caller wakes all workers with one
+// broadcast; they join in parallel).
+//
+// Everything here is a pure function of its arguments (tests/js/scaling_model.test.mjs).
+
+// -> the median of a non-empty list of numbers
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// durations [n] (task i takes durations[i]), threads T, workerStart: when the T - 1 workers
+// can take their first task (the caller, thread 0, can at 0) -> the time the last task ends.
+// Each task goes, in index order, to the thread free first (on a tie, the lower thread: the
+// caller before the workers); a thread that takes no task does not count.
+export function listSchedule(durations, threads, { workerStart = 0 } = {}) {
+  if (!Number.isInteger(threads) || threads < 1) throw new RangeError(`listSchedule: threads ${threads}`);
+  const free = [0, ...new Array(threads - 1).fill(workerStart)];
+  let end = 0;
+  for (const d of durations) {
+    let k = 0;
+    for (let j = 1; j < threads; ++j) if (free[j] < free[k]) k = j;
+    free[k] += d;
+    end = Math.max(end, free[k]);
+  }
+  return end;
+}
+
+// One section's time on T threads: on one thread (or with one task, or a max_threads of 1,
+// which the pool runs on the caller alone) the sum of its tasks; else the list schedule on
+// min(T, maxThreads) threads plus the pool's wake-up and join. overheadMs: what the section
+// costs beyond its tasks at any count (the loop, the trace); maxThreads: null for no limit.
+export function sectionMs(section, threads, pool) {
+  const { durations, overheadMs = 0, maxThreads = null } = section;
+  const t = Math.min(threads, maxThreads ?? Infinity);
+  if (t <= 1 || durations.length <= 1) return overheadMs + durations.reduce((a, b) => a + b, 0);
+  return overheadMs + listSchedule(durations, t, { workerStart: pool.wakeMs }) + pool.joinMs;
+}
+
+// profile { serialMs, sections: [{ durations, overheadMs }] }, threads, pool { wakeMs, joinMs }
+// -> the call's predicted time at that count
+export function predictMs(profile, threads, pool) {
+  return profile.sections.reduce((sum, s) => sum + sectionMs(s, threads, pool), profile.serialMs);
+}
+
+// The shape of a traced call: its sections' task counts, e.g. "16,16,8".
+export const shapeOf = (sections) => sections.map((s) => s.durations.length).join(',');
+
+// calls: one case's traced calls on one thread, [{ ms, sections: [{ wallMs, durations }] }]
+// -> its profile: the serial part (the call's time outside its sections) as the least over
+// the calls; the sections and their tasks from the calls of the most common shape, each
+// task's duration the least over them. The least, not the median: on a shared machine other
+// processes only ever add time, to whichever task or serial stretch they preempt (a task of
+// 60 µs traced at 35 ms), and the largest task decides a section on many threads. (A call's
+// shape is the same every time unless the code splits work by something other than the
+// shapes and the thread count.)
+export function profileOf(calls) {
+  if (!calls.length) throw new Error('profileOf: no traced calls');
+  const least = (xs) => Math.min(...xs);
+  const serialMs = least(calls.map((c) => c.ms - c.sections.reduce((a, s) => a + s.wallMs, 0)));
+  const byShape = new Map();
+  for (const c of calls) byShape.set(shapeOf(c.sections), [...(byShape.get(shapeOf(c.sections)) ?? []), c]);
+  const same = [...byShape.values()].sort((a, b) => b.length - a.length)[0];
+  const sections = same[0].sections.map((_, j) => {
+    const durations = same[0].sections[j].durations.map((_, i) => least(same.map((c) => c.sections[j].durations[i])));
+    const overheadMs = least(
+      same.map((c) => c.sections[j].wallMs - c.sections[j].durations.reduce((a, b) => a + b, 0)),
+    );
+    return { durations, overheadMs: Math.max(0, overheadMs), maxThreads: same[0].sections[j].maxThreads ?? null };
+  });
+  return { serialMs: Math.max(0, serialMs), sections, shape: shapeOf(sections) };
+}
+
+// The pool's wake-up and join times from traced calls on T ≥ 2 threads: over every section
+// a worker took part in, the median of (its first worker task's start - the section's begin)
+// and of (the section's end - its last task's end). -> { wakeMs, joinMs, sections } (sections:
+// how many it saw), or null when no worker ran a task.
+export function poolCostsOf(calls) {
+  const wakes = [],
+    joins = [];
+  for (const c of calls)
+    for (const s of c.sections) {
+      if (s.wakeMs == null) continue;
+      wakes.push(s.wakeMs);
+      joins.push(s.joinMs);
+    }
+  if (!wakes.length) return null;
+  return { wakeMs: median(wakes), joinMs: median(joins), sections: wakes.length };
+}
+
+// The profile for T threads: the 1-thread profile where the T-thread trace split the work the
+// same way (same sections, same task counts), with the T-thread trace's max_threads (a call
+// may cap its threads by the pool's size); where it split it differently (the split depends
+// on the thread count), the T-thread trace's shape with its tasks' durations scaled so that
+// each section (or, if the sections differ too, the whole call) holds the 1-thread trace's
+// work. profileT: profileOf() of the T-thread calls, or null when there are none.
+// -> { profile, from: '1-thread trace' | 'T-thread trace, rescaled' }
+export function profileFor(profile1, profileT) {
+  if (!profileT) return { profile: profile1, from: '1-thread trace' };
+  if (profileT.shape === profile1.shape) {
+    const sections = profile1.sections.map((s, j) => ({ ...s, maxThreads: profileT.sections[j].maxThreads ?? null }));
+    return { profile: { ...profile1, sections }, from: '1-thread trace' };
+  }
+  const work = (s) => s.durations.reduce((a, b) => a + b, 0);
+  const total = (p) => p.sections.reduce((a, s) => a + work(s), 0);
+  const sameSections = profileT.sections.length === profile1.sections.length;
+  const sections = profileT.sections.map((s, j) => {
+    const scale = sameSections ? work(profile1.sections[j]) / (work(s) || 1) : total(profile1) / (total(profileT) || 1);
+    return {
+      durations: s.durations.map((d) => d * scale),
+      overheadMs: profile1.sections[j]?.overheadMs ?? 0,
+      maxThreads: s.maxThreads ?? null,
+    };
+  });
+  return { profile: { ...profile1, sections, shape: profileT.shape }, from: 'T-thread trace, rescaled' };
+}
+
+// -> { [threads]: predicted speed-up over one thread } for each count
+export function predictSpeedups(profile1, profilesAt, pool, counts) {
+  const one = predictMs(profile1, 1, pool);
+  return Object.fromEntries(
+    counts.map((t) => [t, one / predictMs(profileFor(profile1, profilesAt[t] ?? null).profile, t, pool)]),
+  );
+}

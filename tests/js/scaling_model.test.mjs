@@ -1,0 +1,178 @@
+// The bench's scaling model (scripts/bench/scaling_model.mjs) and the scaling section's command
+// line (scripts/bench/args.mjs). The scheduler is checked on hand-made task lists whose
+// makespan on T threads is worked out by hand: index order (not longest first), the caller
+// starting before the workers, more threads than tasks; the profile of traced calls, the
+// prediction, and the rescaling of another split. The arguments: thread counts and peers
+// parsed, bad ones refused with a message (the bench exits 2). Nothing here times anything.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+import { caseIdsOf, parseArgs, scalingCaseIds, scalingThreads } from '../../scripts/bench/args.mjs';
+import { SCALING_CASES } from '../../scripts/bench/cases.mjs';
+import {
+  listSchedule,
+  poolCostsOf,
+  predictMs,
+  predictSpeedups,
+  profileFor,
+  profileOf,
+} from '../../scripts/bench/scaling_model.mjs';
+
+const BENCH = fileURLToPath(new URL('../../scripts/bench.mjs', import.meta.url));
+
+test('one thread runs the tasks one after another', () => {
+  assert.equal(listSchedule([3, 1, 4, 1, 5], 1), 14);
+  assert.equal(listSchedule([], 4), 0);
+});
+
+test('equal tasks spread evenly; a remainder costs a whole task', () => {
+  assert.equal(listSchedule([1, 1, 1, 1, 1, 1, 1, 1], 4), 2);
+  assert.equal(listSchedule([1, 1, 1, 1, 1, 1, 1, 1, 1], 4), 3);
+  assert.equal(listSchedule(new Array(16).fill(2), 16), 2);
+});
+
+test('tasks are taken in index order, not longest first', () => {
+  // tasks 0 and 1 start at 0 on threads 0 and 1; at 1 both are free: thread 0 (the lower)
+  // takes task 2, thread 1 task 3, which ends at 4
+  assert.equal(listSchedule([1, 1, 1, 3], 2), 4); // longest first would give 3
+  assert.equal(listSchedule([3, 1, 1, 1], 2), 3);
+});
+
+test('more threads than tasks: the longest task decides', () => {
+  assert.equal(listSchedule([5, 2], 16), 5);
+  assert.equal(listSchedule([2, 5], 16), 5);
+});
+
+test('workers start late: the caller takes what it can meanwhile', () => {
+  // the worker is free at 1: caller takes 2 (to 2), the worker the second 2 (1 to 3)
+  assert.equal(listSchedule([2, 2], 2, { workerStart: 1 }), 3);
+  // the worker is free at 5: the caller runs both before it could start one
+  assert.equal(listSchedule([2, 2], 2, { workerStart: 5 }), 4);
+  // a worker that takes no task does not count, however late it would start
+  assert.equal(listSchedule([2], 8, { workerStart: 100 }), 2);
+});
+
+test('a bad thread count is refused', () => {
+  assert.throws(() => listSchedule([1], 0), RangeError);
+  assert.throws(() => listSchedule([1], 1.5), RangeError);
+});
+
+// two calls of one case: a serial part, a section of 4 tasks, a section of 1
+const call = (ms, a, b) => ({
+  ms,
+  sections: [
+    { wallMs: a.reduce((x, y) => x + y, 0) + 0.1, durations: a, wakeMs: 0.2, joinMs: 0.05 },
+    { wallMs: b[0], durations: b, wakeMs: null, joinMs: 0 },
+  ],
+});
+
+test('a profile: serial time outside the sections, each task its least', () => {
+  const calls = [call(20, [2, 5, 2, 2], [4]), call(23, [2, 4, 2, 2], [4]), call(21, [3, 3, 2, 2], [4])];
+  const p = profileOf(calls);
+  assert.deepEqual(p.sections[0].durations, [2, 3, 2, 2]);
+  assert.equal(p.sections.length, 2);
+  assert.equal(p.shape, '4,1');
+  // serial: 20 - 11.1 - 4, 23 - 10.1 - 4, 21 - 10.1 - 4: the least is 4.9
+  assert.ok(Math.abs(p.serialMs - 4.9) < 1e-9, `${p.serialMs}`);
+  assert.ok(Math.abs(p.sections[0].overheadMs - 0.1) < 1e-9);
+});
+
+test('a prediction: serial + list schedule + waking and joining, where a section has workers', () => {
+  const profile = {
+    serialMs: 5,
+    sections: [
+      { durations: [2, 2, 2, 2], overheadMs: 0 },
+      { durations: [4], overheadMs: 0 },
+    ],
+  };
+  const pool = { wakeMs: 0.5, joinMs: 0.25 };
+  assert.equal(predictMs(profile, 1, pool), 5 + 8 + 4);
+  // 2 threads: caller 2+2 (0..4), worker from 0.5: 2 (to 2.5), 2 (to 4.5): 4.5 + 0.25 join; the 1-task section alone
+  assert.equal(predictMs(profile, 2, pool), 5 + 4.75 + 4);
+  // 4 threads: the caller takes task 0 at 0, the workers tasks 1..3 at 0.5: all end by 2.5; + 0.25
+  assert.equal(predictMs(profile, 4, pool), 5 + 2.75 + 4);
+  const s = predictSpeedups(profile, {}, pool, [1, 2, 4]);
+  assert.equal(s[1], 1);
+  assert.ok(Math.abs(s[4] - 17 / 11.75) < 1e-12);
+});
+
+test("a section's max_threads caps its threads, whatever the pool's size", () => {
+  const pool = { wakeMs: 0, joinMs: 0 };
+  const capped = { serialMs: 0, sections: [{ durations: new Array(16).fill(1), overheadMs: 0, maxThreads: 4 }] };
+  assert.equal(predictMs(capped, 16, pool), 4);
+  assert.equal(predictMs(capped, 2, pool), 8);
+  const one = { serialMs: 0, sections: [{ durations: [1, 1, 1], overheadMs: 0, maxThreads: 1 }] };
+  assert.equal(predictMs(one, 8, { wakeMs: 5, joinMs: 5 }), 3, 'a cap of 1 runs on the caller, no pool costs');
+  // the cap comes from the T-thread trace, the durations from the 1-thread one
+  const p1 = { serialMs: 0, sections: [{ durations: [1, 1, 1, 1], overheadMs: 0, maxThreads: null }], shape: '4' };
+  const pT = { serialMs: 0, sections: [{ durations: [9, 9, 9, 9], overheadMs: 0, maxThreads: 2 }], shape: '4' };
+  assert.equal(predictMs(profileFor(p1, pT).profile, 4, pool), 2);
+});
+
+test('the pool costs: medians over the sections a worker took part in', () => {
+  const calls = [call(20, [2, 2], [4]), call(20, [2, 2], [4])];
+  calls[1].sections[0].wakeMs = 0.4;
+  calls[1].sections[0].joinMs = 0.15;
+  assert.deepEqual(poolCostsOf(calls), { wakeMs: 0.30000000000000004, joinMs: 0.1, sections: 2 });
+  assert.equal(poolCostsOf([call(1, [1], [1])].map((c) => ({ ...c, sections: [c.sections[1]] }))), null);
+});
+
+test('another split at T threads: its tasks, holding the 1-thread work', () => {
+  const p1 = { serialMs: 1, sections: [{ durations: [4, 4], overheadMs: 0 }], shape: '2' };
+  assert.deepEqual(profileFor(p1, { ...p1 }).profile.sections, [
+    { durations: [4, 4], overheadMs: 0, maxThreads: null },
+  ]);
+  assert.equal(profileFor(p1, null).from, '1-thread trace');
+  // split into 4 tasks at T, each traced at 3 (slower, sharing cores): scaled to 2 each
+  const pT = { serialMs: 9, sections: [{ durations: [3, 3, 3, 3], overheadMs: 0 }], shape: '4' };
+  const { profile, from } = profileFor(p1, pT);
+  assert.deepEqual(profile.sections[0].durations, [2, 2, 2, 2]);
+  assert.equal(profile.serialMs, 1);
+  assert.match(from, /rescaled/);
+  const pool = { wakeMs: 0, joinMs: 0 };
+  // 1 thread: 1 + 8; 4 threads with the 4-task split: 1 + 2
+  assert.equal(predictSpeedups(p1, { 4: pT }, pool, [4])[4], 9 / 3);
+});
+
+test('--only scaling takes thread counts, peers and cases', () => {
+  const o = parseArgs(['--only', 'scaling', '--threads', '16,1,4,4', '--peers=ort']);
+  assert.deepEqual(o.sections, ['scaling']);
+  assert.deepEqual(o.threads, [1, 4, 16]);
+  assert.deepEqual(o.peers, ['ort']);
+  assert.deepEqual(scalingThreads(o, 2), [1, 4, 16], 'forced counts run above the cores');
+  assert.deepEqual(scalingCaseIds(o), SCALING_CASES);
+  assert.deepEqual(parseArgs(['--only=scaling', '--peers', 'none']).peers, []);
+  const d = parseArgs(['--only', 'scaling']);
+  assert.deepEqual(scalingThreads(d, 2), [1, 2]);
+  assert.deepEqual(scalingThreads(d, 12), [1, 2, 4, 8]);
+  assert.deepEqual(d.peers, ['ort', 'tfjs']);
+  const c = parseArgs(['--only', 'scaling', '--cases', 'mha,matmul-1024']);
+  assert.deepEqual(c.sections, ['scaling']);
+  assert.deepEqual(scalingCaseIds(c), ['mha', 'matmul-1024']);
+  assert.deepEqual(caseIdsOf(c), [], 'the kernel sections run none of them');
+});
+
+test('the default run leaves the scaling section out; a scaling case brings it in', () => {
+  assert.ok(!parseArgs([]).sections.includes('scaling'));
+  assert.deepEqual(parseArgs(['--cases', 'mha']).sections, ['mha']);
+  assert.deepEqual(parseArgs(['--cases', 'attention-bwd-1024']).sections, ['scaling']);
+  const both = parseArgs(['--only', 'mha,scaling', '--cases', 'mha,matmul-1024']);
+  assert.deepEqual(both.sections, ['mha', 'scaling']);
+  assert.deepEqual(caseIdsOf(both), ['mha']);
+});
+
+for (const [args, message] of [
+  [['--only', 'scaling', '--threads', '0,2'], /--threads: integers from 1 to 64.*not 0/],
+  [['--only', 'scaling', '--threads', 'two'], /--threads: .*not two/],
+  [['--only', 'scaling', '--threads'], /--threads needs a list/],
+  [['--only', 'scaling', '--peers', 'tf'], /--peers: some of ort, tfjs, or none; not tf/],
+  [['--threads', '2'], /--threads and --peers are the scaling section's: add --only scaling/],
+]) {
+  test(`bench ${args.join(' ')} is refused: ${message}`, () => {
+    const r = spawnSync(process.execPath, [BENCH, ...args], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, message);
+  });
+}
