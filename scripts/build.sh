@@ -22,6 +22,9 @@ if [ ! -f build/wasm/CMakeCache.txt ]; then
   emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 cmake --build build/wasm -j"$jobs"
+# The bench-only pool-trace modules (build/wasm/trace/, never shipped: CMakeLists.txt says why):
+# the scaling model reads them, and tests/js/pool_trace.test.mjs holds the trace to the pool.
+cmake --build build/wasm -j"$jobs" --target pool_trace
 
 # The package's entry for require() users, index.cjs: Node 20's require() cannot load the ES
 # modules, so Rollup bundles the synchronous functions from their modules into one CommonJS
