@@ -334,7 +334,7 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
     () => page.mouse.click(cell.x, cell.y),
     (s) => s.focus === 6,
   );
-  const box = await page.locator('figure[data-name="weights"] canvas').boundingBox();
+  const box = await page.locator('figure[data-name="weights"] canvas[role="img"]').boundingBox();
   const row8 = await page.evaluate(() => window.attentionPage.cellPoint('weights', 8, 0));
   await act(
     page,

@@ -22,7 +22,7 @@ import { predictNext } from '../../web/page/model/predict.js';
 import { makeBatch, vectorCache } from '../../web/page/model/train.js';
 import { layerWeights } from '../../web/page/model/weights.js';
 import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 import { pageDriver } from './page_driver.mjs';
 import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
 

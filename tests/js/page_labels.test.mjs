@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 
 import { startServer } from '../../scripts/serve.mjs';
 import { MASKED_FILL, MASKED_HATCH } from '../../web/page/colors.js';
-import { launchBrowser, openPage } from './browser.mjs';
+import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
 
 const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
 let browser, server;
