@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "../src/gemm_select.h"  // the GEMM micro-kernel: internal, reported and pinned here
-#include "../src/scratch.h"      // release_large_scratch: internal, called when each call ends
+#include "gemm/gemm_select.h"  // the GEMM micro-kernel: internal, reported and pinned here
+#include "runtime/scratch.h"   // release_large_scratch: internal, called when each call ends
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 #include "wa/build_info.h"
@@ -84,7 +84,7 @@ struct Offset<field> {
 
 // The fewest threads that get a pool: 2 (1 thread runs without one), or 1 in the bench's pool-
 // trace modules (WA_POOL_TRACE), whose 1-thread pool runs each parallel section on the caller,
-// as no pool would, and records it (cpp/src/pool_trace.h).
+// as no pool would, and records it (cpp/src/runtime/pool_trace.h).
 #ifdef WA_POOL_TRACE
 constexpr int kPoolFromThreads = 1;
 #else

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "../src/pool_trace.h"
+#include "runtime/pool_trace.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // The pool trace, for the scaling model (scaling_model.mjs): our SIMD128 modules rebuilt with
-// WA_POOL_TRACE (CMakeLists.txt, "bench only: the pool trace"; cpp/src/pool_trace.h), run
+// WA_POOL_TRACE (CMakeLists.txt, "bench only: the pool trace"; cpp/src/runtime/pool_trace.h), run
 // through a copy of the package's own JS, so every call goes the way a user's does. Built on
 // demand, never shipped:
 //   cmake --build build/wasm --target pool_trace   -> build/wasm/trace/lib/wasm/

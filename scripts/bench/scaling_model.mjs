@@ -2,7 +2,8 @@
 // machine (2 cores are enough). A call is its serial part (everything outside the pool's
 // parallel sections: the JS copies in and out, the finiteness scans, the result's first touch,
 // packing, …) plus its parallel sections, each a list of tasks, as the pool trace records them
-// (pool_trace.mjs: the bench-only modules, cpp/src/pool_trace.h). The pool runs a section as
+// (pool_trace.mjs: the bench-only modules, cpp/src/runtime/pool_trace.h). The pool runs a
+// section as
 //   for (i = 0; i < n; ++i) task(i)
 // with every thread taking the next index from one atomic counter: list scheduling in index
 // order, on at most the section's max_threads threads (parallel_for wakes no more). The caller

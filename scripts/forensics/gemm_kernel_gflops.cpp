@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm_select.h"
+#include "gemm/gemm_select.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include <vector>
 
-#include "gemm_packed.h"
+#include "gemm/gemm_packed.h"
 #include "wa/gemm.h"
 
 namespace {

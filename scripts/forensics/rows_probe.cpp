@@ -23,9 +23,9 @@
 #include <limits>
 #include <vector>
 
-#include "attention_blocks.h"
+#include "attention/attention_blocks.h"
+#include "attention/softmax_rows.h"
 #include "simd.h"
-#include "softmax_rows.h"
 #include "tuning.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // The float64 attention reference of the JS tests and of the bench's cross-check, written from
-// the math (it never calls the package); the same spec as cpp/src/reference.cpp. Plus a seeded
+// the math (it never calls the package); the same spec as tests/cpp/reference.cpp. Plus a seeded
 // generator for test inputs and comparison helpers. Results are Float64Arrays.
 //
 // One head (headScores, headOutput, headBackward) and one rotation (rotaryRef) carry every entry:

@@ -7,9 +7,9 @@
 
 #include "attention_problem.h"
 #include "gradient_check.h"
+#include "reference.h"
 #include "testing.h"
 #include "wa/attention.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -7,10 +7,10 @@
 #include <string>
 #include <utility>
 
+#include "reference.h"
 #include "testing.h"
 #include "tuning.h"
 #include "wa/attention_heads.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "attention_problem.h"
+#include "reference.h"
 #include "testing.h"
 #include "wa/attention.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

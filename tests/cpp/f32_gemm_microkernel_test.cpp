@@ -8,9 +8,9 @@
 // multiply-add rounds once, not twice: the same bound holds.
 #include <vector>
 
-#include "gemm_kernels.h"
+#include "gemm/gemm_kernels.h"
+#include "gemm/gemm_select.h"
 #include "gemm_microkernel_tester.h"
-#include "gemm_select.h"
 #include "testing.h"
 
 namespace wa {

@@ -19,7 +19,7 @@
 #include <limits>
 #include <vector>
 
-#include "gemm_kernels.h"
+#include "gemm/gemm_kernels.h"
 #include "testing.h"
 
 namespace wa::test {

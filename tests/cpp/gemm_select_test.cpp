@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm_select.h"
+#include "gemm/gemm_select.h"
 #include "testing.h"
 #include "wa/gemm.h"
 

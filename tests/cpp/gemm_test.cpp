@@ -2,10 +2,10 @@
 // split into tasks, which gives every thread of up to 16 work.
 #include <cfloat>
 
-#include "gemm_packed.h"
+#include "gemm/gemm_packed.h"
+#include "reference.h"
 #include "testing.h"
 #include "wa/gemm.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

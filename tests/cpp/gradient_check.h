@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
+#include "reference.h"
 #include "testing.h"
-#include "wa/reference.h"
 
 namespace wa::test {
 

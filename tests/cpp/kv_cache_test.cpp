@@ -6,11 +6,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "packed_kv.h"
+#include "kv/packed_kv.h"
+#include "reference.h"
 #include "testing.h"
 #include "tuning.h"
 #include "wa/kv_cache.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "packed_kv.h"
+#include "kv/packed_kv.h"
 #include "testing.h"
 
 namespace wa {

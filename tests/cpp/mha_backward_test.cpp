@@ -9,9 +9,9 @@
 
 #include "gradient_check.h"
 #include "mha_layer.h"
+#include "reference.h"
 #include "testing.h"
 #include "wa/attention.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "gradient_check.h"
 #include "mha_layer.h"
+#include "reference.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/kv_cache.h"
-#include "wa/reference.h"
 #include "wa/rotary.h"
 
 namespace wa {

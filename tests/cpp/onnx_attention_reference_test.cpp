@@ -7,8 +7,8 @@
 #include <string>
 
 #include "gradient_check.h"
+#include "reference.h"
 #include "testing.h"
-#include "wa/reference.h"
 
 namespace wa::ref::onnx {
 namespace {

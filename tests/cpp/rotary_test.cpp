@@ -3,8 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "reference.h"
 #include "testing.h"
-#include "wa/reference.h"
 #include "wa/rotary.h"
 
 namespace wa {

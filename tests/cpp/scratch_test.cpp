@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "scratch.h"
+#include "runtime/scratch.h"
 #include "testing.h"
 #include "wa/attention.h"
 #include "wa/thread_pool.h"

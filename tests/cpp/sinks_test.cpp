@@ -10,12 +10,12 @@
 #include "attention_problem.h"
 #include "gradient_check.h"
 #include "mha_layer.h"
+#include "reference.h"
 #include "testing.h"
 #include "tuning.h"
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
 #include "wa/kv_cache.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -2,7 +2,7 @@
 // (in wasm32 that is 4 GB, which (n_q,n_k) scores reach at n = 32768).
 #include <new>
 
-#include "sizes.h"
+#include "runtime/sizes.h"
 #include "testing.h"
 
 namespace wa {

@@ -1,9 +1,9 @@
 // Row softmax: against the reference, and the properties every softmax must have.
 #include <limits>
 
-#include "softmax_rows.h"
+#include "attention/softmax_rows.h"
+#include "reference.h"
 #include "testing.h"
-#include "wa/reference.h"
 
 namespace wa {
 namespace {

@@ -40,7 +40,7 @@ describe('kvCache sizes', () => {
   test('int8 and float16 caches count their padding and scales too', () => {
     // int8, d 1: 6 bytes for 2 rows of keys and values and their bfloat16 scales, 600 MB in all,
     // but tens of bytes a head in panels of 8 keys and 8 columns (52 in the layout of
-    // cpp/src/kv_i8.cpp), 2.4 GB or more in all
+    // cpp/src/kv/kv_i8.cpp), 2.4 GB or more in all
     refused(
       () => attn.kvCache({ batch: 5e7, kvHeads: 1, dK: 1, dV: 1, capacity: 2, dtype: 'int8' }),
       /^kvCache: keys \[50000000,1,2,1\] and values \[50000000,1,2,1\] needs \d+\.\d GB, more than wasm memory can hold \(2 GB\)$/,

@@ -1,5 +1,5 @@
-// The pool trace the scaling model reads (cpp/src/pool_trace.h, scripts/bench/pool_trace.mjs):
-// on 1 and 2 threads, a matmul's calls record their parallel sections, every task of a section
+// The pool trace the scaling model reads (cpp/src/runtime/pool_trace.h,
+// scripts/bench/pool_trace.mjs): on 1 and 2 threads, a matmul's calls record their parallel sections, every task of a section
 // once, inside the section's time, on the caller alone at 1 thread and on at most two threads
 // at 2 (how the work is split is the code's to choose, per thread count). Needs the bench-only modules (skipped, saying how to
 // build them, where they are not built). Nothing here asserts a speed.

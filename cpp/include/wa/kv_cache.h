@@ -5,8 +5,8 @@
 //   the GEMM kernel's panels, room for `capacity` keys): an append writes its rows into the
 //   panels and attending over the cache never copies it. copy_rows() reads them back as tensors.
 // The element type (KvType) is float32; int8 in blocks of 32 along d with a bfloat16 scale each
-// (cpp/src/kv_i8.cpp): a quarter of the bytes to keep and to read per step, the rows read back
-// dequantized; or float16 (IEEE binary16, cpp/src/kv_f16.cpp): half the bytes, the rows read
+// (cpp/src/kv/kv_i8.cpp): a quarter of the bytes to keep and to read per step, the rows read back
+// dequantized; or float16 (IEEE binary16, cpp/src/kv/kv_f16.cpp): half the bytes, the rows read
 // back widened.
 // Attend over it with the attention_heads_forward overload below (n_k = length(), and
 // mask.offset = length() − n_q: the new queries are the last n_q tokens, bottom-right causal).
@@ -67,7 +67,7 @@ class KvCache {
 
   size_t batch_, kv_heads_, d_k_, d_v_, capacity_, length_ = 0;
   KvType type_;
-  size_t head_floats_;  // per (b, g): its kᵀ panels, then its v panels (cpp/src/packed_kv.h)
+  size_t head_floats_;  // per (b, g): its kᵀ panels, then its v panels (cpp/src/kv/packed_kv.h)
   std::vector<float> panels_;  // (batch, hkv, head_floats)
 };
 

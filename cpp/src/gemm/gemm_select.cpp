@@ -1,0 +1,136 @@
+// Choosing the GEMM micro-kernel where the code runs. The kernels of one ISA differ only in
+// how fast an engine's code generator makes them (tile rows, loadsplat or splat, k unroll):
+// their results are bitwise the same (f32_gemm_tile.h), so the choice changes speed alone.
+//
+// The first gemm_kernel() call picks the kernel measured fastest in the JavaScript engine that
+// runs the module (preferred_kernel), a lookup of well under a millisecond. Timing the
+// kernels there instead, when the instance starts, was tried and measured: every engine then
+// still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
+// whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
+// Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
+// scripts/forensics/gemm_kernels.mjs times every kernel once the engine has optimized them (in
+// a bench-only module, never shipped), to derive the table on other CPUs.
+#include "gemm/gemm_select.h"
+
+#if defined(__EMSCRIPTEN__)
+// js_engine.js: 100 + V8's major version, 1 SpiderMonkey, 2 JavaScriptCore, 0 unknown
+extern "C" int wa_js_engine();
+#endif
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace wa::kernels {
+namespace {
+
+// Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
+// variants). Each ISA's first is its default. The k-by-4 unroll, the k-by-2 unrolls of the
+// 3x8, 5x8 and 6x8 tiles, and the 3x8 and 5x8 tiles themselves were never the fastest in any
+// engine measured (web/docs/performance.md, "The GEMM micro-kernel per engine") and are not built: the .wasm
+// stays under its size budget.
+const GemmKernel kAllKernels[] = {
+    {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
+    {"f32_gemm_4x8_k2_vec128", 4, f32_gemm_4x8_k2_vec128},
+    {"f32_gemm_4x8_splat_vec128", 4, f32_gemm_4x8_splat_vec128},
+    {"f32_gemm_6x8_vec128", 6, f32_gemm_6x8_vec128},
+    {"f32_gemm_4x8_bcast_vec128", 4, f32_gemm_4x8_bcast_vec128, 4},
+#if defined(WA_RELAXED_SIMD)
+    {"f32_gemm_4x8_relaxed", 4, f32_gemm_4x8_relaxed},
+    {"f32_gemm_4x8_k2_relaxed", 4, f32_gemm_4x8_k2_relaxed},
+    {"f32_gemm_4x8_splat_relaxed", 4, f32_gemm_4x8_splat_relaxed},
+    {"f32_gemm_6x8_relaxed", 6, f32_gemm_6x8_relaxed},
+#endif
+};
+constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
+constexpr size_t kSimd128Count = 5;
+// This build's ISA's: the last kCount (the relaxed build's have no twin of the broadcast-panel
+// kernel: it is for JavaScriptCore, which has no relaxed SIMD)
+#if defined(WA_RELAXED_SIMD)
+constexpr size_t kCount = kAllCount - kSimd128Count;
+static_assert(kCount == kSimd128Count - 1,
+              "a relaxed twin of each SIMD128 tile but the broadcast one");
+#else
+constexpr size_t kCount = kAllCount;
+static_assert(kAllCount == kSimd128Count);
+#endif
+const GemmKernel* const kKernels = kAllKernels + (kAllCount - kCount);
+
+// The JavaScript engine this module runs in (js_engine.js says how it is told): kV8 + V8's
+// major version, or one of the others.
+enum Engine : int { kUnknown = 0, kSpiderMonkey = 1, kJavaScriptCore = 2, kV8 = 100 };
+#if defined(__EMSCRIPTEN__)
+int js_engine() { return wa_js_engine(); }
+#else
+// natively: the default kernel
+int js_engine() { return kUnknown; }
+#endif
+
+// The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
+// instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
+// Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
+// WebKitGTK 2.50 (both JavaScriptCore); web/docs/performance.md has the figures.
+// Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
+// SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
+const char* preferred_kernel(int engine) {
+#if defined(WA_RELAXED_SIMD)
+  // 1.05-1.08x the default there; in V8 11 it is 0.75x (its registers spill)
+  if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed";
+#else
+  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_vec128";  // 1.05-1.09x the default
+  // 1.17-1.19x the default in WebKitGTK and Bun: JavaScriptCore makes three of the default's
+  // four broadcasts a scalar load and a splat; this kernel's a panels come broadcast
+  if (engine == kJavaScriptCore) return "f32_gemm_4x8_bcast_vec128";
+#endif
+  return kKernels[0].name;
+}
+
+const GemmKernel* choose() {
+  const char* name = preferred_kernel(js_engine());
+  for (const GemmKernel& kernel : gemm_kernels())
+    if (std::strcmp(kernel.name, name) == 0) return &kernel;
+  return &kKernels[0];
+}
+
+std::atomic<const GemmKernel*> chosen{nullptr};
+std::atomic<bool> pinned{false};  // use_gemm_kernel named it: every product runs it
+std::once_flag chosen_once;
+
+// Rows from which a product runs the chosen kernel even where its tile does not divide them:
+// the last tile's unused rows are then at most (mr - 1) / 128 of the work. Below, and not
+// divided, the default 4x8 runs instead (bitwise the same): attention's 32-row blocks took 14 %
+// longer with 6x8 relaxed in Chromium 156 (32×512×64 and 32×64×512, gemm_kernels.mjs --shape).
+constexpr size_t kWideTileMinRows = 128;
+
+}  // namespace
+
+GemmKernels gemm_kernels() { return {kKernels, kCount}; }
+GemmKernels all_gemm_kernels() { return {kAllKernels, kAllCount}; }
+
+const GemmKernel& gemm_kernel() {
+  std::call_once(chosen_once, [] {
+    const GemmKernel* none = nullptr;
+    const GemmKernel* fastest = choose();
+    chosen.compare_exchange_strong(none, fastest);  // use_gemm_kernel may have come first
+  });
+  return *chosen.load();
+}
+
+const GemmKernel& gemm_kernel_for_rows(size_t m) {
+  const GemmKernel& kernel = gemm_kernel();
+  if (pinned.load() || m % kernel.mr == 0 || m >= kWideTileMinRows) return kernel;
+  return kKernels[0];
+}
+
+bool use_gemm_kernel(const char* name) {
+  for (const GemmKernel& kernel : gemm_kernels())
+    if (std::strcmp(kernel.name, name) == 0) {
+      std::call_once(chosen_once, [] {});  // no lookup once a kernel is named
+      chosen.store(&kernel);
+      pinned.store(true);
+      return true;
+    }
+  return false;
+}
+
+}  // namespace wa::kernels
