@@ -34,22 +34,17 @@ struct GemmKernel {
   size_t a_copies = 1;
 };
 
-// The kernels (f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of
-// one ISA gives bitwise the same c.
-#define WA_GEMM_KERNEL(name)                                                                \
+// The kernels, declared from their one list (f32_gemm_kernels.def; one file each,
+// f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of one ISA gives
+// bitwise the same c. The relaxed-SIMD ones are built only into the relaxed variants.
+#define WA_GEMM_KERNEL_DECLARE(name, mr, a_copies)                                          \
   void name(size_t m, size_t n, size_t kc, const float* a, const float* b, size_t b_stride, \
             float* c, size_t ldc, bool accumulate);
-// SIMD128 (SSE natively): multiply, then add
-WA_GEMM_KERNEL(f32_gemm_4x8_vec128)
-WA_GEMM_KERNEL(f32_gemm_4x8_k2_vec128)
-WA_GEMM_KERNEL(f32_gemm_4x8_splat_vec128)
-WA_GEMM_KERNEL(f32_gemm_4x8_bcast_vec128)
-WA_GEMM_KERNEL(f32_gemm_6x8_vec128)
-// relaxed SIMD's fused multiply-add; built only into the relaxed variants
-WA_GEMM_KERNEL(f32_gemm_4x8_relaxed)
-WA_GEMM_KERNEL(f32_gemm_4x8_k2_relaxed)
-WA_GEMM_KERNEL(f32_gemm_4x8_splat_relaxed)
-WA_GEMM_KERNEL(f32_gemm_6x8_relaxed)
-#undef WA_GEMM_KERNEL
+#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_DECLARE
+#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_DECLARE
+#include "gemm/f32_gemm_kernels.def"
+#undef WA_GEMM_KERNEL_VEC128
+#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_DECLARE
 
 }  // namespace wa::kernels

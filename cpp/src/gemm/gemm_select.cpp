@@ -24,26 +24,30 @@ extern "C" int wa_js_engine();
 namespace wa::kernels {
 namespace {
 
-// Every kernel compiled in: the SIMD128 ones (every build), then the relaxed ones (relaxed
-// variants). Each ISA's first is its default. The k-by-4 unroll, the k-by-2 unrolls of the
-// 3x8, 5x8 and 6x8 tiles, and the 3x8 and 5x8 tiles themselves were never the fastest in any
-// engine measured (web/docs/performance.md, "The GEMM micro-kernel per engine") and are not built: the .wasm
-// stays under its size budget.
-const GemmKernel kAllKernels[] = {
-    {"f32_gemm_4x8_vec128", 4, f32_gemm_4x8_vec128},
-    {"f32_gemm_4x8_k2_vec128", 4, f32_gemm_4x8_k2_vec128},
-    {"f32_gemm_4x8_splat_vec128", 4, f32_gemm_4x8_splat_vec128},
-    {"f32_gemm_6x8_vec128", 6, f32_gemm_6x8_vec128},
-    {"f32_gemm_4x8_bcast_vec128", 4, f32_gemm_4x8_bcast_vec128, 4},
+// Every kernel compiled in, from the one list (f32_gemm_kernels.def) in its order: the SIMD128
+// ones (every build), then the relaxed ones (relaxed variants). Each ISA's first is its default.
+#define WA_GEMM_KERNEL_ENTRY(name, mr, a_copies) {#name, mr, name, a_copies},
+#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_ENTRY
 #if defined(WA_RELAXED_SIMD)
-    {"f32_gemm_4x8_relaxed", 4, f32_gemm_4x8_relaxed},
-    {"f32_gemm_4x8_k2_relaxed", 4, f32_gemm_4x8_k2_relaxed},
-    {"f32_gemm_4x8_splat_relaxed", 4, f32_gemm_4x8_splat_relaxed},
-    {"f32_gemm_6x8_relaxed", 6, f32_gemm_6x8_relaxed},
+#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_ENTRY
+#else
+#define WA_GEMM_KERNEL_RELAXED(name, mr, a_copies)
 #endif
+const GemmKernel kAllKernels[] = {
+#include "gemm/f32_gemm_kernels.def"
 };
+#undef WA_GEMM_KERNEL_VEC128
+#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_ENTRY
 constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
-constexpr size_t kSimd128Count = 5;
+// The SIMD128 kernels: one per WA_GEMM_KERNEL_VEC128 line of the list.
+#define WA_GEMM_KERNEL_VEC128(name, mr, a_copies) +1
+#define WA_GEMM_KERNEL_RELAXED(name, mr, a_copies)
+constexpr size_t kSimd128Count = 0
+#include "gemm/f32_gemm_kernels.def"
+    ;
+#undef WA_GEMM_KERNEL_VEC128
+#undef WA_GEMM_KERNEL_RELAXED
 // This build's ISA's: the last kCount (the relaxed build's have no twin of the broadcast-panel
 // kernel: it is for JavaScriptCore, which has no relaxed SIMD)
 #if defined(WA_RELAXED_SIMD)
