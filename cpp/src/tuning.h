@@ -10,7 +10,9 @@ namespace wa {
 
 namespace kernels {
 // The micro-kernels' tiles of c (gemm_kernels.h): every kernel's b panels are kNR wide, its a
-// panels as tall as its tile (3 to kMaxMR rows).
+// panels as tall as its tile: mr rows, 4 or 6 in the kernels built (gemm/f32_gemm_kernels.def),
+// never more than kMaxMR (gemm_select.cpp asserts it of each; the tests size their tile tails
+// from it).
 constexpr size_t kNR = 8;     // columns of c per tile: two f32x4
 constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 }  // namespace kernels

@@ -48,6 +48,16 @@ constexpr size_t kSimd128Count = 0
     ;
 #undef WA_GEMM_KERNEL_VEC128
 #undef WA_GEMM_KERNEL_RELAXED
+// Every listed kernel's tile is at most kMaxMR rows (tuning.h): the tests cross the tiles' row
+// edges with sizes around kMaxMR (tests/cpp/testing.h).
+#define WA_GEMM_KERNEL_FITS(name, mr, a_copies) \
+  static_assert((mr) >= 1 && (mr) <= kMaxMR, #name ": tile rows past kMaxMR (tuning.h)");
+#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_FITS
+#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_FITS
+#include "gemm/f32_gemm_kernels.def"
+#undef WA_GEMM_KERNEL_VEC128
+#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_FITS
 // This build's ISA's: the last kCount (the relaxed build's have no twin of the broadcast-panel
 // kernel: it is for JavaScriptCore, which has no relaxed SIMD)
 #if defined(WA_RELAXED_SIMD)
