@@ -25,7 +25,6 @@
 namespace wa {
 namespace {
 
-using kernels::kMaxMR;
 using kernels::kNR;
 using namespace simd;
 

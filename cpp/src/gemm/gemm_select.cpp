@@ -3,11 +3,11 @@
 // their results are bitwise the same (f32_gemm_tile.h), so the choice changes speed alone.
 //
 // The first gemm_kernel() call picks the kernel measured fastest in the JavaScript engine that
-// runs the module (preferred_kernel), a lookup of well under a millisecond. Timing the
-// kernels there instead, when the instance starts, was tried and measured: every engine then
-// still runs its baseline compiler's code (V8's Liftoff, SpiderMonkey's baseline, JSC's BBQ),
-// whose ranking has little to do with the optimized code's: such a probe picked 3x8 in Node,
-// Chromium, Firefox and WebKitGTK, 10-35 % slower there than their fastest, and took 7-90 ms.
+// runs the module (preferred_kernel), a lookup of well under a millisecond. A probe timing the
+// kernels when the instance starts would rank the code of each engine's baseline compiler (V8's
+// Liftoff, SpiderMonkey's baseline, JSC's BBQ), whose ranking has little to do with the
+// optimized code's: measured in Node, Chromium, Firefox and WebKitGTK, such a probe picked a
+// kernel 10-35 % slower there than their fastest, and took 7-90 ms.
 // scripts/forensics/gemm_kernels.mjs times every kernel once the engine has optimized them (in
 // a bench-only module, never shipped), to derive the table on other CPUs.
 #include "gemm/gemm_select.h"
