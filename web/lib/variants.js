@@ -1,5 +1,5 @@
 // The builds of the wasm module, one row each, as CMakeLists.txt makes them (its wa_module
-// calls; tests/js/variants.test.mjs holds the two equal).
+// calls; tests/js/package/variants.test.mjs holds the two equal).
 //
 //   base     the stem of the build's file names
 //   isa      'simd128': SIMD128 alone; 'relaxed-simd': plus relaxed SIMD's fused multiply-add

@@ -6,15 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
-import { describeEngines, WEBKIT_AS_SAFARI } from './engines.mjs';
-import { buildOf } from './backend_build.mjs';
-import { badCalls } from './error_cases.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../../scripts/lib/browser.mjs';
+import { describeEngines, WEBKIT_AS_SAFARI } from '../helpers/engines.mjs';
+import { buildOf } from '../helpers/backend_build.mjs';
+import { badCalls } from '../helpers/error_cases.mjs';
 
 const servers = {};
 let inNode; // badCalls' results in Node
 before(async () => {
-  inNode = await badCalls(await import('../../web/lib/index.js'));
+  inNode = await badCalls(await import('../../../web/lib/index.js'));
   servers.isolated = await serveBlankPage({ port: 9301, isolation: true });
   servers.plain = await serveBlankPage({ port: 9321, isolation: false });
 });

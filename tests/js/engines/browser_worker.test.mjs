@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
-import { describeEngines, WEBKIT_AS_SAFARI } from './engines.mjs';
-import { buildOf } from './backend_build.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../../scripts/lib/browser.mjs';
+import { describeEngines, WEBKIT_AS_SAFARI } from '../helpers/engines.mjs';
+import { buildOf } from '../helpers/backend_build.mjs';
 
 const servers = {};
 before(async () => {

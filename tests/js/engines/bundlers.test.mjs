@@ -14,11 +14,11 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { engineMissing, launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { attentionRef } from '../../scripts/lib/reference.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { engineMissing, launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { attentionRef } from '../../../scripts/lib/reference.mjs';
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
+const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
 const tarball = `wasm-attention-${rootPackage.version}.tgz`;
 const scratch = join(repo, 'build/examples');

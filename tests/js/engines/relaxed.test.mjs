@@ -1,6 +1,6 @@
 // The relaxed-SIMD variants (f32x4.relaxed_madd in the GEMM kernel): the loader picks them
 // exactly where the engine validates relaxed SIMD, in Node (only with
-// --experimental-wasm-relaxed-simd, so each case runs in a child Node: tests/js/relaxed_child.mjs)
+// --experimental-wasm-relaxed-simd, so each case runs in a child Node: tests/js/helpers/relaxed_child.mjs)
 // and in Chromium and Firefox (ENGINE_GETS), falls back to SIMD128 elsewhere (WebKitGTK), and
 // both compute the reference's numbers.
 import assert from 'node:assert/strict';
@@ -10,11 +10,11 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { launchBrowser, openPage, serveBlankPage } from '../../scripts/lib/browser.mjs';
-import { describeEngines } from './engines.mjs';
-import { attentionRef, maxAbs, maxAbsDiff } from '../../scripts/lib/reference.mjs';
-import { buildOf } from './backend_build.mjs';
-import { FMA_PROBE, inputs } from './relaxed_child.mjs';
+import { launchBrowser, openPage, serveBlankPage } from '../../../scripts/lib/browser.mjs';
+import { describeEngines } from '../helpers/engines.mjs';
+import { attentionRef, maxAbs, maxAbsDiff } from '../../../scripts/lib/reference.mjs';
+import { buildOf } from '../helpers/backend_build.mjs';
+import { FMA_PROBE, inputs } from '../helpers/relaxed_child.mjs';
 
 const FLAG = '--experimental-wasm-relaxed-simd';
 const TOL = 1e-5; // max abs difference for unit-range values, relative past magnitude 1
@@ -24,7 +24,7 @@ const CPU_FUSES =
   process.arch === 'arm64' ||
   (existsSync('/proc/cpuinfo') && /^flags\s*:.*\bfma\b/m.test(readFileSync('/proc/cpuinfo', 'utf8')));
 
-const child = fileURLToPath(new URL('./relaxed_child.mjs', import.meta.url));
+const child = fileURLToPath(new URL('../helpers/relaxed_child.mjs', import.meta.url));
 async function runChild(flags) {
   const { stdout } = await promisify(execFile)(process.execPath, [...flags, child], { maxBuffer: 64 << 20 });
   return JSON.parse(stdout);
@@ -123,7 +123,7 @@ describe('Node', () => {
   });
 
   test('isa option errors name the option and the choices', async () => {
-    const { createAttention } = await import('../../web/lib/index.js');
+    const { createAttention } = await import('../../../web/lib/index.js');
     await assert.rejects(createAttention({ isa: 'avx' }), {
       name: 'RangeError',
       message: "createAttention: isa must be one of auto, relaxed-simd, simd128, got 'avx'",

@@ -2,7 +2,7 @@
 // each runtime's own test runner (`deno test -A`, `bun test`) runs a representative part of the
 // Node suites as they are (API, errors, heads and caches, layers, the worker form, hostile
 // inputs, and errors.test's checks that wasm memory does not leak), and
-// tests/js/runtime_probe.mjs reports the build each runtime ends up on, checked against what it
+// tests/js/helpers/runtime_probe.mjs reports the build each runtime ends up on, checked against what it
 // should get and against Node's own numbers. Each runtime's results go to
 // tests/artifacts/runtimes.json (the runtime rows of web/docs/loading.md).
 import assert from 'node:assert/strict';
@@ -11,10 +11,10 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { buildOf } from './backend_build.mjs';
+import { buildOf } from '../helpers/backend_build.mjs';
 
-const repo = fileURLToPath(new URL('../../', import.meta.url));
-const bin = (name) => fileURLToPath(new URL(`../../node_modules/.bin/${name}`, import.meta.url));
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+const bin = (name) => fileURLToPath(new URL(`../../../node_modules/.bin/${name}`, import.meta.url));
 
 // The node:test files both runtimes run as they are (about 30 s each on 2 cores).
 const SUITES = [
@@ -30,7 +30,7 @@ const SUITES = [
   'host_inputs', // arguments read once
   'host_reentry', // callers that dispose mid-call
   'properties', // property-based, against the float64 reference
-].map((name) => `tests/js/${name}.test.mjs`);
+].map((name) => `tests/js/package/${name}.test.mjs`);
 
 // What each runtime should get from createAttention({ threads: 2 }): the engine's relaxed SIMD
 // (Deno's V8 and Bun's JavaScriptCore both have it) and two threads.
@@ -72,7 +72,7 @@ function counts(runtime, output) {
 
 async function probe(runtime) {
   const [file, args] = RUNTIMES[runtime].run;
-  const r = await exec(file, [...args, 'tests/js/runtime_probe.mjs'], 120_000);
+  const r = await exec(file, [...args, 'tests/js/helpers/runtime_probe.mjs'], 120_000);
   assert.equal(r.code, 0, `${runtime} exited with ${r.code}:\n${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const repo = fileURLToPath(new URL('../..', import.meta.url));
+export const repo = fileURLToPath(new URL('../../..', import.meta.url));
 
 export const DOC_FILES = [
   'README.md',

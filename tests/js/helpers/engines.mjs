@@ -11,7 +11,7 @@
 //   WEBKIT_AS_SAFARI             WebKitGTK with SharedArrayBuffer on, as a configuration
 import { describe, test } from 'node:test';
 
-import { ENGINES, engineMissing } from '../../scripts/lib/browser.mjs';
+import { ENGINES, engineMissing } from '../../../scripts/lib/browser.mjs';
 
 // What the package gets in each engine by default: its instruction set (relaxed SIMD validates
 // in Chromium since 114 and Firefox since 145, not in WebKit) and whether a cross-origin isolated

@@ -1,5 +1,5 @@
 // Representative bad calls to the package, one per kind of error it raises, for running the
-// same way in Node and in each browser (tests/js/browser_loading.test.mjs): badCalls is
+// same way in Node and in each browser (tests/js/engines/browser_loading.test.mjs): badCalls is
 // self-contained (a page gets it as source text) and takes the package's exports.
 // -> [{ call, error: 'Class: message' or null, instanceOfError }] and whether a correct
 // call after all of them gives the same bits as before them.

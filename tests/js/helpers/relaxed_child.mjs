@@ -3,9 +3,9 @@
 // it computes. Results travel as their float32 bits, so the parent can compare them bitwise.
 import { readFile } from 'node:fs/promises';
 
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
-import { createAttention } from '../../web/lib/index.js';
-import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { relaxedSimdAvailable } from '../../../web/lib/features.js';
+import { createAttention } from '../../../web/lib/index.js';
+import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 // The same seeded inputs as the parent: odd sizes, so the GEMM's tail tiles run too.
 export function inputs() {
@@ -51,7 +51,7 @@ async function attempt(options) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const st = await readFile(new URL('../../web/lib/wasm/wasm_attention_st.wasm', import.meta.url));
+  const st = await readFile(new URL('../../../web/lib/wasm/wasm_attention_st.wasm', import.meta.url));
   const out = {
     available: relaxedSimdAvailable(),
     auto: { 1: await describe({ threads: 1 }), 2: await describe({ threads: 2 }) },

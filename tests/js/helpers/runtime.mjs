@@ -1,6 +1,6 @@
 // The JavaScript runtime a test file runs under, and the few things the suites do differently
 // in each. Node runs every suite; Deno (`deno test -A`) and Bun (`bun test`) run the node:test
-// files that tests/js/runtimes.test.mjs lists.
+// files that tests/js/engines/runtimes.test.mjs lists.
 import v8 from 'node:v8';
 import vm from 'node:vm';
 

@@ -1,5 +1,5 @@
 // What the package does in the runtime that runs this script (Node, `deno run -A`, `bun`):
-// prints one line of JSON for tests/js/runtimes.test.mjs.
+// prints one line of JSON for tests/js/engines/runtimes.test.mjs.
 //
 //   runtime, version   which runtime, which release
 //   backends           attn.backend for threads 1 and 2, and for the worker form with 2
@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
+import { createAttention, tensor } from '../../../web/lib/index.js';
 import { RUNTIME } from './runtime.mjs';
 
 const version = globalThis.Deno?.version.deno ?? globalThis.Bun?.version ?? process.versions.node;
@@ -50,7 +50,7 @@ await worker.dispose();
 one.dispose();
 two.dispose();
 
-const folder = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
+const folder = fileURLToPath(new URL('../../../web/lib/wasm/', import.meta.url));
 const broken = join(mkdtempSync(join(tmpdir(), 'wasm-attention-')), 'broken.worker.js');
 writeFileSync(broken, "throw new Error('this worker cannot start');");
 const locateFile = (name) => (name.endsWith('.worker.js') ? broken : join(folder, name));

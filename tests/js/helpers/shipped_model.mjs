@@ -4,10 +4,10 @@
 //   loadWordVectors() -> embeddings.js' parsed vectors
 //   loadShippedModel() -> { manifest, vocab, tensors } as weights.js' loadModelFiles gives them
 import fs from 'node:fs';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { unpackTensors } from '../../web/page/model/weights.js';
+import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { unpackTensors } from '../../../web/page/model/weights.js';
 
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const MODEL = new URL('model/', DATA);
 
 export const loadWordVectors = () =>

@@ -5,13 +5,21 @@ import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import * as binding from '../../web/lib/binding.js';
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
-import * as esm from '../../web/lib/index.js';
-import { createAttention, seededRandom, tensor, xavierUniform } from '../../web/lib/index.js';
-import { glue } from '../../web/lib/glue.js';
-import { loadModule } from '../../web/lib/loader.js';
-import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng, uniform } from '../../scripts/lib/reference.mjs';
+import * as binding from '../../../web/lib/binding.js';
+import { relaxedSimdAvailable } from '../../../web/lib/features.js';
+import * as esm from '../../../web/lib/index.js';
+import { createAttention, seededRandom, tensor, xavierUniform } from '../../../web/lib/index.js';
+import { glue } from '../../../web/lib/glue.js';
+import { loadModule } from '../../../web/lib/loader.js';
+import {
+  attentionRef,
+  maxAbs,
+  maxAbsDiff,
+  mhaRef,
+  randomTensor,
+  rng,
+  uniform,
+} from '../../../scripts/lib/reference.mjs';
 
 const TOL = 1e-5; // max abs difference for unit-range values (relative past magnitude 1)
 const SIZES = [1, 2, 3, 5, 17, 63, 64, 65, 129];
@@ -102,7 +110,7 @@ for (const threads of [1, 2]) {
       assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
       assert.equal(b.simd, true);
       // what simd is derived from: 'simd128' in Node without the relaxed-SIMD flag, 'relaxed-simd'
-      // in Deno and Bun (tests/js/runtimes.test.mjs pins each runtime's)
+      // in Deno and Bun (tests/js/engines/runtimes.test.mjs pins each runtime's)
       assert.equal(b.isa, relaxedSimdAvailable() ? 'relaxed-simd' : 'simd128');
       // the matrix-product kernel chosen for this engine (gemm_select.cpp), of the isa's kernels
       assert.match(
@@ -632,7 +640,7 @@ test('seededRandom(seed) and xavierUniform give the pinned numbers', () => {
 // index.cjs is built from web/lib/require_entry.js (scripts/build_cjs.mjs): the same functions,
 // bundled, and createAttention loading the ES module.
 describe('the CommonJS entry (require)', () => {
-  const cjs = createRequire(import.meta.url)('../../web/lib/index.cjs');
+  const cjs = createRequire(import.meta.url)('../../../web/lib/index.cjs');
 
   test('exports what the ES module exports', () => {
     assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).sort());

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { createAttention } from '../../web/lib/index.js';
-import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { attentionRef, maxAbs, maxAbsDiff, mhaRef, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 let attn;
 let attn2;

@@ -11,7 +11,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
-import { DOC_FILES, jsBlocks, repo, scratchProject } from './docs_examples.mjs';
+import { DOC_FILES, jsBlocks, repo, scratchProject } from '../helpers/docs_examples.mjs';
 
 const run = promisify(execFile);
 

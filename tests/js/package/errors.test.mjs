@@ -4,10 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, seededRandom, tensor, xavierUniform } from '../../web/lib/index.js';
-import { rejectsWith, throwsWith } from './assertions.mjs';
-import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
-import { garbageCollector } from './runtime.mjs';
+import { createAttention, seededRandom, tensor, xavierUniform } from '../../../web/lib/index.js';
+import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
+import { garbageCollector } from '../helpers/runtime.mjs';
 
 const TOL = 1e-5;
 
@@ -1084,7 +1084,7 @@ describe('inputs once taken silently', () => {
     stillWorks(attn, layer);
   });
 
-  // Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs).
+  // Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs).
   test("a mask's dtype 'float16' on data that is not half bits (a Uint8Array, a Float32Array) is refused", () => {
     const q = t2(2, 4);
     const q4 = tensor(f32(8), [1, 1, 2, 4]);

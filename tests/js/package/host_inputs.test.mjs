@@ -6,9 +6,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { throwsWith } from './assertions.mjs';
-import { attentionRef, maxAbsDiff, randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { throwsWith } from '../helpers/assertions.mjs';
+import { attentionRef, maxAbsDiff, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 const TOL = 1e-5;
 

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 
-const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
+const INDEX = new URL('../../../web/lib/index.js', import.meta.url).href;
 
 // Runs `source` (an ES module; `createAttention` and `tensor` are imported for it) in a child
 // process -> { code, stdout, stderr }.

@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { throwsWith } from './assertions.mjs';
-import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { throwsWith } from '../helpers/assertions.mjs';
+import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 const attn = await createAttention({ threads: 1 });
 test.after(() => attn.dispose());

@@ -6,9 +6,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { rejectsWith, throwsWith } from './assertions.mjs';
-import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 const detach = (typedArray) => structuredClone(typedArray.buffer, { transfer: [typedArray.buffer] });
 

@@ -8,8 +8,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { attentionRef, rng, uniform } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { attentionRef, rng, uniform } from '../../../scripts/lib/reference.mjs';
 
 // ||a − b|| / ||b||
 function relativeRms(a, b) {

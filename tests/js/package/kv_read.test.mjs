@@ -11,9 +11,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { rejectsWith, throwsWith } from './assertions.mjs';
-import { relativeRms, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { relativeRms, rng } from '../../../scripts/lib/reference.mjs';
 
 // float16 bits -> its value, from the definition.
 function halfValue(h) {
@@ -375,7 +375,7 @@ describe('await cache.read() in the worker form', () => {
   });
 });
 
-// Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs): with relaxed
+// Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs): with relaxed
 // SIMD in V8 (Node with the flag, Deno; Chromium runs the same build), attention over a
 // float16 cache and over a float32 cache holding the same values (what read() gives) differ in
 // the last bits: the float32 cache's weighted sums run on the GEMM kernel's fused multiply-adds,
@@ -388,7 +388,7 @@ test(
   },
   async () => {
     const { execFileSync } = await import('node:child_process');
-    const index = new URL('../../web/lib/index.js', import.meta.url).href;
+    const index = new URL('../../../web/lib/index.js', import.meta.url).href;
     const script = `import { createAttention } from ${JSON.stringify(index)};
       const attn = await createAttention({ threads: 1 });
       const t = (data, shape) => ({ data, shape });

@@ -6,8 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention } from '../../web/lib/index.js';
-import { throwsWith } from './assertions.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { throwsWith } from '../helpers/assertions.mjs';
 
 describe('kvCache sizes', () => {
   let attn;

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { createAttention } from '../../web/lib/index.js';
-import { attentionRef, maxAbsDiff, randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { attentionRef, maxAbsDiff, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
 // Row i of causal attention in float64 by the reference: query i alone against keys 0..i (the
 // whole (n,n) problem would not fit), q, k, v [n,d] of which only .data is read.

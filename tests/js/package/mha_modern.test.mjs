@@ -2,19 +2,19 @@
 // decoding over a kv cache, against the float64 layer of scripts/lib/reference.mjs; errors
 // with their messages; the cache left as it was after one; nothing leaked; the docs'
 // decoding example run as written.
-// run with: node --test tests/js/mha_modern.test.mjs
+// run with: node --test tests/js/package/mha_modern.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { rejectsWith, throwsWith } from './assertions.mjs';
-import { scratchProject } from './docs_examples.mjs';
-import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { scratchProject } from '../helpers/docs_examples.mjs';
+import { maxAbs, maxAbsDiff, mhaBackwardRef, mhaRef, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
 // Rows [r0, r1) of each sequence of a [batch, n, d] array.
 function rowsOf(data, batch, n, d, r0, r1) {

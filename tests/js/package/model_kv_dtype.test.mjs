@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { loadCorpus, toIds } from '../../scripts/train/corpus.mjs';
-import { createAttention } from '../../web/lib/index.js';
-import { crossEntropy, headParams, outputWords } from '../../web/page/model/lm.js';
-import { headForward, makeBatch, vectorCache, windowsOf } from '../../web/page/model/train.js';
-import { layerWeights } from '../../web/page/model/weights.js';
-import { relativeRms } from '../../scripts/lib/reference.mjs';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { loadCorpus, toIds } from '../../../scripts/train/corpus.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { crossEntropy, headParams, outputWords } from '../../../web/page/model/lm.js';
+import { headForward, makeBatch, vectorCache, windowsOf } from '../../../web/page/model/train.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { relativeRms } from '../../../scripts/lib/reference.mjs';
+import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the
 // attention layers' outputs' relative RMS over every decoded token.

@@ -5,7 +5,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
+import { createAttention, tensor } from '../../../web/lib/index.js';
 import {
   maxAbs,
   maxAbsDiff,
@@ -13,7 +13,7 @@ import {
   onnxAttentionRef,
   rng,
   uniform,
-} from '../../scripts/lib/reference.mjs';
+} from '../../../scripts/lib/reference.mjs';
 
 const TOL = 2e-5; // float32 against float64, relative to max(1, |reference|)
 const QK_MODES = ['scaled', 'softcapped', 'masked', 'weights'];

@@ -1,7 +1,7 @@
 // ONNX's backend node tests for the Attention operator (opsets 23-25), float16 and float32, run
 // on attention(): each case's node attributes and inputs mapped onto our options, its outputs
 // compared with ONNX's expected ones. The cases are in fixtures/onnx/ (README.md there says
-// where they come from); onnx_proto.mjs reads them.
+// where they come from); helpers/onnx_proto.mjs reads them.
 //   Mapped: Q, K, V (3-D with q_num_heads/kv_num_heads as heads), attn_mask (bool: a keep mask;
 //   float32/float16: added), past_key/past_value (pastKey/pastValue), nonpad_kv_seqlen
 //   (kvLength), is_causal, scale, softcap, left_window_size/right_window_size (window),
@@ -13,9 +13,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { halfToFloat32 } from '../../web/lib/half.js';
-import { readModel, readTensor } from './onnx_proto.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { halfToFloat32 } from '../../../web/lib/half.js';
+import { readModel, readTensor } from '../helpers/onnx_proto.mjs';
 
 const FIXTURES = new URL('./fixtures/onnx/', import.meta.url);
 const QK_MODES = ['scaled', 'softcapped', 'masked', 'weights']; // qk_matmul_output_mode 0-3

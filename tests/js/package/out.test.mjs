@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { float32ToHalfInto } from '../../web/lib/half.js';
-import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
-import { throwsWith } from './assertions.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { float32ToHalfInto } from '../../../web/lib/half.js';
+import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
+import { throwsWith } from '../helpers/assertions.mjs';
 
 const next = rng(21);
 const random = (...shape) => randomTensor(next, shape);

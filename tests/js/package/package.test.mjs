@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
+const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const tsc = join(repo, 'node_modules/typescript/bin/tsc');
 let scratch;
 let packed;
@@ -92,7 +92,7 @@ test('import works in the scratch project', () => {
 
 // Deno reads the installed package's web/lib/wasm/ as CommonJS (its package.json says so), as
 // Node does; run from a checkout, it reads the pthread worker's script as an ES module
-// (tests/js/runtimes.test.mjs): both must start threads.
+// (tests/js/engines/runtimes.test.mjs): both must start threads.
 test('import works under Deno and Bun in the scratch project, with 2 threads', () => {
   const bin = (name) => join(repo, 'node_modules/.bin', name);
   checkOutput(run(bin('deno'), ['run', '-A', 'use.mjs'], scratch));
@@ -122,7 +122,7 @@ test('a typed usage example passes tsc --noEmit, and a wrong call does not', () 
       files: ['usage.mts'],
     }),
   );
-  writeFileSync(join(scratch, 'usage.mts'), readFileSync(join(repo, 'tests/js/fixtures/usage.mts'), 'utf8'));
+  writeFileSync(join(scratch, 'usage.mts'), readFileSync(join(repo, 'tests/js/package/fixtures/usage.mts'), 'utf8'));
   run(process.execPath, [tsc, '-p', 'tsconfig.json'], scratch);
 
   writeFileSync(

@@ -5,15 +5,15 @@
 //
 // CI runs a fixed seed and 40 to 250 cases per property (seconds). For minutes of search
 // (100 times the cases, and sizes past the 256-key block):
-//   WA_PROPERTIES_LONG=1 node --test tests/js/properties.test.mjs
+//   WA_PROPERTIES_LONG=1 node --test tests/js/package/properties.test.mjs
 // and WA_PROPERTIES_SEED=n to replay a seed fast-check reported.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { attentionRef, maxAbs, maxAbsDiff, mhaRef } from '../../scripts/lib/reference.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { attentionRef, maxAbs, maxAbsDiff, mhaRef } from '../../../scripts/lib/reference.mjs';
 
 const LONG = process.env.WA_PROPERTIES_LONG === '1' || process.argv.includes('--long');
 const SEED = Number(process.env.WA_PROPERTIES_SEED ?? 20261123);
@@ -363,7 +363,7 @@ test('worker_threads with their own instances give results bitwise equal to one 
     attn.dispose();
     parentPort.postMessage(out);
   `;
-  const index = new URL('../../web/lib/index.js', import.meta.url).href;
+  const index = new URL('../../../web/lib/index.js', import.meta.url).href;
   const reps = LONG ? 200 : 5;
   const results = await Promise.all(
     [0, 1, 2].map(

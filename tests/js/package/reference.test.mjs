@@ -15,7 +15,7 @@ import {
   onnxAttentionRef,
   rng,
   uniform,
-} from '../../scripts/lib/reference.mjs';
+} from '../../../scripts/lib/reference.mjs';
 
 const close = (got, want, tol = 1e-12, what = '') =>
   assert.ok(Math.abs(got - want) <= tol, `${what} ${got} vs ${want}`);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
+import { createAttention, tensor } from '../../../web/lib/index.js';
 import {
   attentionBackwardRef,
   attentionRef,
@@ -19,7 +19,7 @@ import {
   onnxAttentionRef,
   randomTensor,
   rng,
-} from '../../scripts/lib/reference.mjs';
+} from '../../../scripts/lib/reference.mjs';
 
 // a [B,H,rows,d] (4-D) -> the same heads in 3-D [B,rows,H·d]
 const to3d = (a, [B, H, rows, d]) => tensor(Float32Array.from(from4d(a, true, B, H, rows, d)), [B, rows, H * d]);

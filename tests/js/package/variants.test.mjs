@@ -7,9 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { VARIANTS, variantFor } from '../../web/lib/variants.js';
+import { VARIANTS, variantFor } from '../../../web/lib/variants.js';
 
-const cmake = readFileSync(new URL('../../CMakeLists.txt', import.meta.url), 'utf8');
+const cmake = readFileSync(new URL('../../../CMakeLists.txt', import.meta.url), 'utf8');
 
 // wa_module(<base> <core> <export name> [THREADED]); a core made by wa_relaxed_core() has
 // relaxed SIMD, the others SIMD128 alone.
@@ -47,7 +47,7 @@ test("each build's files: the .wasm and glue, the pthread workers' script with t
     assert.ok(wasm().href.endsWith(`/web/lib/wasm/${base}.wasm`), `${base}: ${wasm().href}`);
     for (const file of files) {
       assert.ok(
-        existsSync(fileURLToPath(new URL(`../../web/lib/wasm/${file}`, import.meta.url))),
+        existsSync(fileURLToPath(new URL(`../../../web/lib/wasm/${file}`, import.meta.url))),
         `${file} is not built`,
       );
     }
@@ -55,7 +55,7 @@ test("each build's files: the .wasm and glue, the pthread workers' script with t
 });
 
 test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker form) load every build', async () => {
-  for (const path of ['../../web/lib/glue.js', '../../web/lib/glue_static.js']) {
+  for (const path of ['../../../web/lib/glue.js', '../../../web/lib/glue_static.js']) {
     const { glue } = await import(path);
     assert.deepEqual(Object.keys(glue).sort(), VARIANTS.map((v) => v.base).sort(), path);
     for (const { base, threads } of VARIANTS) {
@@ -64,7 +64,7 @@ test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker 
       // a threaded build's pthread workers run, in a browser, the text of its two classic scripts
       const texts = threads
         ? ['js', 'worker.js'].map((ext) =>
-            readFileSync(fileURLToPath(new URL(`../../web/lib/wasm/${base}.${ext}`, import.meta.url)), 'utf8'),
+            readFileSync(fileURLToPath(new URL(`../../../web/lib/wasm/${base}.${ext}`, import.meta.url)), 'utf8'),
           )
         : undefined;
       assert.deepEqual(scripts && [scripts.glue, scripts.worker], texts, `${path}: ${base}'s scripts`);

@@ -7,12 +7,12 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
-import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
+import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
 
-const INDEX = new URL('../../web/lib/index.js', import.meta.url).href;
-const WASM = fileURLToPath(new URL('../../web/lib/wasm/', import.meta.url));
+const INDEX = new URL('../../../web/lib/index.js', import.meta.url).href;
+const WASM = fileURLToPath(new URL('../../../web/lib/wasm/', import.meta.url));
 
 // Two results of the same call hold the same keys, shapes and float32 bits (NaN included).
 function assertSameBits(remote, local, path = 'result') {
@@ -777,7 +777,7 @@ describe('dispose', () => {
   });
 });
 
-// Found by the hostile round on issue 28's surface (tests/js/hostile/round2.mjs).
+// Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs).
 describe('the worker form, as documented (hostile round 2)', () => {
   test(
     'under --experimental-wasm-relaxed-simd the worker form starts, on the relaxed build',

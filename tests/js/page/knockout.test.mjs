@@ -6,17 +6,17 @@
 // the model's logit at every token, for the top word and others, on odd lengths; and the logit
 // direction v equals the finite-difference gradient of the logit in the residual stream where
 // the feed-forward block's ReLU gates do not flip.
-// run with: node --test tests/js/knockout.test.mjs
+// run with: node --test tests/js/page/knockout.test.mjs
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { createAttention } from '../../web/lib/index.js';
-import { attribution, headOutput, knockedOutWeights, logitDirection } from '../../web/page/model/knockout.js';
-import { forwardHead, headParams, outputWords } from '../../web/page/model/lm.js';
-import { makeBatch, vectorCache } from '../../web/page/model/train.js';
-import { layerWeights } from '../../web/page/model/weights.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { attribution, headOutput, knockedOutWeights, logitDirection } from '../../../web/page/model/knockout.js';
+import { forwardHead, headParams, outputWords } from '../../../web/page/model/lm.js';
+import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
 
 let attn, emb, model, words, p;
 before(async () => {

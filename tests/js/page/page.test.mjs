@@ -8,17 +8,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
-import { MAX_TOKENS } from '../../web/page/limits.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { columns, eye } from '../../scripts/lib/tensors.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { MAX_TOKENS } from '../../../web/page/limits.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { columns, eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const STEP_IDS = ['x', 'qkv', 'scores', 'scale', 'mask', 'softmax', 'weighted', 'heads', 'concat', 'wo', 'output'];
 const SENTENCE = 'I saw a cat on the mat with 3 dogs, and it purred.';
 const TOL = 1e-5; // relative to max(1, max |expected|)

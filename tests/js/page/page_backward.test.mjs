@@ -8,18 +8,18 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { MAX_TOKENS } from '../../web/page/limits.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { HAND_BACK, WORKED } from '../../web/page/worked_example.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { columns, eye } from '../../scripts/lib/tensors.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { MAX_TOKENS } from '../../../web/page/limits.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { HAND_BACK, WORKED } from '../../../web/page/worked_example.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { columns, eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const FORWARD = 11;
 const BACK_IDS = ['loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw'];
 const TOL = 1e-5; // relative to the largest |expected| of the matrix

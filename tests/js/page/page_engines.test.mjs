@@ -6,11 +6,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { engineMissing, launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { describeEngines } from './engines.mjs';
-import { buildOf } from './backend_build.mjs';
-import { pageDriver } from './page_driver.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { engineMissing, launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { describeEngines } from '../helpers/engines.mjs';
+import { buildOf } from '../helpers/backend_build.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
 
 const SENTENCE = 'The old dog slept by the door while the children played in the garden.';
 const STEP_IDS = [

@@ -5,26 +5,26 @@
 // the note on how the two heads compose says what this sentence's numbers say (recomputed here);
 // the attention sink's sentence; and live training plots the induction score after every step
 // while the page stays responsive. Screenshots at 1280 and 390 px: tests/artifacts/page/induction-*.png.
-// run with: node --test tests/js/page_induction.test.mjs
+// run with: node --test tests/js/page/page_induction.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention } from '../../web/lib/index.js';
-import { REPEAT_EXAMPLE } from '../../web/page/controls.js';
-import { compositionHtml, keyHeads, sinkSentence } from '../../web/page/induction.js';
-import { describeHead, inductionScore, repeatedSpan } from '../../web/page/model/head_stats.js';
-import { forwardLayers } from '../../web/page/model/lm.js';
-import { predictNext } from '../../web/page/model/predict.js';
-import { createModel, makeBatch, vectorCache } from '../../web/page/model/train.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
+import { compositionHtml, keyHeads, sinkSentence } from '../../../web/page/induction.js';
+import { describeHead, inductionScore, repeatedSpan } from '../../../web/page/model/head_stats.js';
+import { forwardLayers } from '../../../web/page/model/lm.js';
+import { predictNext } from '../../../web/page/model/predict.js';
+import { createModel, makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const TOL = 1e-4;
 
 let browser, server, attn, emb, model;

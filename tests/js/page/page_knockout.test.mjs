@@ -7,26 +7,26 @@
 // view's and the steps' toggles knock heads out and put them back; bad input to the hooks throws
 // a message that says what to give and changes nothing; axe finds nothing in the panel; nothing
 // scrolls sideways on a phone. Screenshots: tests/artifacts/page/knockout-*.png.
-// run with: node --test tests/js/page_knockout.test.mjs
+// run with: node --test tests/js/page/page_knockout.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention } from '../../web/lib/index.js';
-import { REPEAT_EXAMPLE } from '../../web/page/controls.js';
-import { knockedOutWeights } from '../../web/page/model/knockout.js';
-import { forwardLayers } from '../../web/page/model/lm.js';
-import { predictNext } from '../../web/page/model/predict.js';
-import { makeBatch, vectorCache } from '../../web/page/model/train.js';
-import { layerWeights } from '../../web/page/model/weights.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
+import { knockedOutWeights } from '../../../web/page/model/knockout.js';
+import { forwardLayers } from '../../../web/page/model/lm.js';
+import { predictNext } from '../../../web/page/model/predict.js';
+import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 const TOL = 1e-4;

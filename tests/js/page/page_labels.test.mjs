@@ -3,16 +3,16 @@
 // labels in view while it scrolls; the model view's tiles and the live training's grid hatch
 // their masked cells (as every heatmap does) and write their tokens beside the cells.
 // Screenshots: tests/artifacts/page/labels-*.png.
-// run with: node --test tests/js/page_labels.test.mjs
+// run with: node --test tests/js/page/page_labels.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { MASKED_FILL, MASKED_HATCH } from '../../web/page/colors.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { MASKED_FILL, MASKED_HATCH } from '../../../web/page/colors.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 let browser, server;
 before(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });

@@ -4,9 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { matrixCsv } from '../../web/page/export.js';
-import { createState } from '../../web/page/state.js';
-import { readSettingsQuery, settingsQuery } from '../../web/page/url_state.js';
+import { matrixCsv } from '../../../web/page/export.js';
+import { createState } from '../../../web/page/state.js';
+import { readSettingsQuery, settingsQuery } from '../../../web/page/url_state.js';
 
 test('settings -> query -> settings', () => {
   const s = createState('Hello, "world" & more: 50% + ü?');

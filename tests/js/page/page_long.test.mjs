@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { busyLoopSeen, longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
-import { pageDriver } from './page_driver.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { busyLoopSeen, longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings', 'of', 'rain'];
 // n tokens, starting `shift` words into the pattern (each try a sentence of its own).
 const long = (n, shift = 0) =>

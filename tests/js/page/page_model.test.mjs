@@ -1,23 +1,23 @@
 // The tutorial page's "Trained" weights in headless Chromium: both layers' numbers equal the
 // package run here in Node on the shipped weights, each head shows its measured description from
 // the manifest, and step 11 lists the model's top-5 next words for the followed token.
-// run with: node --test tests/js/page_model.test.mjs (screenshots in tests/artifacts/page/)
+// run with: node --test tests/js/page/page_model.test.mjs (screenshots in tests/artifacts/page/)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { sinusoidalPositions } from '../../web/page/embeddings.js';
-import { describeHead } from '../../web/page/model/head_stats.js';
-import { predictNext } from '../../web/page/model/predict.js';
-import { layerWeights } from '../../web/page/model/weights.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { describeHead } from '../../../web/page/model/head_stats.js';
+import { predictNext } from '../../../web/page/model/predict.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const STEP = { x: 0, heads: 7, output: 10 };
 const TOL = 1e-4; // relative to the largest |expected| of the matrix
 

@@ -12,17 +12,17 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
-import { pageDriver } from './page_driver.mjs';
-import { eye } from '../../scripts/lib/tensors.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
+import { eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings', 'of', 'rain'];
 // The settings these tests start from, whatever the page's defaults: identity weights, 4 heads.
 const PLAIN = '?projection=identity&heads=4&causal=0&scaling=1&positions=0';

@@ -5,14 +5,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { before, describe, test } from 'node:test';
 
-import { createAttention } from '../../web/lib/index.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { prepareInput } from '../../web/page/input.js';
-import { MAX_TOKENS } from '../../web/page/limits.js';
-import { UNTRAINED, change, createState, effectiveDK, goTo, isRow, recompute } from '../../web/page/state.js';
-import { STEPS } from '../../web/page/steps/index.js';
+import { createAttention } from '../../../web/lib/index.js';
+import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { prepareInput } from '../../../web/page/input.js';
+import { MAX_TOKENS } from '../../../web/page/limits.js';
+import { UNTRAINED, change, createState, effectiveDK, goTo, isRow, recompute } from '../../../web/page/state.js';
+import { STEPS } from '../../../web/page/steps/index.js';
 
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const SENTENCE = "The animal didn't cross the street because it was too tired.";
 const IDS = [
   'x',

@@ -12,11 +12,11 @@ import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { busyLoopSeen, longTasksSince, now, watchLongTasks } from './long_tasks.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { busyLoopSeen, longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
 
-const ARTIFACTS = fileURLToPath(new URL('../artifacts/page/', import.meta.url));
+const ARTIFACTS = fileURLToPath(new URL('../../artifacts/page/', import.meta.url));
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;

@@ -1,16 +1,16 @@
 // Unit tests for the tutorial page's tokenizer and embeddings loader (web/page/*.js),
-// run with: node --test tests/js/page_units.test.mjs
+// run with: node --test tests/js/page/page_units.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, describe } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { tokenize } from '../../web/page/tokenize.js';
-import { parseEmbeddings, sinusoidalPositions, hashedVector, fnv1a32 } from '../../web/page/embeddings.js';
-import { describeHead } from '../../web/page/model/head_stats.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { parseEmbeddings, sinusoidalPositions, hashedVector, fnv1a32 } from '../../../web/page/embeddings.js';
+import { describeHead } from '../../../web/page/model/head_stats.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const dataDir = path.join(root, 'web', 'page', 'data');
 const binBytes = fs.readFileSync(path.join(dataDir, 'embeddings-100d.bin'));
 const vocabText = fs.readFileSync(path.join(dataDir, 'embeddings-vocab.txt'), 'utf8');
@@ -486,7 +486,7 @@ describe("step numbers in the page's prose", () => {
   });
 
   test('stepNumber(id) is the 1-based place of the step in STEPS, and refuses an unknown id', async () => {
-    const { STEPS, stepNumber } = await import('../../web/page/steps/index.js');
+    const { STEPS, stepNumber } = await import('../../../web/page/steps/index.js');
     STEPS.forEach((s, i) => assert.equal(stepNumber(s.id), i + 1, s.id));
     assert.throws(() => stepNumber('softmx'), /no step has the id 'softmx'/);
   });

@@ -3,23 +3,23 @@
 // package run here in Node on the shipped weights, labelled with its measured description;
 // a tile (click or Enter) opens its head in the steps; two heads compared side by side with
 // A − B; at 390 px nothing scrolls sideways.
-// run with: node --test tests/js/page_views.test.mjs (screenshots in tests/artifacts/page/)
+// run with: node --test tests/js/page/page_views.test.mjs (screenshots in tests/artifacts/page/)
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
-import { describeHead } from '../../web/page/model/head_stats.js';
-import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
-import { tokenize } from '../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
-import { pageDriver } from './page_driver.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention, tensor } from '../../../web/lib/index.js';
+import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { describeHead } from '../../../web/page/model/head_stats.js';
+import { layerWeights, unpackTensors } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../artifacts/page/', import.meta.url);
-const DATA = new URL('../../web/page/data/', import.meta.url);
+const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
+const DATA = new URL('../../../web/page/data/', import.meta.url);
 const MODEL = new URL('model/', DATA);
 const TOL = 1e-4;
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

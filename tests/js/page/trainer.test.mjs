@@ -1,19 +1,19 @@
 // The page's live training (web/page/model/trainer.js), in Node: the same model as
 // `npm run train-model` (web/page/model/train.js), the shipped excerpt free of held-out addresses,
 // and training that learns. The browser side (the Worker, the panel) is page_train.test.mjs.
-// run with: node --test tests/js/trainer.test.mjs
+// run with: node --test tests/js/page/trainer.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { corpusDir } from '../../scripts/train/corpus.mjs';
-import { createAttention, seededRandom } from '../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../web/page/embeddings.js';
-import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
-import { createAdam } from '../../web/page/model/adam.js';
-import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../web/page/model/lm.js';
+import { corpusDir } from '../../../scripts/train/corpus.mjs';
+import { createAttention, seededRandom } from '../../../web/lib/index.js';
+import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { splitAddresses, tokenizeDocs } from '../../../web/page/model/corpus_text.js';
+import { createAdam } from '../../../web/page/model/adam.js';
+import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../../web/page/model/lm.js';
 import {
   createModel,
   headBackward,
@@ -24,12 +24,12 @@ import {
   trainStep,
   vectorCache,
   windowSampler,
-} from '../../web/page/model/train.js';
-import { inductionScore, repeatedSentence, repeatedSpan } from '../../web/page/model/head_stats.js';
-import { INDUCTION_RUN, createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
-import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
+} from '../../../web/page/model/train.js';
+import { inductionScore, repeatedSentence, repeatedSpan } from '../../../web/page/model/head_stats.js';
+import { INDUCTION_RUN, createTrainer, manifestOptions } from '../../../web/page/model/trainer.js';
+import { layerWeights, unpackTensors } from '../../../web/page/model/weights.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const data = path.join(root, 'web', 'page', 'data');
 const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model', 'manifest.json'), 'utf8'));
 const tensors = unpackTensors(fs.readFileSync(path.join(data, 'model', 'model.bin')), manifest);

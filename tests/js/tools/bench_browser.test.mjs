@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { ensurePeers } from '../../scripts/bench/peers.mjs';
-import { startServer } from '../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../scripts/lib/browser.mjs';
+import { ensurePeers } from '../../../scripts/bench/peers.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
 
-const ROOT = new URL('../../', import.meta.url);
+const ROOT = new URL('../../../', import.meta.url);
 const NUMBER = String.raw`\d+(?:\.\d+)?`;
 
 // The lines of the report's block for a case, by the label each row starts with.

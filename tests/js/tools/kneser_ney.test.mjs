@@ -1,12 +1,12 @@
 // The count models behind the ceilings (scripts/train/kneser_ney.mjs), held to a plain reference:
 // interpolated modified Kneser-Ney written out from its definition over string-keyed maps, on
 // small random texts; and the distributions are distributions.
-// run with: node --test tests/js/kneser_ney.test.mjs
+// run with: node --test tests/js/tools/kneser_ney.test.mjs
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { seededRandom } from '../../web/lib/index.js';
-import { countNgrams, kneserNey } from '../../scripts/train/kneser_ney.mjs';
+import { seededRandom } from '../../../web/lib/index.js';
+import { countNgrams, kneserNey } from '../../../scripts/train/kneser_ney.mjs';
 
 // documents of class ids from a skewed random source with some structure (w follows w−1 often)
 function randomDocs(seed, V, lengths) {

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { createAttention } from '../../web/lib/index.js';
-import { LAYER, createCache, decode, fill, referenceHead } from '../../scripts/long_context.mjs';
-import { relativeRms } from '../../scripts/lib/reference.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { LAYER, createCache, decode, fill, referenceHead } from '../../../scripts/long_context.mjs';
+import { relativeRms } from '../../../scripts/lib/reference.mjs';
 
 test('an int8 cache of one layer holds 131072 tokens in one module and decodes over them', async () => {
   const tokens = 131072,

@@ -1,7 +1,7 @@
 // The page's trained model (web/page/data/model/, written by `npm run train-model`): loaded with
 // the package, re-evaluated on the held-out addresses, held to what its manifest claims and to the
 // issue's targets; and the training script, run twice for a few steps, writes the same weights.
-// run with: node --test tests/js/model.test.mjs
+// run with: node --test tests/js/tools/model.test.mjs
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,15 +11,15 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { loadCorpus, toIds, UNK } from '../../scripts/train/corpus.mjs';
-import { evaluate, inductionTest, isWord, windowsOf } from '../../web/page/model/train.js';
-import { headParams } from '../../web/page/model/lm.js';
-import { createAttention } from '../../web/lib/index.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
-import { describeHead } from '../../web/page/model/head_stats.js';
-import { layerWeights, unpackTensors } from '../../web/page/model/weights.js';
+import { loadCorpus, toIds, UNK } from '../../../scripts/train/corpus.mjs';
+import { evaluate, inductionTest, isWord, windowsOf } from '../../../web/page/model/train.js';
+import { headParams } from '../../../web/page/model/lm.js';
+import { createAttention } from '../../../web/lib/index.js';
+import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { describeHead } from '../../../web/page/model/head_stats.js';
+import { layerWeights, unpackTensors } from '../../../web/page/model/weights.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const data = path.join(root, 'web', 'page', 'data');
 const modelDir = path.join(data, 'model');
 const manifest = JSON.parse(fs.readFileSync(path.join(modelDir, 'manifest.json'), 'utf8'));

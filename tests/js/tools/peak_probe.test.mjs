@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { FLOPS_PER_STEP, UNROLLS, measureRuns, probeModule, probeRuns } from '../../scripts/bench/peak_probe.mjs';
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { FLOPS_PER_STEP, UNROLLS, measureRuns, probeModule, probeRuns } from '../../../scripts/bench/peak_probe.mjs';
+import { relaxedSimdAvailable } from '../../../web/lib/features.js';
 
 const CHAINS = FLOPS_PER_STEP / 8;
 const f = Math.fround;

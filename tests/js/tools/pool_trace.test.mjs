@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { create } from '../../scripts/bench/impl_ours.mjs';
-import { caseById } from '../../scripts/bench/cases.mjs';
-import { makeInputs } from '../../scripts/bench/inputs.mjs';
-import { takeTrace, traceLib, traceMissing } from '../../scripts/bench/pool_trace.mjs';
+import { create } from '../../../scripts/bench/impl_ours.mjs';
+import { caseById } from '../../../scripts/bench/cases.mjs';
+import { makeInputs } from '../../../scripts/bench/inputs.mjs';
+import { takeTrace, traceLib, traceMissing } from '../../../scripts/bench/pool_trace.mjs';
 
 const missing = traceMissing();
 

@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-import { caseIdsOf, parseArgs, scalingCaseIds, scalingThreads } from '../../scripts/bench/args.mjs';
-import { SCALING_CASES } from '../../scripts/bench/cases.mjs';
+import { caseIdsOf, parseArgs, scalingCaseIds, scalingThreads } from '../../../scripts/bench/args.mjs';
+import { SCALING_CASES } from '../../../scripts/bench/cases.mjs';
 import {
   listSchedule,
   poolCostsOf,
@@ -18,9 +18,9 @@ import {
   predictSpeedups,
   profileFor,
   profileOf,
-} from '../../scripts/bench/scaling_model.mjs';
+} from '../../../scripts/bench/scaling_model.mjs';
 
-const BENCH = fileURLToPath(new URL('../../scripts/bench.mjs', import.meta.url));
+const BENCH = fileURLToPath(new URL('../../../scripts/bench.mjs', import.meta.url));
 
 test('one thread runs the tasks one after another', () => {
   assert.equal(listSchedule([3, 1, 4, 1, 5], 1), 14);

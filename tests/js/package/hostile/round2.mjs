@@ -6,8 +6,8 @@
 // 1-vs-2-thread determinism. Each check prints: check | expected (as README, web/docs and
 // index.d.ts document it) | got | verdict. Not a test suite: a report, run by hand.
 //
-//   node tests/js/hostile/round2.mjs [--only SECTION] [--deviations]
-import { createAttention, seededRandom, xavierUniform } from '../../../web/lib/index.js';
+//   node tests/js/package/hostile/round2.mjs [--only SECTION] [--deviations]
+import { createAttention, seededRandom, xavierUniform } from '../../../../web/lib/index.js';
 
 const args = process.argv.slice(2);
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = join(here, '../../..');
+const repo = join(here, '../../../..');
 const scratch = mkdtempSync(join(tmpdir(), 'hostile-types-'));
 mkdirSync(join(scratch, 'node_modules'));
 symlinkSync(repo, join(scratch, 'node_modules/wasm-attention'));

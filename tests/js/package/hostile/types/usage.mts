@@ -1,6 +1,6 @@
 // Checks of index.d.ts against behaviour: each line marked EXPECT-ERROR is a call the library
 // refuses at run time (or a misuse of a type), and tsc must refuse it too; every other line
-// must type-check. Run by tests/js/hostile/types.mjs.
+// must type-check. Run by tests/js/package/hostile/types.mjs.
 import {
   createAttention,
   tensor,
