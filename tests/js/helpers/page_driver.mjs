@@ -1,6 +1,50 @@
-// Drives the tutorial page through its debug hook window.attentionPage (web/page/debug_hook.js):
-// snapshots of its state and of the matrices it draws, and actions that wait for the render
-// they cause. The matrices are large, so a driver carries only steps [from, to) in snapshots.
+// The page suites' setup, and a driver of the tutorial page.
+//
+//   openPageSuite({ port, isolation = true, plainPort, attention, words, model })
+//     -> { browser, server, plain, attn, emb, model }, for a suite's before(): headless Chromium,
+//     the dev server (scripts/serve.mjs) on port, cross-origin isolated unless isolation is false,
+//     and with plainPort a second one without isolation (plain); with attention the package in
+//     Node on one thread, with words the page's word vectors, with model the shipped model
+//     (helpers/shipped_model.mjs). tests/artifacts/page/ (ARTIFACTS), where the suites write
+//     their screenshots, exists afterwards.
+//   closePageSuite(suite)   for its after(): closes and disposes what openPageSuite opened
+//   pageDriver(from, to)    drives the page through its debug hook window.attentionPage
+//     (web/page/debug_hook.js): snapshots of its state and of the matrices it draws, and
+//     actions that wait for the render they cause. The matrices are large, so a driver carries
+//     only steps [from, to) in snapshots.
+import fs from 'node:fs';
+
+import { launchBrowser } from '../../../scripts/lib/browser.mjs';
+import { startServer } from '../../../scripts/serve.mjs';
+import { createAttention } from '../../../web/lib/index.js';
+import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+
+export const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
+
+export async function openPageSuite({ port, isolation = true, plainPort, attention, words, model }) {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const suite = {};
+  try {
+    suite.browser = await launchBrowser();
+    suite.server = await startServer({ port, isolation, quiet: true });
+    if (plainPort) suite.plain = await startServer({ port: plainPort, isolation: false, quiet: true });
+    if (attention) suite.attn = await createAttention({ threads: 1 });
+    if (words) suite.emb = loadWordVectors();
+    if (model) suite.model = loadShippedModel();
+    return suite;
+  } catch (error) {
+    await closePageSuite(suite);
+    throw error;
+  }
+}
+
+export async function closePageSuite(suite) {
+  await suite?.browser?.close();
+  await suite?.server?.close();
+  await suite?.plain?.close();
+  suite?.attn?.dispose();
+}
+
 export function pageDriver(from, to = null) {
   const snapshot = (page) =>
     page.evaluate(

@@ -5,43 +5,31 @@
 // phone layout, and no console errors. Full-page screenshots of every step go to
 // tests/artifacts/page/. The backward steps (12-18) are page_backward.test.mjs's.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { tensor } from '../../../web/lib/index.js';
+import { sinusoidalPositions } from '../../../web/page/embeddings.js';
 import { MAX_TOKENS } from '../../../web/page/limits.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 import { columns, eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
-const DATA = new URL('../../../web/page/data/', import.meta.url);
 const STEP_IDS = ['x', 'qkv', 'scores', 'scale', 'mask', 'softmax', 'weighted', 'heads', 'concat', 'wo', 'output'];
 const SENTENCE = 'I saw a cat on the mat with 3 dogs, and it purred.';
 const TOL = 1e-5; // relative to max(1, max |expected|)
 
 let browser, attn, emb;
+let suite;
 const servers = {};
 
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  servers.isolated = await startServer({ port: 9401, isolation: true, quiet: true });
-  servers.plain = await startServer({ port: 9421, isolation: false, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
+  suite = await openPageSuite({ port: 9401, plainPort: 9421, attention: true, words: true });
+  ({ browser, attn, emb } = suite);
+  servers.isolated = suite.server;
+  servers.plain = suite.plain;
 });
-after(async () => {
-  await browser?.close();
-  for (const s of Object.values(servers)) await s.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 // ---- the same computation in Node ----------------------------------------------------------
 // What the page should show for `text` and these settings: { n, labels, unknown, m: name -> { data, shape } }.

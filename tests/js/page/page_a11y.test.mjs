@@ -7,21 +7,19 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { closePageSuite, openPageSuite } from '../helpers/page_driver.mjs';
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 
 let browser, server;
+let suite;
 before(async () => {
-  browser = await launchBrowser();
-  server = await startServer({ port: 9481, quiet: true });
+  suite = await openPageSuite({ port: 9481 });
+  ({ browser, server } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closePageSuite(suite));
 
 // axe's violations -> one line each: rule, impact, what it checks, and up to 5 elements.
 const describe = (violations) =>

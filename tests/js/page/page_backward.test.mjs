@@ -5,42 +5,28 @@
 // cells of dS exactly 0 and drawn hatched), the worked example against hand values, the phone
 // layout, and no console errors. Screenshots go to tests/artifacts/page/ (backward-*.png).
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../../web/lib/index.js';
-import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { tensor } from '../../../web/lib/index.js';
 import { MAX_TOKENS } from '../../../web/page/limits.js';
 import { tokenize } from '../../../web/page/tokenize.js';
 import { HAND_BACK, WORKED } from '../../../web/page/worked_example.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 import { columns, eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
-const DATA = new URL('../../../web/page/data/', import.meta.url);
 const FORWARD = 11;
 const BACK_IDS = ['loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw'];
 const TOL = 1e-5; // relative to the largest |expected| of the matrix
 
 let browser, server, attn, emb;
+let suite;
 
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9501, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
+  suite = await openPageSuite({ port: 9501, attention: true, words: true });
+  ({ browser, server, attn, emb } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 // ---- the same computation in Node ----------------------------------------------------------
 // X and the layer for a sentence (identity or seeded weights) or the worked example.

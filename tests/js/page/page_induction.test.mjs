@@ -7,11 +7,8 @@
 // while the page stays responsive. Screenshots at 1280 and 390 px: tests/artifacts/page/induction-*.png.
 // run with: node --test tests/js/page/page_induction.test.mjs
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention } from '../../../web/lib/index.js';
 import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
 import { compositionHtml, keyHeads, sinkSentence } from '../../../web/page/induction.js';
 import { describeHead, inductionScore, repeatedSpan } from '../../../web/page/model/head_stats.js';
@@ -19,29 +16,20 @@ import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
 import { createModel, makeBatch, vectorCache } from '../../../web/page/model/train.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const TOL = 1e-4;
 
 let browser, server, attn, emb, model;
+let suite;
 
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9571, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = loadWordVectors();
-  model = loadShippedModel();
+  suite = await openPageSuite({ port: 9571, attention: true, words: true, model: true });
+  ({ browser, server, attn, emb, model } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 const { snapshot, act } = pageDriver(5, 6); // the softmax step's matrices
 const shot = (locator, name) => locator.screenshot({ path: new URL(`induction-${name}.png`, ARTIFACTS).pathname });

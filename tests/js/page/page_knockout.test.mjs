@@ -13,8 +13,6 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention } from '../../../web/lib/index.js';
 import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
 import { knockedOutWeights } from '../../../web/page/model/knockout.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
@@ -22,11 +20,9 @@ import { predictNext } from '../../../web/page/model/predict.js';
 import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 const TOL = 1e-4;
@@ -34,19 +30,12 @@ const INDUCTION = { layer: 1, head: 2 }; // layer 2 head 3: on this sentence the
 const COPY_AT = 16; // the second "green": the model's next word is the copy, "house"
 
 let browser, server, attn, emb, model;
+let suite;
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9573, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = loadWordVectors();
-  model = loadShippedModel();
+  suite = await openPageSuite({ port: 9573, attention: true, words: true, model: true });
+  ({ browser, server, attn, emb, model } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 const { act } = pageDriver(0, 0);
 const shot = (locator, name) => locator.screenshot({ path: new URL(`knockout-${name}.png`, ARTIFACTS).pathname });

@@ -5,24 +5,19 @@
 // Screenshots: tests/artifacts/page/labels-*.png.
 // run with: node --test tests/js/page/page_labels.test.mjs
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
 import { MASKED_FILL, MASKED_HATCH } from '../../../web/page/colors.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 let browser, server;
+let suite;
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9575, quiet: true });
+  suite = await openPageSuite({ port: 9575 });
+  ({ browser, server } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closePageSuite(suite));
 
 async function open(viewport) {
   const { page, errors } = await openPage(browser, server.url);

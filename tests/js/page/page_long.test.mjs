@@ -6,15 +6,12 @@
 // shows the observer sees them) are reported, not asserted: their length depends on the
 // machine's load. Screenshots: tests/artifacts/page/long-512-*.png.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
 import { busyLoopSeen, longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings', 'of', 'rain'];
 // n tokens, starting `shift` words into the pattern (each try a sentence of its own).
 const long = (n, shift = 0) =>
@@ -23,15 +20,12 @@ const LIMIT_MS = 100; // the longest main-thread task allowed while stepping and
 const LOAD_LIMIT_MS = 1000; // while a new sentence is computed and drawn
 
 let browser, server;
+let suite;
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9561, quiet: true });
+  suite = await openPageSuite({ port: 9561 });
+  ({ browser, server } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => closePageSuite(suite));
 
 const { snapshot, act, goToStep } = pageDriver(0, 0); // states only
 

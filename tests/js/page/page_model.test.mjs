@@ -3,39 +3,28 @@
 // the manifest, and step 11 lists the model's top-5 next words for the followed token.
 // run with: node --test tests/js/page/page_model.test.mjs (screenshots in tests/artifacts/page/)
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../../web/lib/index.js';
+import { tensor } from '../../../web/lib/index.js';
 import { sinusoidalPositions } from '../../../web/page/embeddings.js';
 import { describeHead } from '../../../web/page/model/head_stats.js';
 import { predictNext } from '../../../web/page/model/predict.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 const STEP = { x: 0, heads: 7, output: 10 };
 const TOL = 1e-4; // relative to the largest |expected| of the matrix
 
 let browser, server, attn, emb, model;
+let suite;
 
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9507, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = loadWordVectors();
-  model = loadShippedModel();
+  suite = await openPageSuite({ port: 9507, attention: true, words: true, model: true });
+  ({ browser, server, attn, emb, model } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 const { snapshot, matrix, act, goToStep } = pageDriver(0, 11);
 const shot = (page, name) =>

@@ -12,38 +12,25 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../../web/lib/index.js';
-import { parseEmbeddings } from '../../../web/page/embeddings.js';
+import { tensor } from '../../../web/lib/index.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 import { eye } from '../../../scripts/lib/tensors.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
-const DATA = new URL('../../../web/page/data/', import.meta.url);
 const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings', 'of', 'rain'];
 // The settings these tests start from, whatever the page's defaults: identity weights, 4 heads.
 const PLAIN = '?projection=identity&heads=4&causal=0&scaling=1&positions=0';
 const long = (n) => Array.from({ length: n }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 
 let browser, server, attn, emb;
+let suite;
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9541, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
+  suite = await openPageSuite({ port: 9541, attention: true, words: true });
+  ({ browser, server, attn, emb } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 const { snapshot, act, goToStep } = pageDriver(0, 0); // states only: the matrices are fetched one by one
 

@@ -7,32 +7,30 @@
 // the learner's own text is used, it runs without cross-origin isolation, at 390 px, and axe
 // finds nothing in the panel. Screenshots: tests/artifacts/page/train-*.png.
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
 import { busyLoopSeen, longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
+import { ARTIFACTS as ARTIFACTS_URL, closePageSuite, openPageSuite } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = fileURLToPath(new URL('../../artifacts/page/', import.meta.url));
+const ARTIFACTS = fileURLToPath(ARTIFACTS_URL);
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 let browser;
+let suite;
 const servers = {};
 before(async () => {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  servers.isolated = await startServer({ port: 9521, quiet: true });
-  servers.plain = await startServer({ port: 9541, isolation: false, quiet: true });
+  suite = await openPageSuite({ port: 9521, plainPort: 9541 });
+  ({ browser } = suite);
+  servers.isolated = suite.server;
+  servers.plain = suite.plain;
 });
-after(async () => {
-  await browser?.close();
-  for (const s of Object.values(servers)) await s.close();
-});
+after(() => closePageSuite(suite));
 
 async function open(url, viewport = { width: 1280, height: 900 }) {
   const { page, errors } = await openPage(browser, url);

@@ -9,40 +9,25 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
-import { startServer } from '../../../scripts/serve.mjs';
-import { createAttention, tensor } from '../../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { tensor } from '../../../web/lib/index.js';
+import { sinusoidalPositions } from '../../../web/page/embeddings.js';
 import { describeHead } from '../../../web/page/model/head_stats.js';
-import { layerWeights, unpackTensors } from '../../../web/page/model/weights.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
-import { pageDriver } from '../helpers/page_driver.mjs';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
-const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
-const DATA = new URL('../../../web/page/data/', import.meta.url);
-const MODEL = new URL('model/', DATA);
 const TOL = 1e-4;
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let browser, server, attn, emb, model;
+let suite;
 
 before(async () => {
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await launchBrowser();
-  server = await startServer({ port: 9531, isolation: true, quiet: true });
-  attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
-  const manifest = JSON.parse(fs.readFileSync(new URL('manifest.json', MODEL), 'utf8'));
-  model = { manifest, tensors: unpackTensors(fs.readFileSync(new URL('model.bin', MODEL)), manifest) };
+  suite = await openPageSuite({ port: 9531, attention: true, words: true, model: true });
+  ({ browser, server, attn, emb, model } = suite);
 });
-after(async () => {
-  await browser?.close();
-  await server?.close();
-  attn?.dispose();
-});
+after(() => closePageSuite(suite));
 
 const { snapshot, matrix, act } = pageDriver(5, 6); // step 6: the followed head's softmax weights
 const shot = (page, name, options = {}) =>
