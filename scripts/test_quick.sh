@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-for built in build/native/wa_tests web/lib/wasm/wasm_attention_mt.wasm web/lib/index.cjs; do
+for built in build/native/wa_tests web/lib/wasm/wasm_attention_simd128_mt.wasm web/lib/index.cjs; do
   [ -e "$built" ] || { echo "test:quick: $built is missing: run npm run build first" >&2; exit 1; }
 done
 

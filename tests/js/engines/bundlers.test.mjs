@@ -4,8 +4,8 @@
 // package.json installs too), and loads it in each browser engine from a static server with
 // and without cross-origin isolation. The app computes the worked example on the page and in
 // a worker (createAttention({ worker: true })); both must show the right output and the build
-// they ran on: the engine's instruction set, and simd-mt with 2 threads when isolated, simd
-// with 1 thread otherwise. Vite's apps are also served by `vite preview` and the dev server.
+// they ran on: the engine's instruction set, and 2 threads (the threaded build) when isolated,
+// 1 thread otherwise. Vite's apps are also served by `vite preview` and the dev server.
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -70,7 +70,7 @@ async function sh(cmd, args, cwd) {
 // engine -> its browser, launched on first use
 const browsers = {};
 const browserFor = (engine) => (browsers[engine] ??= launchBrowser(engine));
-// What each page load showed: [build, engine, served by, isolated, form, isa, variant, threads]
+// What each page load showed: [build, engine, served by, isolated, form, isa, threads]
 const cells = [];
 
 before(async () => {
@@ -132,9 +132,9 @@ async function load(engine, url) {
         const numbers = (id) => text(id).split(/\s+/).filter(Boolean).map(Number);
         return {
           status: text('status'),
-          variant: text('variant'),
+          build: text('build'),
           output: numbers('output'),
-          workerVariant: text('worker-variant'),
+          workerBuild: text('worker-build'),
           workerOutput: numbers('worker-output'),
           isolated: globalThis.crossOriginIsolated,
         };
@@ -160,20 +160,20 @@ function checkShown(shown, { build: name, engine, servedBy, isolated }) {
   assert.deepEqual(shown.errors, []);
   assert.equal(shown.status, 'done');
   assert.equal(shown.isolated, isolated);
-  const expected = `${ENGINES[engine]}, ${isolated ? 'simd-mt, 2 threads' : 'simd, 1 thread'}`;
-  for (const [form, variant, output] of [
-    ['page', shown.variant, shown.output],
-    ['worker', shown.workerVariant, shown.workerOutput],
+  const expected = `${ENGINES[engine]}, ${isolated ? '2 threads' : '1 thread'}`;
+  for (const [form, described, output] of [
+    ['page', shown.build, shown.output],
+    ['worker', shown.workerBuild, shown.workerOutput],
   ]) {
-    assert.equal(variant, expected, `${form}`);
+    assert.equal(described, expected, `${form}`);
     assert.equal(output.length, 6, `${form}`);
     output.forEach((v, i) => {
       // the page shows 6 decimals: off by at most 5e-7 from the float32 result
       assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `${form}: output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`);
       assert.ok(Math.abs(v - BY_HAND[i]) < 1e-6, `${form}: output[${i}] = ${v}, by hand ${BY_HAND[i]}`);
     });
-    const [isa, build, threads] = variant.split(', ');
-    cells.push({ build: name, engine, servedBy, isolated, form, isa, variant: build, threads: parseInt(threads) });
+    const [isa, threads] = described.split(', ');
+    cells.push({ build: name, engine, servedBy, isolated, form, isa, threads: parseInt(threads) });
   }
 }
 
@@ -226,7 +226,7 @@ async function withVite(name, args, fn) {
   }
 }
 
-const variantSaid = (isolated) => (isolated ? 'runs simd-mt' : 'runs simd');
+const threadsSaid = (isolated) => (isolated ? 'runs on 2 threads' : 'runs on 1 thread');
 
 for (const [name, { serve, bundled, vite }] of Object.entries(BUILDS)) {
   for (const engine of Object.keys(ENGINES)) {
@@ -235,7 +235,7 @@ for (const [name, { serve, bundled, vite }] of Object.entries(BUILDS)) {
       // Vite's isolated page is served by `vite preview` (below): the app's own server.
       if (vite && isolated) continue;
       test(
-        `${name}, ${engine}: built app on a ${isolated ? 'cross-origin isolated' : 'plain'} page ${variantSaid(isolated)}`,
+        `${name}, ${engine}: built app on a ${isolated ? 'cross-origin isolated' : 'plain'} page ${threadsSaid(isolated)}`,
         { skip },
         async () => {
           const { dir } = await build(name);
@@ -253,14 +253,14 @@ for (const [name, { serve, bundled, vite }] of Object.entries(BUILDS)) {
       );
     }
     if (vite) {
-      test(`${name}, ${engine}: vite preview runs simd-mt`, { skip }, () =>
+      test(`${name}, ${engine}: vite preview runs on 2 threads`, { skip }, () =>
         withVite(name, ['preview'], async (url) =>
           checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite preview', isolated: true }),
         ),
       );
       // The dev server serves the package through its dependency pre-bundling, a path the
       // build does not take.
-      test(`${name}, ${engine}: the dev server runs simd-mt`, { skip }, () =>
+      test(`${name}, ${engine}: the dev server runs on 2 threads`, { skip }, () =>
         withVite(name, [], async (url) =>
           checkShown(await load(engine, url), { build: name, engine, servedBy: 'vite dev', isolated: true }),
         ),
@@ -279,7 +279,7 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
     const shown = await page.evaluate(async () => {
       const { createAttention } = await import('wasm-attention');
       const folder = new URL('node_modules/wasm-attention/web/lib/wasm/', location.href);
-      const wasmBinary = await (await fetch(new URL('wasm_attention_mt.wasm', folder))).arrayBuffer();
+      const wasmBinary = await (await fetch(new URL('wasm_attention_simd128_mt.wasm', folder))).arrayBuffer();
       const asked = [];
       const locateFile = (name) => {
         asked.push(name);
@@ -289,12 +289,16 @@ test('plain: locateFile and wasmBinary place every file a threaded page loads', 
       const t = (data, shape) => ({ data: new Float32Array(data), shape });
       const x = t([1, 0, 0, 1, 1, 1], [3, 2]);
       const { output } = attn.attention(x, t([1, 1, 0, 1, 1, 2], [3, 2]), x);
-      const { variant } = attn.backend;
+      const { threads } = attn.backend;
       attn.dispose();
-      return { asked: [...new Set(asked)].sort(), variant, output: Array.from(output.data) };
+      return { asked: [...new Set(asked)].sort(), threads, output: Array.from(output.data) };
     });
-    assert.deepEqual(shown.asked, ['wasm_attention_mt.js', 'wasm_attention_mt.wasm', 'wasm_attention_mt.worker.js']);
-    assert.equal(shown.variant, 'simd-mt');
+    assert.deepEqual(shown.asked, [
+      'wasm_attention_simd128_mt.js',
+      'wasm_attention_simd128_mt.wasm',
+      'wasm_attention_simd128_mt.worker.js',
+    ]);
+    assert.equal(shown.threads, 2);
     shown.output.forEach((v, i) =>
       assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `output[${i}] = ${v}, float64 reference ${REFERENCE[i]}`),
     );
@@ -321,13 +325,13 @@ test('plain: relative locateFile answers serve the threaded build and the worker
       for (const worker of [false, true]) {
         const attn = await createAttention({ threads: 2, locateFile, worker });
         const { output } = await attn.attention(x, t([1, 1, 0, 1, 1, 2], [3, 2]), x);
-        results.push({ worker, variant: attn.backend.variant, output: Array.from(output.data) });
+        results.push({ worker, threads: attn.backend.threads, output: Array.from(output.data) });
         await attn.dispose();
       }
       return results;
     });
     for (const r of shown) {
-      assert.equal(r.variant, 'simd-mt', `worker: ${r.worker}`);
+      assert.equal(r.threads, 2, `worker: ${r.worker}`);
       r.output.forEach((v, i) =>
         assert.ok(Math.abs(v - REFERENCE[i]) < 1e-6, `worker ${r.worker}: output[${i}] = ${v}`),
       );
@@ -364,10 +368,9 @@ test('plain: a worker script that does not load gives one thread and a warning',
       ]);
     });
     assert.equal(outcome.threads, 1, JSON.stringify(outcome));
-    assert.equal(outcome.variant, 'simd');
     assert.ok(
       warnings.some((w) =>
-        /running on one thread: wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(relaxed_)?mt\.worker\.js and wasm_attention_(relaxed_)?mt\.js must be served/.test(
+        /running on one thread: wasm-attention: a thread's worker failed to start \(.*\): wasm_attention_(simd128|relaxed_simd)_mt\.worker\.js and wasm_attention_(simd128|relaxed_simd)_mt\.js must be served/.test(
           w,
         ),
       ),
@@ -400,9 +403,9 @@ test('plain: a Content-Security-Policy without blob: gives one thread and a warn
         await page.goto(`${server.url}csp.html`);
         await page.waitForFunction(() => document.getElementById('status').textContent !== 'running…');
         const shown = await page.evaluate(() =>
-          ['status', 'variant'].map((id) => document.getElementById(id).textContent),
+          ['status', 'build'].map((id) => document.getElementById(id).textContent),
         );
-        assert.deepEqual(shown, ['done', `relaxed-simd, ${blob ? 'simd-mt, 2 threads' : 'simd, 1 thread'}`], policy);
+        assert.deepEqual(shown, ['done', `relaxed-simd, ${blob ? '2 threads' : '1 thread'}`], policy);
         assert.equal(
           warnings.some((w) => /running on one thread: .*a Content-Security-Policy must allow/.test(w)),
           !blob,

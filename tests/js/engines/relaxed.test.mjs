@@ -1,4 +1,4 @@
-// The relaxed-SIMD variants (f32x4.relaxed_madd in the GEMM kernel): the loader picks them
+// The relaxed-SIMD builds (f32x4.relaxed_madd in the GEMM kernel): the loader picks them
 // exactly where the engine validates relaxed SIMD, in Node (only with
 // --experimental-wasm-relaxed-simd, so each case runs in a child Node: tests/js/helpers/relaxed_child.mjs)
 // and in Chromium and Firefox (ENGINE_GETS), falls back to SIMD128 elsewhere (WebKitGTK), and
@@ -64,26 +64,20 @@ describe('Node', () => {
   test(`with ${FLAG} the loader picks relaxed SIMD, threaded or not`, () => {
     assert.equal(runs.flag.available, true);
     assert.deepEqual(buildOf(runs.flag.auto[1].backend), {
-      simd: true,
       threads: 1,
-      variant: 'simd',
       isa: 'relaxed-simd',
     });
     assert.deepEqual(buildOf(runs.flag.auto[2].backend), {
-      simd: true,
       threads: 2,
-      variant: 'simd-mt',
       isa: 'relaxed-simd',
     });
   });
 
   test('without the flag it picks SIMD128, and asking for relaxed SIMD is a RangeError', () => {
     assert.equal(runs.plain.available, false);
-    assert.deepEqual(buildOf(runs.plain.auto[1].backend), { simd: true, threads: 1, variant: 'simd', isa: 'simd128' });
+    assert.deepEqual(buildOf(runs.plain.auto[1].backend), { threads: 1, isa: 'simd128' });
     assert.deepEqual(buildOf(runs.plain.auto[2].backend), {
-      simd: true,
       threads: 2,
-      variant: 'simd-mt',
       isa: 'simd128',
     });
     assert.equal(runs.plain.askedRelaxed.error?.name, 'RangeError');
@@ -151,8 +145,8 @@ const plain = (o) => JSON.parse(JSON.stringify(o, (_, v) => (v instanceof Float3
 
 // The builds an ISA and thread count load, as the file names start
 const BUILD = {
-  'relaxed-simd': { 1: 'wasm_attention_relaxed_st', 2: 'wasm_attention_relaxed_mt' },
-  simd128: { 1: 'wasm_attention_st', 2: 'wasm_attention_mt' },
+  'relaxed-simd': { 1: 'wasm_attention_relaxed_simd', 2: 'wasm_attention_relaxed_simd_mt' },
+  simd128: { 1: 'wasm_attention_simd128', 2: 'wasm_attention_simd128_mt' },
 };
 
 describe('browsers', () => {
@@ -170,7 +164,7 @@ describe('browsers', () => {
   describeEngines('relaxed SIMD where the engine validates it', ({ engine, launch, gets }) => {
     const { isa } = gets;
     const threads = gets.threads ? 2 : 1;
-    const backend = (isa, threads) => ({ simd: true, threads, variant: threads > 1 ? 'simd-mt' : 'simd', isa });
+    const backend = (isa, threads) => ({ threads, isa });
     let browser;
     let isolated; // the first test's results
     before(async () => {

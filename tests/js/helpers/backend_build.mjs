@@ -5,6 +5,6 @@ import assert from 'node:assert/strict';
 
 export function buildOf(backend) {
   const { gemmKernel, ...build } = backend;
-  assert.match(gemmKernel, backend.isa === 'relaxed-simd' ? /^f32_gemm_\w+_relaxed$/ : /^f32_gemm_\w+_vec128$/);
+  assert.match(gemmKernel, backend.isa === 'relaxed-simd' ? /^f32_gemm_\w+_relaxed_simd$/ : /^f32_gemm_\w+_simd128$/);
   return build;
 }

@@ -51,7 +51,7 @@ async function attempt(options) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const st = await readFile(new URL('../../../web/lib/wasm/wasm_attention_st.wasm', import.meta.url));
+  const st = await readFile(new URL('../../../web/lib/wasm/wasm_attention_simd128.wasm', import.meta.url));
   const out = {
     available: relaxedSimdAvailable(),
     auto: { 1: await describe({ threads: 1 }), 2: await describe({ threads: 2 }) },

@@ -106,16 +106,15 @@ for (const threads of [1, 2]) {
 
     test('backend reports the build', () => {
       const b = attn.backend;
+      assert.deepEqual(Object.keys(b).sort(), ['gemmKernel', 'isa', 'threads']);
       assert.equal(b.threads, threads);
-      assert.equal(b.variant, threads === 1 ? 'simd' : 'simd-mt');
-      assert.equal(b.simd, true);
-      // what simd is derived from: 'simd128' in Node without the relaxed-SIMD flag, 'relaxed-simd'
-      // in Deno and Bun (tests/js/engines/runtimes.test.mjs pins each runtime's)
+      // 'simd128' in Node without the relaxed-SIMD flag, 'relaxed-simd' in Deno and Bun
+      // (tests/js/engines/runtimes.test.mjs pins each runtime's)
       assert.equal(b.isa, relaxedSimdAvailable() ? 'relaxed-simd' : 'simd128');
       // the matrix-product kernel chosen for this engine (gemm_select.cpp), of the isa's kernels
       assert.match(
         b.gemmKernel,
-        b.isa === 'relaxed-simd' ? /^f32_gemm_[3-6]x8(_\w+)?_relaxed$/ : /^f32_gemm_[3-6]x8(_\w+)?_vec128$/,
+        b.isa === 'relaxed-simd' ? /^f32_gemm_[3-6]x8(_\w+)?_relaxed_simd$/ : /^f32_gemm_[3-6]x8(_\w+)?_simd128$/,
       );
     });
 
@@ -489,11 +488,9 @@ describe('threads: 1 vs 2', () => {
     two.dispose();
   });
 
-  test('backend threads and variants', () => {
+  test('backend threads', () => {
     assert.equal(one.backend.threads, 1);
-    assert.equal(one.backend.variant, 'simd');
     assert.equal(two.backend.threads, 2);
-    assert.equal(two.backend.variant, 'simd-mt');
   });
 
   test('multi-head attention: bitwise-identical outputs and traces', () => {

@@ -71,3 +71,26 @@ test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker 
     }
   }
 });
+
+// One spelling of the build axis: the isa as the package says it ('simd128', 'relaxed-simd'),
+// with '_' for '-' in names, and _mt for threads.
+const token = (isa) => isa.replace('-', '_');
+
+test('every build, core and ctest suite is named <isa>[_mt] after its isa and threads', () => {
+  for (const { base, isa, threads } of cmakeBuilds())
+    assert.equal(base, `wasm_attention_${token(isa)}${threads ? '_mt' : ''}`);
+  const cores = [...cmake.matchAll(/^wa_(?:relaxed_)?core\((wa_core_\w+)/gm)].map((m) => m[1]).sort();
+  assert.deepEqual(cores, ['wa_core_relaxed_simd', 'wa_core_relaxed_simd_mt', 'wa_core_simd128', 'wa_core_simd128_mt']);
+  const suites = [...cmake.matchAll(/add_test\(NAME (wasm_\w+)/g)].map((m) => m[1]).sort();
+  assert.deepEqual(suites, ['wasm_relaxed_simd_mt', 'wasm_simd128', 'wasm_simd128_mt']);
+});
+
+test('every GEMM kernel in the list is named for its isa: f32_gemm_<tile>_<isa>', () => {
+  const list = readFileSync(new URL('../../../cpp/src/gemm/f32_gemm_kernels.def', import.meta.url), 'utf8');
+  const kernels = [...list.matchAll(/^WA_GEMM_KERNEL_(\w+)\((\w+),/gm)].map(([, isa, name]) => ({ isa, name }));
+  assert.ok(kernels.length > 0);
+  for (const { isa, name } of kernels) {
+    assert.ok(['SIMD128', 'RELAXED_SIMD'].includes(isa), `${name}: WA_GEMM_KERNEL_${isa}`);
+    assert.match(name, new RegExp(`^f32_gemm_\\w+_${isa.toLowerCase()}$`));
+  }
+});

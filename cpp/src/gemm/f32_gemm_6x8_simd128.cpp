@@ -5,8 +5,8 @@
 
 namespace wa::kernels {
 
-void f32_gemm_6x8_vec128(size_t m, size_t n, size_t kc, const float* a, const float* b,
-                         size_t b_stride, float* c, size_t ldc, bool accumulate) {
+void f32_gemm_6x8_simd128(size_t m, size_t n, size_t kc, const float* a, const float* b,
+                          size_t b_stride, float* c, size_t ldc, bool accumulate) {
   f32_gemm_tile<6, Style::loadsplat, 1, MulAdd>(m, n, kc, a, b, b_stride, c, ldc, accumulate);
 }
 
