@@ -71,7 +71,7 @@ function watchWorkers(settings, base, fromText) {
   return { failed, stop };
 }
 
-export function threadsAvailable() {
+function threadsAvailable() {
   return (isNode || globalThis.crossOriginIsolated === true) && sharedMemoryAvailable();
 }
 

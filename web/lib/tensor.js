@@ -474,7 +474,7 @@ export function fitMask(where, mask, nQ, nK) {
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
 // are refused. The one check of every additive mask, 2-D and on heads.
-export function checkAdditiveMask(where, bias) {
+function checkAdditiveMask(where, bias) {
   for (let i = 0; i < bias.length; ++i) {
     if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
       throw new RangeError(

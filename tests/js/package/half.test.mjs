@@ -8,10 +8,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../../web/lib/index.js';
-import { float32ToHalfInto, halfToFloat32, hasFloat16Array } from '../../../web/lib/half.js';
+import { float32ToHalfInto, halfToFloat32 } from '../../../web/lib/half.js';
 import { rng, uniform } from '../../../scripts/lib/reference.mjs';
 
-const NO_F16 = !hasFloat16Array && 'this engine has no Float16Array (Node 20): Deno and Bun run it';
+const NO_F16 =
+  typeof globalThis.Float16Array !== 'function' && 'this engine has no Float16Array (Node 20): Deno and Bun run it';
 
 // float16 bits -> its value, from the definition (a double).
 function halfValue(h) {
