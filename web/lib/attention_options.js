@@ -1,12 +1,13 @@
-// The checks of attention() and attentionBackward() on heads: q, k, v as 3-D or 4-D tensors
-// and the options of the ONNX Attention operator (opsets 23-25), read once into a plain
-// description of the call. Letters: B sequences, Hq query heads, Hkv key/value heads,
-// nQ queries, nNew new keys, nPast earlier keys (pastKey or a cache), nTotal = nPast + nNew.
+// The checks of attention() and attentionBackward() in every form, read once into a plain
+// description of the call: the one parser of the three forms, a 2-D call being heads with
+// B = Hq = Hkv = 1. Letters: B sequences, Hq query heads, Hkv key/value heads, nQ queries,
+// nNew new keys, nPast earlier keys (pastKey or a cache), nTotal = nPast + nNew.
+//   2-D q [nQ,dK], k [nNew,dK], v [nNew,dV] (one head of one sequence; results 2-D)
 //   4-D q [B,Hq,nQ,dK], k [B,Hkv,nNew,dK], v [B,Hkv,nNew,dV]
 //   3-D q [B,nQ,Hq·dK], k [B,nNew,Hkv·dK], v [B,nNew,Hkv·dV] (heads: { q: Hq, kv: Hkv })
 // Nothing here touches wasm memory; every later step reads what these functions return.
-// A call is read in two steps: parseHeadsAttention runs every getter of the caller's objects,
-// then (the instance checked alive) resolveHeadsAttention looks at the cache.
+// A call is read in two steps: parseAttention runs every getter of the caller's objects,
+// then (the instance checked alive) resolveAttention looks at the cache and fits the mask.
 import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
@@ -15,11 +16,11 @@ import {
   checkScale,
   checkTensor,
   describe,
-  fitHeadsMask,
+  fitMask,
   float32View,
   isArray,
   isRevoked,
-  readHeadsMask,
+  readMask,
   showShape,
   typedArrayCopy,
   typedArrayName,
@@ -33,8 +34,8 @@ export const QK_OUTPUTS = Object.freeze({
   weights: 'weights',
 });
 
-// attention()'s options; a 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
-export const FORWARD_OPTIONS = [
+// attention()'s options. A 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
+const FORWARD_OPTIONS = [
   'causal',
   'mask',
   'scale',
@@ -51,8 +52,15 @@ export const FORWARD_OPTIONS = [
   'sinks',
   'out',
 ];
-export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
-const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary', 'sinks'];
+const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
+// attentionBackward's options: attention()'s but out (it has several results). It refuses
+// BACKWARD_REFUSES by name in every form, and trace on heads (the core's heads backward keeps
+// no intermediates).
+const BACKWARD_OPTIONS = FORWARD_OPTIONS.filter((name) => name !== 'out');
+const BACKWARD_REFUSES = ['pastKey', 'pastValue', 'cache', 'qkOutput'];
+
+// q's shapes, for messages.
+export const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
 
 function integerAtLeast(where, name, value, min) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
@@ -75,12 +83,31 @@ function plainObject(where, name, value, allowed) {
   return checkOptions(`${where}: ${name}`, value, allowed);
 }
 
-// q, k, v (snapshots) in one layout and heads -> the sizes.
-function checkLayout(where, q, kArg, vArg, headsArg) {
+// The names of k's and v's shapes in the layout of a q of `rank` dimensions, for messages.
+const KV_SHAPES = {
+  2: ['[nK,dK]', '[nK,dV]'],
+  3: ['[B,nNew,Hkv·dK]', '[B,nNew,Hkv·dV]'],
+  4: ['[B,Hkv,nNew,dK]', '[B,Hkv,nNew,dV]'],
+};
+
+// q, k, v (snapshots) in one layout, and heads -> the sizes (a 2-D call: B = Hq = Hkv = 1).
+function checkLayout(where, q, k, v, headsArg) {
   const rank = q.shape.length;
-  const names = rank === 4 ? ['[B,Hkv,nNew,dK]', '[B,Hkv,nNew,dV]'] : ['[B,nNew,Hkv·dK]', '[B,nNew,Hkv·dV]'];
-  const k = checkTensor(where, 'k', kArg, [2, 3, 4], names[0]);
-  const v = checkTensor(where, 'v', vArg, [2, 3, 4], names[1]);
+  if (rank === 2) {
+    const [nQ, dK] = q.shape;
+    const [nNew, dV] = v.shape;
+    if (k.shape[1] !== dK) {
+      throw new RangeError(
+        `${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`,
+      );
+    }
+    if (k.shape[0] !== nNew) {
+      throw new RangeError(
+        `${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`,
+      );
+    }
+    return { batch: 1, qHeads: 1, kvHeads: 1, nQ, dK, nNew, dV, twoD: true, threeD: false, k, v };
+  }
   for (const [name, t] of [
     ['k', k],
     ['v', v],
@@ -155,7 +182,7 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
       `${where}: ${s.qHeads} query heads do not divide into ${s.kvHeads} kv heads (Hq must be a multiple of Hkv)`,
     );
   }
-  return { ...s, threeD: rank === 3, k, v };
+  return { ...s, twoD: false, threeD: rank === 3, k, v };
 }
 
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
@@ -293,22 +320,56 @@ function checkPast(where, o, s) {
   return { key, value, nPast };
 }
 
-// q (a snapshot of 3 or 4 dimensions), k, v, options, read once (every getter of the
-// caller's objects runs here) -> a frozen description of the call, its cache not yet looked
-// at: cache is the caller's value (or undefined), mask read but not yet fit to the keys, out
-// the caller's array for the output (tensor.js checkOut) or null.
-// backward: attentionBackward's options (no past, cache, trace or qkOutput).
-export function parseHeadsAttention(where, q, kArg, vArg, options, backward = false) {
+// The shape of a tensor of `heads` heads of `rows` rows of d, in the call's layout.
+export const shapeOf = (c, heads, rows, d) =>
+  c.twoD ? [rows, d] : c.threeD ? [c.batch, rows, heads * d] : [c.batch, heads, rows, d];
+
+// The options a call's form and direction refuse by name, each with its reason.
+function refuseOptions(where, o, twoD, backward) {
+  const given = (names) => names.find((name) => o[name] !== undefined);
+  const refused = backward && given(BACKWARD_REFUSES);
+  if (refused) {
+    throw new TypeError(
+      `${where}: takes no ${refused}, in any form: it differentiates attention over the k and v it is given${refused === 'qkOutput' ? '' : ' (pass all the keys and values, past and new, as k and v)'}`,
+    );
+  }
+  const headsOnly = twoD && given(HEADS_ONLY);
+  if (headsOnly) {
+    throw new TypeError(
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks${backward ? '' : ', out'}`,
+    );
+  }
+}
+
+// q, k, v, options of attention() (backward: of attentionBackward()) in any form, read once
+// (every getter of the caller's objects runs here) -> a frozen description of the call, its
+// cache not yet looked at: q, k, v (snapshots), the sizes, twoD and threeD (the layout), cache
+// (the caller's value, or undefined), mask read but not yet fit to the keys, out (the caller's
+// array for the output, checkOut) or null.
+export function parseAttention(where, qArg, kArg, vArg, options, backward = false) {
+  // the arguments in their order: q, k, v, then the options; the mask first of those, so that
+  // no later getter of the caller's reaches what it copied
+  const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
+  const twoD = q.shape.length === 2;
+  const [kNames, vNames] = KV_SHAPES[q.shape.length];
+  const ranks = twoD ? [2] : [2, 3, 4];
+  const [k, v] = [checkTensor(where, 'k', kArg, ranks, kNames), checkTensor(where, 'v', vArg, ranks, vNames)];
   const o = checkOptions(where, options, backward ? BACKWARD_OPTIONS : FORWARD_OPTIONS);
-  const s = checkLayout(where, q, kArg, vArg, o.heads);
-  const past = backward ? null : checkPast(where, o, s);
-  const cache = backward ? undefined : o.cache;
+  refuseOptions(where, o, twoD, backward);
+  const mask = readMask(where, o.mask, twoD);
+  const s = checkLayout(where, q, k, v, o.heads);
+  const past = checkPast(where, o, s);
+  const cache = o.cache;
   if (cache !== undefined && past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
   let kvLength = null;
   if (o.kvLength !== undefined) {
     if (cache !== undefined) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with cache`);
     kvLength = checkKvLength(where, o.kvLength, s.batch, (past ? past.nPast : 0) + s.nNew);
     if (past) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with pastKey`);
+  }
+  const trace = checkBoolean(where, 'trace', o.trace);
+  if (backward && trace && !twoD) {
+    throw new TypeError(`${where}: trace needs 2-D q, k, v: the backward on heads (3-D or 4-D) keeps no intermediates`);
   }
   const { left, right } = checkWindow(where, o.window);
   return Object.freeze({
@@ -320,29 +381,42 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
     left,
     right,
     causal: checkBoolean(where, 'causal', o.causal),
-    trace: checkBoolean(where, 'trace', o.trace),
+    trace,
     scale: checkScale(where, o.scale, s.dK),
     softcap: checkSoftcap(where, o.softcap),
     qkOutput: checkQkOutput(where, o.qkOutput),
     rotary: checkRotary(where, o.rotary, s.dK),
-    mask: readHeadsMask(where, o.mask),
+    mask,
     sinks: checkSinks(where, o.sinks, s.qHeads),
     // last: no getter of the caller's runs after it
     out: checkOut(where, o.out, {
       count: s.batch * s.qHeads * s.nQ * s.dV,
       format: q.format,
       input: 'q',
-      what: `the output ${showShape(s.threeD ? [s.batch, s.nQ, s.qHeads * s.dV] : [s.batch, s.qHeads, s.nQ, s.dV])}`,
+      what: `the output ${showShape(shapeOf(s, s.qHeads, s.nQ, s.dV))}`,
     }),
   });
 }
 
-// parseHeadsAttention's call -> everything heads_attention.js needs: the cache (its state)
+// dOutput = ∂L/∂output of attentionBackward, for parseAttention's call c -> its snapshot,
+// in the output's shape.
+export function checkDOutput(where, c, dOutput) {
+  const want = shapeOf(c, c.qHeads, c.nQ, c.dV);
+  const dOut = checkTensor(where, 'dOutput', dOutput, [want.length], showShape(want));
+  if (showShape(dOut.shape) !== showShape(want)) {
+    throw new RangeError(
+      `${where}: dOutput is ${showShape(dOut.shape)} but the output of attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is ${showShape(want)}`,
+    );
+  }
+  return dOut;
+}
+
+// parseAttention's call -> everything heads_attention.js needs: the cache (its state)
 // looked up and measured now, after every argument was read, so the call acts on it as it is;
 // nPast (pastKey's rows or the cache's length before this call appends), nTotal = nPast +
-// nNew; the mask fit to [B,Hq,nQ,nTotal] (v's weighted sums are checked on its copy in wasm
+// nNew; the mask fit to [B,Hq,nQ,nTotal] ([nQ,nK] for a 2-D call) (v's weighted sums are checked on its copy in wasm
 // memory: heads_attention.js).
-export function resolveHeadsAttention(rt, where, c) {
+export function resolveAttention(rt, where, c) {
   let cache = null,
     nPast = c.past ? c.past.nPast : 0;
   if (c.cache !== undefined) {
@@ -354,5 +428,5 @@ export function resolveHeadsAttention(rt, where, c) {
     }));
   }
   const nTotal = nPast + c.nNew;
-  return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitHeadsMask(where, c.mask, c, nTotal) });
+  return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitMask(where, c.mask, c, nTotal) });
 }

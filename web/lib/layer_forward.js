@@ -62,7 +62,7 @@ export function parseForward(config, where, xArg, options) {
       cache: o.cache,
       causal: checkBoolean(where, 'causal', o.causal),
       scale: checkScale(where, o.scale, dK),
-      mask: readMask(where, o.mask),
+      mask: readMask(where, o.mask, true),
       out: readOut(),
     });
   }
@@ -84,7 +84,8 @@ export function parseForward(config, where, xArg, options) {
   const causal = checkBoolean(where, 'causal', o.causal);
   const trace = checkBoolean(where, 'trace', o.trace);
   const scale = checkScale(where, o.scale, dK);
-  const { keep, bias } = fitMask(where, readMask(where, o.mask), nQ, nK);
+  const mask = fitMask(where, readMask(where, o.mask, true), { batch: 1, qHeads: 1, nQ, twoD: true }, nK);
+  const [keep, bias] = [mask?.keep ?? null, mask?.bias ?? null];
   return Object.freeze({ x, rank, batch, nQ, nK, context, causal, trace, scale, keep, bias, out: readOut() });
 }
 

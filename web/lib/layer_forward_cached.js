@@ -20,7 +20,9 @@ export function layerForwardCached(layer, where, c) {
     overflow: (length, cc) =>
       `${where}: x has ${nQ} new tokens but the cache holds ${length} of its capacity ${cc.capacity}: ${length + nQ} do not fit`,
   });
-  const { keep, bias } = fitMask(where, c.mask, nQ, past + nQ);
+  // the mask [nQ,nK] of the layer's every sequence and head
+  const mask = fitMask(where, c.mask, { batch: 1, qHeads: 1, nQ, twoD: true }, past + nQ);
+  const [keep, bias] = [mask?.keep ?? null, mask?.bias ?? null];
   const { heap } = rt;
   const result = stepOver(cache, () =>
     heap.scoped(where, (s) => {

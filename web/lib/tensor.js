@@ -1,6 +1,6 @@
 // Tensors, and the checks every public entry runs before it touches wasm memory: the one
 // value describer of messages, the engine's typed-array accessors (heap.js copies through
-// them too), tensors, options, and masks (2-D and on heads) read once into snapshots.
+// them too), tensors, options, and the mask of every form read once into snapshots.
 // A tensor is { data: Float32Array, shape: number[] }, row-major, or a half-precision one
 // { data: Float16Array or Uint16Array (the bits), shape, dtype: 'float16' } (half.js), widened
 // to float32 when it is read. Checks throw TypeError for a wrong kind of value and RangeError
@@ -391,54 +391,70 @@ export function checkScale(where, scale, dK) {
   return scale;
 }
 
-// mask, for nQ queries and nK keys: a keep mask (Uint8Array, 1 = keep) or an additive one
-// (Float32Array, or float16 values widened, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed array
-// of nQ·nK values. Read in two steps, nK being known only once a cache is looked at.
-//
-// The first: the mask read (its getters run once) and its kinds checked -> null (no mask) or
-// a frozen { data: a copy (Uint8Array or Float32Array), shape: frozen sizes or null }. A copy:
-// the getters of arguments read after it may detach, shrink or write the caller's buffer.
-export function readMask(where, mask) {
+// The mask of attention() in every form, and of a layer's forward, for scores [B,Hq,nQ,nTotal]:
+// a keep mask (Uint8Array or boolean[], 1 or true = keep) or an additive one (Float32Array, or
+// float16 values widened; -Infinity masks) as a tensor { data, shape, dtype? }. On heads its
+// shape has rank 1-4, right-aligned against the scores: each leading size 1 (broadcast) or
+// full, the last at most nTotal (keys past it are masked). A 2-D mask (twoD: a 2-D call, B =
+// Hq = 1, or a layer's) is [nQ,nK]: a tensor of that shape, one without shape, or a bare typed
+// array of nQ·nK values. Read in two steps, nTotal being known only once a cache is looked at.
+const MASK_DATA =
+  "Uint8Array or boolean[] (true = keep), Float32Array or Float16Array (added to the scores; or Uint16Array bits with dtype: 'float16')";
+
+// The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
+// mask) or a frozen { data: a copy (a typed array's, before the shape's getters run: they may
+// detach or shrink the caller's buffer; a boolean[]'s as a Uint8Array, see readBooleans),
+// length: the values the caller's data holds, type ('Uint8Array', 'Float32Array' or 'Array'),
+// bad: the first element of a boolean[] that is not a boolean ({ index, what }) or null,
+// shape: the sizes (numbers), or null (a 2-D mask of nQ·nK values) }.
+export function readMask(where, mask, twoD) {
   if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
   const isTensor = !bare && typeof mask === 'object' && !isArray(mask) && !isRevoked(mask);
-  const rawData = bare ? mask : isTensor ? mask.data : undefined;
-  const rawShape = isTensor ? mask.shape : undefined;
-  const dtype = isTensor ? maskDtype(where, mask.dtype) : undefined;
-  const half = halfMask(where, rawData, dtype);
-  const type = typedArrayName(rawData);
-  const data = half ?? (type === 'Uint8Array' || type === 'Float32Array' ? ownView(rawData, type) : null);
-  if (data === 'detached') {
-    throw new TypeError(
-      `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
-    );
-  }
-  if (data === null) {
-    const got = isTensor ? `mask.data is ${describe(rawData)}` : `got ${describe(mask)}`;
-    throw new TypeError(
-      `${where}: mask must be { data: Uint8Array (1 = keep), Float32Array or Float16Array (added to the scores; or Uint16Array bits with dtype: 'float16'), shape: [nQ,nK] } or a bare typed array; ${got}`,
-    );
-  }
-  const copy = data.slice(); // before the shape's getters run
+  const kinds = twoD
+    ? `{ data: ${MASK_DATA}, shape: [nQ,nK] } or a bare typed array of nQ·nK values`
+    : `a tensor { data: ${MASK_DATA}, shape } for 3-D or 4-D inputs`;
+  if (!isTensor && !(bare && twoD)) throw new TypeError(`${where}: mask must be ${kinds}; got ${describe(mask)}`);
+  const rawData = bare ? mask : mask.data;
+  const rawShape = bare ? undefined : mask.shape;
+  const name = bare ? 'mask' : 'mask.data';
+  const dtype = bare ? undefined : mask.dtype;
+  if (dtype !== undefined) checkOneOf(where, 'mask.dtype', dtype, DTYPES);
+  let type = typedArrayName(rawData);
+  let data = halfMask(where, name, rawData, dtype); // float16 values added, widened: a copy
+  if (data) type = 'Float32Array';
+  else if (type === 'Uint8Array') data = typedArrayCopy(where, name, rawData, U8);
+  else if (type === 'Float32Array') data = typedArrayCopy(where, name, rawData, F32);
+  else if (isArray(rawData)) type = 'Array';
+  else throw new TypeError(`${where}: mask must be ${kinds}; ${bare ? 'got' : 'mask.data is'} ${describe(rawData)}`);
   let shape = null;
   if (rawShape !== undefined && rawShape !== null) {
     if (!isArray(rawShape)) {
-      throw new TypeError(`${where}: mask.shape must be an array [nQ,nK], got ${describe(rawShape)}`);
+      throw new TypeError(
+        `${where}: mask.shape must be an array ${twoD ? '[nQ,nK]' : 'of 1 to 4 sizes'}, got ${describe(rawShape)}`,
+      );
     }
     shape = shapeSnapshot(where, 'mask', rawShape);
+  } else if (!twoD || type === 'Array') {
+    throw new TypeError(
+      `${where}: mask.shape must be an array ${twoD ? '[nQ,nK] for a boolean[] mask' : 'of 1 to 4 sizes'}, got ${describe(rawShape)}`,
+    );
   }
-  return Object.freeze({ data: copy, shape });
-}
-
-// A mask tensor's dtype (read once): undefined or one of DTYPES, else an error naming them.
-function maskDtype(where, dtype) {
-  if (dtype !== undefined) checkOneOf(where, 'mask.dtype', dtype, DTYPES);
-  return dtype;
+  if (!twoD && (shape.length < 1 || shape.length > 4))
+    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
+  let length,
+    bad = null;
+  if (type === 'Array')
+    ({ data, length, bad } = readBooleans(
+      rawData,
+      shape.reduce((a, b) => a * b, 1),
+    ));
+  return Object.freeze({ data, length: length ?? data.length, type, bad, shape });
 }
 
 // A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
 // Uint16Array of bits with dtype 'float16') -> a new Float32Array of them; else null.
-function halfMask(where, rawData, dtype) {
+function halfMask(where, name, rawData, dtype) {
   const type = typedArrayName(rawData);
   if (dtype === 'float16' && type !== 'Float16Array' && type !== 'Uint16Array') {
     throw new TypeError(
@@ -446,83 +462,7 @@ function halfMask(where, rawData, dtype) {
     );
   }
   if (type !== 'Float16Array' && !(type === 'Uint16Array' && dtype === 'float16')) return null;
-  const bits = ownView(rawData, type);
-  if (bits === 'detached') {
-    throw new TypeError(
-      `${where}: mask's buffer is detached (transferred or released); pass a mask whose memory is still there`,
-    );
-  }
-  return halfToFloat32(bits);
-}
-
-// The second, on readMask's snapshot, for scores [nQ,nK] -> { keep, bias }, at most one set,
-// each the snapshot's copy; bias's values are checked here, on the copy wasm gets.
-export function fitMask(where, mask, nQ, nK) {
-  if (mask === null) return { keep: null, bias: null };
-  const { data, shape } = mask;
-  if (shape !== null && (shape.length !== 2 || shape[0] !== nQ || shape[1] !== nK)) {
-    throw new RangeError(
-      `${where}: mask has shape ${showShape(shape)} but the scores are [${nQ},${nK}] (nQ queries by nK keys)`,
-    );
-  }
-  if (data.length !== nQ * nK) {
-    throw new RangeError(`${where}: mask has ${data.length} values but the scores [${nQ},${nK}] need ${nQ * nK}`);
-  }
-  if (typedArrayName(data) === 'Uint8Array') return { keep: data, bias: null };
-  return { keep: null, bias: checkAdditiveMask(where, data) };
-}
-
-// An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
-// are refused. The one check of every additive mask, 2-D and on heads.
-export function checkAdditiveMask(where, bias) {
-  for (let i = 0; i < bias.length; ++i) {
-    if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
-      throw new RangeError(
-        `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
-      );
-    }
-  }
-  return bias;
-}
-
-// The mask of a call on heads (attention_options.js), for scores [B,Hq,nQ,nTotal]: { data:
-// Uint8Array | boolean[] (true = keep) or Float32Array (added), shape: rank 1-4 } right-aligned
-// against the scores: each leading size 1 (broadcast) or full; the last at most nTotal (keys
-// past it are masked). Read in two steps, nTotal being known only once a cache is looked at.
-//
-// The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
-// mask) or a frozen { data: a copy (a typed array's; a boolean[]'s as a Uint8Array, see
-// readBooleans; null for anything else), length: the values the caller's data holds, type
-// ('Uint8Array', 'Float32Array', 'Array', or else what data was, for the message), bad: the
-// first element of a boolean[] that is not a boolean ({ index, what }) or null, shape: the
-// sizes (numbers) }.
-export function readHeadsMask(where, mask) {
-  if (mask === undefined || mask === null) return null;
-  if (typeof mask !== 'object' || isArray(mask) || isRevoked(mask) || typedArrayName(mask) !== undefined) {
-    throw new TypeError(
-      `${where}: mask must be a tensor { data: Uint8Array, boolean[] or Float32Array, shape } for 3-D or 4-D inputs, got ${describe(mask)}`,
-    );
-  }
-  const rawData = mask.data,
-    rawShape = mask.shape;
-  if (!isArray(rawShape))
-    throw new TypeError(`${where}: mask.shape must be an array of 1 to 4 sizes, got ${describe(rawShape)}`);
-  const shape = shapeSnapshot(where, 'mask', rawShape);
-  if (shape.length < 1 || shape.length > 4)
-    throw new RangeError(`${where}: mask has shape ${showShape(shape)}: it needs 1 to 4 dimensions`);
-  let type = typedArrayName(rawData);
-  let data = halfMask(where, rawData, maskDtype(where, mask.dtype)), // float16 values added, widened: a copy
-    length,
-    bad = null;
-  if (data) type = 'Float32Array';
-  else if (type === 'Uint8Array') data = typedArrayCopy(where, 'mask.data', rawData, Uint8Array);
-  else if (type === 'Float32Array') data = float32View(where, 'mask.data', rawData).slice();
-  else if (isArray(rawData)) {
-    type = 'Array';
-    const count = shape.reduce((a, b) => a * b, 1);
-    ({ data, length, bad } = readBooleans(rawData, count));
-  } else type = describe(rawData); // refused by fitHeadsMask, after the shape's checks
-  return Object.freeze({ data, length: length ?? data?.length, type, bad, shape });
+  return halfToFloat32(typedArrayCopy(where, name, rawData, Uint16Array));
 }
 
 // A boolean[] (its length read once) -> { data: its elements, each read once, as a Uint8Array
@@ -541,46 +481,48 @@ function readBooleans(array, count) {
   return { data: Uint8Array.from(keep), length, bad: null };
 }
 
-// The second, on readHeadsMask's snapshot, for s: { batch, qHeads, nQ } -> a copy and its
-// strides, in elements, as wa::HeadsMask reads them.
-export function fitHeadsMask(where, mask, s, nTotal) {
+// The second, on readMask's snapshot, for s: { batch, qHeads, nQ, twoD } and nTotal keys ->
+// null (no mask) or { keep, bias } (one set, the snapshot's copy; bias's values checked here,
+// on the copy wasm gets) and the strides, in elements, as wa::HeadsMask reads them.
+export function fitMask(where, mask, s, nTotal) {
   if (mask === null) return null;
   const { shape, type } = mask;
   const full = [s.batch, s.qHeads, s.nQ, nTotal];
   const dims = [1, 1, 1, 1];
-  shape.forEach((d, i) => {
-    dims[4 - shape.length + i] = d;
-  });
-  for (let axis = 0; axis < 4; ++axis) {
-    const d = dims[axis];
-    const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
-    if (!fits) {
-      const rule =
-        axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
+  if (s.twoD) {
+    if (shape !== null && (shape.length !== 2 || shape[0] !== s.nQ || shape[1] !== nTotal)) {
       throw new RangeError(
-        `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
+        `${where}: mask has shape ${showShape(shape)} but the scores are [${s.nQ},${nTotal}] (nQ queries by nK keys)`,
       );
     }
+    [dims[2], dims[3]] = [s.nQ, nTotal];
+  } else {
+    shape.forEach((d, i) => {
+      dims[4 - shape.length + i] = d;
+    });
+    for (let axis = 0; axis < 4; ++axis) {
+      const d = dims[axis];
+      const fits = axis === 3 ? Number.isInteger(d) && d >= 1 && d <= nTotal : d === 1 || d === full[axis];
+      if (!fits) {
+        const rule =
+          axis === 3 ? `its last size must be 1 to nTotal = ${nTotal}` : 'each size must be 1 or the full size';
+        throw new RangeError(
+          `${where}: mask has shape ${showShape(shape)} but the scores are [${full.join(',')}] [B,Hq,nQ,nTotal]: ${rule}`,
+        );
+      }
+    }
+  }
+  if (mask.bad) {
+    const { index, what } = mask.bad;
+    throw new TypeError(`${where}: mask.data[${index}] is ${what}: a boolean[] mask holds true (keep) or false`);
   }
   const count = dims[0] * dims[1] * dims[2] * dims[3];
-  let keep = null,
-    bias = null;
-  if (type === 'Uint8Array') keep = mask.data;
-  else if (type === 'Float32Array') bias = mask.data;
-  else if (type === 'Array') {
-    if (mask.bad) {
-      const { index, what } = mask.bad;
-      throw new TypeError(`${where}: mask.data[${index}] is ${what}: a boolean[] mask holds true (keep) or false`);
-    }
-    keep = mask.data;
-  } else {
-    throw new TypeError(
-      `${where}: mask.data must be a Uint8Array or boolean[] (true = keep) or a Float32Array or Float16Array (added to the scores), got ${type}`,
-    );
-  }
+  if (s.twoD && mask.length !== count)
+    throw new RangeError(`${where}: mask has ${mask.length} values but the scores [${s.nQ},${nTotal}] need ${count}`);
   if (mask.length !== count)
     throw new RangeError(`${where}: mask.data has ${mask.length} values but shape ${showShape(shape)} needs ${count}`);
-  if (bias) checkAdditiveMask(where, bias);
+  const keep = type === 'Float32Array' ? null : mask.data;
+  const bias = type === 'Float32Array' ? checkAdditiveMask(where, mask.data) : null;
   const cols = dims[3];
   return {
     keep,
@@ -590,6 +532,19 @@ export function fitHeadsMask(where, mask, s, nTotal) {
     headStride: dims[1] === 1 ? 0 : dims[2] * cols,
     batchStride: dims[0] === 1 ? 0 : dims[1] * dims[2] * cols,
   };
+}
+
+// An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
+// are refused. The one check of every additive mask.
+export function checkAdditiveMask(where, bias) {
+  for (let i = 0; i < bias.length; ++i) {
+    if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
+      throw new RangeError(
+        `${where}: mask[${i}] is ${bias[i]}: an additive mask takes finite values, or -Infinity to mask`,
+      );
+    }
+  }
+  return bias;
 }
 
 // v (nK rows), about to be averaged with softmax weights: every output is a weighted sum of nK
