@@ -490,7 +490,7 @@ describe('errors', () => {
       'qkOutput unknown',
       () => attn.attention(q4, k4, v4, { qkOutput: 'raw' }),
       RangeError,
-      /^attention: qkOutput "raw" is not one of 'scaled', 'softcapped', 'masked', 'weights'$/,
+      /^attention: qkOutput must be one of scaled, softcapped, masked, weights, got 'raw'$/,
     );
     run(
       'softcap negative',

@@ -6,7 +6,7 @@ import { headsBackward, headsForward } from './heads_attention.js';
 import { KvCache } from './kv_cache.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
-import { checkBoolean, checkOptions, checkOut, checkTensor, showShape } from './tensor.js';
+import { checkBoolean, checkOptions, checkOut, checkTensor, showShape } from './validate.js';
 
 export class Attention {
   #rt;

@@ -11,20 +11,22 @@
 import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
+  checkInteger,
+  checkKvLength,
+  checkOneOf,
   checkOptions,
   checkOut,
+  checkRotary,
   checkScale,
+  checkSinks,
+  checkSoftcap,
   checkTensor,
-  describe,
+  checkWindow,
   fitMask,
-  float32View,
-  isArray,
-  isRevoked,
+  plainObject,
   readMask,
   showShape,
-  typedArrayCopy,
-  typedArrayName,
-} from './tensor.js';
+} from './validate.js';
 
 // qkOutput -> the trace buffer it reads: ONNX qk_matmul_output_mode 0..3.
 export const QK_OUTPUTS = Object.freeze({
@@ -61,27 +63,6 @@ const BACKWARD_REFUSES = ['pastKey', 'pastValue', 'cache', 'qkOutput'];
 
 // q's shapes, for messages.
 export const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
-
-function integerAtLeast(where, name, value, min) {
-  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < min || value > 2 ** 31 - 1) {
-    throw new RangeError(`${where}: ${name} must be an integer from ${min} up, got ${value}`);
-  }
-  return value;
-}
-
-function plainObject(where, name, value, allowed) {
-  if (
-    value === null ||
-    typeof value !== 'object' ||
-    isArray(value) ||
-    isRevoked(value) ||
-    typedArrayName(value) !== undefined
-  ) {
-    throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
-  }
-  return checkOptions(`${where}: ${name}`, value, allowed);
-}
 
 // The names of k's and v's shapes in the layout of a q of `rank` dimensions, for messages.
 const KV_SHAPES = {
@@ -121,7 +102,7 @@ function checkLayout(where, q, k, v, headsArg) {
   let heads = null;
   if (headsArg !== undefined) {
     const h = plainObject(where, 'heads', headsArg, ['q', 'kv']);
-    heads = { q: integerAtLeast(where, 'heads.q', h.q, 1), kv: integerAtLeast(where, 'heads.kv', h.kv, 1) };
+    heads = { q: checkInteger(where, 'heads.q', h.q, 1), kv: checkInteger(where, 'heads.kv', h.kv, 1) };
   }
   let s;
   if (rank === 4) {
@@ -185,115 +166,9 @@ function checkLayout(where, q, k, v, headsArg) {
   return { ...s, twoD: false, threeD: rank === 3, k, v };
 }
 
-// window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
-export function checkWindow(where, window) {
-  if (window === undefined) return { left: -1, right: -1 };
-  const w = plainObject(where, 'window', window, ['left', 'right']);
-  const side = (name) => (w[name] === undefined ? -1 : integerAtLeast(where, `window.${name}`, w[name], -1));
-  return { left: side('left'), right: side('right') };
-}
-
-export function checkSoftcap(where, softcap) {
-  if (softcap === undefined) return 0;
-  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${describe(softcap)}`);
-  if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
-    throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
-  // the core holds it as a float32, where 0 means none: a cap too small for float32 is refused
-  if (softcap > 0 && Math.fround(softcap) === 0) {
-    throw new RangeError(
-      `${where}: softcap ${softcap} rounds to 0 in float32, which means no softcap; give 0 for none or at least 1.4e-45`,
-    );
-  }
-  return softcap;
-}
-
-// sinks: one logit per query head that joins every row's softmax denominator with no value
-// (wa/score_mask.h), as a Float32Array of Hq values or a tensor { data, shape: [Hq] }; each
-// finite, or -Infinity for none (as an additive mask's values). -> a Float32Array copy, or
-// null when left out.
-export function checkSinks(where, sinks, qHeads) {
-  if (sinks === undefined || sinks === null) return null;
-  let data;
-  if (typedArrayName(sinks) !== undefined) data = float32View(where, 'sinks', sinks);
-  else if (typeof sinks === 'object' && !Array.isArray(sinks))
-    data = checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`).data;
-  else
-    throw new TypeError(
-      `${where}: sinks must be a Float32Array of Hq = ${qHeads} values, one per query head, got ${describe(sinks)}`,
-    );
-  if (data.length !== qHeads)
-    throw new RangeError(
-      `${where}: sinks has ${data.length} values but there ${qHeads === 1 ? 'is 1 query head' : `are ${qHeads} query heads`} (Hq): one sink per query head`,
-    );
-  const copy = new Float32Array(data);
-  copy.forEach((x, h) => {
-    if (Number.isNaN(x) || x === Infinity)
-      throw new RangeError(`${where}: sinks[${h}] is ${x}: a sink is a finite logit, or -Infinity for none`);
-  });
-  return copy;
-}
-
-// kvLength: number[] or Int32Array, one per sequence, each in [0, nTotal] -> an Int32Array copy.
-function checkKvLength(where, kvLength, batch, nTotal) {
-  if (kvLength === undefined) return null;
-  let lengths;
-  if (typedArrayName(kvLength) === 'Int32Array') lengths = typedArrayCopy(where, 'kvLength', kvLength, Int32Array);
-  else if (isArray(kvLength)) {
-    lengths = new Int32Array(kvLength.length);
-    for (let b = 0; b < lengths.length; ++b) {
-      const n = kvLength[b];
-      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${describe(n)}`);
-      if (!Number.isInteger(n) || n < 0 || n > nTotal)
-        throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
-      lengths[b] = n;
-    }
-  } else
-    throw new TypeError(
-      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${describe(kvLength)}`,
-    );
-  if (lengths.length !== batch)
-    throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
-  lengths.forEach((n, b) => {
-    if (n < 0 || n > nTotal)
-      throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
-  });
-  return lengths;
-}
-
-// rotary: true or { offset = 0, base = 10000, interleaved = false, dims = dK } -> wa::Rotary
-// fields (dims 0 = all), offset before the earlier keys are added.
-export function checkRotary(where, rotary, dK) {
-  if (rotary === undefined || rotary === false) return null;
-  const r = rotary === true ? {} : plainObject(where, 'rotary', rotary, ['offset', 'base', 'interleaved', 'dims']);
-  const offset = r.offset === undefined ? 0 : integerAtLeast(where, 'rotary.offset', r.offset, 0);
-  let base = 10000;
-  if (r.base !== undefined) {
-    if (typeof r.base !== 'number')
-      throw new TypeError(`${where}: rotary.base must be a number, got ${describe(r.base)}`);
-    if (!(r.base > 0) || !Number.isFinite(r.base))
-      throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
-    base = r.base;
-  }
-  const interleaved = checkBoolean(where, 'rotary.interleaved', r.interleaved);
-  const dims = r.dims === undefined ? dK : integerAtLeast(where, 'rotary.dims', r.dims, 2);
-  if (dims % 2 !== 0 || dims > dK)
-    throw new RangeError(`${where}: rotary.dims is ${dims}: it must be even and at most dK = ${dK}`);
-  if (dK % 2 !== 0 && r.dims === undefined)
-    throw new RangeError(`${where}: rotary needs an even dK to turn pairs, got dK = ${dK}; pass rotary.dims`);
-  return { offset, base, dims, interleaved };
-}
-
 function checkQkOutput(where, qkOutput) {
   if (qkOutput === undefined) return null;
-  if (typeof qkOutput !== 'string')
-    throw new TypeError(`${where}: qkOutput must be a string, got ${describe(qkOutput)}`);
-  if (!Object.hasOwn(QK_OUTPUTS, qkOutput)) {
-    throw new RangeError(
-      `${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS)
-        .map((m) => `'${m}'`)
-        .join(', ')}`,
-    );
-  }
+  checkOneOf(where, 'qkOutput', qkOutput, Object.keys(QK_OUTPUTS));
   return qkOutput;
 }
 

@@ -17,7 +17,8 @@ import {
 } from './binding.js';
 import { QK_OUTPUTS, shapeOf } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { checkWeightedSums, resultTensor, showShape, tensor } from './tensor.js';
+import { checkWeightedSums, showShape } from './validate.js';
+import { resultTensor, tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];

@@ -5,7 +5,7 @@
 import { mhaShape, mhaWeights } from './binding.js';
 import { checkCacheFits, stepOver } from './kv_cache.js';
 import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
-import { fitMask, showShape } from './tensor.js';
+import { fitMask, showShape } from './validate.js';
 
 // c: parseForward's call with a cache. The cache is looked up and measured here, after every
 // argument was read: the call acts on it as it is now.
