@@ -163,7 +163,11 @@ function checkLayout(where, q, k, v, headsArg) {
       `${where}: ${s.qHeads} query heads do not divide into ${s.kvHeads} kv heads (Hq must be a multiple of Hkv)`,
     );
   }
-  return { ...s, twoD: false, threeD: rank === 3, k, v };
+  s.twoD = false;
+  s.threeD = rank === 3;
+  s.k = k;
+  s.v = v;
+  return s;
 }
 
 function checkQkOutput(where, qkOutput) {
@@ -217,7 +221,7 @@ function refuseOptions(where, o, twoD, backward) {
 }
 
 // q, k, v, options of attention() (backward: of attentionBackward()) in any form, read once
-// (every getter of the caller's objects runs here) -> a frozen description of the call, its
+// (every getter of the caller's objects runs here) -> a plain description of the call, its
 // cache not yet looked at: q, k, v (snapshots), the sizes, twoD and threeD (the layout), cache
 // (the caller's value, or undefined), mask read but not yet fit to the keys, out (the caller's
 // array for the output, checkOut) or null.
@@ -247,8 +251,20 @@ export function parseAttention(where, qArg, kArg, vArg, options, backward = fals
     throw new TypeError(`${where}: trace needs 2-D q, k, v: the backward on heads (3-D or 4-D) keeps no intermediates`);
   }
   const { left, right } = checkWindow(where, o.window);
-  return Object.freeze({
-    ...s,
+  // every field written out, in one order for every form (a spread here costs more than the
+  // whole call at small sizes)
+  return {
+    batch: s.batch,
+    qHeads: s.qHeads,
+    kvHeads: s.kvHeads,
+    nQ: s.nQ,
+    nNew: s.nNew,
+    dK: s.dK,
+    dV: s.dV,
+    twoD: s.twoD,
+    threeD: s.threeD,
+    k: s.k,
+    v: s.v,
     q,
     past,
     cache,
@@ -264,13 +280,19 @@ export function parseAttention(where, qArg, kArg, vArg, options, backward = fals
     mask,
     sinks: checkSinks(where, o.sinks, s.qHeads),
     // last: no getter of the caller's runs after it
-    out: checkOut(where, o.out, {
-      count: s.batch * s.qHeads * s.nQ * s.dV,
-      format: q.format,
-      input: 'q',
-      what: `the output ${showShape(shapeOf(s, s.qHeads, s.nQ, s.dV))}`,
-    }),
-  });
+    out:
+      o.out === undefined
+        ? null
+        : checkOut(where, o.out, {
+            count: s.batch * s.qHeads * s.nQ * s.dV,
+            format: q.format,
+            input: 'q',
+            what: `the output ${showShape(shapeOf(s, s.qHeads, s.nQ, s.dV))}`,
+          }),
+    // resolveAttention's
+    nPast: 0,
+    nTotal: 0,
+  };
 }
 
 // dOutput = ∂L/∂output of attentionBackward, for parseAttention's call c -> its snapshot,
@@ -286,8 +308,8 @@ export function checkDOutput(where, c, dOutput) {
   return dOut;
 }
 
-// parseAttention's call -> everything heads_attention.js needs: the cache (its state)
-// looked up and measured now, after every argument was read, so the call acts on it as it is;
+// parseAttention's call, completed in place -> everything heads_attention.js needs: the
+// cache (its state) looked up and measured now, after every argument was read, so the call acts on it as it is;
 // nPast (pastKey's rows or the cache's length before this call appends), nTotal = nPast +
 // nNew; the mask fit to [B,Hq,nQ,nTotal] ([nQ,nK] for a 2-D call) (v's weighted sums are checked on its copy in wasm
 // memory: heads_attention.js).
@@ -303,5 +325,9 @@ export function resolveAttention(rt, where, c) {
     }));
   }
   const nTotal = nPast + c.nNew;
-  return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitMask(where, c.mask, c, nTotal) });
+  c.mask = fitMask(where, c.mask, c, nTotal);
+  c.cache = cache;
+  c.nPast = nPast;
+  c.nTotal = nTotal;
+  return c;
 }

@@ -5,6 +5,7 @@
 // (wa/attention.h), the one entry that keeps the backward's intermediates. The call's
 // description comes from attention_options.js; letters as there.
 import {
+  ALL_KEYS,
   attentionBackwardTrace,
   attentionTrace,
   heads3d,
@@ -35,7 +36,8 @@ function putRotated(rt, where, s, c) {
   const vAt = s.putFinite(c.v.data, 'v.data');
   checkWeightedSums(where, rt.heap.maxAbs(vAt, c.batch * c.kvHeads * c.nNew * c.dV), c.nTotal);
   const v = lay(vAt, c.kvHeads, c.nNew, c.dV);
-  const turn = c.rotary && rotary({ ...c.rotary, offset: c.rotary.offset + c.nPast });
+  const r = c.rotary;
+  const turn = r && rotary({ offset: r.offset + c.nPast, base: r.base, dims: r.dims, interleaved: r.interleaved });
   if (turn) {
     rt.call(where, 'rotaryForward', c.batch, c.qHeads, c.nQ, c.dK, q, turn);
     rt.call(where, 'rotaryForward', c.batch, c.kvHeads, c.nNew, c.dK, k, turn);
@@ -49,16 +51,14 @@ function putScoreMask(s, c, offset) {
   const m = c.mask;
   return {
     causal: c.causal,
+    keep: m?.keep ? s.put(m.keep, 'mask') : 0,
+    bias: m?.bias ? s.put(m.bias, 'mask') : 0,
     offset,
     left: c.left,
     right: c.right,
+    maskLd: m ? m.maskLd : ALL_KEYS,
+    maskCols: m ? m.maskCols : ALL_KEYS,
     softcap: c.softcap,
-    ...(m && {
-      keep: m.keep ? s.put(m.keep, 'mask') : 0,
-      bias: m.bias ? s.put(m.bias, 'mask') : 0,
-      maskLd: m.maskLd,
-      maskCols: m.maskCols,
-    }),
   };
 }
 
@@ -205,7 +205,8 @@ export function headsBackward(rt, where, c, dOut) {
       // q [nQ,dK], k [nK,dK], v [nK,dV] as matrices: wa::attention_backward with its trace
       const { nQ, nNew: nK, dK, dV } = c;
       for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(4 * nQ * nK, `the trace's ${name} [${nQ},${nK}]`);
-      const mask = scoreMask({ ...putScoreMask(s, c, 0), ...(c.sinks && { sink: c.sinks[0] }) });
+      const mask = scoreMask(putScoreMask(s, c, 0));
+      if (c.sinks) mask.sink = c.sinks[0];
       const m = (head, rows, cols) => matrix(head.data, rows, cols);
       rt.call(
         where,
