@@ -23,7 +23,6 @@ import {
   checkTensor,
   checkWindow,
   fitMask,
-  plainObject,
   readMask,
   showShape,
 } from './validate.js';
@@ -101,7 +100,7 @@ function checkLayout(where, q, k, v, headsArg) {
   }
   let heads = null;
   if (headsArg !== undefined) {
-    const h = plainObject(where, 'heads', headsArg, ['q', 'kv']);
+    const h = checkOptions(where, headsArg, ['q', 'kv'], 'heads');
     heads = { q: checkInteger(where, 'heads.q', h.q, 1), kv: checkInteger(where, 'heads.kv', h.kv, 1) };
   }
   let s;

@@ -161,9 +161,10 @@ function firstValues(where, c, shapes, weights, seed, firstSinks) {
   const values = firstSinks ? { sinks: firstSinks } : {};
   if (weights !== undefined) {
     const w = checkOptions(
-      `${where}: weights`,
+      where,
       weights,
       PARAMETERS.map((p) => p.name),
+      'weights',
     );
     if (firstSinks && w.sinks !== undefined)
       throw new TypeError(

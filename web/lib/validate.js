@@ -254,14 +254,7 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
 // frozen numbers, format }, sizes not yet checked.
 export function readTensor(where, name, t, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
-  if (
-    t === null ||
-    typeof t !== 'object' ||
-    ArrayBuffer.isView(t) ||
-    typedArrayName(t) !== undefined ||
-    isArray(t) ||
-    isRevoked(t)
-  ) {
+  if (!isObjectArgument(t) || ArrayBuffer.isView(t)) {
     throw new TypeError(
       `${where}: ${name} must be a tensor { data: Float32Array, shape: number[] }${expected}, got ${describe(t)}`,
     );
@@ -337,22 +330,29 @@ export function checkOneOf(where, name, value, allowed) {
 export const checkUint32 = (where, name, value) =>
   checkInteger(where, name, value, 0, 0xffffffff, 'an integer from 0 to 2^32-1');
 
-// options, read once -> a plain object holding the allowed keys' values (getters run once).
-export function checkOptions(where, options, allowed) {
+// Whether value is an object whose properties can be read as named arguments: not null, an
+// Array, a typed array or a revoked Proxy.
+function isObjectArgument(value) {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    !isArray(value) &&
+    !isRevoked(value) &&
+    typedArrayName(value) === undefined
+  );
+}
+
+// options (or the option object `name` within them: window, rotary, heads, a layer's weights),
+// read once -> a plain object holding the allowed keys' values (getters run once); {} when left
+// out.
+export function checkOptions(where, options, allowed, name = 'options') {
   if (options === undefined) return {};
-  if (
-    options === null ||
-    typeof options !== 'object' ||
-    isArray(options) ||
-    isRevoked(options) ||
-    typedArrayName(options) !== undefined
-  ) {
-    throw new TypeError(`${where}: options must be an object, got ${describe(options)}`);
-  }
+  if (!isObjectArgument(options)) throw new TypeError(`${where}: ${name} must be an object, got ${describe(options)}`);
   const keys = Object.keys(options);
   for (const key of keys) {
     if (!allowed.includes(key)) {
-      throw new TypeError(`${where}: unknown option "${key}" (known: ${allowed.join(', ')})`);
+      const at = name === 'options' ? where : `${where}: ${name}`;
+      throw new TypeError(`${at}: unknown option "${key}" (known: ${allowed.join(', ')})`);
     }
   }
   const snapshot = {};
@@ -403,7 +403,7 @@ const MASK_DATA =
 export function readMask(where, mask, twoD) {
   if (mask === undefined || mask === null) return null;
   const bare = typedArrayName(mask) !== undefined;
-  const isTensor = !bare && typeof mask === 'object' && !isArray(mask) && !isRevoked(mask);
+  const isTensor = isObjectArgument(mask);
   const kinds = twoD
     ? `{ data: ${MASK_DATA}, shape: [nQ,nK] } or a bare typed array of nQ·nK values`
     : `a tensor { data: ${MASK_DATA}, shape } for 3-D or 4-D inputs`;
@@ -554,23 +554,10 @@ export function checkWeightedSums(where, maxAbs, nK) {
   }
 }
 
-export function plainObject(where, name, value, allowed) {
-  if (
-    value === null ||
-    typeof value !== 'object' ||
-    isArray(value) ||
-    isRevoked(value) ||
-    typedArrayName(value) !== undefined
-  ) {
-    throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
-  }
-  return checkOptions(`${where}: ${name}`, value, allowed);
-}
-
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
 export function checkWindow(where, window) {
   if (window === undefined) return { left: -1, right: -1 };
-  const w = plainObject(where, 'window', window, ['left', 'right']);
+  const w = checkOptions(where, window, ['left', 'right'], 'window');
   const side = (name) => (w[name] === undefined ? -1 : checkInteger(where, `window.${name}`, w[name], -1));
   return { left: side('left'), right: side('right') };
 }
@@ -646,7 +633,7 @@ export function checkKvLength(where, kvLength, batch, nTotal) {
 // fields (dims 0 = all), offset before the earlier keys are added.
 export function checkRotary(where, rotary, dK) {
   if (rotary === undefined || rotary === false) return null;
-  const r = rotary === true ? {} : plainObject(where, 'rotary', rotary, ['offset', 'base', 'interleaved', 'dims']);
+  const r = rotary === true ? {} : checkOptions(where, rotary, ['offset', 'base', 'interleaved', 'dims'], 'rotary');
   const offset = r.offset === undefined ? 0 : checkInteger(where, 'rotary.offset', r.offset, 0);
   let base = 10000;
   if (r.base !== undefined) {
