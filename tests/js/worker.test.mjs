@@ -124,6 +124,7 @@ describe('the worker form', () => {
         const callable = row.form === 'method' || row.form === 'dispose';
         assert.equal(isMethod(direct, row.name), callable, `${what}: a method in the direct form`);
         assert.equal(isMethod(worker, row.name), callable, `${what}: a method in the worker form`);
+        assert.equal(Object.hasOwn(worker, row.name), Object.hasOwn(direct, row.name), `${what}: an own property`);
         if (row.form === 'local') assert.deepEqual(worker[row.name], direct[row.name], `${what}: the same value`);
         if (row.form === 'getter') {
           const value = worker[row.name];

@@ -13,7 +13,9 @@
 //            'getter': a property read in the worker, a Promise here
 //            'local':  a value the worker sent when the object was made (a layer's config, a
 //                      cache's shape, the backend), read here with no request; checks: it
-//                      throws once the instance was disposed, as the direct form's does
+//                      throws once the instance was disposed, as the direct form's does;
+//                      own: an own property of each object, as in the direct form (else a
+//                      getter of the class)
 //            'dispose': frees the object in the worker once the calls made before it ran
 //   args     how many arguments are sent as given (those left out as undefined); a caller's
 //            extra ones are not sent
@@ -60,7 +62,7 @@ export const OPERATIONS = Object.freeze(
     { on: 'attention', name: 'multiHeadAttention', form: 'method', args: 0, options: 'options', makes: 'layer' },
     { on: 'attention', name: 'dispose', form: 'dispose' },
 
-    { on: 'layer', name: 'config', form: 'local' },
+    { on: 'layer', name: 'config', form: 'local', own: true },
     {
       on: 'layer',
       name: 'forward',

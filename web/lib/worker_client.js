@@ -395,6 +395,7 @@ function proxyOf(on, channel, id, local) {
   const frozen = Object.fromEntries(Object.entries(local).map(([k, v]) => [k, Object.freeze(v)]));
   const side = { on, channel, id, local: frozen, disposed: false, token: {}, finished: null };
   sides.set(proxy, side);
+  for (const row of operationsOn(on)) if (row.own) proxy[row.name] = frozen[row.name];
   if (id !== undefined) {
     const { op } = operationsOn(on).find((row) => row.form === 'dispose');
     leftBehind.register(proxy, { channel, op, target: id }, side.token);
@@ -458,6 +459,7 @@ function disposeOf(row, where, side) {
 for (const row of OPERATIONS) {
   const where = KINDS[row.on].where + row.name;
   const prototype = CLASSES[row.on].prototype;
+  if (row.own) continue; // set on each object by proxyOf
   if (row.form === 'local') {
     const get = function () {
       const side = sideOf(this, row.on, where);
