@@ -27,12 +27,13 @@
 //            absent:     none (a call of this member never transfers)
 //   out      with options.out, where the answer's main result is, whose values go into out:
 //            'output' (answer.output) or 'answer' (the answer itself)
+//   cacheOption  the options key that takes a KvCache in the direct form: here it takes a
+//            cache of this form, sent as a reference to its cache in the worker (any cache of
+//            this form among a call's arguments goes as one, so that a misplaced one gets the
+//            direct form's message there)
 //   hold     a call with out that changes the worker's state is held (the undo protocol,
 //            worker_client.js): 'always' (a layer's forward replaces its saved forward), or
-//            'cache' (when options.cache is a cache of this form, which the call appends to)
-//   cache    'options.cache': a cache of this form may be passed there, sent by reference
-//            (any cache of this form among the arguments goes as one; a direct-form cache
-//            or another worker's is refused there as the direct form refuses it)
+//            'cache' (when its cacheOption holds a cache of this form, which it appends to)
 //   makes    the answer is a new object in the worker ('layer' or 'cache'), given here as a
 //            proxy of this form holding its local values
 //   returns  'arrays': the answer holds typed arrays, each a fresh copy out of wasm memory
@@ -51,7 +52,7 @@ export const OPERATIONS = Object.freeze(
       options: 'options',
       out: 'output',
       hold: 'cache',
-      cache: 'options.cache',
+      cacheOption: 'cache',
       returns: 'arrays',
     },
     { on: 'attention', name: 'attentionBackward', form: 'method', args: 4, options: 'options', returns: 'arrays' },
@@ -71,7 +72,7 @@ export const OPERATIONS = Object.freeze(
       options: 'options',
       out: 'output',
       hold: 'always',
-      cache: 'options.cache',
+      cacheOption: 'cache',
       returns: 'arrays',
     },
     { on: 'layer', name: 'backward', form: 'method', args: 1, options: 'transfer', returns: 'arrays' },

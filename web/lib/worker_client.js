@@ -426,7 +426,7 @@ function callOf(row, where, side, args) {
     if (t.options !== undefined) sent.push(t.options);
     if (t.out) {
       const mainOf = row.out === 'output' ? (answer) => answer.output : (answer) => answer;
-      const overCache = row.hold === 'cache' && sides.get(t.options?.cache)?.on === 'cache';
+      const overCache = row.hold === 'cache' && sides.get(t.options?.[row.cacheOption])?.on === 'cache';
       held = { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: row.hold === 'always' || overCache };
     }
   }
