@@ -434,10 +434,10 @@ function callOf(row, where, side, args) {
   return row.makes ? answer.then(({ id, local }) => proxyOf(row.makes, side.channel, id, local)) : answer;
 }
 
-// A 'dispose' row: the instance lets the calls already made finish, disposes the worker's
-// instance (its layers and caches with it) and terminates the worker, a layer or cache frees
-// its object in the worker once the calls made before it ran. Later calls reject; safe to
-// call twice.
+// A 'dispose' row. The instance's lets the calls already made finish, disposes the worker's
+// instance (its layers and caches with it) and terminates the worker; a layer's or cache's
+// frees its object in the worker once the calls made before it ran. Later calls reject; safe
+// to call twice.
 function disposeOf(row, where, side) {
   const channel = side.channel;
   if (row.on === 'attention') {
