@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../web/lib/index.js';
+import { DIRECT_ONLY, operationsOn } from '../../web/lib/operations.js';
 import { randomTensor, rng } from '../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from './runtime.mjs';
 
@@ -83,6 +84,59 @@ describe('the worker form', () => {
     assert.deepEqual(remote.backend, local.backend);
     assert.equal(remote.backend.variant, 'simd-mt');
     assert.equal(remote.backend.threads, 2);
+  });
+
+  // The public members of an object: its own keys and its prototypes' names, less constructor.
+  function membersOf(object) {
+    const names = new Set(Object.keys(object));
+    for (let p = Object.getPrototypeOf(object); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      for (const name of Object.getOwnPropertyNames(p)) if (name !== 'constructor') names.add(name);
+    }
+    return [...names].sort();
+  }
+  const isMethod = (object, name) => typeof object[name] === 'function';
+
+  // A new method of the direct form is a row of the table (or a DIRECT_ONLY entry): the worker
+  // form cannot miss it, nor keep a member the direct form lost.
+  test('the table of operations and the direct form agree, member by member', async () => {
+    const layerConfig = { dModel: 4, heads: 2, seed: 1 };
+    const cacheConfig = { batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4, dtype: 'int8' };
+    const forms = [
+      ['attention', local, remote],
+      ['layer', local.multiHeadAttention(layerConfig), await remote.multiHeadAttention(layerConfig)],
+      ['cache', local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)],
+    ];
+    for (const [on, direct, worker] of forms) {
+      const rows = operationsOn(on);
+      const directOnly = Object.keys(DIRECT_ONLY).flatMap((key) =>
+        key.startsWith(`${on}.`) ? [key.slice(on.length + 1)] : [],
+      );
+      for (const name of directOnly) assert.ok(DIRECT_ONLY[`${on}.${name}`].length > 10, `${on}.${name}: say why`);
+      const named = [...rows.map((row) => row.name), ...directOnly].sort();
+      assert.deepEqual(
+        membersOf(direct),
+        named,
+        `${on}: the direct form's members, and the table's rows with DIRECT_ONLY`,
+      );
+      assert.deepEqual(membersOf(worker), rows.map((row) => row.name).sort(), `${on}: the worker form's members`);
+      for (const row of rows) {
+        const what = `${on}.${row.name} (${row.form})`;
+        const callable = row.form === 'method' || row.form === 'dispose';
+        assert.equal(isMethod(direct, row.name), callable, `${what}: a method in the direct form`);
+        assert.equal(isMethod(worker, row.name), callable, `${what}: a method in the worker form`);
+        assert.equal(Object.hasOwn(worker, row.name), Object.hasOwn(direct, row.name), `${what}: an own property`);
+        if (row.form === 'local') assert.deepEqual(worker[row.name], direct[row.name], `${what}: the same value`);
+        if (row.form === 'getter') {
+          const value = worker[row.name];
+          assert.ok(value instanceof Promise, `${what}: a Promise in the worker form`);
+          assertSameBits(await value, direct[row.name], what);
+        }
+      }
+    }
+    for (const [, direct, worker] of forms.slice(1)) {
+      direct.dispose();
+      await worker.dispose();
+    }
   });
 
   test('the calling thread keeps running while the worker computes', async () => {
