@@ -39,7 +39,7 @@
 import { isNode, nodeBuiltin, process } from './host.js';
 import { OPERATIONS, operationsOn } from './operations.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './tensor.js';
+import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './validate.js';
 import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
