@@ -46,11 +46,11 @@ export interface OutOption<R extends AnyTensor = AnyTensor> {
   out?: OutArray<R> | null;
 }
 
-/** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
- *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. dtype 'float16'
- *  only on half-precision data (a HalfTensor). */
+/** A keep mask (Uint8Array or boolean[], 1 or true = keep, 0 or false = masked) or an additive
+ *  one (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed
+ *  array of nQ·nK values. dtype 'float16' only on half-precision data (a HalfTensor). */
 export type Mask =
-  | { data: Uint8Array | Float32Array; shape: [number, number] | number[]; dtype?: 'float32' }
+  | { data: Uint8Array | boolean[] | Float32Array; shape: [number, number] | number[]; dtype?: 'float32' }
   | HalfTensor
   | Uint8Array
   | Float32Array

@@ -57,6 +57,10 @@ layer.forward(tensor(new Float32Array(8), [1, 8]), { cache: c, trace: false, cau
 await wl.forward(tensor(new Float32Array(8), [1, 8]), { context: tensor(new Float32Array(8), [1, 8]), trace: true });
 attn.attention(q, q, q, { mask: { data: new Float32Array(1), shape: [1, 1], dtype: 'float32' } });
 attn.attention(q, q, q, { mask: { data: new Uint16Array(1), shape: [1, 1], dtype: 'float16' } });
+// a boolean[] mask, in 2-D calls too (web/docs/api.md)
+attn.attention(q, q, q, { mask: { data: [true, false], shape: [1, 2] } });
+layer.forward(tensor(new Float32Array(8), [1, 8]), { mask: { data: [true], shape: [1, 1] } });
+attn.attentionBackward(q, q, q, q, { mask: { data: [true], shape: [1, 1] }, trace: true });
 void [kd, dt, n, wrows, wn, wdt, wx, hdt, rows, lw];
 
 // ---- refused ----
@@ -130,4 +134,6 @@ await wl.forward(tensor(new Float32Array(8), [1, 8]), { cache: wc, trace: true }
 await wl.forward(tensor(new Float32Array(8), [1, 8]), { cache: wc, context: tensor(new Float32Array(8), [1, 8]) });
 // EXPECT-ERROR a worker mask dtype 'float16' on a Float32Array (silently read as float32)
 await w.attention(q, q, q, { mask: { data: new Float32Array(1), shape: [1, 1, 1, 1], dtype: 'float16' } });
+// EXPECT-ERROR a 2-D mask of numbers in an Array
+attn.attention(q, q, q, { mask: { data: [1, 0], shape: [1, 2] } });
 void [bad1, bad2, bad3];
