@@ -719,11 +719,6 @@ const cases = {
     return after;
   },
   'cache wrong dtype q half': (x) => C(x, {}, half([1, 2, 1, 4])),
-  'cache of another instance': async (x) => {
-    const other = x.attn === instances.new.direct ? instances.old.direct : instances.new.direct;
-    void other; // caches of one library given to the other are not compared; the same library's
-    return x.attn.attention(q4c(), k4c(), k4c(), { cache: x.lcache });
-  },
   'fw cache with extra x batch': (x) => F(x, { cache: x.lcache }, T([2, 1, 4])),
   'fw context half': (x) => F(x, { context: half([5, 4]) }),
   'fw context NaN': (x) => F(x, { context: T([5, 4], 1, new Float32Array(20).fill(NaN)) }),
@@ -761,6 +756,30 @@ const cases = {
   'mm out half for half a': (x) => M(x, { out: new Uint16Array(15) }, half([3, 4])),
   'mm b half a f32': (x) => M(x, {}, T([3, 4]), half([4, 5])),
   'mm options getter throws': (x) => M(x, throwing({}, 'transposeA')),
+  // caches and layers of another instance, or of the other form
+  'cache of another instance': async (x) => {
+    const other = await own(x, x.lib.createAttention({ threads: 1, worker: x.worker }));
+    const c = await other.kvCache(kvc());
+    return C(x, { cache: c });
+  },
+  'cache of the other form': async (x) => {
+    const other = await own(x, x.lib.createAttention({ threads: 1, worker: !x.worker }));
+    const c = await other.kvCache(kvc());
+    return C(x, { cache: c });
+  },
+  'fw cache of another instance': async (x) => {
+    const other = await own(x, x.lib.createAttention({ threads: 1, worker: x.worker }));
+    const c = await other.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4 });
+    return F(x, { cache: c });
+  },
+  'fw cache of the other form': async (x) => {
+    const other = await own(x, x.lib.createAttention({ threads: 1, worker: !x.worker }));
+    const c = await other.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4 });
+    return F(x, { cache: c });
+  },
+  'cache as mask': (x) => A4(x, { mask: x.cache }),
+  'layer as q': (x) => A(x, {}, x.layer),
+  'cache as pastKey': (x) => A4(x, { pastKey: x.cache, pastValue: x.cache }),
 };
 
 // ---- running a case and describing what it did ----
@@ -824,9 +843,9 @@ async function state(x) {
   };
 }
 
-async function runCase(attn, name, fn) {
+async function runCase(attn, name, fn, lib, worker) {
   const start = (await attn.memory()).allocatedBytes;
-  const x = { attn, owned: [] };
+  const x = { attn, owned: [], lib, worker };
   x.cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
   await attn.attention(q4c(), k4c(), k4c(), { cache: x.cache });
   x.layer = await attn.multiHeadAttention({ dModel: 4, heads: 2, seed: 3 });
@@ -873,14 +892,15 @@ const rowsOut = [];
 for (const [name, fn] of Object.entries(cases)) {
   if (only && !name.includes(only)) continue;
   for (const form of ['direct', 'worker']) {
-    let o = await runCase(instances.old[form], name, fn);
-    let n = await runCase(instances.new[form], name, fn);
+    const w = form === 'worker';
+    let o = await runCase(instances.old[form], name, fn, oldLib, w);
+    let n = await runCase(instances.new[form], name, fn, newLib, w);
     const suspect = (o, n) => (n.outcome !== 'ok' && (o.leaked !== n.leaked || n.leaked)) || o.net !== n.net || n.net;
     if (suspect(o, n)) {
       // memory freed by a finalizer of an earlier case's objects shows here; once more, to
       // tell it from this case's own
-      o = await runCase(instances.old[form], name, fn);
-      n = await runCase(instances.new[form], name, fn);
+      o = await runCase(instances.old[form], name, fn, oldLib, w);
+      n = await runCase(instances.new[form], name, fn, newLib, w);
     }
     ++compared;
     const diffs = [];
@@ -943,6 +963,45 @@ if (!only || 'disposed instance'.includes(only))
         rowsOut.push(`DIFF | ${form} | disposed instance: ${name} | old ${got.oldText} | new ${got.newText}`);
       } else if (all) rowsOut.push(`same | ${form} | disposed instance: ${name} | ${got.newText.slice(0, 160)}`);
     }
+
+// ---- the surface: each member's kind, arity and attributes, on the instance, a cache, a layer ----
+function surface(o) {
+  const out = [];
+  for (let p = o, depth = 0; p && p !== Object.prototype; p = Object.getPrototypeOf(p), ++depth)
+    for (const k of Reflect.ownKeys(p)) {
+      if (k === 'constructor') continue;
+      const d = Object.getOwnPropertyDescriptor(p, k);
+      const kind = d.get ? 'getter' : typeof d.value === 'function' ? `method(${d.value.length})` : typeof d.value;
+      const attrs = `${d.enumerable ? 'e' : ''}${d.writable ? 'w' : ''}${d.configurable ? 'c' : ''}`;
+      out.push(`${depth ? 'proto' : 'own'} ${String(k)} ${kind} ${attrs}`);
+    }
+  return out.sort();
+}
+if (!only || 'surface'.includes(only))
+  for (const form of ['direct', 'worker']) {
+    const got = {};
+    for (const [which, lib] of [
+      ['old', oldLib],
+      ['new', newLib],
+    ]) {
+      const a = await lib.createAttention({ threads: 1, worker: form === 'worker' });
+      const c = await a.kvCache(kvc());
+      const l = await a.multiHeadAttention(lc());
+      got[which] = { attention: surface(a), cache: surface(c), layer: surface(l), config: surface(l.config) };
+      await a.dispose();
+    }
+    for (const on of Object.keys(got.new)) {
+      ++compared;
+      const gone = got.old[on].filter((m) => !got.new[on].includes(m));
+      const added = got.new[on].filter((m) => !got.old[on].includes(m));
+      if (gone.length || added.length) {
+        ++divergences;
+        rowsOut.push(
+          `DIFF | ${form} | surface of ${on} | old only: ${gone.join(', ')} | new only: ${added.join(', ')}`,
+        );
+      } else if (all) rowsOut.push(`same | ${form} | surface of ${on} | ${got.new[on].join(', ')}`);
+    }
+  }
 
 console.log(rowsOut.join('\n'));
 console.log(
