@@ -780,6 +780,66 @@ const cases = {
   'cache as mask': (x) => A4(x, { mask: x.cache }),
   'layer as q': (x) => A(x, {}, x.layer),
   'cache as pastKey': (x) => A4(x, { pastKey: x.cache, pastValue: x.cache }),
+  // two faults in one call: which is named first (its class) may have moved with the checks
+  'two: q NaN, k cols': (x) => A(x, {}, T([3, 4], 1, new Float32Array(12).fill(NaN)), T([5, 3])),
+  'two: scale NaN, mask number': (x) => A(x, { scale: NaN, mask: 1 }),
+  'two: unknown option, q null': (x) => A(x, { foo: 1 }, null),
+  'two: out Float64, q shape': (x) => A(x, { out: new Float64Array(12) }, T([3, 4], 1, new Float32Array(11))),
+  'two: out short, v NaN': (x) =>
+    A(x, { out: new Float32Array(2) }, q2(), k2(), T([5, 4], 1, new Float32Array(20).fill(NaN))),
+  'two: mask short, sinks NaN': (x) => A(x, { mask: mask2(new Uint8Array(3)), sinks: new Float32Array([NaN]) }),
+  'two: window bad, softcap bad': (x) => A(x, { window: { left: -3 }, softcap: -1 }),
+  'two: rotary dims odd, scale string': (x) => A(x, { rotary: { dims: 3 }, scale: '1' }),
+  'two: heads mismatch, kvLength bad': (x) => A4(x, { heads: { q: 3, kv: 1 }, kvLength: [-1] }),
+  'two: past shape, qkOutput bogus': (x) =>
+    A4(x, { pastKey: T([1, 1, 2, 3]), pastValue: T([1, 1, 2, 4]), qkOutput: 'x' }),
+  'two: cache full, mask bad': async (x) => {
+    for (let i = 0; i < 3; ++i) await C(x);
+    await x.mark();
+    return C(x, { mask: 5 });
+  },
+  'two: cache full, out short': async (x) => {
+    for (let i = 0; i < 3; ++i) await C(x);
+    await x.mark();
+    return C(x, { out: new Float32Array(1) });
+  },
+  'two: cache wrong dK, q NaN': (x) =>
+    C(x, {}, T([1, 2, 1, 3], 1, new Float32Array(6).fill(NaN)), T([1, 1, 1, 3]), k4c()),
+  'two: bw dO wrong, mask wrong': (x) => B(x, { mask: mask2(new Uint8Array(2)) }, q2(), k2(), v2(), T([2, 2])),
+  'two: bw dO NaN, trace 1': (x) => B(x, { trace: 1 }, q2(), k2(), v2(), T([3, 4], 1, new Float32Array(12).fill(NaN))),
+  'two: mm shapes, out type': (x) => M(x, { out: new Uint16Array(15) }, T([3, 4]), T([5, 5])),
+  'two: fw x NaN, mask wrong': (x) => F(x, { mask: new Uint8Array(2) }, T([3, 4], 1, new Float32Array(12).fill(NaN))),
+  'two: fw cache, context bad': (x) => F(x, { cache: x.lcache, context: 5 }),
+  'two: fw cache, trace "yes"': (x) => F(x, { cache: x.lcache, trace: 'yes' }),
+  'two: mha heads 3, seed -1': (x) => L(x, lc({ heads: 3, seed: -1 })),
+  'two: mha seed and weights bad': (x) => L(x, lc({ seed: 1, weights: 5 })),
+  'two: kv capacity 0, dtype bad': (x) => KV(x, kvc({ capacity: 0, dtype: 'x' })),
+  'two: step lr NaN, dwq bad': (x) => x.layer.step({ dwq: T([4, 3]) }, NaN),
+  // arguments past those a member takes, and transfer where a member has no options
+  'kv transfer': (x) => KV(x, kvc({ transfer: true })),
+  'truncate extra': (x) => x.cache.truncate(0, { transfer: true }),
+  'read extra': (x) => x.cache.read({ transfer: true }),
+  'memory extra': async (x) => typeof (await x.attn.memory(1)).allocatedBytes,
+  'backward transfer "yes"': async (x) => {
+    await F(x);
+    await x.mark();
+    return x.layer.backward(x2(), { transfer: 'yes' });
+  },
+  'backward options unknown': async (x) => {
+    await F(x);
+    await x.mark();
+    return x.layer.backward(x2(), { causal: true });
+  },
+  'step transfer detaches': async (x) => {
+    const g = { dwq: T([4, 4]) };
+    await x.layer.step(g, 0.1, { transfer: true });
+    return g.dwq.data.length;
+  },
+  'attention transfer detaches': async (x) => {
+    const q = q2();
+    await A(x, { transfer: true }, q);
+    return q.data.length;
+  },
 };
 
 // ---- running a case and describing what it did ----
@@ -815,6 +875,14 @@ function resultDiff(a, b) {
       return `${k}[${i}]: old ${x[i]} | new ${y[i]}`;
     })
     .join('; ');
+}
+// the paths of a result's float arrays that hold a NaN (a silent NaN, in both versions or one)
+function nanPaths(v, path = '', seen = new Set()) {
+  if (v === null || typeof v !== 'object' || seen.has(v)) return [];
+  if (v instanceof Float32Array || v instanceof Float64Array) return v.some(Number.isNaN) ? [path] : [];
+  if (ArrayBuffer.isView(v)) return [];
+  seen.add(v);
+  return Object.keys(v).flatMap((k) => nanPaths(v[k], path ? `${path}.${k}` : k, seen));
 }
 const settle = async (fn) => {
   try {
@@ -869,6 +937,7 @@ async function runCase(attn, name, fn, lib, worker) {
     text: what(r),
     result: r.ok ? digest(r.value) : null,
     value: r.ok ? r.value : null,
+    nan: r.ok ? nanPaths(r.value).join(',') : '',
     changed: changed.map((k) => `${k}=${after[k]}`).join(' '),
     leaked: mem1 - mem0, // over the case's last call
     net: end - start, // over the whole case, its objects disposed
@@ -910,6 +979,7 @@ for (const [name, fn] of Object.entries(cases)) {
     if (n.outcome !== 'ok' && o.leaked !== n.leaked) diffs.push(`memory: old ${o.leaked} | new ${n.leaked}`);
     if (o.net !== n.net) diffs.push(`memory once disposed: old ${o.net} | new ${n.net}`);
     if (n.net) diffs.push(`new: ${n.net} bytes still allocated once the case's objects were disposed`);
+    if (n.nan) diffs.push(`new gave NaN in ${n.nan}${o.nan ? ' (old too)' : ''}`);
     if (n.outcome !== 'ok' && n.changed) diffs.push(`new changed state after an error: ${n.changed}`);
     if (n.outcome !== 'ok' && n.leaked) diffs.push(`new leaked ${n.leaked} bytes after an error`);
     if (messages && o.outcome === n.outcome && o.text !== n.text)
