@@ -1073,6 +1073,131 @@ if (!only || 'surface'.includes(only))
     }
   }
 
+// ---- reads: how often each property of the arguments is read (a getter read twice may give
+// two values), old against new, every argument of every entry behind a logging Proxy ----
+function spy(log, name, o) {
+  return new Proxy(o, {
+    get(t, k, r) {
+      if (typeof k === 'string') log.push(`${name}.${k}`);
+      return Reflect.get(t, k, r);
+    },
+  });
+}
+const S = (log, name, shape) => spy(log, name, T(shape));
+const readCalls = {
+  attention: (a, L) =>
+    a.attention(
+      S(L, 'q', [3, 4]),
+      S(L, 'k', [5, 4]),
+      S(L, 'v', [5, 4]),
+      spy(L, 'options', {
+        causal: true,
+        scale: 0.5,
+        softcap: 2,
+        trace: true,
+        window: spy(L, 'window', { left: 2 }),
+        rotary: spy(L, 'rotary', { dims: 2 }),
+        sinks: S(L, 'sinks', [1]),
+        mask: spy(L, 'mask', { data: new Uint8Array(15).fill(1), shape: [3, 5] }),
+        out: new Float32Array(12),
+      }),
+    ),
+  'attention on heads': (a, L) =>
+    a.attention(
+      S(L, 'q', [1, 2, 3, 4]),
+      S(L, 'k', [1, 1, 5, 4]),
+      S(L, 'v', [1, 1, 5, 4]),
+      spy(L, 'options', {
+        causal: true,
+        qkOutput: 'weights',
+        pastKey: S(L, 'pastKey', [1, 1, 1, 4]),
+        pastValue: S(L, 'pastValue', [1, 1, 1, 4]),
+        mask: spy(L, 'mask', { data: Array(6).fill(true), shape: [6] }),
+      }),
+    ),
+  attentionBackward: (a, L) =>
+    a.attentionBackward(
+      S(L, 'q', [3, 4]),
+      S(L, 'k', [5, 4]),
+      S(L, 'v', [5, 4]),
+      S(L, 'dOutput', [3, 4]),
+      spy(L, 'options', {
+        causal: true,
+        trace: true,
+        sinks: new Float32Array(1),
+        mask: spy(L, 'mask', { data: new Float32Array(15), shape: [3, 5] }),
+      }),
+    ),
+  matmul: (a, L) =>
+    a.matmul(S(L, 'a', [3, 4]), S(L, 'b', [5, 4]), spy(L, 'options', { transposeB: true, out: new Float32Array(15) })),
+  kvCache: (a, L) => a.kvCache(spy(L, 'config', kvc({ dtype: 'int8' }))),
+  multiHeadAttention: (a, L) =>
+    a.multiHeadAttention(
+      spy(L, 'config', {
+        ...lc({ bias: true, sinks: true }),
+        rotary: spy(L, 'rotary', { base: 10 }),
+        window: spy(L, 'window', { left: 1 }),
+        weights: spy(L, 'weights', {
+          wq: S(L, 'wq', [4, 4]),
+          wk: S(L, 'wk', [4, 4]),
+          wv: S(L, 'wv', [4, 4]),
+          wo: S(L, 'wo', [4, 4]),
+        }),
+      }),
+    ),
+  forward: async (a, L) =>
+    (await a.multiHeadAttention(lc())).forward(
+      S(L, 'x', [3, 4]),
+      spy(L, 'options', {
+        context: S(L, 'context', [5, 4]),
+        trace: true,
+        mask: spy(L, 'mask', { data: new Uint8Array(15).fill(1), shape: [3, 5] }),
+      }),
+    ),
+  'forward over a cache': async (a, L) => {
+    const cache = await a.kvCache({ batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4 });
+    const layer = await a.multiHeadAttention(lc());
+    return layer.forward(S(L, 'x', [3, 4]), spy(L, 'options', { cache, causal: true, out: new Float32Array(12) }));
+  },
+  backward: async (a, L) => {
+    const layer = await a.multiHeadAttention(lc());
+    await layer.forward(x2());
+    return layer.backward(S(L, 'dOutput', [3, 4]));
+  },
+  step: async (a, L) =>
+    (await a.multiHeadAttention(lc())).step(
+      spy(L, 'grads', { dwq: S(L, 'dwq', [4, 4]), dwo: S(L, 'dwo', [4, 4]) }),
+      0.1,
+    ),
+};
+if (!only || 'reads'.includes(only))
+  for (const form of ['direct', 'worker'])
+    for (const [name, fn] of Object.entries(readCalls)) {
+      const counts = {};
+      for (const [which, lib] of [
+        ['old', oldLib],
+        ['new', newLib],
+      ]) {
+        const a = await lib.createAttention({ threads: 1, worker: form === 'worker' });
+        const log = [];
+        const r = await settle(() => fn(a, log));
+        if (!r.ok) log.push(`threw ${what(r)}`);
+        counts[which] = {};
+        for (const k of log) counts[which][k] = (counts[which][k] ?? 0) + 1;
+        await a.dispose();
+      }
+      ++compared;
+      const keys = [...new Set([...Object.keys(counts.old), ...Object.keys(counts.new)])];
+      const moved = keys.filter((k) => counts.old[k] !== counts.new[k]);
+      const twice = keys.filter((k) => counts.new[k] > 1);
+      if (moved.length || twice.length) {
+        ++divergences;
+        rowsOut.push(
+          `DIFF | ${form} | reads of ${name} | ${moved.map((k) => `${k} ${counts.old[k] ?? 0} -> ${counts.new[k] ?? 0}`).join(', ')}${twice.length ? ` | new reads twice: ${twice.join(', ')}` : ''}`,
+        );
+      } else if (all) rowsOut.push(`same | ${form} | reads of ${name} | ${keys.length} properties, each read once`);
+    }
+
 console.log(rowsOut.join('\n'));
 console.log(
   `\n${compared} comparisons (${Object.keys(cases).length} cases, ${Object.keys(afterDispose).length} members of a disposed instance; × direct, worker), ${divergences} divergences`,
