@@ -884,6 +884,21 @@ function nanPaths(v, path = '', seen = new Set()) {
   seen.add(v);
   return Object.keys(v).flatMap((k) => nanPaths(v[k], path ? `${path}.${k}` : k, seen));
 }
+// the arrays (shapes, data) a result holds at more than one place: changing one changes the other
+function sharedPaths(v) {
+  const at = new Map();
+  const walk = (o, path) => {
+    if (o === null || typeof o !== 'object') return;
+    if (at.has(o)) return void at.get(o).push(path);
+    at.set(o, [path]);
+    if (!ArrayBuffer.isView(o)) for (const k of Object.keys(o)) walk(o[k], path ? `${path}.${k}` : k);
+  };
+  walk(v, '');
+  return [...at.values()]
+    .filter((paths) => paths.length > 1)
+    .map((paths) => paths.join('='))
+    .join(' ');
+}
 const settle = async (fn) => {
   try {
     return { ok: true, value: await fn() };
@@ -938,6 +953,7 @@ async function runCase(attn, name, fn, lib, worker) {
     result: r.ok ? digest(r.value) : null,
     value: r.ok ? r.value : null,
     nan: r.ok ? nanPaths(r.value).join(',') : '',
+    shared: r.ok ? sharedPaths(r.value) : '',
     changed: changed.map((k) => `${k}=${after[k]}`).join(' '),
     leaked: mem1 - mem0, // over the case's last call
     net: end - start, // over the whole case, its objects disposed
@@ -979,6 +995,8 @@ for (const [name, fn] of Object.entries(cases)) {
     if (n.outcome !== 'ok' && o.leaked !== n.leaked) diffs.push(`memory: old ${o.leaked} | new ${n.leaked}`);
     if (o.net !== n.net) diffs.push(`memory once disposed: old ${o.net} | new ${n.net}`);
     if (n.net) diffs.push(`new: ${n.net} bytes still allocated once the case's objects were disposed`);
+    if (n.shared && o.shared !== n.shared)
+      diffs.push(`arrays shared within the result: old [${o.shared}] | new [${n.shared}]`);
     if (n.nan) diffs.push(`new gave NaN in ${n.nan}${o.nan ? ' (old too)' : ''}`);
     if (n.outcome !== 'ok' && n.changed) diffs.push(`new changed state after an error: ${n.changed}`);
     if (n.outcome !== 'ok' && n.leaked) diffs.push(`new leaked ${n.leaked} bytes after an error`);
