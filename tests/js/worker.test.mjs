@@ -126,6 +126,12 @@ describe('the worker form', () => {
         assert.equal(isMethod(worker, row.name), callable, `${what}: a method in the worker form`);
         assert.equal(Object.hasOwn(worker, row.name), Object.hasOwn(direct, row.name), `${what}: an own property`);
         if (row.form === 'local') assert.deepEqual(worker[row.name], direct[row.name], `${what}: the same value`);
+        if (callable) {
+          // the parameters it declares: the direct form's, and a trailing { transfer } where the
+          // worker form adds one
+          const transfer = row.options === 'transfer' ? 1 : 0;
+          assert.equal(worker[row.name].length, direct[row.name].length + transfer, `${what}: its length`);
+        }
         if (row.form === 'getter') {
           const value = worker[row.name];
           assert.ok(value instanceof Promise, `${what}: a Promise in the worker form`);

@@ -153,15 +153,16 @@ function headsForwardOnce(rt, where, c) {
       // pastValue's (T2); trace intermediates float32. The output is read last: the caller's
       // out (c.out) is written only once nothing else can fail.
       const result = { output: null };
-      // without softcap, cap() is the identity: 'capped' reads the scaled scores
-      const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
+      // without softcap, cap() is the identity: 'capped' reads the scaled scores; each
+      // tensor its own shape array
+      const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape.slice());
       if (c.trace) {
         for (const name of TRACE_NAMES) result[name] = readTrace(name);
         if (c.softcap > 0) result.capped = readTrace('capped');
       }
       if (c.qkOutput) {
         const qk = heap.read(traced[QK_OUTPUTS[c.qkOutput]] ?? traced.scaled, traceCount);
-        result.qk = resultTensor(qk, qkShape, c.q.format, where, 'qk');
+        result.qk = resultTensor(qk, qkShape.slice(), c.q.format, where, 'qk');
       }
       if (c.past) {
         const presentShape = (d) => [c.batch, c.kvHeads, n, d];

@@ -46,10 +46,11 @@ export interface OutOption<R extends AnyTensor = AnyTensor> {
   out?: OutArray<R> | null;
 }
 
-/** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
- *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
+/** A keep mask (Uint8Array or boolean[], 1 or true = keep, 0 or false = masked) or an additive
+ *  one (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed
+ *  array of nQ·nK values. dtype 'float16' only on half-precision data (a HalfTensor). */
 export type Mask =
-  | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
+  | { data: Uint8Array | boolean[] | Float32Array; shape: [number, number] | number[]; dtype?: 'float32' }
   | HalfTensor
   | Uint8Array
   | Float32Array
@@ -259,7 +260,7 @@ export interface MultiHeadWeights {
   sinks?: Tensor;
 }
 
-export interface MultiHeadConfig {
+export interface MultiHeadShapeConfig {
   dModel: number;
   heads: number;
   /** Key/value heads, dividing heads (default heads): query head h reads kv head
@@ -284,25 +285,51 @@ export interface MultiHeadConfig {
    *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
    *  (or tensor) of heads finite values: starting there (or give weights.sinks with true). */
   sinks?: boolean | Float32Array | Tensor;
-  /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
-  weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
-  /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights (a TypeError). */
-  seed?: number;
 }
 
-/** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
- *  softcap come from the layer's config). */
-export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'>, OutOption {
+/** A layer's config: its shape and options, and its first weights, given or drawn from a seed
+ *  (one of the two: both are a TypeError). */
+export type MultiHeadConfig = MultiHeadShapeConfig &
+  (
+    | {
+        /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
+        weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
+        seed?: never;
+      }
+    | {
+        /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights. */
+        seed?: number;
+        weights?: never;
+      }
+  );
+
+/** The options of a layer's forward with and without a cache. */
+export interface ForwardCommonOptions extends Pick<AttentionOptions, 'causal' | 'scale'>, OutOption {
   /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head
    *  ([nQ, cache.length + nQ] over a cache). */
   mask?: Mask;
-  /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
-  context?: AnyTensor;
-  /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
-   *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
-   *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
-  cache?: KvCache;
 }
+
+/** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
+ *  softcap come from the layer's config); with a cache, no context and no trace (a TypeError). */
+export type ForwardOptions = ForwardCommonOptions &
+  (
+    | {
+        /** Also return every intermediate. */
+        trace?: boolean;
+        /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
+        context?: AnyTensor;
+        cache?: never;
+      }
+    | {
+        /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
+         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
+         *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
+        cache: KvCache;
+        trace?: false;
+        context?: never;
+      }
+  );
 
 /** A layer's config as it took it, defaults filled in. */
 export type MultiHeadLayerConfig = Readonly<{
@@ -476,11 +503,14 @@ export type WithTransfer<F> = F extends (...args: infer A) => infer R
   ? (...args: [...A, options?: TransferOption]) => Promise<R>
   : never;
 
-/** A direct-form options type O in the worker form: cache a cache of the worker form, and
- *  the transfer option. */
+/** A direct-form options type O in the worker form: each member of a union mapped, a cache
+ *  option taking a cache of the worker form where O takes a KvCache, and the transfer option. */
 export type WorkerOptions<O> = O extends unknown
-  ? ('cache' extends keyof O ? Omit<O, 'cache'> & { cache?: AsyncKvCache } : O) & TransferOption
+  ? { [K in keyof O]: K extends 'cache' ? WorkerCache<O[K]> : O[K] } & TransferOption
   : never;
+
+/** A cache option's type C in the worker form: KvCache becomes AsyncKvCache. */
+export type WorkerCache<C> = C extends KvCache ? AsyncKvCache : C;
 
 /** A KvCache living in the worker: its shape as it is, length and the methods giving Promises.
  *  dispose() frees the cache in the worker; later use rejects. */

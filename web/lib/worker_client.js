@@ -488,6 +488,9 @@ for (const row of OPERATIONS) {
         });
       },
     }[row.name];
+    // its length the parameters it takes, as the direct form's (and the trailing { transfer })
+    const length = (row.args ?? 0) + (row.options ? 1 : 0);
+    Object.defineProperty(member, 'length', { value: length, configurable: true });
     Object.defineProperty(prototype, row.name, { value: member, writable: true, configurable: true });
   }
 }
