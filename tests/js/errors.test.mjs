@@ -562,7 +562,7 @@ describe('errors', () => {
       'backward with dOutput of the wrong shape',
       () => attn.attentionBackward(q3, k3, v3, tensor(f32(36), [1, 4, 3, 3]), { heads }),
       RangeError,
-      /^attentionBackward: dOutput must have 3 dimensions \[1,3,12\], got shape \[1,4,3,3\]$/,
+      /^attentionBackward: dOutput must have 3 dimensions \[B,nQ,Hq·dV\] = \[1,3,12\], got shape \[1,4,3,3\]$/,
     );
     run(
       'a cache that is not one',

@@ -298,7 +298,8 @@ export function parseAttention(where, qArg, kArg, vArg, options, backward = fals
 // in the output's shape.
 export function checkDOutput(where, c, dOutput) {
   const want = shapeOf(c, c.qHeads, c.nQ, c.dV);
-  const dOut = checkTensor(where, 'dOutput', dOutput, [want.length], showShape(want));
+  const letters = { 2: '[nQ,dV]', 3: '[B,nQ,Hq·dV]', 4: '[B,Hq,nQ,dV]' }[want.length];
+  const dOut = checkTensor(where, 'dOutput', dOutput, [want.length], `${letters} = ${showShape(want)}`);
   if (showShape(dOut.shape) !== showShape(want)) {
     throw new RangeError(
       `${where}: dOutput is ${showShape(dOut.shape)} but the output of attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is ${showShape(want)}`,
