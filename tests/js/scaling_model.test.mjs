@@ -1,8 +1,11 @@
 // The bench's scaling model (scripts/bench/scaling_model.mjs) and the scaling section's command
 // line (scripts/bench/args.mjs). The scheduler is checked on hand-made task lists whose
 // makespan on T threads is worked out by hand: index order (not longest first), the caller
-// starting before the workers, more threads than tasks; the profile of traced calls, the
-// prediction, and the rescaling of another split. The arguments: thread counts and peers
+// starting before the workers, more threads than tasks; the profile of traced calls (and where
+// its serial part falls), the prediction, the rescaling of another split and of work that
+// leaves the serial part, and the contention term: measured from hand-made 1- and k-thread
+// profiles (per section, the call's for small or unpaired sections, never below 0) and applied
+// as (1 + c·(active − 1)). The arguments: thread counts and peers
 // parsed, bad ones refused with a message (the bench exits 2). Nothing here times anything.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
