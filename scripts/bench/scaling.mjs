@@ -129,6 +129,10 @@ export function autoCheck(rows, caseIds, threads) {
   );
 }
 
+// The fewest traced calls, on 1 thread and on the cost trace's count, that the contention
+// term is measured from (each task the least over them).
+const MIN_CONTENTION_CALLS = 5;
+
 // traces: { [threads]: a trace child's answer } -> { pool, cases: { [id]: … } }
 export function buildModel(traces, caseIds, cores, notes) {
   const ok = (t, id) => traces[t] && !traces[t].error && traces[t].cases[id]?.calls;
@@ -170,8 +174,15 @@ export function buildModel(traces, caseIds, cores, notes) {
     const counts = [...new Set([1, ...SCALING_THREADS, ...Object.keys(traces).map(Number)])].sort((a, b) => a - b);
     const work = (p) => p.sections.reduce((a, s) => a + s.durations.reduce((x, y) => x + y, 0), 0);
     const tasks = profile1.sections.map((s) => s.durations.length);
+    // c from fewer than MIN_CONTENTION_CALLS calls a side (--quick traces 2) is a busy
+    // moment's, not the machine's: the model then goes without the term
+    const measured = (t) => (traces[t]?.cases[id]?.calls?.length ?? 0) >= MIN_CONTENTION_CALLS;
     const contention =
-      pool.threads && profilesAt[pool.threads] ? contentionOf(profile1, profilesAt[pool.threads], pool.threads) : null;
+      pool.threads && profilesAt[pool.threads] && measured(1) && measured(pool.threads)
+        ? contentionOf(profile1, profilesAt[pool.threads], pool.threads)
+        : null;
+    if (pool.threads && !contention)
+      notes.push(`${id}: too few traced calls to measure the contention term: the model is the schedule alone`);
     const manySerialMs = pool.threads && profilesAt[pool.threads] ? profilesAt[pool.threads].serialMs : undefined;
     cases[id] = {
       callMs: median(calls1.map((c) => c.ms)),
@@ -199,7 +210,7 @@ export function buildModel(traces, caseIds, cores, notes) {
       contentionAt: Object.fromEntries(
         Object.keys(profilesAt)
           .map(Number)
-          .filter((t) => t >= 2 && t <= cores)
+          .filter((t) => contention && t >= 2 && t <= cores && measured(t))
           .map((t) => [t, contentionOf(profile1, profilesAt[t], t).call]),
       ),
     };
