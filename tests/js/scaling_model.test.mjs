@@ -5,7 +5,8 @@
 // its serial part falls), the prediction, the rescaling of another split and of work that
 // leaves the serial part, and the contention term: measured from hand-made 1- and k-thread
 // profiles (per section, the call's for small or unpaired sections, never below 0) and applied
-// as (1 + c·(active − 1)). The arguments: thread counts and peers
+// as (1 + c·(active − 1)); the report's check of threads 'auto' against the fastest smaller
+// count, with its noise band. The arguments: thread counts and peers
 // parsed, bad ones refused with a message (the bench exits 2). Nothing here times anything.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 import { caseIdsOf, parseArgs, scalingCaseIds, scalingThreads } from '../../scripts/bench/args.mjs';
 import { SCALING_CASES } from '../../scripts/bench/cases.mjs';
+import { AUTO_NOISE, autoCheck } from '../../scripts/bench/scaling.mjs';
 import {
   contentionOf,
   listSchedule,
@@ -243,6 +245,37 @@ test('contention where 2 threads split the work differently: section by section,
     [c1.call],
   );
   assert.equal(withContention(p1, null), p1, 'no term: the profile as it is');
+});
+
+test("threads 'auto' against every smaller count: the fastest of them, slower past the noise", () => {
+  const row = (c, impl, threads, ms) => ({ case: c, impl, threads, ms, status: 'ok' });
+  const rows = [
+    // 'auto' picked 8 (also run as ours-8); 4 threads was the fastest smaller count
+    ...[
+      ['a', 1, 40],
+      ['a', 2, 21],
+      ['a', 4, 11],
+      ['a', 8, 12],
+    ].map(([c, t, ms]) => row(c, `ours-${t}`, t, ms)),
+    row('a', 'ours-auto', 8, 11 * (1 + AUTO_NOISE) + 0.01),
+    // 'auto' picked 2: within the noise of 1 thread, not slower; its own count and the counts
+    // above it are not smaller counts
+    row('b', 'ours-1', 1, 10),
+    row('b', 'ours-2', 2, 6),
+    row('b', 'ours-auto', 2, 10 * (1 + AUTO_NOISE) - 0.01),
+    row('b', 'ours-4', 4, 1),
+  ];
+  const check = autoCheck(rows, ['a', 'b', 'c'], [1, 2, 4, 8]);
+  assert.equal(check.a.autoThreads, 8);
+  assert.deepEqual(check.a.fastest, { threads: 4, ms: 11 });
+  assert.equal(check.a.slower, true);
+  assert.deepEqual(
+    check.b.smaller.map((r) => r.threads),
+    [1],
+  );
+  assert.equal(check.b.fastest.threads, 1);
+  assert.equal(check.b.slower, false, `${check.b.ratio} is within the noise`);
+  assert.equal(check.c, null, "no 'auto' row: nothing to check");
 });
 
 test('--only scaling takes thread counts, peers and cases', () => {
