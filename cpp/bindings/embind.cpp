@@ -121,7 +121,7 @@ bool use_gemm_kernel(const std::string& name) { return wa::kernels::use_gemm_ker
 
 // The index of the first NaN or ±inf among n floats at offset x, or -1.
 double first_non_finite(uintptr_t x, uint32_t n) {
-  const size_t i = wa::first_non_finite(ptr<const float>(x), n);
+  const size_t i = wa::first_non_finite(ptr<const float>(x), n, pool.get());
   return i == n ? -1.0 : static_cast<double>(i);
 }
 

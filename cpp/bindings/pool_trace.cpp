@@ -2,6 +2,7 @@
 //   poolTraceTake() -> [{ begin, end, caller, maxThreads, tasks }], the sections since the last
 //   take, where maxThreads is parallel_for's (Infinity for no limit) and tasks a Float64Array
 //   of (start, end, thread) per task, in task order; times in µs.
+//   poolTraceNow() -> the trace's clock now, in µs.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -37,4 +38,7 @@ emscripten::val pool_trace_take() {
 
 }  // namespace
 
-EMSCRIPTEN_BINDINGS(pool_trace) { emscripten::function("poolTraceTake", &pool_trace_take); }
+EMSCRIPTEN_BINDINGS(pool_trace) {
+  emscripten::function("poolTraceTake", &pool_trace_take);
+  emscripten::function("poolTraceNow", &wa::pool_trace::now_us);
+}

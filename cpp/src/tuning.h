@@ -37,8 +37,11 @@ constexpr size_t kTasksPerThread = 4;
 constexpr size_t kPackSteps = 128;
 
 // Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
-// save, and each thread a call wakes needs as much work again to pay for its waking
-// (threading.h).
+// save, and each thread a call wakes needs half as much again to pay for its waking
+// (threading.h). Half a 64³ product, 131,072 multiply-adds, is about 4 µs of the SIMD128 GEMM
+// on one core (an AMD EPYC: matmul 1024³'s tasks, 34.8 ms on 1 thread in the pool trace),
+// which is what the pool costs per section with workers spinning: 1.3 µs until a worker takes
+// a task and 1.7 µs to join (medians over 618 sections on 2 threads, scripts/bench/scaling.mjs).
 constexpr double kSerialFlops = 64.0 * 64.0 * 64.0;
 
 // ---- attention (attention_blocks.h, attention_heads.cpp) ----

@@ -36,19 +36,31 @@ export function traceLib() {
 
 // The newest trace module's poolTraceTake() (cpp/bindings/pool_trace.cpp): the sections since
 // the last take, [{ begin, end, caller, tasks: Float64Array (start, end, thread)… }], in µs.
-export function takeTrace() {
+const traceModule = () => {
   const modules = globalThis.waPoolTraceModules;
   if (!modules?.length) throw new Error('no pool-trace module is loaded here');
-  return modules[modules.length - 1].poolTraceTake();
-}
+  return modules[modules.length - 1];
+};
+export const takeTrace = () => traceModule().poolTraceTake();
 
-// One traced call -> { ms, sections: [{ wallMs, durations, maxThreads, wakeMs, joinMs }] }:
+// The trace's clock now, in µs (poolTraceNow(): steady_clock, whose epoch is not
+// performance.now()'s).
+export const traceNow = () => traceModule().poolTraceNow();
+
+// One traced call -> { ms, gapsMs, sections: [{ wallMs, durations, maxThreads, wakeMs, joinMs }] }:
+// gapsMs: the call's serial stretches in order, from its start (startUs, on the trace's clock)
+// to the first section, between each two, and from the last to its end (endUs), each in ms;
+// [ms] for a call without sections.
 // maxThreads (the most threads parallel_for let the section use; null: no limit), wakeMs (the
 // first task a worker ran started that long after the section began; null if no worker ran
 // one) and joinMs (the section ended that long after its last task) in ms.
-function summarize(ms, sections) {
+function summarize(startUs, endUs, sections) {
+  const edges = [startUs, ...sections.flatMap((x) => [x.begin, x.end]), endUs];
+  const gapsMs = [];
+  for (let i = 0; i < edges.length; i += 2) gapsMs.push((edges[i + 1] - edges[i]) / 1000);
   return {
-    ms,
+    ms: (endUs - startUs) / 1000,
+    gapsMs,
     sections: sections.map(({ begin, end, caller, maxThreads, tasks }) => {
       const durations = [];
       let wake = Infinity,
@@ -73,7 +85,7 @@ function summarize(ms, sections) {
 // run: a case's timed call (a prepared variant's run) -> { firstMs, calls } after warming up
 // for warmupMs (and at least 2 calls), then `calls` traced calls.
 export async function traceCalls(run, { warmupMs = 1500, calls = 7 } = {}) {
-  let t0 = performance.now();
+  const t0 = performance.now();
   await run();
   const firstMs = performance.now() - t0;
   const until = performance.now() + warmupMs;
@@ -81,10 +93,10 @@ export async function traceCalls(run, { warmupMs = 1500, calls = 7 } = {}) {
   takeTrace(); // the warm-up's sections
   const out = [];
   for (let i = 0; i < calls; ++i) {
-    t0 = performance.now();
+    const start = traceNow();
     await run();
-    const ms = performance.now() - t0;
-    out.push(summarize(ms, takeTrace()));
+    const end = traceNow();
+    out.push(summarize(start, end, takeTrace()));
   }
   return { firstMs, calls: out };
 }

@@ -12,7 +12,7 @@ import { caseById } from './cases.mjs';
 import { failedRows } from './groups.mjs';
 import { relativeDiff } from './inputs.mjs';
 import { traceMissing } from './pool_trace.mjs';
-import { median, poolCostsOf, predictSpeedups, profileFor, profileOf } from './scaling_model.mjs';
+import { contentionOf, median, poolCostsOf, predictSpeedups, profileFor, profileOf } from './scaling_model.mjs';
 import { runChild } from './spawn.mjs';
 import { fmtMs } from './table.mjs';
 
@@ -62,6 +62,16 @@ export async function measureScaling({ options, machine, peersOk, log }) {
     }
   }
 
+  // threads: 'auto' (what createAttention gives by default: the cores, up to 16), ours only,
+  // for the check that it is never slower than a smaller count (autoCheck)
+  log("scaling: ours on threads 'auto', in a child process");
+  const auto = await child(
+    { mode: 'scaling', impl: 'ours', threads: 'auto', caseIds, quick: options.quick },
+    'ours-auto',
+  );
+  if (auto.error) rows.push(...failedRows('ours-auto', 'auto', caseIds, 'failed', auto.error));
+  else rows.push(...auto.rows);
+
   let model = null;
   const missing = traceMissing();
   if (missing) notes.push(`no scaling model: ${missing}`);
@@ -84,8 +94,47 @@ export async function measureScaling({ options, machine, peersOk, log }) {
   return { threads, caseIds, peers, rows: rows.map(({ sample: _s, ...r }) => r), model, notes };
 }
 
+// How far above the fastest smaller count 'auto' may measure before the check calls it
+// slower: the spread of medians between runs of one case on a quiet machine.
+export const AUTO_NOISE = 0.05;
+
+// rows (measureScaling's), caseIds, threads -> per case { autoThreads, autoMs, smaller: [{ threads,
+// ms }], fastest (the fastest of those), ratio (auto ÷ fastest), slower (ratio above 1 + AUTO_NOISE) }:
+// threads: 'auto' against every count below the one it picked. Where 'auto' picked a count
+// that also ran, both are the same pool and the check is that count against the smaller ones.
+export function autoCheck(rows, caseIds, threads) {
+  const ok = (c, impl) => rows.find((r) => r.case === c && r.impl === impl && r.status === 'ok');
+  return Object.fromEntries(
+    caseIds.map((id) => {
+      const a = ok(id, 'ours-auto');
+      if (!a) return [id, null];
+      const smaller = threads
+        .filter((t) => t < a.threads)
+        .map((t) => ({ threads: t, ms: ok(id, `ours-${t}`)?.ms }))
+        .filter((r) => r.ms != null);
+      const fastest = smaller.reduce((b, r) => (!b || r.ms < b.ms ? r : b), null);
+      const ratio = fastest ? a.ms / fastest.ms : null;
+      return [
+        id,
+        {
+          autoThreads: a.threads,
+          autoMs: a.ms,
+          smaller,
+          fastest,
+          ratio,
+          slower: ratio != null && ratio > 1 + AUTO_NOISE,
+        },
+      ];
+    }),
+  );
+}
+
+// The fewest traced calls, on 1 thread and on the cost trace's count, that the contention
+// term is measured from (each task the least over them).
+const MIN_CONTENTION_CALLS = 5;
+
 // traces: { [threads]: a trace child's answer } -> { pool, cases: { [id]: … } }
-function buildModel(traces, caseIds, cores, notes) {
+export function buildModel(traces, caseIds, cores, notes) {
   const ok = (t, id) => traces[t] && !traces[t].error && traces[t].cases[id]?.calls;
   for (const [t, tr] of Object.entries(traces))
     if (tr.error) notes.push(`pool trace on ${t} thread(s) failed: ${tr.error}`);
@@ -125,23 +174,51 @@ function buildModel(traces, caseIds, cores, notes) {
     const counts = [...new Set([1, ...SCALING_THREADS, ...Object.keys(traces).map(Number)])].sort((a, b) => a - b);
     const work = (p) => p.sections.reduce((a, s) => a + s.durations.reduce((x, y) => x + y, 0), 0);
     const tasks = profile1.sections.map((s) => s.durations.length);
+    // c from fewer than MIN_CONTENTION_CALLS calls a side (--quick traces 2) is a busy
+    // moment's, not the machine's: the model then goes without the term
+    const measured = (t) => (traces[t]?.cases[id]?.calls?.length ?? 0) >= MIN_CONTENTION_CALLS;
+    const contention =
+      pool.threads && profilesAt[pool.threads] && measured(1) && measured(pool.threads)
+        ? contentionOf(profile1, profilesAt[pool.threads], pool.threads)
+        : null;
+    if (pool.threads && !contention)
+      notes.push(`${id}: too few traced calls to measure the contention term: the model is the schedule alone`);
+    const manySerialMs = pool.threads && profilesAt[pool.threads] ? profilesAt[pool.threads].serialMs : undefined;
     cases[id] = {
       callMs: median(calls1.map((c) => c.ms)),
       serialMs: profile1.serialMs,
+      gapsMs: profile1.gapsMs,
       workMs: work(profile1),
       sections: tasks.length,
       tasks: tasks.reduce((a, b) => a + b, 0),
       tasksPerSection: tasks.length ? [Math.min(...tasks), Math.max(...tasks)] : [0, 0],
-      speedup: predictSpeedups(profile1, profilesAt, pool, counts),
+      speedup: predictSpeedups(profile1, profilesAt, pool, counts, contention, manySerialMs),
+      // the schedule alone (no contention term), for comparison
+      scheduleSpeedup: predictSpeedups(profile1, profilesAt, pool, counts, null, manySerialMs),
+      // the serial part where several threads run (the cost trace's count)
+      manySerialMs,
       from,
-      // how much slower the same tasks ran on the cost trace's count: what sharing the
-      // cores' memory and caches costs, which the model leaves out
-      taskSlowdown: pool.threads && profilesAt[pool.threads] ? work(profilesAt[pool.threads]) / work(profile1) : null,
+      // the contention term: the call's slowdown per extra thread, and the least and most of
+      // its sections'
+      contention: contention && {
+        call: contention.call,
+        range: [Math.min(...contention.sections), Math.max(...contention.sections)],
+      },
+      // the same slowdown per extra thread measured at each traced count up to the cores
+      // (only 2 on 2 cores; every count on a many-core machine): where it grows with the
+      // count, the line through 1 and 2 threads under-predicts the loss
+      contentionAt: Object.fromEntries(
+        Object.keys(profilesAt)
+          .map(Number)
+          .filter((t) => contention && t >= 2 && t <= cores && measured(t))
+          .map((t) => [t, contentionOf(profile1, profilesAt[t], t).call]),
+      ),
     };
   }
   return { pool, cases };
 }
 
+const pct = (v) => `${(100 * v).toFixed(1)} %`;
 const x = (v) => (v == null || !Number.isFinite(v) ? '' : `${v.toFixed(2)}×`);
 const table = (header, rows) =>
   [
@@ -194,6 +271,30 @@ export function renderScaling(s, machine) {
     "speed-up: ours at that count ÷ ours on 1 thread (1 thread runs the single-thread build); model: the scaling model's prediction of it; peer ÷ ours: > 1 where ours is faster. Medians after 1.5 s of warm-up; the first call is timed apart.",
     '',
   );
+  const auto = autoCheck(s.rows, s.caseIds, s.threads);
+  const autoIds = s.caseIds.filter((id) => auto[id]);
+  if (autoIds.length) {
+    out.push(
+      `### threads: 'auto' (${auto[autoIds[0]].autoThreads} threads here) against every smaller count`,
+      '',
+      table(
+        ['case', "'auto' ms", 'the smaller counts, ms', "'auto' ÷ the fastest of them", 'verdict'],
+        autoIds.map((id) => {
+          const a = auto[id];
+          return [
+            caseById(id).label,
+            fmtMs(a.autoMs),
+            a.smaller.map((r) => `${r.threads}: ${fmtMs(r.ms)}`).join(', ') || '(none ran)',
+            a.fastest ? `${a.ratio.toFixed(2)} (against ${a.fastest.threads})` : '',
+            !a.fastest ? '' : a.slower ? `**slower** than ${a.fastest.threads} threads` : 'not slower',
+          ];
+        }),
+      ),
+      '',
+      `'auto' is slower where it measures more than ${100 * AUTO_NOISE} % above the fastest smaller count (medians; within that, runs of one case differ on a quiet machine).`,
+      '',
+    );
+  }
   if (s.model) {
     const { pool, cases } = s.model;
     const counts = [2, 4, 8, 16];
@@ -208,8 +309,8 @@ export function renderScaling(s, machine) {
           'serial share',
           'sections',
           'tasks (per section)',
-          'tasks slower on 2 threads',
-          ...counts.map((t) => `model ${t}`),
+          `slowdown per extra thread (call; sections), from ${pool.threads ?? '-'} threads`,
+          ...counts.map((t) => `model ${t} (schedule alone)`),
         ],
         s.caseIds.map((id) => {
           const c = cases[id];
@@ -221,26 +322,56 @@ export function renderScaling(s, machine) {
             `${((100 * c.serialMs) / (c.serialMs + c.workMs)).toFixed(1)} %`,
             c.sections,
             `${c.tasks} (${c.tasksPerSection[0]}..${c.tasksPerSection[1]})`,
-            c.taskSlowdown ? x(c.taskSlowdown) : '',
-            ...counts.map((t) => x(c.speedup[t])),
+            c.contention
+              ? `${pct(c.contention.call)} (${pct(c.contention.range[0])}..${pct(c.contention.range[1])})` +
+                Object.entries(c.contentionAt)
+                  .filter(([t]) => Number(t) !== pool.threads)
+                  .map(([t, v]) => `; at ${t}: ${pct(v)}`)
+                  .join('')
+              : '',
+            ...counts.map((t) => `${x(c.speedup[t])} (${x(c.scheduleSpeedup[t])})`),
           ];
         }),
       ),
       '',
     );
+    const gapped = s.caseIds.filter((id) => cases[id]?.gapsMs);
+    if (gapped.length)
+      out.push(
+        "### The serial part by where it falls (1 thread): before the first section (the JS copies in, the finiteness scans, packing on the caller), between sections, after the last (the result's scan and copy out)",
+        '',
+        table(
+          ['case', 'serial ms', 'before', 'between (in order)', 'after'],
+          gapped.map((id) => {
+            const g = cases[id].gapsMs;
+            return [
+              caseById(id).label,
+              fmtMs(cases[id].serialMs),
+              fmtMs(g[0]),
+              g
+                .slice(1, -1)
+                .map((v) => v.toFixed(3))
+                .join(' '),
+              fmtMs(g[g.length - 1]),
+            ];
+          }),
+        ),
+        '',
+      );
     const checked = s.caseIds.filter((id) => ISSUE_29.cases[id] && cases[id] && !cases[id].error);
     if (checked.length) {
       out.push(
         `### The model from this machine against ${ISSUE_29.cpu}`,
         '',
         table(
-          ['case', ...counts.flatMap((t) => [`${t}: Xeon`, `${t}: model`, `${t}: model ÷ Xeon`])],
+          ['case', ...counts.flatMap((t) => [`${t}: Xeon`, `${t}: model`, `${t}: model ÷ Xeon (schedule alone)`])],
           checked.map((id) => [
             caseById(id).label,
             ...counts.flatMap((t) => {
               const m = ISSUE_29.cases[id].speedup[t],
-                p = cases[id].speedup[t];
-              return [x(m), x(p), (p / m).toFixed(2)];
+                p = cases[id].speedup[t],
+                q = cases[id].scheduleSpeedup[t];
+              return [x(m), x(p), `${(p / m).toFixed(2)} (${(q / m).toFixed(2)})`];
             }),
           ]),
         ),

@@ -10,11 +10,19 @@
 // starts at once, the workers after the pool's wake-up time, and the caller returns the join
 // time after the last task ends; both measured on a 2-thread trace.
 //
-// Left out, and so never predicted: tasks slowing down as more cores share the memory
-// bandwidth and the last-level cache, clock speeds (turbo) falling as more cores run, two
-// threads sharing one core (SMT), and the operating system's scheduling. Waking and joining
-// are taken as the same at every thread count (the caller wakes all workers with one
-// broadcast; they join in parallel).
+// Tasks slow down as more threads run beside them: they share the last-level cache and the
+// memory bandwidth (and, on some machines, a core's two hyper-threads and the clock the chip
+// can hold). The model takes each section's slowdown as linear in the threads running it,
+//   task time at T = task time at 1 thread × (1 + c·(active − 1)),  active = min(T, tasks, max_threads)
+// with c measured per section from a trace on 2 threads (contentionOf): what the second thread
+// costs the first is what each further one costs. That is the one contention term 2 cores can
+// measure; a machine whose cores run out of bandwidth at some count (a knee), lose clock speed
+// as they wake, or pair threads on hyper-threads slows down faster than the line through 1 and
+// 2 threads, and the model then still predicts more speed-up than it gets.
+//
+// Left out, and so never predicted: that knee, the clock, hyper-threads and the operating
+// system's scheduling. Waking and joining are taken as the same at every thread count (the
+// caller wakes all workers with one broadcast; they join in parallel).
 //
 // Everything here is a pure function of its arguments (tests/js/tools/scaling_model.test.mjs).
 
@@ -44,13 +52,24 @@ export function listSchedule(durations, threads, { workerStart = 0 } = {}) {
 
 // One section's time on T threads: on one thread (or with one task, or a max_threads of 1,
 // which the pool runs on the caller alone) the sum of its tasks; else the list schedule on
-// min(T, maxThreads) threads plus the pool's wake-up and join. overheadMs: what the section
-// costs beyond its tasks at any count (the loop, the trace); maxThreads: null for no limit.
+// min(T, maxThreads) threads of its tasks slowed by the contention term (contention: c, the
+// slowdown per extra thread, 0 where not measured) plus the pool's wake-up and join.
+// overheadMs: what the section costs beyond its tasks at any count (the loop, the trace);
+// maxThreads: null for no limit.
 export function sectionMs(section, threads, pool) {
-  const { durations, overheadMs = 0, maxThreads = null } = section;
+  const { durations, overheadMs = 0, maxThreads = null, contention = 0 } = section;
   const t = Math.min(threads, maxThreads ?? Infinity);
   if (t <= 1 || durations.length <= 1) return overheadMs + durations.reduce((a, b) => a + b, 0);
-  return overheadMs + listSchedule(durations, t, { workerStart: pool.wakeMs }) + pool.joinMs;
+  const slower = 1 + contention * (Math.min(t, durations.length) - 1);
+  return (
+    overheadMs +
+    listSchedule(
+      durations.map((d) => d * slower),
+      t,
+      { workerStart: pool.wakeMs },
+    ) +
+    pool.joinMs
+  );
 }
 
 // profile { serialMs, sections: [{ durations, overheadMs }] }, threads, pool { wakeMs, joinMs }
@@ -62,7 +81,7 @@ export function predictMs(profile, threads, pool) {
 // The shape of a traced call: its sections' task counts, e.g. "16,16,8".
 export const shapeOf = (sections) => sections.map((s) => s.durations.length).join(',');
 
-// calls: one case's traced calls on one thread, [{ ms, sections: [{ wallMs, durations }] }]
+// calls: one case's traced calls on one thread, [{ ms, gapsMs, sections: [{ wallMs, durations }] }]
 // -> its profile: the serial part (the call's time outside its sections) as the least over
 // the calls; the sections and their tasks from the calls of the most common shape, each
 // task's duration the least over them. The least, not the median: on a shared machine other
@@ -84,7 +103,12 @@ export function profileOf(calls) {
     );
     return { durations, overheadMs: Math.max(0, overheadMs), maxThreads: same[0].sections[j].maxThreads ?? null };
   });
-  return { serialMs: Math.max(0, serialMs), sections, shape: shapeOf(sections) };
+  // where the serial part falls: before the first section, between each two, after the last
+  // (each the least over the calls; traces without gapsMs leave it out)
+  const gapsMs = same.every((c) => c.gapsMs?.length === c.sections.length + 1)
+    ? same[0].gapsMs.map((_, i) => Math.max(0, least(same.map((c) => c.gapsMs[i]))))
+    : null;
+  return { serialMs: Math.max(0, serialMs), sections, shape: shapeOf(sections), gapsMs };
 }
 
 // The pool's wake-up and join times from traced calls on T ≥ 2 threads: over every section
@@ -109,9 +133,13 @@ export function poolCostsOf(calls) {
 // may cap its threads by the pool's size); where it split it differently (the split depends
 // on the thread count), the T-thread trace's shape with its tasks' durations scaled so that
 // each section (or, if the sections differ too, the whole call) holds the 1-thread trace's
-// work. profileT: profileOf() of the T-thread calls, or null when there are none.
+// work. A split for more threads may also move work out of the serial part into a section
+// (matmul: B packed on the caller at 1 thread, in tasks from 2): serialMs, the serial part
+// measured where that split runs on real cores (the 2-thread trace on 2 cores), replaces the
+// 1-thread one, and the sections hold what left it besides the 1-thread work.
+// profileT: profileOf() of the T-thread calls, or null when there are none.
 // -> { profile, from: '1-thread trace' | 'T-thread trace, rescaled' }
-export function profileFor(profile1, profileT) {
+export function profileFor(profile1, profileT, { serialMs = profile1.serialMs } = {}) {
   if (!profileT) return { profile: profile1, from: '1-thread trace' };
   if (profileT.shape === profile1.shape) {
     const sections = profile1.sections.map((s, j) => ({ ...s, maxThreads: profileT.sections[j].maxThreads ?? null }));
@@ -119,22 +147,76 @@ export function profileFor(profile1, profileT) {
   }
   const work = (s) => s.durations.reduce((a, b) => a + b, 0);
   const total = (p) => p.sections.reduce((a, s) => a + work(s), 0);
-  const sameSections = profileT.sections.length === profile1.sections.length;
+  const serial = Math.min(serialMs, profile1.serialMs);
+  const moved = profile1.serialMs - serial;
+  const sameSections = profileT.sections.length === profile1.sections.length && moved === 0;
   const sections = profileT.sections.map((s, j) => {
-    const scale = sameSections ? work(profile1.sections[j]) / (work(s) || 1) : total(profile1) / (total(profileT) || 1);
+    const scale = sameSections
+      ? work(profile1.sections[j]) / (work(s) || 1)
+      : (total(profile1) + moved) / (total(profileT) || 1);
     return {
       durations: s.durations.map((d) => d * scale),
       overheadMs: profile1.sections[j]?.overheadMs ?? 0,
       maxThreads: s.maxThreads ?? null,
     };
   });
-  return { profile: { ...profile1, sections, shape: profileT.shape }, from: 'T-thread trace, rescaled' };
+  return {
+    profile: { ...profile1, serialMs: serial, sections, shape: profileT.shape },
+    from: 'T-thread trace, rescaled',
+  };
 }
 
-// -> { [threads]: predicted speed-up over one thread } for each count
-export function predictSpeedups(profile1, profilesAt, pool, counts) {
+// The contention term from the 1-thread profile and a profile traced on k ≥ 2 threads (the
+// pool's costs' count; 2 on 2 cores): c = (a section's work on k threads ÷ on 1 − 1) ÷
+// (active − 1), where active = min(k, tasks, max_threads) ≥ 2 in the k-thread trace, section j
+// of one against section j of the other where both have as many sections (however each split
+// its tasks: the same pass either way). callC: the same over the work the k-thread trace ran
+// on ≥ 2 threads, for the sections it ran on one, or all of them where the sections differ
+// (with what left the serial part for them: profileFor).
+// A section of less than a tenth of the call's work takes the call's c too: the ratio of a
+// few short tasks is the clock's and the caches' noise (a 40 µs packing pass measured 4× on 2
+// threads). c is never below 0: a task does not run faster for company, so less is noise.
+// -> { sections: [c per section of profile1], call: callC }
+export function contentionOf(profile1, profileK, k) {
+  const work = (s) => s.durations.reduce((a, b) => a + b, 0);
+  const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+  const active = (s) => Math.min(k, s.durations.length, s.maxThreads ?? Infinity);
+  const per = (w1, wk, a) => (a >= 2 && w1 > 0 ? Math.max(0, (wk / w1 - 1) / (a - 1)) : null);
+  const paired = profileK.sections.length === profile1.sections.length;
+  const ran = profileK.sections.map((s, j) => j).filter((j) => active(profileK.sections[j]) >= 2);
+  // the call: the work k ran on ≥ 2 threads against the same sections' work on 1 thread where
+  // the sections pair up, else against all of the 1-thread work that k did not run serially
+  const wk = sum(ran.map((j) => work(profileK.sections[j])));
+  const moved = paired ? 0 : Math.max(0, profile1.serialMs - profileK.serialMs);
+  const w1 = paired
+    ? sum(ran.map((j) => work(profile1.sections[j])))
+    : sum(profile1.sections.map(work)) + moved - sum(profileK.sections.filter((s) => active(s) < 2).map(work));
+  const call = per(w1, wk, k) ?? 0;
+  const total = sum(profile1.sections.map(work));
+  const sections = profile1.sections.map((s, j) => {
+    const sk = paired && work(s) >= total / 10 ? profileK.sections[j] : null;
+    return (sk && per(work(s), work(sk), active(sk))) ?? call;
+  });
+  return { sections, call };
+}
+
+// profile (profileFor's), contention (contentionOf's) -> the profile with each section's c:
+// its own where the profile has as many sections as the 1-thread one, else the call's.
+export function withContention(profile, contention) {
+  if (!contention) return profile;
+  const own = profile.sections.length === contention.sections.length;
+  const sections = profile.sections.map((s, j) => ({
+    ...s,
+    contention: own ? contention.sections[j] : contention.call,
+  }));
+  return { ...profile, sections };
+}
+
+// contention: contentionOf's, or null for none (the schedule alone); serialMs: the serial part
+// on ≥ 2 threads (profileFor's), where measured.
+export function predictSpeedups(profile1, profilesAt, pool, counts, contention = null, serialMs = undefined) {
   const one = predictMs(profile1, 1, pool);
-  return Object.fromEntries(
-    counts.map((t) => [t, one / predictMs(profileFor(profile1, profilesAt[t] ?? null).profile, t, pool)]),
-  );
+  const at = (t) =>
+    withContention(profileFor(profile1, t > 1 ? (profilesAt[t] ?? null) : null, { serialMs }).profile, contention);
+  return Object.fromEntries(counts.map((t) => [t, one / predictMs(at(t), t, pool)]));
 }

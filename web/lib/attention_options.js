@@ -1,29 +1,31 @@
-// The checks of attention() and attentionBackward() on heads: q, k, v as 3-D or 4-D tensors
-// and the options of the ONNX Attention operator (opsets 23-25), read once into a plain
-// description of the call. Letters: B sequences, Hq query heads, Hkv key/value heads,
-// nQ queries, nNew new keys, nPast earlier keys (pastKey or a cache), nTotal = nPast + nNew.
+// The checks of attention() and attentionBackward() in every form, read once into a plain
+// description of the call: the one parser of the three forms, a 2-D call being heads with
+// B = Hq = Hkv = 1. Letters: B sequences, Hq query heads, Hkv key/value heads, nQ queries,
+// nNew new keys, nPast earlier keys (pastKey or a cache), nTotal = nPast + nNew.
+//   2-D q [nQ,dK], k [nNew,dK], v [nNew,dV] (one head of one sequence; results 2-D)
 //   4-D q [B,Hq,nQ,dK], k [B,Hkv,nNew,dK], v [B,Hkv,nNew,dV]
 //   3-D q [B,nQ,Hq·dK], k [B,nNew,Hkv·dK], v [B,nNew,Hkv·dV] (heads: { q: Hq, kv: Hkv })
 // Nothing here touches wasm memory; every later step reads what these functions return.
-// A call is read in two steps: parseHeadsAttention runs every getter of the caller's objects,
-// then (the instance checked alive) resolveHeadsAttention looks at the cache.
+// A call is read in two steps: parseAttention runs every getter of the caller's objects,
+// then (the instance checked alive) resolveAttention looks at the cache and fits the mask.
 import { checkCacheFits } from './kv_cache.js';
 import {
   checkBoolean,
+  checkInteger,
+  checkKvLength,
+  checkOneOf,
   checkOptions,
   checkOut,
+  checkRotary,
   checkScale,
+  checkSinks,
+  checkSoftcap,
   checkTensor,
-  describe,
-  fitHeadsMask,
-  float32View,
-  isArray,
-  isRevoked,
-  readHeadsMask,
+  checkWindow,
+  fitMask,
+  readMask,
   showShape,
-  typedArrayCopy,
-  typedArrayName,
-} from './tensor.js';
+} from './validate.js';
 
 // qkOutput -> the trace buffer it reads: ONNX qk_matmul_output_mode 0..3.
 export const QK_OUTPUTS = Object.freeze({
@@ -33,8 +35,8 @@ export const QK_OUTPUTS = Object.freeze({
   weights: 'weights',
 });
 
-// attention()'s options; a 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
-export const FORWARD_OPTIONS = [
+// attention()'s options. A 2-D call is one head of one sequence and refuses HEADS_ONLY by name.
+const FORWARD_OPTIONS = [
   'causal',
   'mask',
   'scale',
@@ -51,36 +53,41 @@ export const FORWARD_OPTIONS = [
   'sinks',
   'out',
 ];
-export const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
-const BACKWARD_OPTIONS = ['causal', 'mask', 'scale', 'softcap', 'window', 'heads', 'kvLength', 'rotary', 'sinks'];
+const HEADS_ONLY = ['heads', 'pastKey', 'pastValue', 'kvLength', 'qkOutput', 'cache'];
+// attentionBackward's options: attention()'s but out (it has several results). It refuses
+// BACKWARD_REFUSES by name in every form, and trace on heads (the core's heads backward keeps
+// no intermediates).
+const BACKWARD_OPTIONS = FORWARD_OPTIONS.filter((name) => name !== 'out');
+const BACKWARD_REFUSES = ['pastKey', 'pastValue', 'cache', 'qkOutput'];
 
-function integerAtLeast(where, name, value, min) {
-  if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
-  if (!Number.isInteger(value) || value < min || value > 2 ** 31 - 1) {
-    throw new RangeError(`${where}: ${name} must be an integer from ${min} up, got ${value}`);
-  }
-  return value;
-}
+// q's shapes, for messages.
+export const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
 
-function plainObject(where, name, value, allowed) {
-  if (
-    value === null ||
-    typeof value !== 'object' ||
-    isArray(value) ||
-    isRevoked(value) ||
-    typedArrayName(value) !== undefined
-  ) {
-    throw new TypeError(`${where}: ${name} must be an object, got ${describe(value)}`);
-  }
-  return checkOptions(`${where}: ${name}`, value, allowed);
-}
+// The names of k's and v's shapes in the layout of a q of `rank` dimensions, for messages.
+const KV_SHAPES = {
+  2: ['[nK,dK]', '[nK,dV]'],
+  3: ['[B,nNew,Hkv·dK]', '[B,nNew,Hkv·dV]'],
+  4: ['[B,Hkv,nNew,dK]', '[B,Hkv,nNew,dV]'],
+};
 
-// q, k, v (snapshots) in one layout and heads -> the sizes.
-function checkLayout(where, q, kArg, vArg, headsArg) {
+// q, k, v (snapshots) in one layout, and heads -> the sizes (a 2-D call: B = Hq = Hkv = 1).
+function checkLayout(where, q, k, v, headsArg) {
   const rank = q.shape.length;
-  const names = rank === 4 ? ['[B,Hkv,nNew,dK]', '[B,Hkv,nNew,dV]'] : ['[B,nNew,Hkv·dK]', '[B,nNew,Hkv·dV]'];
-  const k = checkTensor(where, 'k', kArg, [2, 3, 4], names[0]);
-  const v = checkTensor(where, 'v', vArg, [2, 3, 4], names[1]);
+  if (rank === 2) {
+    const [nQ, dK] = q.shape;
+    const [nNew, dV] = v.shape;
+    if (k.shape[1] !== dK) {
+      throw new RangeError(
+        `${where}: k is ${showShape(k.shape)} but q is ${showShape(q.shape)}: k needs ${dK} columns, as many as q (dK)`,
+      );
+    }
+    if (k.shape[0] !== nNew) {
+      throw new RangeError(
+        `${where}: v is ${showShape(v.shape)} but k is ${showShape(k.shape)}: v needs ${k.shape[0]} rows, one per key (nK)`,
+      );
+    }
+    return { batch: 1, qHeads: 1, kvHeads: 1, nQ, dK, nNew, dV, twoD: true, threeD: false, k, v };
+  }
   for (const [name, t] of [
     ['k', k],
     ['v', v],
@@ -93,8 +100,8 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
   }
   let heads = null;
   if (headsArg !== undefined) {
-    const h = plainObject(where, 'heads', headsArg, ['q', 'kv']);
-    heads = { q: integerAtLeast(where, 'heads.q', h.q, 1), kv: integerAtLeast(where, 'heads.kv', h.kv, 1) };
+    const h = checkOptions(where, headsArg, ['q', 'kv'], 'heads');
+    heads = { q: checkInteger(where, 'heads.q', h.q, 1), kv: checkInteger(where, 'heads.kv', h.kv, 1) };
   }
   let s;
   if (rank === 4) {
@@ -155,118 +162,16 @@ function checkLayout(where, q, kArg, vArg, headsArg) {
       `${where}: ${s.qHeads} query heads do not divide into ${s.kvHeads} kv heads (Hq must be a multiple of Hkv)`,
     );
   }
-  return { ...s, threeD: rank === 3, k, v };
-}
-
-// window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.
-export function checkWindow(where, window) {
-  if (window === undefined) return { left: -1, right: -1 };
-  const w = plainObject(where, 'window', window, ['left', 'right']);
-  const side = (name) => (w[name] === undefined ? -1 : integerAtLeast(where, `window.${name}`, w[name], -1));
-  return { left: side('left'), right: side('right') };
-}
-
-export function checkSoftcap(where, softcap) {
-  if (softcap === undefined) return 0;
-  if (typeof softcap !== 'number') throw new TypeError(`${where}: softcap must be a number, got ${describe(softcap)}`);
-  if (!(softcap >= 0) || !Number.isFinite(Math.fround(softcap)))
-    throw new RangeError(`${where}: softcap must be 0 (none) or a positive finite number, got ${softcap}`);
-  // the core holds it as a float32, where 0 means none: a cap too small for float32 is refused
-  if (softcap > 0 && Math.fround(softcap) === 0) {
-    throw new RangeError(
-      `${where}: softcap ${softcap} rounds to 0 in float32, which means no softcap; give 0 for none or at least 1.4e-45`,
-    );
-  }
-  return softcap;
-}
-
-// sinks: one logit per query head that joins every row's softmax denominator with no value
-// (wa/score_mask.h), as a Float32Array of Hq values or a tensor { data, shape: [Hq] }; each
-// finite, or -Infinity for none (as an additive mask's values). -> a Float32Array copy, or
-// null when left out.
-export function checkSinks(where, sinks, qHeads) {
-  if (sinks === undefined || sinks === null) return null;
-  let data;
-  if (typedArrayName(sinks) !== undefined) data = float32View(where, 'sinks', sinks);
-  else if (typeof sinks === 'object' && !Array.isArray(sinks))
-    data = checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`).data;
-  else
-    throw new TypeError(
-      `${where}: sinks must be a Float32Array of Hq = ${qHeads} values, one per query head, got ${describe(sinks)}`,
-    );
-  if (data.length !== qHeads)
-    throw new RangeError(
-      `${where}: sinks has ${data.length} values but there ${qHeads === 1 ? 'is 1 query head' : `are ${qHeads} query heads`} (Hq): one sink per query head`,
-    );
-  const copy = new Float32Array(data);
-  copy.forEach((x, h) => {
-    if (Number.isNaN(x) || x === Infinity)
-      throw new RangeError(`${where}: sinks[${h}] is ${x}: a sink is a finite logit, or -Infinity for none`);
-  });
-  return copy;
-}
-
-// kvLength: number[] or Int32Array, one per sequence, each in [0, nTotal] -> an Int32Array copy.
-function checkKvLength(where, kvLength, batch, nTotal) {
-  if (kvLength === undefined) return null;
-  let lengths;
-  if (typedArrayName(kvLength) === 'Int32Array') lengths = typedArrayCopy(where, 'kvLength', kvLength, Int32Array);
-  else if (isArray(kvLength)) {
-    lengths = new Int32Array(kvLength.length);
-    for (let b = 0; b < lengths.length; ++b) {
-      const n = kvLength[b];
-      if (typeof n !== 'number') throw new TypeError(`${where}: kvLength[${b}] must be a number, got ${describe(n)}`);
-      if (!Number.isInteger(n) || n < 0 || n > nTotal)
-        throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
-      lengths[b] = n;
-    }
-  } else
-    throw new TypeError(
-      `${where}: kvLength must be a number[] or Int32Array (one length per sequence), got ${describe(kvLength)}`,
-    );
-  if (lengths.length !== batch)
-    throw new RangeError(`${where}: kvLength has ${lengths.length} values but there are ${batch} sequences (B)`);
-  lengths.forEach((n, b) => {
-    if (n < 0 || n > nTotal)
-      throw new RangeError(`${where}: kvLength[${b}] is ${n}: each must be an integer from 0 to the ${nTotal} keys`);
-  });
-  return lengths;
-}
-
-// rotary: true or { offset = 0, base = 10000, interleaved = false, dims = dK } -> wa::Rotary
-// fields (dims 0 = all), offset before the earlier keys are added.
-export function checkRotary(where, rotary, dK) {
-  if (rotary === undefined || rotary === false) return null;
-  const r = rotary === true ? {} : plainObject(where, 'rotary', rotary, ['offset', 'base', 'interleaved', 'dims']);
-  const offset = r.offset === undefined ? 0 : integerAtLeast(where, 'rotary.offset', r.offset, 0);
-  let base = 10000;
-  if (r.base !== undefined) {
-    if (typeof r.base !== 'number')
-      throw new TypeError(`${where}: rotary.base must be a number, got ${describe(r.base)}`);
-    if (!(r.base > 0) || !Number.isFinite(r.base))
-      throw new RangeError(`${where}: rotary.base must be a positive finite number, got ${r.base}`);
-    base = r.base;
-  }
-  const interleaved = checkBoolean(where, 'rotary.interleaved', r.interleaved);
-  const dims = r.dims === undefined ? dK : integerAtLeast(where, 'rotary.dims', r.dims, 2);
-  if (dims % 2 !== 0 || dims > dK)
-    throw new RangeError(`${where}: rotary.dims is ${dims}: it must be even and at most dK = ${dK}`);
-  if (dK % 2 !== 0 && r.dims === undefined)
-    throw new RangeError(`${where}: rotary needs an even dK to turn pairs, got dK = ${dK}; pass rotary.dims`);
-  return { offset, base, dims, interleaved };
+  s.twoD = false;
+  s.threeD = rank === 3;
+  s.k = k;
+  s.v = v;
+  return s;
 }
 
 function checkQkOutput(where, qkOutput) {
   if (qkOutput === undefined) return null;
-  if (typeof qkOutput !== 'string')
-    throw new TypeError(`${where}: qkOutput must be a string, got ${describe(qkOutput)}`);
-  if (!Object.hasOwn(QK_OUTPUTS, qkOutput)) {
-    throw new RangeError(
-      `${where}: qkOutput "${qkOutput}" is not one of ${Object.keys(QK_OUTPUTS)
-        .map((m) => `'${m}'`)
-        .join(', ')}`,
-    );
-  }
+  checkOneOf(where, 'qkOutput', qkOutput, Object.keys(QK_OUTPUTS));
   return qkOutput;
 }
 
@@ -293,16 +198,46 @@ function checkPast(where, o, s) {
   return { key, value, nPast };
 }
 
-// q (a snapshot of 3 or 4 dimensions), k, v, options, read once (every getter of the
-// caller's objects runs here) -> a frozen description of the call, its cache not yet looked
-// at: cache is the caller's value (or undefined), mask read but not yet fit to the keys, out
-// the caller's array for the output (tensor.js checkOut) or null.
-// backward: attentionBackward's options (no past, cache, trace or qkOutput).
-export function parseHeadsAttention(where, q, kArg, vArg, options, backward = false) {
+// The shape of a tensor of `heads` heads of `rows` rows of d, in the call's layout.
+export const shapeOf = (c, heads, rows, d) =>
+  c.twoD ? [rows, d] : c.threeD ? [c.batch, rows, heads * d] : [c.batch, heads, rows, d];
+
+// The options a call's form and direction refuse by name, each with its reason.
+function refuseOptions(where, o, twoD, backward) {
+  const given = (names) => names.find((name) => o[name] !== undefined);
+  const refused = backward && given(BACKWARD_REFUSES);
+  if (refused) {
+    throw new TypeError(
+      `${where}: takes no ${refused}, in any form: it differentiates attention over the k and v it is given${refused === 'qkOutput' ? '' : ' (pass all the keys and values, past and new, as k and v)'}`,
+    );
+  }
+  const headsOnly = twoD && given(HEADS_ONLY);
+  if (headsOnly) {
+    throw new TypeError(
+      `${where}: option "${headsOnly}" needs q, k, v as 3-D [B,S,H·D] or 4-D [B,H,S,D] tensors; 2-D calls take causal, mask, scale, trace, softcap, window, rotary, sinks${backward ? '' : ', out'}`,
+    );
+  }
+}
+
+// q, k, v, options of attention() (backward: of attentionBackward()) in any form, read once
+// (every getter of the caller's objects runs here) -> a plain description of the call, its
+// cache not yet looked at: q, k, v (snapshots), the sizes, twoD and threeD (the layout), cache
+// (the caller's value, or undefined), mask read but not yet fit to the keys, out (the caller's
+// array for the output, checkOut) or null.
+export function parseAttention(where, qArg, kArg, vArg, options, backward = false) {
+  // the arguments in their order: q, k, v, then the options; the mask first of those, so that
+  // no later getter of the caller's reaches what it copied
+  const q = checkTensor(where, 'q', qArg, [2, 3, 4], Q_SHAPES);
+  const twoD = q.shape.length === 2;
+  const [kNames, vNames] = KV_SHAPES[q.shape.length];
+  const ranks = twoD ? [2] : [2, 3, 4];
+  const [k, v] = [checkTensor(where, 'k', kArg, ranks, kNames), checkTensor(where, 'v', vArg, ranks, vNames)];
   const o = checkOptions(where, options, backward ? BACKWARD_OPTIONS : FORWARD_OPTIONS);
-  const s = checkLayout(where, q, kArg, vArg, o.heads);
-  const past = backward ? null : checkPast(where, o, s);
-  const cache = backward ? undefined : o.cache;
+  refuseOptions(where, o, twoD, backward);
+  const mask = readMask(where, o.mask, twoD);
+  const s = checkLayout(where, q, k, v, o.heads);
+  const past = checkPast(where, o, s);
+  const cache = o.cache;
   if (cache !== undefined && past) throw new TypeError(`${where}: pass pastKey/pastValue or cache, not both`);
   let kvLength = null;
   if (o.kvLength !== undefined) {
@@ -310,9 +245,25 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
     kvLength = checkKvLength(where, o.kvLength, s.batch, (past ? past.nPast : 0) + s.nNew);
     if (past) throw new TypeError(`${where}: kvLength (padded sequences) cannot be combined with pastKey`);
   }
+  const trace = checkBoolean(where, 'trace', o.trace);
+  if (backward && trace && !twoD) {
+    throw new TypeError(`${where}: trace needs 2-D q, k, v: the backward on heads (3-D or 4-D) keeps no intermediates`);
+  }
   const { left, right } = checkWindow(where, o.window);
-  return Object.freeze({
-    ...s,
+  // every field written out, in one order for every form (a spread here costs more than the
+  // whole call at small sizes)
+  return {
+    batch: s.batch,
+    qHeads: s.qHeads,
+    kvHeads: s.kvHeads,
+    nQ: s.nQ,
+    nNew: s.nNew,
+    dK: s.dK,
+    dV: s.dV,
+    twoD: s.twoD,
+    threeD: s.threeD,
+    k: s.k,
+    v: s.v,
     q,
     past,
     cache,
@@ -320,29 +271,49 @@ export function parseHeadsAttention(where, q, kArg, vArg, options, backward = fa
     left,
     right,
     causal: checkBoolean(where, 'causal', o.causal),
-    trace: checkBoolean(where, 'trace', o.trace),
+    trace,
     scale: checkScale(where, o.scale, s.dK),
     softcap: checkSoftcap(where, o.softcap),
     qkOutput: checkQkOutput(where, o.qkOutput),
     rotary: checkRotary(where, o.rotary, s.dK),
-    mask: readHeadsMask(where, o.mask),
+    mask,
     sinks: checkSinks(where, o.sinks, s.qHeads),
     // last: no getter of the caller's runs after it
-    out: checkOut(where, o.out, {
-      count: s.batch * s.qHeads * s.nQ * s.dV,
-      format: q.format,
-      input: 'q',
-      what: `the output ${showShape(s.threeD ? [s.batch, s.nQ, s.qHeads * s.dV] : [s.batch, s.qHeads, s.nQ, s.dV])}`,
-    }),
-  });
+    out:
+      o.out === undefined
+        ? null
+        : checkOut(where, o.out, {
+            count: s.batch * s.qHeads * s.nQ * s.dV,
+            format: q.format,
+            input: 'q',
+            what: `the output ${showShape(shapeOf(s, s.qHeads, s.nQ, s.dV))}`,
+          }),
+    // resolveAttention's
+    nPast: 0,
+    nTotal: 0,
+  };
 }
 
-// parseHeadsAttention's call -> everything heads_attention.js needs: the cache (its state)
-// looked up and measured now, after every argument was read, so the call acts on it as it is;
-// nPast (pastKey's rows or the cache's length before this call appends), nTotal = nPast +
-// nNew; the mask fit to [B,Hq,nQ,nTotal] (v's weighted sums are checked on its copy in wasm
-// memory: heads_attention.js).
-export function resolveHeadsAttention(rt, where, c) {
+// dOutput = ∂L/∂output of attentionBackward, for parseAttention's call c -> its snapshot,
+// in the output's shape.
+export function checkDOutput(where, c, dOutput) {
+  const want = shapeOf(c, c.qHeads, c.nQ, c.dV);
+  const letters = { 2: '[nQ,dV]', 3: '[B,nQ,Hq·dV]', 4: '[B,Hq,nQ,dV]' }[want.length];
+  const dOut = checkTensor(where, 'dOutput', dOutput, [want.length], `${letters} = ${showShape(want)}`);
+  if (showShape(dOut.shape) !== showShape(want)) {
+    throw new RangeError(
+      `${where}: dOutput is ${showShape(dOut.shape)} but the output of attention(q ${showShape(c.q.shape)}, v ${showShape(c.v.shape)}) is ${showShape(want)}`,
+    );
+  }
+  return dOut;
+}
+
+// parseAttention's call, completed in place -> everything heads_attention.js needs: the
+// cache (its state) looked up and measured now, after every argument was read, so the call
+// acts on it as it is; nPast (pastKey's rows or the cache's length before this call appends),
+// nTotal = nPast + nNew; the mask fit to [B,Hq,nQ,nTotal], [nQ,nK] for a 2-D call (v's
+// weighted sums are checked on its copy in wasm memory: heads_attention.js).
+export function resolveAttention(rt, where, c) {
   let cache = null,
     nPast = c.past ? c.past.nPast : 0;
   if (c.cache !== undefined) {
@@ -354,5 +325,9 @@ export function resolveHeadsAttention(rt, where, c) {
     }));
   }
   const nTotal = nPast + c.nNew;
-  return Object.freeze({ ...c, cache, nPast, nTotal, mask: fitHeadsMask(where, c.mask, c, nTotal) });
+  c.mask = fitMask(where, c.mask, c, nTotal);
+  c.cache = cache;
+  c.nPast = nPast;
+  c.nTotal = nTotal;
+  return c;
 }

@@ -24,10 +24,12 @@ export function throwIfFailed(where, status) {
 // is a bug in this package, so it throws.
 function struct(name, fields, defaults = {}) {
   return (given = {}) => {
-    for (const key of Object.keys(given)) {
+    for (const key in given) {
       if (!fields.includes(key)) throw new Error(`wasm-attention: ${name} has no field "${key}"`);
     }
-    return Object.fromEntries(fields.map((f) => [f, given[f] ?? defaults[f] ?? 0]));
+    const value = {};
+    for (const f of fields) value[f] = given[f] ?? defaults[f] ?? 0;
+    return value;
   };
 }
 

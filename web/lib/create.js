@@ -4,7 +4,7 @@
 import { Attention } from './attention.js';
 import { relaxedSimdAvailable } from './features.js';
 import { defaultThreads, loadModule } from './loader.js';
-import { checkBoolean, checkOneOf, checkOptions, isDetached } from './tensor.js';
+import { checkBoolean, checkOneOf, checkOptions, isDetached } from './validate.js';
 import { warmUp } from './warm_up.js';
 
 // Each thread is a worker with its own stack and a share of the work: past 64 they cost

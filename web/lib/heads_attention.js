@@ -1,16 +1,30 @@
-// attention() and attentionBackward() on heads in 3-D or 4-D tensors: one call of the core's
-// attention_heads_forward/backward (wa/attention_heads.h), with rotary (wa/rotary.h) on
-// copies of q and k, and earlier keys from pastKey/pastValue or a cache (wa/kv_cache.h).
-// The call's description comes from attention_options.js; letters as there.
-import { attentionTrace, heads3d, heads4d, headsMask, headsShape, rotary, scoreMask } from './binding.js';
-import { QK_OUTPUTS } from './attention_options.js';
+// attention() and attentionBackward() in every form (a 2-D call is one head of one sequence):
+// one call of the core's attention_heads_forward/backward (wa/attention_heads.h), with rotary
+// (wa/rotary.h) on copies of q and k, and earlier keys from pastKey/pastValue or a cache
+// (wa/kv_cache.h). A 2-D backward with trace calls the core's 2-D attention_backward
+// (wa/attention.h), the one entry that keeps the backward's intermediates. The call's
+// description comes from attention_options.js; letters as there.
+import {
+  ALL_KEYS,
+  attentionBackwardTrace,
+  attentionTrace,
+  heads3d,
+  heads4d,
+  headsMask,
+  headsShape,
+  matrix,
+  rotary,
+  scoreMask,
+} from './binding.js';
+import { QK_OUTPUTS, shapeOf } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { checkWeightedSums, resultTensor, tensor } from './tensor.js';
+import { checkWeightedSums, showShape } from './validate.js';
+import { resultTensor, tensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
+const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
 
-// The shape of a tensor of `heads` heads of `rows` rows of d, in the call's layout.
-const shapeOf = (c, heads, rows, d) => (c.threeD ? [c.batch, rows, heads * d] : [c.batch, heads, rows, d]);
+// a 2-D tensor [rows,d] lies as the one head of [1,1,rows,d]
 const layout = (c) => (c.threeD ? heads3d : heads4d);
 
 // q, k, v copied into scope s, v's weighted sums over nTotal keys checked (checkWeightedSums),
@@ -22,7 +36,8 @@ function putRotated(rt, where, s, c) {
   const vAt = s.putFinite(c.v.data, 'v.data');
   checkWeightedSums(where, rt.heap.maxAbs(vAt, c.batch * c.kvHeads * c.nNew * c.dV), c.nTotal);
   const v = lay(vAt, c.kvHeads, c.nNew, c.dV);
-  const turn = c.rotary && rotary({ ...c.rotary, offset: c.rotary.offset + c.nPast });
+  const r = c.rotary;
+  const turn = r && rotary({ offset: r.offset + c.nPast, base: r.base, dims: r.dims, interleaved: r.interleaved });
   if (turn) {
     rt.call(where, 'rotaryForward', c.batch, c.qHeads, c.nQ, c.dK, q, turn);
     rt.call(where, 'rotaryForward', c.batch, c.kvHeads, c.nNew, c.dK, k, turn);
@@ -30,25 +45,28 @@ function putRotated(rt, where, s, c) {
   return { q, k, v, turn };
 }
 
-// The mask, kvLength, window and sinks, in scope s, as wa::HeadsMask; offset: key position of
+// The mask, window and softcap, in scope s, as wa::ScoreMask's fields; offset: key position of
 // query 0.
-function putMask(s, c, offset) {
+function putScoreMask(s, c, offset) {
   const m = c.mask;
-  const mask = scoreMask({
+  return {
     causal: c.causal,
+    keep: m?.keep ? s.put(m.keep, 'mask') : 0,
+    bias: m?.bias ? s.put(m.bias, 'mask') : 0,
     offset,
     left: c.left,
     right: c.right,
+    maskLd: m ? m.maskLd : ALL_KEYS,
+    maskCols: m ? m.maskCols : ALL_KEYS,
     softcap: c.softcap,
-    ...(m && {
-      keep: m.keep ? s.put(m.keep, 'mask') : 0,
-      bias: m.bias ? s.put(m.bias, 'mask') : 0,
-      maskLd: m.maskLd,
-      maskCols: m.maskCols,
-    }),
-  });
+  };
+}
+
+// putScoreMask's, with kvLength and sinks, as wa::HeadsMask.
+function putMask(s, c, offset) {
+  const m = c.mask;
   return headsMask({
-    mask,
+    mask: scoreMask(putScoreMask(s, c, offset)),
     batchStride: m ? m.batchStride : 0,
     headStride: m ? m.headStride : 0,
     kvLength: c.kvLength ? s.put(c.kvLength, 'kvLength') : 0,
@@ -100,11 +118,11 @@ function headsForwardOnce(rt, where, c) {
       const outShape = shapeOf(c, c.qHeads, c.nQ, c.dV);
       const out = s.alloc(4 * c.batch * c.qHeads * c.nQ * c.dV, `the output ${JSON.stringify(outShape)}`);
       const traceCount = c.batch * c.qHeads * c.nQ * n;
+      const qkShape = c.twoD ? [c.nQ, n] : [c.batch, c.qHeads, c.nQ, n];
       const traced = {};
       if (c.trace || c.qkOutput) {
         const names = c.softcap > 0 ? [...TRACE_NAMES, 'capped'] : TRACE_NAMES;
-        for (const name of names)
-          traced[name] = s.alloc(4 * traceCount, `the trace's ${name} [${c.batch},${c.qHeads},${c.nQ},${n}]`);
+        for (const name of names) traced[name] = s.alloc(4 * traceCount, `the trace's ${name} ${showShape(qkShape)}`);
       }
       const shape = headsShape({
         batch: c.batch,
@@ -135,16 +153,16 @@ function headsForwardOnce(rt, where, c) {
       // pastValue's (T2); trace intermediates float32. The output is read last: the caller's
       // out (c.out) is written only once nothing else can fail.
       const result = { output: null };
-      const qkShape = [c.batch, c.qHeads, c.nQ, n];
-      // without softcap, cap() is the identity: 'capped' reads the scaled scores
-      const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape);
+      // without softcap, cap() is the identity: 'capped' reads the scaled scores; each
+      // tensor its own shape array
+      const readTrace = (name) => tensor(heap.read(traced[name] ?? traced.scaled, traceCount), qkShape.slice());
       if (c.trace) {
         for (const name of TRACE_NAMES) result[name] = readTrace(name);
         if (c.softcap > 0) result.capped = readTrace('capped');
       }
       if (c.qkOutput) {
         const qk = heap.read(traced[QK_OUTPUTS[c.qkOutput]] ?? traced.scaled, traceCount);
-        result.qk = resultTensor(qk, qkShape, c.q.format, where, 'qk');
+        result.qk = resultTensor(qk, qkShape.slice(), c.q.format, where, 'qk');
       }
       if (c.past) {
         const presentShape = (d) => [c.batch, c.kvHeads, n, d];
@@ -169,7 +187,8 @@ function headsForwardOnce(rt, where, c) {
 
 // dOutput (a snapshot, the output's shape) -> { dq, dk, dv } in q's, k's and v's shapes: the
 // gradients of the inputs before rotation (rotary_backward turns dq and dk back); with sinks,
-// also dsinks [Hq], each summed over every sequence's queries.
+// also dsinks [Hq], each summed over every sequence's queries; with trace (2-D only), also
+// weights (P), dWeights (dP = dOutput·vᵀ) and dScores (dS = ∂L/∂(q·kᵀ)), each [nQ,nK].
 export function headsBackward(rt, where, c, dOut) {
   const { heap } = rt;
   return heap.scoped(where, (s) => {
@@ -181,17 +200,42 @@ export function headsBackward(rt, where, c, dOut) {
     const dq = lay(at.dq, c.qHeads, c.nQ, c.dK),
       dk = lay(at.dk, c.kvHeads, c.nNew, c.dK);
     const dv = lay(at.dv, c.kvHeads, c.nNew, c.dV);
-    const shape = headsShape({
-      batch: c.batch,
-      qHeads: c.qHeads,
-      kvHeads: c.kvHeads,
-      nQ: c.nQ,
-      nK: c.nNew,
-      dK: c.dK,
-      dV: c.dV,
-    });
     const dsinks = c.sinks ? s.alloc(4 * c.qHeads, 'dsinks') : 0;
-    rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0), dsinks);
+    const traced = {};
+    if (c.trace) {
+      // q [nQ,dK], k [nK,dK], v [nK,dV] as matrices: wa::attention_backward with its trace
+      const { nQ, nNew: nK, dK, dV } = c;
+      for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(4 * nQ * nK, `the trace's ${name} [${nQ},${nK}]`);
+      const mask = scoreMask(putScoreMask(s, c, 0));
+      if (c.sinks) mask.sink = c.sinks[0];
+      const m = (head, rows, cols) => matrix(head.data, rows, cols);
+      rt.call(
+        where,
+        'attentionBackward',
+        m(q, nQ, dK),
+        m(k, nK, dK),
+        m(v, nK, dV),
+        m(dOutput, nQ, dV),
+        m(dq, nQ, dK),
+        m(dk, nK, dK),
+        m(dv, nK, dV),
+        c.scale,
+        mask,
+        attentionBackwardTrace(traced),
+        dsinks,
+      );
+    } else {
+      const shape = headsShape({
+        batch: c.batch,
+        qHeads: c.qHeads,
+        kvHeads: c.kvHeads,
+        nQ: c.nQ,
+        nK: c.nNew,
+        dK: c.dK,
+        dV: c.dV,
+      });
+      rt.call(where, 'attentionHeadsBackward', shape, q, k, v, dOutput, dq, dk, dv, c.scale, putMask(s, c, 0), dsinks);
+    }
     if (turn) {
       rt.call(where, 'rotaryBackward', c.batch, c.qHeads, c.nQ, c.dK, dq, turn);
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
@@ -201,6 +245,8 @@ export function headsBackward(rt, where, c, dOut) {
     const result = { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
     // dsinks: float32, as sinks are
     if (dsinks) result.dsinks = tensor(heap.readFinite(dsinks, c.qHeads, where, 'dsinks'), [c.qHeads]);
+    for (const name of Object.keys(traced))
+      result[name] = tensor(heap.read(traced[name], c.nQ * c.nNew), [c.nQ, c.nNew]);
     return result;
   });
 }

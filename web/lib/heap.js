@@ -4,12 +4,13 @@
 // buffers live in a scope that frees them when the call returns or throws; layer weights
 // live until their owner's dispose(). Views into the heap are re-taken on every access,
 // because memory growth (here or on a worker thread) detaches the old ArrayBuffer.
-import { formatTensor, resultTensor, typedArrayBytes, typedArrayLength, writeOut } from './tensor.js';
+import { typedArrayBytes, typedArrayLength, writeOut } from './validate.js';
+import { formatTensor, resultTensor } from './tensor.js';
 
 // wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
 const MAX_BYTES = 2 ** 31;
 
-// A typed array -> a Uint8Array over exactly its bytes, as the engine sees them (tensor.js's
+// A typed array -> a Uint8Array over exactly its bytes, as the engine sees them (validate.js's
 // accessors). Inputs are never empty (every size is at least 1), so no bytes means the buffer
 // was detached, or shrunk under this fixed-length view, after it was checked: a TypeError
 // naming `what`.
@@ -110,7 +111,7 @@ export class Heap {
     return ptr;
   }
 
-  // read() into out, the caller's array for this result (tensor.js checkOut), instead of a
+  // read() into out, the caller's array for this result (validate.js checkOut), instead of a
   // fresh one: no new pages, only the copy (half results rounded as they go in) -> out's array.
   readInto(ptr, length, out, where, name) {
     return writeOut(where, name, this.f32(ptr, length), out);
@@ -136,7 +137,7 @@ export class Heap {
   }
 
   // readFinite() as a result tensor of `shape` in `format`, the format of the input it follows
-  // (tensor.js resultTensor); out: the caller's array for it (tensor.js checkOut), which then
+  // (tensor.js resultTensor); out: the caller's array for it (validate.js checkOut), which then
   // is the tensor's data, or null for a fresh one.
   readResult(ptr, shape, format, where, name, out = null) {
     const length = shape.reduce((a, b) => a * b, 1);

@@ -46,10 +46,11 @@ export interface OutOption<R extends AnyTensor = AnyTensor> {
   out?: OutArray<R> | null;
 }
 
-/** A keep mask (Uint8Array, 1 = keep, 0 = masked) or an additive one (Float32Array, -Infinity masks),
- *  either as a tensor of shape [nQ,nK] or a bare typed array of nQ·nK values. */
+/** A keep mask (Uint8Array or boolean[], 1 or true = keep, 0 or false = masked) or an additive
+ *  one (Float32Array, -Infinity masks), either as a tensor of shape [nQ,nK] or a bare typed
+ *  array of nQ·nK values. dtype 'float16' only on half-precision data (a HalfTensor). */
 export type Mask =
-  | { data: Uint8Array | Float32Array; shape: [number, number] | number[] }
+  | { data: Uint8Array | boolean[] | Float32Array; shape: [number, number] | number[]; dtype?: 'float32' }
   | HalfTensor
   | Uint8Array
   | Float32Array
@@ -257,7 +258,7 @@ export interface MultiHeadWeights {
   sinks?: Tensor;
 }
 
-export interface MultiHeadConfig {
+export interface MultiHeadShapeConfig {
   dModel: number;
   heads: number;
   /** Key/value heads, dividing heads (default heads): query head h reads kv head
@@ -282,25 +283,51 @@ export interface MultiHeadConfig {
    *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
    *  (or tensor) of heads finite values: starting there (or give weights.sinks with true). */
   sinks?: boolean | Float32Array | Tensor;
-  /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
-  weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
-  /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights (a TypeError). */
-  seed?: number;
 }
 
-/** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
- *  softcap come from the layer's config). */
-export interface ForwardOptions extends Pick<AttentionOptions, 'causal' | 'scale' | 'trace'>, OutOption {
+/** A layer's config: its shape and options, and its first weights, given or drawn from a seed
+ *  (one of the two: both are a TypeError). */
+export type MultiHeadConfig = MultiHeadShapeConfig &
+  (
+    | {
+        /** Initial weights; without them, seeded Xavier-uniform (biases and sinks zero). */
+        weights?: { [name in keyof MultiHeadWeights]: AnyTensor };
+        seed?: never;
+      }
+    | {
+        /** Seed of the initialization, 0 to 2^32-1 (default 0); not with weights. */
+        seed?: number;
+        weights?: never;
+      }
+  );
+
+/** The options of a layer's forward with and without a cache. */
+export interface ForwardCommonOptions extends Pick<AttentionOptions, 'causal' | 'scale'>, OutOption {
   /** [nQ,nK], a keep mask or an additive mask, shared by every sequence and head
    *  ([nQ, cache.length + nQ] over a cache). */
   mask?: Mask;
-  /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
-  context?: AnyTensor;
-  /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
-   *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
-   *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
-  cache?: KvCache;
 }
+
+/** A layer's forward options: attention()'s 2-D ones (heads, kvHeads, rotary, window and
+ *  softcap come from the layer's config); with a cache, no context and no trace (a TypeError). */
+export type ForwardOptions = ForwardCommonOptions &
+  (
+    | {
+        /** Also return every intermediate. */
+        trace?: boolean;
+        /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
+        context?: AnyTensor;
+        cache?: never;
+      }
+    | {
+        /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
+         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
+         *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
+        cache: KvCache;
+        trace?: false;
+        context?: never;
+      }
+  );
 
 /** A layer's config as it took it, defaults filled in. */
 export type MultiHeadLayerConfig = Readonly<{
@@ -454,70 +481,85 @@ export interface TransferOption {
   transfer?: boolean;
 }
 
-/** A KvCache living in the worker: the same members, length and the methods giving Promises
- *  that settle once the calls made before them ran. */
-export interface AsyncKvCache extends KvCacheShape {
-  /** Rows filled in each head (0 once the cache or its instance was disposed). */
-  readonly length: Promise<number>;
-  read(): Promise<KvCacheRows>;
-  truncate(n: number): Promise<void>;
-  reset(): Promise<void>;
-  /** Frees the cache in the worker; later use rejects. */
-  dispose(): Promise<void>;
-}
+/** The worker form of a direct-form type T (Attention, MultiHeadAttention, KvCache), as
+ *  createAttention({ worker: true }) makes it from its table of operations
+ *  (web/lib/operations.js): each method returns a Promise of what T's returns, and each
+ *  property is a Promise of its value, settling once the calls made before it ran; Local, the
+ *  members known on the calling side (a cache's shape, a layer's config, the backend), stay as
+ *  they are. Errors reject with the TypeError/RangeError the direct form throws. */
+export type Promised<T, Local extends keyof T = never> = {
+  readonly [K in keyof T]: K extends Local
+    ? T[K]
+    : T[K] extends (...args: infer A) => infer R
+      ? (...args: A) => Promise<R>
+      : Promise<T[K]>;
+};
 
-/** A MultiHeadAttention living in the worker: the same members, with Promise results. */
-export interface AsyncMultiHeadAttention {
-  readonly config: MultiHeadLayerConfig;
-  /** options.cache: a cache of the same worker form. */
+/** A direct-form method (a layer's backward and step) in the worker form: a Promise of its
+ *  result, with the worker form's own trailing { transfer } argument. */
+export type WithTransfer<F> = F extends (...args: infer A) => infer R
+  ? (...args: [...A, options?: TransferOption]) => Promise<R>
+  : never;
+
+/** A direct-form options type O in the worker form: each member of a union mapped, a cache
+ *  option taking a cache of the worker form where O takes a KvCache, and the transfer option. */
+export type WorkerOptions<O> = O extends unknown
+  ? { [K in keyof O]: K extends 'cache' ? WorkerCache<O[K]> : O[K] } & TransferOption
+  : never;
+
+/** A cache option's type C in the worker form: KvCache becomes AsyncKvCache. */
+export type WorkerCache<C> = C extends KvCache ? AsyncKvCache : C;
+
+/** A KvCache living in the worker: its shape as it is, length and the methods giving Promises.
+ *  dispose() frees the cache in the worker; later use rejects. */
+export interface AsyncKvCache extends Promised<KvCache, keyof KvCacheShape> {}
+
+/** A MultiHeadAttention living in the worker: config as it is, the rest giving Promises;
+ *  forward's options.cache is a cache of the same worker form. */
+export interface AsyncMultiHeadAttention extends Omit<
+  Promised<MultiHeadAttention, 'config'>,
+  'forward' | 'backward' | 'step'
+> {
+  /** As MultiHeadAttention.forward; options.cache: a cache of this form. */
   forward<X extends AnyTensor = Tensor>(
     x: X,
-    options?: Omit<ForwardOptions, 'cache'> & { cache?: AsyncKvCache } & OutOption<Follows<X>> & TransferOption,
+    options?: WorkerOptions<ForwardOptions & OutOption<Follows<X>>>,
   ): Promise<ForwardResult<Follows<X>>>;
-  backward(dOutput: AnyTensor, options?: TransferOption): Promise<MultiHeadGradients>;
-  step(
-    grads: { [name in keyof MultiHeadGradients]?: AnyTensor },
-    learningRate: number,
-    options?: TransferOption,
-  ): Promise<void>;
-  /** The current weights (copies). */
-  readonly weights: Promise<MultiHeadWeights>;
-  /** Frees the layer in the worker; later calls reject. */
-  dispose(): Promise<void>;
+  readonly backward: WithTransfer<MultiHeadAttention['backward']>;
+  readonly step: WithTransfer<MultiHeadAttention['step']>;
 }
 
 /** What createAttention({ worker: true }) gives: Attention's members, each computed in a
- *  dedicated worker and returning a Promise. Calls run one at a time in the order made.
- *  Errors reject with the TypeError/RangeError the synchronous form throws. */
-export interface AsyncAttention {
-  /** The worker's build. */
-  readonly backend: Backend;
+ *  dedicated worker and returning a Promise (backend as it is). Calls run one at a time in
+ *  the order made. dispose() lets the calls already made finish, then frees the module and
+ *  terminates the worker; later calls reject. */
+export interface AsyncAttention extends Omit<
+  Promised<Attention, 'backend'>,
+  'attention' | 'attentionBackward' | 'matmul' | 'kvCache' | 'multiHeadAttention'
+> {
   /** As Attention.attention; options.cache: a cache of this form. */
   attention<Q extends AnyTensor = Tensor, P extends AnyTensor = Tensor>(
     q: Q,
     k: AnyTensor,
     v: AnyTensor,
-    options?: Omit<AttentionOptions<P>, 'cache'> & { cache?: AsyncKvCache } & OutOption<Follows<Q>> & TransferOption,
+    options?: WorkerOptions<AttentionOptions<P> & OutOption<Follows<Q>>>,
   ): Promise<AttentionResult<Follows<Q>, Follows<P>>>;
   attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
     q: Q,
     k: K,
     v: V,
     dOutput: AnyTensor,
-    options?: AttentionBackwardOptions & TransferOption,
+    options?: WorkerOptions<AttentionBackwardOptions>,
   ): Promise<AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>>;
-  /** A key/value cache in the worker, for this form's attention() and layers' forward(). */
-  kvCache(config: KvCacheConfig): Promise<AsyncKvCache>;
   matmul<A extends AnyTensor = Tensor>(
     a: A,
     b: AnyTensor,
-    options?: MatmulOptions<Follows<A>> & TransferOption,
+    options?: WorkerOptions<MatmulOptions<Follows<A>>>,
   ): Promise<Follows<A>>;
-  multiHeadAttention(config: MultiHeadConfig & TransferOption): Promise<AsyncMultiHeadAttention>;
-  memory(): Promise<{ wasmBytes: number; allocatedBytes: number }>;
-  /** Lets the calls already made finish, then frees the module and terminates the worker;
-   *  later calls reject. */
-  dispose(): Promise<void>;
+  /** A key/value cache in the worker, for this form's attention() and layers' forward(). */
+  kvCache(config: KvCacheConfig): Promise<AsyncKvCache>;
+  /** config may also say { transfer: true }, for its weights. */
+  multiHeadAttention(config: WorkerOptions<MultiHeadConfig>): Promise<AsyncMultiHeadAttention>;
 }
 
 export function createAttention(options: CreateWorkerAttentionOptions): Promise<AsyncAttention>;

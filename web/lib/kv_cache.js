@@ -21,7 +21,8 @@
 import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
 import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
-import { checkOneOf, checkOptions, checkPositiveInteger, tensor } from './tensor.js';
+import { checkInteger, checkOneOf, checkOptions, checkPositiveInteger } from './validate.js';
+import { tensor } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];
@@ -123,11 +124,8 @@ export class KvCache {
   // Keeps the first n rows (n <= length): undoes appends, e.g. of a rejected draft.
   truncate(n) {
     const s = this.#check('truncate');
-    if (typeof n !== 'number') throw new TypeError(`kvCache.truncate: n must be a number, got ${typeof n}`);
     const length = s.length();
-    if (!Number.isInteger(n) || n < 0 || n > length) {
-      throw new RangeError(`kvCache.truncate: n must be an integer from 0 to the cache's length ${length}, got ${n}`);
-    }
+    checkInteger('kvCache.truncate', 'n', n, 0, length, `an integer from 0 to the cache's length ${length}`);
     s.rt.call('kvCache.truncate', 'kvCacheTruncate', s.handle, n);
   }
 

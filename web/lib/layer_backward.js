@@ -4,7 +4,7 @@ import { mhaGrads, mhaShape, mhaTrace, mhaWeights } from './binding.js';
 import { layerParameters } from './layer_config.js';
 import { attentionArgs, checkLayerAlive } from './layer_state.js';
 import { FORMATS } from './half.js';
-import { fitTensor, readTensor, showShape } from './tensor.js';
+import { fitTensor, readTensor, showShape } from './validate.js';
 
 // The saved forward, or a TypeError saying why there is none.
 function savedForward(layer, where) {

@@ -2,17 +2,20 @@
 // the parameters' shapes (the one list of them, PARAMETERS), the check that they fit in wasm
 // memory, and their first values (given, or Xavier-uniform from a seed). Nothing here touches
 // wasm memory.
-import { checkRotary, checkSinks, checkSoftcap, checkWindow } from './attention_options.js';
 import { seededRandom, xavierUniform } from './seeded_random.js';
 import {
   checkBoolean,
   checkOptions,
   checkPositiveInteger,
+  checkRotary,
+  checkSinks,
+  checkSoftcap,
   checkTensor,
   checkUint32,
+  checkWindow,
   describe,
   showShape,
-} from './tensor.js';
+} from './validate.js';
 
 // The layer's parameters, in the order of the core's MhaWeights (and of MhaGrads, each as d<name>):
 //   shape: its sizes for a config c
@@ -158,9 +161,10 @@ function firstValues(where, c, shapes, weights, seed, firstSinks) {
   const values = firstSinks ? { sinks: firstSinks } : {};
   if (weights !== undefined) {
     const w = checkOptions(
-      `${where}: weights`,
+      where,
       weights,
       PARAMETERS.map((p) => p.name),
+      'weights',
     );
     if (firstSinks && w.sinks !== undefined)
       throw new TypeError(

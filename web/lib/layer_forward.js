@@ -12,8 +12,8 @@ import {
   fitMask,
   readMask,
   showShape,
-  tensor,
-} from './tensor.js';
+} from './validate.js';
+import { tensor } from './tensor.js';
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
 export function columns(src, rows, stride, c0, width) {
@@ -25,7 +25,7 @@ export function columns(src, rows, stride, c0, width) {
 // forward(x, options)'s arguments, read once (every getter of the caller's objects runs here,
 // before the layer is looked at again) -> a frozen description of the call:
 //   x (a snapshot), rank, batch, nQ, causal, scale, out (the caller's array for the output,
-//   tensor.js checkOut, or null), and
+//   validate.js checkOut, or null), and
 //   without a cache: context (a snapshot or undefined), nK, trace, keep, bias (the mask, fit to [nQ,nK])
 //   with one: cache (the caller's value, looked up by layer_forward_cached.js), mask (read, not yet fit)
 export function parseForward(config, where, xArg, options) {
@@ -62,7 +62,7 @@ export function parseForward(config, where, xArg, options) {
       cache: o.cache,
       causal: checkBoolean(where, 'causal', o.causal),
       scale: checkScale(where, o.scale, dK),
-      mask: readMask(where, o.mask),
+      mask: readMask(where, o.mask, true),
       out: readOut(),
     });
   }
@@ -84,7 +84,8 @@ export function parseForward(config, where, xArg, options) {
   const causal = checkBoolean(where, 'causal', o.causal);
   const trace = checkBoolean(where, 'trace', o.trace);
   const scale = checkScale(where, o.scale, dK);
-  const { keep, bias } = fitMask(where, readMask(where, o.mask), nQ, nK);
+  const mask = fitMask(where, readMask(where, o.mask, true), { batch: 1, qHeads: 1, nQ, twoD: true }, nK);
+  const [keep, bias] = [mask?.keep ?? null, mask?.bias ?? null];
   return Object.freeze({ x, rank, batch, nQ, nK, context, causal, trace, scale, keep, bias, out: readOut() });
 }
 

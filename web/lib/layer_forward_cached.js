@@ -5,7 +5,7 @@
 import { mhaShape, mhaWeights } from './binding.js';
 import { checkCacheFits, stepOver } from './kv_cache.js';
 import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
-import { fitMask, showShape } from './tensor.js';
+import { fitMask, showShape } from './validate.js';
 
 // c: parseForward's call with a cache. The cache is looked up and measured here, after every
 // argument was read: the call acts on it as it is now.
@@ -20,7 +20,9 @@ export function layerForwardCached(layer, where, c) {
     overflow: (length, cc) =>
       `${where}: x has ${nQ} new tokens but the cache holds ${length} of its capacity ${cc.capacity}: ${length + nQ} do not fit`,
   });
-  const { keep, bias } = fitMask(where, c.mask, nQ, past + nQ);
+  // the mask [nQ,nK] of the layer's every sequence and head
+  const mask = fitMask(where, c.mask, { batch: 1, qHeads: 1, nQ, twoD: true }, past + nQ);
+  const [keep, bias] = [mask?.keep ?? null, mask?.bias ?? null];
   const { heap } = rt;
   const result = stepOver(cache, () =>
     heap.scoped(where, (s) => {

@@ -2,15 +2,12 @@
 // gradient given; all or nothing.
 import { layerParameters } from './layer_config.js';
 import { checkLayerAlive, releaseSaved } from './layer_state.js';
-import { checkFinite, checkOptions, checkTensor, showShape } from './tensor.js';
+import { checkFinite, checkFiniteNumber, checkOptions, checkTensor, showShape } from './validate.js';
 
 // grads (as backward() returns them; dx and dContext are ignored) and learningRate, read once
 // -> a frozen { learningRate, given: [[name, Float32Array copy of d<name>]] }.
 export function parseStep(layer, where, grads, learningRate) {
-  if (typeof learningRate !== 'number')
-    throw new TypeError(`${where}: learningRate must be a number, got ${typeof learningRate}`);
-  if (!Number.isFinite(learningRate))
-    throw new RangeError(`${where}: learningRate must be finite, got ${learningRate}`);
+  checkFiniteNumber(where, 'learningRate', learningRate);
   const names = layerParameters(layer.config).map((p) => p.name);
   const g = checkOptions(where, grads, ['dx', 'dContext', ...names.map((n) => `d${n}`)]);
   const given = [];

@@ -1,7 +1,7 @@
 // Seeded random numbers, public (index.js): a small generator, and the Xavier-uniform weights
 // multiHeadAttention draws from it for a layer's seed; the same seed gives the same numbers
 // everywhere, so an app can reproduce a layer's initial weights.
-import { checkPositiveInteger, checkUint32, describe } from './tensor.js';
+import { checkPositiveInteger, checkUint32, describe } from './validate.js';
 
 // mulberry32: a small 32-bit generator -> uniform floats in [0, 1). seed: an integer from 0
 // to 2^32-1.

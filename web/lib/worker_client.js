@@ -6,6 +6,9 @@
 //   attn.attention(q, k, v, o) -> { id, op, args } -> real.attention(q, k, v, o)
 //   Promise resolves / rejects  <- { id, value } or { id, error: { name, message } }
 //
+// The classes' members are made from the table of operations (operations.js), one row per
+// member of the direct form: what it sends, what it transfers, when it is held (below).
+//
 // The worker handles requests one at a time, in the order they were sent, so concurrent
 // calls resolve as if made one after the other. Layers and caches live in the worker, named
 // by id; a cache proxy among a call's arguments goes as a reference to its cache there.
@@ -34,8 +37,9 @@
 // An error answer needs no verdict: a failed call changed nothing.
 
 import { isNode, nodeBuiltin, process } from './host.js';
+import { OPERATIONS, operationsOn } from './operations.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './tensor.js';
+import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './validate.js';
 import { VARIANTS } from './variants.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
@@ -68,9 +72,6 @@ function rebuildError({ name, message }) {
   return error;
 }
 
-// A cache proxy of this form -> { channel, id, disposed }: what encode() sends for it.
-const cacheRefs = new WeakMap();
-
 // A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols,
 // revoked Proxies and typed arrays with no bytes left replaced by stand-ins, and cache proxies
 // by references to their cache (worker_host.js turns each back into a function, a symbol, a
@@ -84,8 +85,9 @@ function encode(value, buffers, channel, depth = 0) {
   if (typeof value === 'symbol') return { [STAND_IN]: 'symbol' };
   if (value === null || typeof value !== 'object' || depth > 8) return value;
   if (isRevoked(value)) return { [STAND_IN]: 'revoked' };
-  const cache = cacheRefs.get(value);
-  if (cache) return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
+  const cache = sides.get(value);
+  if (cache?.on === 'cache')
+    return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
   if (ArrayBuffer.isView(value)) {
     // a typed array with no bytes left (its buffer detached, or shrunk under it) cannot be
     // cloned: the host makes an empty one, detached like it, for its checks to name
@@ -342,222 +344,154 @@ function promised(fn) {
   }
 }
 
-// Releases the worker's layer or cache (op 'disposeLayer' or 'disposeCache', target its id)
-// when its proxy is garbage-collected without dispose().
+// A proxy of this form -> its side: { on, channel, id (of its layer or cache in the worker;
+// undefined for the instance), local (the values its 'local' rows read), disposed, token (its
+// FinalizationRegistry entry), finished (the instance's dispose()) }.
+const sides = new WeakMap();
+
+// Each class's prefix for errors ('kvCache.read') and the error a call gets once what it is
+// about was disposed, in the order the synchronous form checks (null: alive).
+const KINDS = {
+  attention: {
+    where: '',
+    stale: (side, where) => (side.channel.closed ? instanceDisposed(where) : null),
+  },
+  layer: {
+    where: 'multiHeadAttention.',
+    stale: (side, where) => {
+      if (side.channel.closed) return instanceDisposed(where);
+      return side.disposed ? layerDisposed(where) : null;
+    },
+  },
+  cache: {
+    where: 'kvCache.',
+    stale: (side, where) => {
+      if (side.disposed) return cacheDisposed(where);
+      return side.channel.closed ? instanceDisposed(where) : null;
+    },
+  },
+};
+
+// Releases the worker's layer or cache (its dispose row's op, target its id) when its proxy is
+// garbage-collected without dispose().
 const leftBehind = new FinalizationRegistry(({ channel, op, target }) => {
   if (!channel.closed) channel.send('dispose', op, [], { target }).catch(() => {});
 });
 
-// A layer in the worker, named by its id there.
-class AsyncMultiHeadAttention {
-  #channel;
-  #id;
-  #token = {};
-  #disposed = false;
-
-  constructor(channel, id, config) {
-    this.#channel = channel;
-    this.#id = id;
-    this.config = Object.freeze(config);
-    leftBehind.register(this, { channel, op: 'disposeLayer', target: id }, this.#token);
-  }
-
-  // The checks the synchronous layer makes first, then the request.
-  // held: { out, accept, hold } for a call with out (Channel.send).
-  #call(where, op, args, transfer, held = {}) {
-    const stale = () => {
-      if (this.#channel.closed) return instanceDisposed(where);
-      return this.#disposed ? layerDisposed(where) : null;
-    };
-    return this.#channel.send(where, op, args, { target: this.#id, transfer, stale, ...held });
-  }
-
-  // options.cache: a cache of this form (AsyncKvCache), decoding as the synchronous layer does.
-  forward(x, options) {
-    const where = 'multiHeadAttention.forward';
-    return promised(() => {
-      const t = takeOptions(where, options);
-      // a forward always replaces the saved forward (or appends to a cache): held
-      const held = t.out ? { out: t.out, accept: acceptOut(where, t.out, (r) => r.output), hold: true } : {};
-      return this.#call(where, 'forward', t.options === undefined ? [x] : [x, t.options], t.transfer, held);
-    });
-  }
-
-  // backward(dOutput, { transfer }) and step(grads, learningRate, { transfer }): this form
-  // alone has the options argument, for the transfer rule.
-  backward(dOutput, options) {
-    const where = 'multiHeadAttention.backward';
-    return promised(() => this.#call(where, 'backward', [dOutput], takeOptions(where, options ?? {}).transfer));
-  }
-
-  step(grads, learningRate, options) {
-    const where = 'multiHeadAttention.step';
-    return promised(() => this.#call(where, 'step', [grads, learningRate], takeOptions(where, options ?? {}).transfer));
-  }
-
-  // A Promise of the current weights (copies).
-  get weights() {
-    return this.#call('multiHeadAttention.weights', 'weights', [], false);
-  }
-
-  async dispose() {
-    if (this.#disposed) return;
-    this.#disposed = true;
-    leftBehind.unregister(this.#token);
-    if (!this.#channel.closed)
-      await this.#channel.send('multiHeadAttention.dispose', 'disposeLayer', [], { target: this.#id });
-  }
-}
-
-// A key/value cache in the worker (kv_cache.js), named by its id there: the synchronous
-// cache's members, length and the methods giving Promises. Passed as { cache } to this form's
-// attention() and layers' forward(), it stands for its cache in the worker.
-class AsyncKvCache {
-  #channel;
-  #ref; // { channel, id, disposed }, cacheRefs' entry
-  #config;
-  #token = {};
-
-  constructor(channel, id, config) {
-    this.#channel = channel;
-    this.#ref = { channel, id, disposed: false };
-    this.#config = Object.freeze(config);
-    cacheRefs.set(this, this.#ref);
-    leftBehind.register(this, { channel, op: 'disposeCache', target: id }, this.#token);
-  }
-
-  get capacity() {
-    return this.#config.capacity;
-  }
-  get batch() {
-    return this.#config.batch;
-  }
-  get kvHeads() {
-    return this.#config.kvHeads;
-  }
-  get dK() {
-    return this.#config.dK;
-  }
-  get dV() {
-    return this.#config.dV;
-  }
-  get dtype() {
-    return this.#config.dtype;
-  }
-
-  // The checks the synchronous cache makes first (disposed, then the instance), then the request.
-  #call(what, op, args = []) {
-    const where = `kvCache.${what}`;
-    const stale = () => {
-      if (this.#ref.disposed) return cacheDisposed(where);
-      return this.#channel.closed ? instanceDisposed(where) : null;
-    };
-    return this.#channel.send(where, op, args, { target: this.#ref.id, stale });
-  }
-
-  // A Promise of the rows filled in each head once the calls made before it ran (0 once the
-  // cache or its instance was disposed).
-  get length() {
-    const gone = this.#ref.disposed || this.#channel.closed;
-    return gone ? Promise.resolve(0) : this.#call('length', 'cacheLength');
-  }
-
-  truncate(n) {
-    return this.#call('truncate', 'truncate', [n]);
-  }
-
-  reset() {
-    return this.#call('reset', 'reset');
-  }
-
-  // A Promise of { key, value }, the synchronous cache's read() once the calls made before it ran.
-  read() {
-    return this.#call('read', 'readCache');
-  }
-
-  // Frees the cache in the worker once the calls made before it ran; safe to call twice.
-  async dispose() {
-    if (this.#ref.disposed) return;
-    this.#ref.disposed = true;
-    leftBehind.unregister(this.#token);
-    if (!this.#channel.closed)
-      await this.#channel.send('kvCache.dispose', 'disposeCache', [], { target: this.#ref.id });
-  }
-}
+// The classes of this form; their members are made from the table (operations.js) below.
 
 // What createAttention({ worker: true }) resolves to.
-class AsyncAttention {
-  #channel;
-  #backend;
-  #finished = null;
+class AsyncAttention {}
+// A layer in the worker, named by its id there.
+class AsyncMultiHeadAttention {}
+// A key/value cache in the worker (kv_cache.js), named by its id there. Passed as { cache } to
+// this form's attention() and layers' forward(), it stands for its cache in the worker.
+class AsyncKvCache {}
+const CLASSES = { attention: AsyncAttention, layer: AsyncMultiHeadAttention, cache: AsyncKvCache };
 
-  constructor(channel, backend) {
-    this.#channel = channel;
-    this.#backend = Object.freeze(backend);
+// A new proxy of class `on` for the object `id` in channel's worker, with its local values.
+function proxyOf(on, channel, id, local) {
+  const proxy = new CLASSES[on]();
+  const frozen = Object.fromEntries(Object.entries(local).map(([k, v]) => [k, Object.freeze(v)]));
+  const side = { on, channel, id, local: frozen, disposed: false, token: {}, finished: null };
+  sides.set(proxy, side);
+  for (const row of operationsOn(on)) if (row.own) proxy[row.name] = frozen[row.name];
+  if (id !== undefined) {
+    const { op } = operationsOn(on).find((row) => row.form === 'dispose');
+    leftBehind.register(proxy, { channel, op, target: id }, side.token);
   }
+  return proxy;
+}
 
-  // The worker's build, as the synchronous form's backend (known once the worker started).
-  get backend() {
-    if (this.#channel.closed) throw instanceDisposed('backend');
-    return this.#backend;
-  }
+function sideOf(proxy, on, where) {
+  const side = sides.get(proxy);
+  if (side?.on !== on) throw new TypeError(`${where}: called on an object that is not a worker-form ${on}`);
+  return side;
+}
 
-  // Sends where(...args, options) with options' transfer key taken out; with out, the
-  // answer's main result (mainOf(answer)) goes into it.
-  #call(where, args, options, mainOf = (answer) => answer) {
-    const stale = () => (this.#channel.closed ? instanceDisposed(where) : null);
-    return promised(() => {
-      if (stale()) throw stale();
-      const t = takeOptions(where, options);
-      return this.#channel.send(where, where, t.options === undefined ? args : [...args, t.options], {
-        transfer: t.transfer,
-        stale,
-        // held when it appends to a cache; other calls change nothing in the worker
-        ...(t.out
-          ? { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: cacheRefs.has(t.options?.cache) }
-          : {}),
-      });
-    });
-  }
-
-  attention(q, k, v, options) {
-    return this.#call('attention', [q, k, v], options, (r) => r.output);
-  }
-
-  attentionBackward(q, k, v, dOutput, options) {
-    return this.#call('attentionBackward', [q, k, v, dOutput], options);
-  }
-
-  matmul(a, b, options) {
-    return this.#call('matmul', [a, b], options);
-  }
-
-  memory() {
-    return this.#call('memory', []);
-  }
-
-  // A cache in the worker, for attention(q, k, v, { cache }) and layers' forward(x, { cache }).
-  async kvCache(config) {
-    const { id, config: cacheConfig } = await this.#call('kvCache', [config]);
-    return new AsyncKvCache(this.#channel, id, cacheConfig);
-  }
-
-  // config may also say { transfer: true }, for its weights.
-  async multiHeadAttention(config) {
-    const { id, config: layerConfig } = await this.#call('multiHeadAttention', [], config);
-    return new AsyncMultiHeadAttention(this.#channel, id, layerConfig);
-  }
-
-  // Lets the calls already made finish, disposes the worker's instance (and its layers) and
-  // terminates the worker. Later calls reject; safe to call twice.
-  dispose() {
-    if (!this.#finished) {
-      const channel = this.#channel;
-      const done = channel.send('dispose', 'dispose', []);
-      channel.closed = true;
-      this.#finished = done.catch(() => {}).then(() => channel.terminate());
+// A 'method' row's call: the checks the synchronous form makes first, the arguments as the
+// row says (options' transfer and out taken out), then the request; a Promise always.
+function callOf(row, where, side, args) {
+  const stale = () => KINDS[row.on].stale(side, where);
+  const before = stale();
+  if (before) throw before;
+  const sent = Array.from({ length: row.args }, (_, i) => args[i]);
+  let transfer = false;
+  let held = {};
+  if (row.options === 'transfer') {
+    transfer = takeOptions(where, args[row.args] ?? {}).transfer;
+  } else if (row.options === 'options') {
+    const t = takeOptions(where, args[row.args]);
+    transfer = t.transfer;
+    if (t.options !== undefined) sent.push(t.options);
+    if (t.out) {
+      const mainOf = row.out === 'output' ? (answer) => answer.output : (answer) => answer;
+      const overCache = row.hold === 'cache' && sides.get(t.options?.[row.cacheOption])?.on === 'cache';
+      held = { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: row.hold === 'always' || overCache };
     }
-    return this.#finished;
+  }
+  const answer = side.channel.send(where, row.op, sent, { target: side.id, transfer, stale, ...held });
+  return row.makes ? answer.then(({ id, local }) => proxyOf(row.makes, side.channel, id, local)) : answer;
+}
+
+// A 'dispose' row. The instance's lets the calls already made finish, disposes the worker's
+// instance (its layers and caches with it) and terminates the worker; a layer's or cache's
+// frees its object in the worker once the calls made before it ran. Later calls reject; safe
+// to call twice.
+function disposeOf(row, where, side) {
+  const channel = side.channel;
+  if (row.on === 'attention') {
+    if (!side.finished) {
+      const done = channel.send(where, row.op, []);
+      channel.closed = true;
+      side.finished = done.catch(() => {}).then(() => channel.terminate());
+    }
+    return side.finished;
+  }
+  if (side.disposed) return Promise.resolve();
+  side.disposed = true;
+  leftBehind.unregister(side.token);
+  return channel.closed ? Promise.resolve() : channel.send(where, row.op, [], { target: side.id }).then(() => {});
+}
+
+// Each row becomes a member of its class's prototype: a method returning a Promise, or a getter
+// (a Promise, or a local value).
+for (const row of OPERATIONS) {
+  const where = KINDS[row.on].where + row.name;
+  const prototype = CLASSES[row.on].prototype;
+  if (row.own) continue; // set on each object by proxyOf
+  if (row.form === 'local') {
+    const get = function () {
+      const side = sideOf(this, row.on, where);
+      if (row.checks) {
+        const stale = KINDS[row.on].stale(side, where);
+        if (stale) throw stale;
+      }
+      return side.local[row.name];
+    };
+    Object.defineProperty(prototype, row.name, { get, configurable: true });
+  } else if (row.form === 'getter') {
+    const get = function () {
+      return promised(() => {
+        const side = sideOf(this, row.on, where);
+        if (row.gone !== undefined && KINDS[row.on].stale(side, where)) return Promise.resolve(row.gone);
+        return callOf(row, where, side, []);
+      });
+    };
+    Object.defineProperty(prototype, row.name, { get, configurable: true });
+  } else {
+    const member = {
+      [row.name](...args) {
+        return promised(() => {
+          const side = sideOf(this, row.on, where);
+          return row.form === 'dispose' ? disposeOf(row, where, side) : callOf(row, where, side, args);
+        });
+      },
+    }[row.name];
+    // its length the parameters it takes, as the direct form's (and the trailing { transfer })
+    const length = (row.args ?? 0) + (row.options ? 1 : 0);
+    Object.defineProperty(member, 'length', { value: length, configurable: true });
+    Object.defineProperty(prototype, row.name, { value: member, writable: true, configurable: true });
   }
 }
 
@@ -613,8 +547,8 @@ export async function createWorkerAttention({ threads, isa, locateFile, wasmBina
   for (let attempt = 0; ; attempt++) {
     const channel = new Channel(await startWorker(), { stallMs: STALL_MS * 2 ** attempt });
     try {
-      const backend = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
-      return new AsyncAttention(channel, backend);
+      const local = await channel.send('createAttention', 'create', [{ threads, isa, located, wasmBinary }]);
+      return proxyOf('attention', channel, undefined, local);
     } catch (e) {
       await channel.terminate();
       if (!channel.stalled || attempt + 1 === START_ATTEMPTS) throw e;

@@ -2,8 +2,10 @@
 // (see worker_client.js for the protocol and the transfer rule). Started by worker_client.js
 // as a module Worker (browser) or a worker_thread (Node); not meant to be imported.
 //
-//   { id, op, target?, args, hold? } -> { id, value } with value's ArrayBuffers transferred,
-//                             or { id, error: { name, message } }
+//   { id, op, target?, args, hold? } -> { id, value } or { id, error: { name, message } }
+// op: 'create' (the first request: loads the instance), else a row's op of the table of
+//   operations (operations.js: 'attention.matmul', 'layer.forward', 'cache.read'), run as the
+//   row says; a row that returns 'arrays' has value's ArrayBuffers transferred.
 // target: the id of the layer or cache a layer's or cache's operation applies to.
 // hold: after a value, nothing else runs until { verdict: id, keep }; keep false undoes the
 //   call (its caches cut back, a layer's previous saved forward restored).
@@ -14,12 +16,11 @@ import { glue } from './glue_static.js';
 import { isNode, nodeBuiltin } from './host.js';
 import { cacheStandIn } from './kv_cache.js';
 import { holdForward } from './layer_state.js';
+import { OPERATION, operationsOn } from './operations.js';
 import { STAND_IN } from './stand_in.js';
 
 let attn = null;
 let post = () => {}; // (message, transfer) -> posts to the main side, once listening
-const layers = new Map(); // id -> a MultiHeadAttention of attn
-const caches = new Map(); // id -> a KvCache of attn
 let nextId = 1; // of layers and caches
 
 // A cache reference from the client -> the cache, or what the synchronous form's checks
@@ -27,7 +28,7 @@ let nextId = 1; // of layers and caches
 function cacheOf({ id, own, disposed }) {
   if (disposed) return cacheStandIn({ disposed: true });
   if (!own) return cacheStandIn({ disposed: false });
-  return caches.get(id) ?? cacheStandIn({ disposed: true });
+  return objects.cache.get(id) ?? cacheStandIn({ disposed: true });
 }
 
 // A revoked Proxy, the stand-in for one.
@@ -58,7 +59,7 @@ function decode(value, found, depth = 0) {
     const kind = value[STAND_IN];
     if (kind === 'cache') {
       const cache = cacheOf(value);
-      if (caches.get(value.id) === cache) found.add(cache);
+      if (objects.cache.get(value.id) === cache) found.add(cache);
       return cache;
     }
     if (kind === 'revoked') return revoked();
@@ -89,95 +90,68 @@ function buffersOf(value, into = new Set(), depth = 0) {
   return into;
 }
 
-function layerOf(id) {
-  const layer = layers.get(id);
-  if (!layer) throw new Error(`wasm-attention worker: no layer ${id}`);
-  return layer;
+// The worker's layers and caches, by id: each made by a row of the table that makes one.
+const objects = { layer: new Map(), cache: new Map() };
+
+// The object a row's request is about: the instance, or its layer or cache `target`.
+function targetOf(on, target) {
+  if (on === 'attention') return attn;
+  const object = objects[on].get(target);
+  if (!object) throw new Error(`wasm-attention worker: no ${on} ${target}`);
+  return object;
 }
 
-function ownCache(id) {
-  const cache = caches.get(id);
-  if (!cache) throw new Error(`wasm-attention worker: no cache ${id}`);
-  return cache;
+// An object's values its class's 'local' rows read on the main side.
+const localsOf = (on, object) =>
+  Object.fromEntries(operationsOn(on).flatMap((row) => (row.form === 'local' ? [[row.name, object[row.name]]] : [])));
+
+// create: the bootstrap, before there is an instance; located: file name -> URL or path,
+// the main side's locateFile() answers. -> the instance's local values (its backend).
+async function create({ threads, isa, located, wasmBinary }) {
+  const locateFile =
+    located &&
+    ((file) => {
+      if (!(file in located))
+        throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
+      return located[file];
+    });
+  const onThreadsStarting = () => {
+    post({ progress: 'threads-starting' });
+    return () => post({ progress: 'threads-started' });
+  };
+  attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue, onThreadsStarting });
+  return localsOf('attention', attn);
 }
 
-const ops = {
-  // located: file name -> URL or path, the main side's locateFile() answers.
-  async create({ threads, isa, located, wasmBinary }) {
-    const locateFile =
-      located &&
-      ((file) => {
-        if (!(file in located))
-          throw new Error(`createAttention: locateFile was not asked about ${file} before the worker started`);
-        return located[file];
-      });
-    const onThreadsStarting = () => {
-      post({ progress: 'threads-starting' });
-      return () => post({ progress: 'threads-started' });
-    };
-    attn = await createAttentionWith({ threads, isa, locateFile, wasmBinary }, { glue, onThreadsStarting });
-    return attn.backend;
-  },
-  attention: (...args) => attn.attention(...args),
-  attentionBackward: (...args) => attn.attentionBackward(...args),
-  matmul: (...args) => attn.matmul(...args),
-  memory: () => attn.memory(),
-  multiHeadAttention(...args) {
-    const layer = attn.multiHeadAttention(...args);
-    const id = nextId++;
-    layers.set(id, layer);
-    return { id, config: layer.config };
-  },
-  forward: (id, ...args) => layerOf(id).forward(...args),
-  backward: (id, ...args) => layerOf(id).backward(...args),
-  step: (id, ...args) => layerOf(id).step(...args),
-  weights: (id) => layerOf(id).weights,
-  disposeLayer(id) {
-    layers.get(id)?.dispose();
-    layers.delete(id);
-  },
-  kvCache(...args) {
-    const cache = attn.kvCache(...args);
-    const id = nextId++;
-    caches.set(id, cache);
-    const { batch, kvHeads, dK, dV, capacity, dtype } = cache;
-    return { id, config: { batch, kvHeads, dK, dV, capacity, dtype } };
-  },
-  cacheLength: (id) => ownCache(id).length,
-  truncate: (id, ...args) => ownCache(id).truncate(...args),
-  reset: (id) => ownCache(id).reset(),
-  readCache: (id) => ownCache(id).read(),
-  disposeCache(id) {
-    caches.get(id)?.dispose();
-    caches.delete(id);
-  },
-  dispose() {
-    attn?.dispose(); // its layers and caches go with it
-    layers.clear();
-    caches.clear();
-  },
-};
-// The operations of one layer or cache, called with its id first.
-const TARGET_OPS = new Set([
-  'forward',
-  'backward',
-  'step',
-  'weights',
-  'disposeLayer',
-  'cacheLength',
-  'truncate',
-  'reset',
-  'readCache',
-  'disposeCache',
-]);
+// A row's request (operations.js) run on its target with the call's arguments.
+function run(row, target, call) {
+  if (row.form === 'dispose') {
+    if (row.on === 'attention') {
+      attn?.dispose(); // its layers and caches go with it
+      for (const map of Object.values(objects)) map.clear();
+    } else {
+      objects[row.on].get(target)?.dispose();
+      objects[row.on].delete(target);
+    }
+    return undefined;
+  }
+  const object = targetOf(row.on, target);
+  if (row.form === 'getter') return object[row.name];
+  const value = object[row.name](...call);
+  if (!row.makes) return value;
+  const id = nextId++;
+  objects[row.makes].set(id, value);
+  return { id, local: localsOf(row.makes, value) };
+}
 
 // A held request's call run -> { value, settle(keep) }: keep, or undo the call: the caches
 // among its arguments cut back to their lengths before it (only appends can have changed
 // them), and a layer's forward undone by layer_state.js (holdForward).
-function runHeld(op, target, call, found) {
+function runHeld(row, target, call, found) {
   const lengths = [...found].map((cache) => [cache, cache.length]);
-  const run = () => (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
-  const { value, settle } = op === 'forward' ? holdForward(layerOf(target), run) : { value: run(), settle() {} };
+  const once = () => run(row, target, call);
+  const { value, settle } =
+    row.on === 'layer' ? holdForward(targetOf('layer', target), once) : { value: once(), settle() {} };
   return {
     value,
     settle(keep) {
@@ -214,9 +188,12 @@ async function handle({ id, op, target, args, hold }, reply) {
     const found = new Set();
     const call = decode(args, found);
     let value;
-    if (hold) ({ value, settle: held } = runHeld(op, target, call, found));
-    else value = await (TARGET_OPS.has(op) ? ops[op](target, ...call) : ops[op](...call));
-    reply({ id, value }, [...buffersOf(value)]);
+    const row = OPERATION.get(op);
+    if (op === 'create') value = await create(...call);
+    else if (!row) throw new Error(`wasm-attention worker: no operation ${op}`);
+    else if (hold) ({ value, settle: held } = runHeld(row, target, call, found));
+    else value = run(row, target, call);
+    reply({ id, value }, row?.returns === 'arrays' ? [...buffersOf(value)] : []);
   } catch (e) {
     const error = e instanceof Error ? { name: e.name, message: e.message } : { name: 'Error', message: String(e) };
     held?.(false); // a held call whose answer could not be sent: the client gets an error

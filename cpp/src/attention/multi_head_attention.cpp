@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/bias_rows.h"
 #include "runtime/sizes.h"
 #include "wa/attention.h"
 #include "wa/attention_heads.h"
@@ -19,18 +20,11 @@
 namespace wa {
 namespace {
 
-// c (rows,cols) += bias (cols) on every row; no-op for a null bias.
-void add_bias_rows(float* c, size_t rows, size_t cols, const float* bias) {
-  if (!bias) return;
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < cols; ++j) c[r * cols + j] += bias[j];
-}
-
 // x (rows,d_model), w (d_model,cols), b (cols) -> y (rows,cols) = x·w + b
 void project(const float* x, size_t rows, size_t d_model, const float* w, const float* b,
              size_t cols, float* y, ThreadPool* pool) {
   gemm_nn(rows, cols, d_model, x, d_model, w, cols, y, cols, false, pool);
-  add_bias_rows(y, rows, cols, b);
+  add_bias_rows(y, rows, cols, b, pool);
 }
 
 // Shapes, and the buffers every call needs: x, the weights and `io`, the buffer named io_name
@@ -57,14 +51,6 @@ void check(const char* where, const MhaShape& s, const MhaWeights& w, const floa
                                 std::to_string(s.d_model) + ", h " + std::to_string(s.heads) +
                                 ", h_kv " + std::to_string(s.kv()) + ", d_k " +
                                 std::to_string(s.d_k) + ", d_v " + std::to_string(s.d_v));
-}
-
-// Σ over rows: m (rows,cols) -> sums (cols), rows added in order. No-op for a null sums.
-void column_sums(const float* m, size_t rows, size_t cols, float* sums) {
-  if (!sums) return;
-  std::fill(sums, sums + cols, 0.0f);
-  for (size_t r = 0; r < rows; ++r)
-    for (size_t j = 0; j < cols; ++j) sums[j] += m[r * cols + j];
 }
 
 // What the backward needs beyond check(): the saved trace and the gradient buffers.
@@ -233,7 +219,7 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
   // out = concat·W_O + b_O:
   //   concat (batch·n_q,h·d_v), d_out (batch·n_q,d_model) -> dW_O = concatᵀ·d_out (h·d_v,d_model)
   gemm_tn(hv, s.d_model, rows_q, saved.concat, hv, d_out, s.d_model, g.dwo, s.d_model, false, pool);
-  column_sums(d_out, rows_q, s.d_model, g.dbo);
+  column_sums(d_out, rows_q, s.d_model, g.dbo, pool);
   //   d_out (batch·n_q,d_model), W_O (h·d_v,d_model) -> dconcat = d_out·W_Oᵀ (batch·n_q,h·d_v)
   gemm_nt(rows_q, hv, s.d_model, d_out, s.d_model, w.wo, s.d_model, d_concat, hv, false, pool);
 
@@ -251,13 +237,13 @@ void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const 
 
   // Q = x·W_Q + b_Q: x (batch·n_q,d_model), dQ (batch·n_q,h·d_k) -> dW_Q = xᵀ·dQ (d_model,h·d_k)
   gemm_tn(s.d_model, hk, rows_q, x, s.d_model, dq, hk, g.dwq, hk, false, pool);
-  column_sums(dq, rows_q, hk, g.dbq);
+  column_sums(dq, rows_q, hk, g.dbq, pool);
   // K = context·W_K + b_K: -> dW_K = contextᵀ·dK (d_model,h_kv·d_k)
   gemm_tn(s.d_model, gk, rows_k, ctx, s.d_model, dk, gk, g.dwk, gk, false, pool);
-  column_sums(dk, rows_k, gk, g.dbk);
+  column_sums(dk, rows_k, gk, g.dbk, pool);
   // V = context·W_V + b_V: -> dW_V = contextᵀ·dV (d_model,h_kv·d_v)
   gemm_tn(s.d_model, gv, rows_k, ctx, s.d_model, dv, gv, g.dwv, gv, false, pool);
-  column_sums(dv, rows_k, gv, g.dbv);
+  column_sums(dv, rows_k, gv, g.dbv, pool);
 
   // Q = x·W_Q: dQ (batch·n_q,h·d_k), W_Q (d_model,h·d_k) -> dx = dQ·W_Qᵀ (batch·n_q,d_model)
   gemm_nt(rows_q, s.d_model, hk, dq, hk, w.wq, hk, g.dx, s.d_model, false, pool);

@@ -15,18 +15,18 @@ std::vector<Section> sections;  // written by the pool's caller only
 Section* current = nullptr;     // the open section; its tasks are written by whoever runs them
 std::atomic<int> next_thread{0};
 
-double now_us() {
-  return std::chrono::duration<double, std::micro>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 int this_thread_id() {
   thread_local const int id = next_thread.fetch_add(1, std::memory_order_relaxed);
   return id;
 }
 
 }  // namespace
+
+double now_us() {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // The section is set up before the caller publishes the call to the workers: its release of
 // the generation makes current and the task slots visible to them.

@@ -52,6 +52,10 @@ class TaskScope {
 // The sections recorded since the last take(), oldest first; the record starts empty again.
 std::vector<Section> take();
 
+// The trace's clock, in µs: the bench reads it around a call to place the call's serial
+// stretches (before, between and after its sections).
+double now_us();
+
 #else
 
 struct SectionScope {

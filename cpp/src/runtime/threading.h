@@ -17,8 +17,14 @@ inline ThreadPool* pool_for(ThreadPool* pool, double multiply_adds) {
 
 // Threads that work of multiply_adds keeps busy, the caller included: 1 without a pool or
 // below kSerialFlops, then one per kSerialFlops / 2 (each thread woken gets at least half a 64³
-// product: less costs more to wake and join than it saves), at most the pool's. Pass it to
-// parallel_for, and size the tasks for it.
+// product, about as long as waking and joining a spinning worker: tuning.h), at most the
+// pool's. Pass it to parallel_for, and size the tasks for it. A memory-bound pass (a scan, a
+// bias add) counts its elements as multiply-adds: each costs more than a GEMM's, so it wakes
+// fewer threads than its time would pay for, never more. So threads: 'auto' (the cores, up
+// to 16: web/lib/loader.js) gives a small call no more threads than a smaller pool would;
+// whether a large one is never slower on 16 threads than on fewer, the tasks slowing down as
+// more cores share the caches and memory, only a 16-core run can say
+// (scripts/bench/device_scaling.sh reports 'auto' against every smaller count).
 inline size_t threads_for(ThreadPool* pool, double multiply_adds) {
   if (!pool || multiply_adds < kSerialFlops) return 1;
   const double feeds = std::min(multiply_adds / (kSerialFlops / 2), 1e6);

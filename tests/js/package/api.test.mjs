@@ -611,6 +611,40 @@ describe('results own their memory', () => {
   }
 });
 
+test('each tensor of a result has its own shape array (2-D trace, heads trace and qk)', async () => {
+  const attn = await createAttention({ threads: 1 });
+  try {
+    const next = rng(43);
+    const calls = [
+      attn.attention(randomTensor(next, [3, 4]), randomTensor(next, [5, 4]), randomTensor(next, [5, 4]), {
+        trace: true,
+        softcap: 2,
+      }),
+      attn.attention(
+        randomTensor(next, [1, 2, 3, 4]),
+        randomTensor(next, [1, 1, 5, 4]),
+        randomTensor(next, [1, 1, 5, 4]),
+        {
+          trace: true,
+          qkOutput: 'weights',
+        },
+      ),
+    ];
+    for (const result of calls) {
+      const tensors = Object.entries(result);
+      for (const [i, [name, t]] of tensors.entries())
+        for (const [other, u] of tensors.slice(i + 1))
+          assert.notEqual(t.shape, u.shape, `${name} and ${other} share one shape array`);
+      // reshaping one leaves the others as they were
+      const shape = result.weights.shape.slice();
+      result.scores.shape.reverse();
+      assert.deepEqual(result.weights.shape, shape);
+    }
+  } finally {
+    attn.dispose();
+  }
+});
+
 test('tensor() builds { data, shape }', () => {
   const data = new Float32Array(6);
   const t = tensor(data, [2, 3]);

@@ -183,7 +183,7 @@ describe('errors', () => {
       'mask as Float64Array',
       () => attn.attention(t2(4, 2), k, v, { mask: new Float64Array(20) }),
       TypeError,
-      /^attention: mask must be \{ data: Uint8Array \(1 = keep\), Float32Array or Float16Array \(added to the scores; or Uint16Array bits with dtype: 'float16'\), shape: \[nQ,nK\] \} or a bare typed array; got a Float64Array$/,
+      /^attention: mask must be \{ data: Uint8Array or boolean\[\] \(true = keep\), Float32Array or Float16Array \(added to the scores; or Uint16Array bits with dtype: 'float16'\), shape: \[nQ,nK\] \} or a bare typed array of nQ·nK values; got a Float64Array$/,
     );
     run(
       'mask as a plain array',
@@ -369,9 +369,15 @@ describe('errors', () => {
     );
     run(
       'a mask whose data is no typed array names mask.data',
+      () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: new Int32Array(20), shape: [4, 5] } }),
+      TypeError,
+      /^attention: mask must be .* or a bare typed array of nQ·nK values; mask\.data is an Int32Array$/,
+    );
+    run(
+      'a boolean[] mask holding numbers names the first',
       () => attn.attention(t2(4, 2), t2(5, 2), t2(5, 3), { mask: { data: [1, 0], shape: [4, 5] } }),
       TypeError,
-      /^attention: mask must be .* or a bare typed array; mask\.data is an Array$/,
+      /^attention: mask\.data\[0\] is the number 1: a boolean\[\] mask holds true \(keep\) or false$/,
     );
     run(
       'a mask shape that is no array',
@@ -472,7 +478,7 @@ describe('errors', () => {
       'mask as a bare typed array',
       () => attn.attention(q4, k4, v4, { mask: new Uint8Array(60) }),
       TypeError,
-      /^attention: mask must be a tensor \{ data: Uint8Array, boolean\[\] or Float32Array, shape \} for 3-D or 4-D inputs, got a Uint8Array$/,
+      /^attention: mask must be a tensor \{ data: Uint8Array or boolean\[\] \(true = keep\), .*, shape \} for 3-D or 4-D inputs; got a Uint8Array$/,
     );
     run(
       'boolean[] mask holding numbers',
@@ -484,7 +490,7 @@ describe('errors', () => {
       'qkOutput unknown',
       () => attn.attention(q4, k4, v4, { qkOutput: 'raw' }),
       RangeError,
-      /^attention: qkOutput "raw" is not one of 'scaled', 'softcapped', 'masked', 'weights'$/,
+      /^attention: qkOutput must be one of scaled, softcapped, masked, weights, got 'raw'$/,
     );
     run(
       'softcap negative',
@@ -544,13 +550,19 @@ describe('errors', () => {
       'backward with a cache option',
       () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { cache: {} }),
       TypeError,
-      /^attentionBackward: unknown option "cache" \(known: causal, mask, scale, softcap, window, heads, kvLength, rotary, sinks\)$/,
+      /^attentionBackward: takes no cache, in any form: it differentiates attention over the k and v it is given \(pass all the keys and values, past and new, as k and v\)$/,
+    );
+    run(
+      'backward with trace',
+      () => attn.attentionBackward(q4, k4, v4, tensor(f32(36), [1, 4, 3, 3]), { trace: true }),
+      TypeError,
+      /^attentionBackward: trace needs 2-D q, k, v: the backward on heads \(3-D or 4-D\) keeps no intermediates$/,
     );
     run(
       'backward with dOutput of the wrong shape',
       () => attn.attentionBackward(q3, k3, v3, tensor(f32(36), [1, 4, 3, 3]), { heads }),
       RangeError,
-      /^attentionBackward: dOutput must have 3 dimensions \[1,3,12\], got shape \[1,4,3,3\]$/,
+      /^attentionBackward: dOutput must have 3 dimensions \[B,nQ,Hq·dV\] = \[1,3,12\], got shape \[1,4,3,3\]$/,
     );
     run(
       'a cache that is not one',

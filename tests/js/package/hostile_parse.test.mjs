@@ -306,7 +306,7 @@ const revokedCases = (attn, layer) => {
     'attention: options must be an object, got a revoked Proxy': () => attn.attention(q, k, v, revoked()),
     'attention: mask must be .*; got a revoked Proxy': () => attn.attention(q, k, v, { mask: revoked() }),
     'attention: window must be an object, got a revoked Proxy': () => attn.attention(q, k, v, { window: revoked() }),
-    'attention: mask\\.data must be .*, got a revoked Proxy': () =>
+    'attention: mask must be .*; mask\\.data is a revoked Proxy': () =>
       attn.attention(h(), h(), h(), { mask: { data: revoked([]), shape: [2, 2] } }),
     'attention: kvLength must be .*, got a revoked Proxy': () =>
       attn.attention(h(), h(), h(), { kvLength: revoked([]) }),

@@ -346,11 +346,32 @@ describe('attention on heads against the ONNX reference', () => {
         const dy = uniform(rng(nQ), nQ * 4);
         const g2 = attn.attentionBackward(q, k, v, tensor(dy, [nQ, 4]), o);
         const g4 = attn.attentionBackward(q4, k4, v4, tensor(dy, [1, 1, nQ, 4]), o);
+        // with trace, the 2-D backward that keeps its intermediates gives the same gradients
+        const g2t = attn.attentionBackward(q, k, v, tensor(dy, [nQ, 4]), { ...o, trace: true });
         for (const name of ['dq', 'dk', 'dv']) {
           assert.deepEqual(g2[name].shape, [name === 'dq' ? nQ : nK, name === 'dv' ? 4 : 6]);
           same(g2[name].data, g4[name].data, name);
+          same(g2t[name].data, g4[name].data, `${name} with trace`);
         }
+        for (const name of ['weights', 'dWeights', 'dScores']) assert.deepEqual(g2t[name].shape, [nQ, nK]);
+        same(g2t.weights.data, twoD.weights.data, "the backward trace's weights");
       }
+  });
+
+  test("a 2-D call's mask is the heads mask of one sequence and one head: boolean[], Uint8Array, bare", () => {
+    const [nQ, nK] = [3, 5];
+    const c = makeCase(31, { nQ, nNew: nK, dK: 4, dV: 2 });
+    const [q, k, v] = [tensor(c.q, [nQ, 4]), tensor(c.k, [nK, 4]), tensor(c.v, [nK, 2])];
+    const keep = Array.from({ length: nQ * nK }, (_, i) => i % 3 !== 1);
+    const bytes = Uint8Array.from(keep, (b) => (b ? 1 : 0));
+    const want = attn.attention(q, k, v, { mask: bytes }).output.data;
+    const heads = attn.attention(...[q, k, v].map((t) => tensor(t.data, [1, 1, ...t.shape])), {
+      mask: tensor(bytes, [nQ, nK]),
+    });
+    assert.deepEqual(heads.output.data, want);
+    assert.deepEqual(attn.attention(q, k, v, { mask: { data: keep, shape: [nQ, nK] } }).output.data, want);
+    assert.deepEqual(attn.attention(q, k, v, { mask: tensor(bytes, [nQ, nK]) }).output.data, want);
+    assert.notDeepEqual(attn.attention(q, k, v).output.data, want);
   });
 });
 

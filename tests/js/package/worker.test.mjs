@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../../web/lib/index.js';
+import { DIRECT_ONLY, operationsOn } from '../../../web/lib/operations.js';
 import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
 
@@ -82,6 +83,65 @@ describe('the worker form', () => {
   test('runs the threaded build in the worker, with the threads asked for', () => {
     assert.deepEqual(remote.backend, local.backend);
     assert.equal(remote.backend.threads, 2);
+  });
+
+  // The public members of an object: its own keys and its prototypes' names, less constructor.
+  function membersOf(object) {
+    const names = new Set(Object.keys(object));
+    for (let p = Object.getPrototypeOf(object); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+      for (const name of Object.getOwnPropertyNames(p)) if (name !== 'constructor') names.add(name);
+    }
+    return [...names].sort();
+  }
+  const isMethod = (object, name) => typeof object[name] === 'function';
+
+  // A new method of the direct form is a row of the table (or a DIRECT_ONLY entry): the worker
+  // form cannot miss it, nor keep a member the direct form lost.
+  test('the table of operations and the direct form agree, member by member', async () => {
+    const layerConfig = { dModel: 4, heads: 2, seed: 1 };
+    const cacheConfig = { batch: 1, kvHeads: 2, dK: 2, dV: 2, capacity: 4, dtype: 'int8' };
+    const forms = [
+      ['attention', local, remote],
+      ['layer', local.multiHeadAttention(layerConfig), await remote.multiHeadAttention(layerConfig)],
+      ['cache', local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)],
+    ];
+    for (const [on, direct, worker] of forms) {
+      const rows = operationsOn(on);
+      const directOnly = Object.keys(DIRECT_ONLY).flatMap((key) =>
+        key.startsWith(`${on}.`) ? [key.slice(on.length + 1)] : [],
+      );
+      for (const name of directOnly) assert.ok(DIRECT_ONLY[`${on}.${name}`].length > 10, `${on}.${name}: say why`);
+      const named = [...rows.map((row) => row.name), ...directOnly].sort();
+      assert.deepEqual(
+        membersOf(direct),
+        named,
+        `${on}: the direct form's members, and the table's rows with DIRECT_ONLY`,
+      );
+      assert.deepEqual(membersOf(worker), rows.map((row) => row.name).sort(), `${on}: the worker form's members`);
+      for (const row of rows) {
+        const what = `${on}.${row.name} (${row.form})`;
+        const callable = row.form === 'method' || row.form === 'dispose';
+        assert.equal(isMethod(direct, row.name), callable, `${what}: a method in the direct form`);
+        assert.equal(isMethod(worker, row.name), callable, `${what}: a method in the worker form`);
+        assert.equal(Object.hasOwn(worker, row.name), Object.hasOwn(direct, row.name), `${what}: an own property`);
+        if (row.form === 'local') assert.deepEqual(worker[row.name], direct[row.name], `${what}: the same value`);
+        if (callable) {
+          // the parameters it declares: the direct form's, and a trailing { transfer } where the
+          // worker form adds one
+          const transfer = row.options === 'transfer' ? 1 : 0;
+          assert.equal(worker[row.name].length, direct[row.name].length + transfer, `${what}: its length`);
+        }
+        if (row.form === 'getter') {
+          const value = worker[row.name];
+          assert.ok(value instanceof Promise, `${what}: a Promise in the worker form`);
+          assertSameBits(await value, direct[row.name], what);
+        }
+      }
+    }
+    for (const [, direct, worker] of forms.slice(1)) {
+      direct.dispose();
+      await worker.dispose();
+    }
   });
 
   test('the calling thread keeps running while the worker computes', async () => {
@@ -672,16 +732,21 @@ describe('a worker-form call that rejects changed nothing', () => {
     const layer = await remote.multiHeadAttention({ dModel: 8, heads: 2, seed: 7 });
     const next = rng(32);
     const x = randomTensor(next, [5, 8]);
+    const allocated = async () => (await remote.memory()).allocatedBytes;
     await layer.forward(x, { out: new Float32Array(40) });
-    const baseline = (await remote.memory()).allocatedBytes;
+    const baseline = await allocated();
     for (let i = 0; i < 3; ++i) {
       await layer.forward(x, { out: new Float32Array(40) });
+      const kept = await allocated();
+      // a saved forward is x, q, k, v and concat, 640 bytes here; the allocator may round one
+      // chunk up by a few bytes, depending on where it lands
+      assert.ok(Math.abs(kept - baseline) < 64, `a kept forward left ${kept - baseline} bytes more`);
       await assert.rejects(
         detachedDuring(40, (out) => layer.forward(x, { out })),
         outDetached,
       );
+      assert.equal(await allocated(), kept, 'the undone forward left memory as the kept one did');
     }
-    assert.equal((await remote.memory()).allocatedBytes, baseline);
     await layer.dispose();
   });
 

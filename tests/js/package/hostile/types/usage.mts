@@ -49,7 +49,19 @@ const wx: Float32Array = xavierUniform(2, 3, next);
 attn.attention(q, q, q, { mask: { data: new Uint16Array(1), shape: [1, 1, 1, 1], dtype: 'float16' } });
 const half = attn.attention(h, h, h);
 const hdt: 'float16' = half.output.dtype;
-void [kd, dt, n, wrows, wn, wdt, wx, hdt, rows];
+// layers: weights without seed, forward with context and trace, a cache with trace false,
+// float16 masks on half-precision data
+const lw = attn.multiHeadAttention({ dModel: 1, heads: 1, weights: { wq: q, wk: q, wv: q, wo: q } });
+layer.forward(tensor(new Float32Array(8), [1, 8]), { context: tensor(new Float32Array(8), [1, 8]), trace: true });
+layer.forward(tensor(new Float32Array(8), [1, 8]), { cache: c, trace: false, causal: true });
+await wl.forward(tensor(new Float32Array(8), [1, 8]), { context: tensor(new Float32Array(8), [1, 8]), trace: true });
+attn.attention(q, q, q, { mask: { data: new Float32Array(1), shape: [1, 1], dtype: 'float32' } });
+attn.attention(q, q, q, { mask: { data: new Uint16Array(1), shape: [1, 1], dtype: 'float16' } });
+// a boolean[] mask, in 2-D calls too (web/docs/api.md)
+attn.attention(q, q, q, { mask: { data: [true, false], shape: [1, 2] } });
+layer.forward(tensor(new Float32Array(8), [1, 8]), { mask: { data: [true], shape: [1, 1] } });
+attn.attentionBackward(q, q, q, q, { mask: { data: [true], shape: [1, 1] }, trace: true });
+void [kd, dt, n, wrows, wn, wdt, wx, hdt, rows, lw];
 
 // ---- refused ----
 // EXPECT-ERROR kvCache dtype bfloat16
@@ -114,4 +126,14 @@ layer.forward(tensor(new Float32Array(8), [1, 8]), { cache: c, context: tensor(n
 attn.attention(q, q, q, { mask: { data: new Uint8Array(1), shape: [1, 1, 1, 1], dtype: 'float16' } });
 // EXPECT-ERROR a mask dtype 'float16' on a Float32Array (silently read as float32)
 attn.attention(q, q, q, { mask: { data: new Float32Array(1), shape: [1, 1, 1, 1], dtype: 'float16' } });
+// EXPECT-ERROR a worker layer with seed and weights (a TypeError at run time)
+await w.multiHeadAttention({ dModel: 2, heads: 1, seed: 1, weights: { wq: q, wk: q, wv: q, wo: q } });
+// EXPECT-ERROR a worker layer forward with a cache and trace (a TypeError at run time)
+await wl.forward(tensor(new Float32Array(8), [1, 8]), { cache: wc, trace: true });
+// EXPECT-ERROR a worker layer forward with a cache and context (a TypeError at run time)
+await wl.forward(tensor(new Float32Array(8), [1, 8]), { cache: wc, context: tensor(new Float32Array(8), [1, 8]) });
+// EXPECT-ERROR a worker mask dtype 'float16' on a Float32Array (silently read as float32)
+await w.attention(q, q, q, { mask: { data: new Float32Array(1), shape: [1, 1, 1, 1], dtype: 'float16' } });
+// EXPECT-ERROR a 2-D mask of numbers in an Array
+attn.attention(q, q, q, { mask: { data: [1, 0], shape: [1, 2] } });
 void [bad1, bad2, bad3];
