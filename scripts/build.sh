@@ -23,7 +23,7 @@ if [ ! -f build/wasm/CMakeCache.txt ]; then
 fi
 cmake --build build/wasm -j"$jobs"
 # The bench-only pool-trace modules (build/wasm/trace/, never shipped: CMakeLists.txt says why):
-# the scaling model reads them, and tests/js/pool_trace.test.mjs holds the trace to the pool.
+# the scaling model reads them, and tests/js/tools/pool_trace.test.mjs holds the trace to the pool.
 cmake --build build/wasm -j"$jobs" --target pool_trace
 
 # The package's entry for require() users, index.cjs: Node 20's require() cannot load the ES

@@ -3,7 +3,7 @@
 // token at a time. Prints the module's memory, the cache's bytes per token and the time per
 // decoded token, on 1 and 2 threads.
 //   npm run long-context [-- --tokens 131072 --chunk 8192 --steps 16 --threads 1,2]
-// tests/js/long_context.test.mjs runs the same fill and checks a step against float64.
+// tests/js/tools/long_context.test.mjs runs the same fill and checks a step against float64.
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes ONNX backend node tests for the Attention operator, in ONNX's own layout
-(NAME/model.onnx, NAME/test_data_set_0/input_N.pb, output_N.pb), for tests/js/onnx_node.test.mjs.
+(NAME/model.onnx, NAME/test_data_set_0/input_N.pb, output_N.pb), for tests/js/package/onnx_node.test.mjs.
 
     /usr/bin/python3 scripts/onnx_attention_fixtures.py ONNX_SOURCE OUT_DIR [NAME ...]
 

@@ -1,8 +1,8 @@
 // Adapts Emscripten 3.1.6's glue of a threaded module to the engines the package runs on.
 // Run by CMake after each threaded module links, before scripts/wrap_esm.mjs wraps the glue.
 //
-//   node scripts/patch_glue.mjs web/lib/wasm/wasm_attention_mt.js
-//     rewrites wasm_attention_mt.js and wasm_attention_mt.worker.js in place:
+//   node scripts/patch_glue.mjs web/lib/wasm/wasm_attention_simd128_mt.js
+//     rewrites wasm_attention_simd128_mt.js and wasm_attention_simd128_mt.worker.js in place:
 //
 //   glue (.js, and so the .mjs made from it; pthread workers load the same .js)
 //     SharedArrayBuffer  a binding of the glue's own: the global where there is one, else the

@@ -2,15 +2,15 @@
 // can import it in Node's ESM and in browsers alike. Run by CMake after each module links
 // (after scripts/patch_glue.mjs, for a threaded module).
 //
-//   node scripts/wrap_esm.mjs web/lib/wasm/wasm_attention_mt.js
-//     -> web/lib/wasm/wasm_attention_mt.mjs:
+//   node scripts/wrap_esm.mjs web/lib/wasm/wasm_attention_simd128_mt.js
+//     -> web/lib/wasm/wasm_attention_simd128_mt.mjs:
 //          export default function (require, dirname) returning the factory. Under Node the
 //            loader passes createRequire() and the folder, which the factory uses for fs and
 //            worker_threads; in a browser both are undefined. The glue's process is
 //            globalThis.process: Parcel builds a free process into the app as a polyfill.
 //          export const scripts = { glue, worker } (threaded modules only): the text of the
-//            classic glue (wasm_attention_mt.js) and of the pthread workers' script
-//            (wasm_attention_mt.worker.js), which a browser's loader starts its pthread workers
+//            classic glue (wasm_attention_simd128_mt.js) and of the pthread workers' script
+//            (wasm_attention_simd128_mt.worker.js), which a browser's loader starts its pthread workers
 //            from as blob: URLs. Text inside the module, not files named by new URL(…): every
 //            bundler carries a string as it is, where some (Parcel) rebuild a named .js file as
 //            an ES module of their own, which importScripts() cannot load.

@@ -27,7 +27,7 @@ if [ ! -f "$out/node.xz" ]; then
   rm -rf "$tmp"
 fi
 
-for f in web/lib/wasm/wasm_attention_mt.wasm build/wasm/trace/lib/wasm/wasm_attention_mt.wasm \
+for f in web/lib/wasm/wasm_attention_simd128_mt.wasm build/wasm/trace/lib/wasm/wasm_attention_simd128_mt.wasm \
   build/bench-peers/node_modules/onnxruntime-web/package.json; do
   [ -f "$f" ] || {
     echo "device_scaling_pack: $f is missing: run scripts/build.sh, cmake --build build/wasm --target pool_trace and the bench once (npm run bench -- --only scaling --peers ort)" >&2
@@ -38,7 +38,7 @@ done
 ort=build/bench-peers/node_modules/onnxruntime-web
 # node_modules is a link to another checkout's in a worktree: -h stores what it points to
 tar -chJf "$out/payload.tar.xz" \
-  web/lib/wasm/package.json web/lib/wasm/wasm_attention_mt.* web/lib/wasm/wasm_attention_st.* \
+  web/lib/wasm/package.json web/lib/wasm/wasm_attention_simd128_mt.* web/lib/wasm/wasm_attention_simd128.* \
   build/wasm/trace/lib/wasm \
   "$ort/package.json" "$ort/dist/ort.node.min.mjs" "$ort/dist/ort-wasm-simd-threaded.mjs" \
   "$ort/dist/ort-wasm-simd-threaded.wasm" build/bench-peers/node_modules/onnxruntime-common \

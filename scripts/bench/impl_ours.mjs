@@ -26,14 +26,13 @@ export const oursKey = (threads, isa) => (isa === 'relaxed-simd' ? `ours-relaxed
 export async function create({ threads, isa = 'simd128', libUrl }) {
   const { lib, start } = await load(threads, isa, libUrl);
   const attn = await start();
-  const { variant } = attn.backend;
   const isaName = attn.backend.isa === 'relaxed-simd' ? 'relaxed SIMD (FMA)' : 'SIMD128';
   return {
     key: oursKey(threads, attn.backend.isa),
     name: 'wasm-attention',
     threads: attn.backend.threads,
     isa: attn.backend.isa,
-    detail: variant === 'simd-mt' ? `${isaName} + pthreads` : isaName,
+    detail: attn.backend.threads > 1 ? `${isaName} + pthreads` : isaName,
     wasmBytes: () => attn.memory().wasmBytes,
     dispose: () => attn.dispose(),
     prepare: (spec, x) => prepare(attn, lib.tensor, spec, x),

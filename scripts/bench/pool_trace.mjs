@@ -13,7 +13,7 @@ import { ROOT } from './peers.mjs';
 
 export const TRACE_LIB = join(ROOT, 'build', 'wasm', 'trace', 'lib');
 export const TRACE_BUILD = 'cmake --build build/wasm --target pool_trace';
-const MODULES = ['wasm_attention_mt.wasm', 'wasm_attention_st.wasm'];
+const MODULES = ['wasm_attention_simd128_mt.wasm', 'wasm_attention_simd128.wasm'];
 
 // -> null when the trace modules are built, else why not (with the command that builds them)
 export function traceMissing() {

@@ -24,7 +24,7 @@
 // system's scheduling. Waking and joining are taken as the same at every thread count (the
 // caller wakes all workers with one broadcast; they join in parallel).
 //
-// Everything here is a pure function of its arguments (tests/js/scaling_model.test.mjs).
+// Everything here is a pure function of its arguments (tests/js/tools/scaling_model.test.mjs).
 
 // -> the median of a non-empty list of numbers
 export function median(xs) {

@@ -186,7 +186,7 @@ export async function measureCallOverhead({ threads = 1, rounds = 7, isa = 'auto
     reads[where] = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
   }
   heap.free(ptr);
-  const backend = `${attn.backend.variant}, ${attn.backend.threads} thread(s), ${attn.backend.isa}`;
+  const backend = `${attn.backend.threads} thread(s), ${attn.backend.isa}`;
   layer.dispose();
   attn.dispose();
   return { backend, calls, reads };

@@ -9,7 +9,7 @@
 //        panels lie relative to the others)
 //
 // Each DIR is a copy of web/lib/ with its wasm/ (e.g. one per commit: check it out, build
-// wasm_attention_st, copy web/lib). The same build loaded twice differs by up to 5-7 % here
+// wasm_attention_simd128, copy web/lib). The same build loaded twice differs by up to 5-7 % here
 // (where its instance's memory lies): list the first build again last to see that spread.
 const paths = process.argv.slice(2);
 if (paths.length === 0) throw new Error('decode_builds: name at least one index.js');

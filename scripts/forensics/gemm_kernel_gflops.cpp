@@ -1,6 +1,6 @@
 // gemmKernelGflops, the micro-kernel probe of gemm_kernels.mjs: linked with cpp/bindings/embind.cpp
-// into a bench-only module per ISA (CMakeLists.txt: wasm_attention_forensics_st,
-// wasm_attention_forensics_relaxed_st; never shipped), so the tool has the package's whole
+// into a bench-only module per ISA (CMakeLists.txt: wasm_attention_forensics_simd128,
+// wasm_attention_forensics_relaxed_simd; never shipped), so the tool has the package's whole
 // surface plus this one function.
 //   gemmKernelGflops(name, rounds, batch_ms) -> GFLOP/s of this build's kernel of that name on
 //   cache-resident panels, the best of rounds batches of at least batch_ms each; -1 if this

@@ -8,7 +8,7 @@
 //   bun scripts/forensics/gemm_kernels.mjs ...
 //
 // The module: the package's single-thread one plus gemmKernelGflops, built for the bench only
-// (build/wasm/bench/wasm_attention_forensics[_relaxed]_st: gemm_kernel_gflops.cpp).
+// (build/wasm/bench/wasm_attention_forensics_{simd128,relaxed_simd}: gemm_kernel_gflops.cpp).
 // For each kernel: its GFLOP/s on the choice's cache-resident panels (gemmKernelGflops), and
 // matmul 512³ on 1 thread (the single-thread module), the best of `rounds` rounds, each
 // running every kernel once in turn (so a neighbour slows them alike), in wall time and, where
@@ -153,8 +153,8 @@ export async function measureGemmKernels({
 // The bench-only module of an ISA ('simd128' or 'relaxed-simd'): benchModule's name and export.
 export const forensicsModule = (isa) =>
   isa === 'relaxed-simd'
-    ? ['wasm_attention_forensics_relaxed_st', 'createWasmAttentionForensicsRelaxed']
-    : ['wasm_attention_forensics_st', 'createWasmAttentionForensics'];
+    ? ['wasm_attention_forensics_relaxed_simd', 'createWasmAttentionForensicsRelaxedSimd']
+    : ['wasm_attention_forensics_simd128', 'createWasmAttentionForensicsSimd128'];
 
 // The report as text lines.
 export function formatGemmKernels(engine, result) {
@@ -192,7 +192,7 @@ if (isMain) {
   };
   const { benchModule } = await import('./bench_modules.mjs');
   const isa = arg('--isa', 'simd128');
-  const base = isa === 'relaxed-simd' ? 'wasm_attention_relaxed_st' : 'wasm_attention_st';
+  const base = isa === 'relaxed-simd' ? 'wasm_attention_relaxed_simd' : 'wasm_attention_simd128';
   const { factory, wasmBinary } = await benchModule(...forensicsModule(isa));
   const { createRequire } = await import('node:module');
   const { fileURLToPath } = await import('node:url');

@@ -30,7 +30,7 @@ import { forensicsModule, measureGemmKernels } from '/scripts/forensics/gemm_ker
 import { benchModule } from '/scripts/forensics/bench_modules.mjs';
 const bytes = async (url) => new Uint8Array(await (await fetch(url)).arrayBuffer());
 try {
-  const base = ${JSON.stringify(isa === 'relaxed-simd' ? 'wasm_attention_relaxed_st' : 'wasm_attention_st')};
+  const base = ${JSON.stringify(isa === 'relaxed-simd' ? 'wasm_attention_relaxed_simd' : 'wasm_attention_simd128')};
   const { factory, wasmBinary } = await benchModule(...forensicsModule(${JSON.stringify(isa)}));
   const fmaBytes = await bytes('/peak-fma.wasm');
   const baseline = ${baselineDir ? 'true' : 'false'} ? {

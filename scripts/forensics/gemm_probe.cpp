@@ -1,5 +1,5 @@
 // GEMM attribution probes, compiled into a bench-only module per ISA (CMakeLists.txt:
-// gemm_probe_simd, gemm_probe_relaxed; never shipped) and timed by gemm_probe.mjs. Each call
+// gemm_probe_simd128, gemm_probe_relaxed_simd; never shipped) and timed by gemm_probe.mjs. Each call
 // runs its piece `reps` times, so the time JS measures is the piece's, not the call's.
 //   wab_setup      inputs of one shape in slot `slot` (a small hot one and the 512³ one live side
 //                  by side): a (m,k), b (k,n), c (m,n), and b packed

@@ -43,8 +43,8 @@ const HOT_FLOPS = 2 * HOT[0] * HOT[1] * HOT[2];
 const HOT_REPS = Math.round(1e9 / HOT_FLOPS);
 const PEAK_STEPS = 8e6; // ~0.9 GFLOP
 const BUILDS = [
-  ['simd128', 'gemm_probe_simd', 'createGemmProbe'],
-  ['relaxed-simd', 'gemm_probe_relaxed', 'createGemmProbeRelaxed'],
+  ['simd128', 'gemm_probe_simd128', 'createGemmProbeSimd128'],
+  ['relaxed-simd', 'gemm_probe_relaxed_simd', 'createGemmProbeRelaxedSimd'],
 ];
 export const TILES = ['4x8', '4x8 splat', '4x8 broadcast', '2x16', '5x8', '3x12', '6x8', '4x12'];
 

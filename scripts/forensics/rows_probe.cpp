@@ -1,5 +1,5 @@
 // Attention's row pieces, compiled into a bench-only module per ISA (CMakeLists.txt:
-// rows_probe_simd, rows_probe_relaxed; never shipped) and timed by rows_probe.mjs in Node, Bun
+// rows_probe_simd128, rows_probe_relaxed_simd; never shipped) and timed by rows_probe.mjs in Node, Bun
 // and the browsers. Three shapes live side by side, each in its own slot:
 //   slot 0  single-head causal attention: q, k, v (n,d), row blocks of kAttentionRowBlock
 //   slot 1  decode over one kv head of a cache: `heads` query heads of one row each (a GQA

@@ -86,8 +86,8 @@ export function formatRows(engine, results, load) {
 export async function measureRowsOfBuild(rounds) {
   const results = {};
   for (const [isa, name, exportName] of [
-    ['simd128', 'rows_probe_simd', 'createRowsProbe'],
-    ['relaxed', 'rows_probe_relaxed', 'createRowsProbeRelaxed'],
+    ['simd128', 'rows_probe_simd128', 'createRowsProbeSimd128'],
+    ['relaxed', 'rows_probe_relaxed_simd', 'createRowsProbeRelaxedSimd'],
   ]) {
     if (isa === 'relaxed' && !relaxedSimdAvailable()) continue;
     results[isa] = await measureRows({ ...(await benchModule(name, exportName)), rounds });

@@ -103,7 +103,7 @@ export async function measureThreadScaling({
           run();
           const module = lastRuntime.module;
           const relaxed = attn.backend.isa === 'relaxed-simd';
-          if (pin && !module.useGemmKernel(relaxed ? 'f32_gemm_4x8_relaxed' : 'f32_gemm_4x8_vec128'))
+          if (pin && !module.useGemmKernel(relaxed ? 'f32_gemm_4x8_relaxed_simd' : 'f32_gemm_4x8_simd128'))
             throw new Error('no 4x8 kernel');
           const kernel = `${module.gemmKernel()}${pin ? ' pinned' : ''}${label}`;
           instances.push({ attn, run, threads: attn.backend.threads, kernel, total: [], wasm: [], first: [] });

@@ -1,6 +1,6 @@
 // Browsers for the tests, the benchmark and the forensics tools, one API for three engines, all
 // from Debian (none downloaded). The tests' per-engine suites (describeEngines, ENGINE_GETS,
-// WEBKIT_AS_SAFARI) are tests/js/engines.mjs.
+// WEBKIT_AS_SAFARI) are tests/js/helpers/engines.mjs.
 //   'chromium'  V8             /usr/bin/chromium, driven by playwright-core
 //   'firefox'   SpiderMonkey   /usr/bin/firefox-esr, driven by puppeteer-core over WebDriver BiDi
 //   'webkit'    JavaScriptCore WebKitGTK's MiniBrowser, driven by WebKitWebDriver (classic W3C

@@ -11,25 +11,17 @@ import { checkBoolean, checkOptions, checkOut, checkTensor, showShape } from './
 export class Attention {
   #rt;
 
-  constructor(module, variant) {
-    this.#rt = new Runtime(module, variant, this);
+  constructor(module) {
+    this.#rt = new Runtime(module, this);
   }
 
-  // Which build runs: { simd, threads, variant: 'simd-mt' | 'simd', isa, gemmKernel }; simd
-  // says whether the module's vectors compiled to wasm SIMD (isa 'simd128', or 'relaxed-simd'
-  // with fused multiply-adds), as every build does; gemmKernel names the matrix-product
-  // micro-kernel chosen for this engine.
+  // Which build runs: { threads, isa, gemmKernel }: the threads in use (more than 1 only on the
+  // threaded build), the vector instruction set ('simd128', or 'relaxed-simd' with fused
+  // multiply-adds) and the matrix-product micro-kernel chosen for this engine.
   get backend() {
-    const { module, variant } = this.#rt;
+    const { module } = this.#rt;
     this.#rt.checkAlive('backend');
-    const isa = module.simdIsa();
-    return {
-      simd: isa === 'simd128' || isa === 'relaxed-simd',
-      threads: module.threads(),
-      variant,
-      isa,
-      gemmKernel: module.gemmKernel(),
-    };
+    return { threads: module.threads(), isa: module.simdIsa(), gemmKernel: module.gemmKernel() };
   }
 
   // Bytes of wasm memory in all, and bytes currently allocated in it (for leak checks).

@@ -61,7 +61,7 @@ const BACKWARD_OPTIONS = FORWARD_OPTIONS.filter((name) => name !== 'out');
 const BACKWARD_REFUSES = ['pastKey', 'pastValue', 'cache', 'qkOutput'];
 
 // q's shapes, for messages.
-export const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
+const Q_SHAPES = '[nQ,dK], [B,nQ,Hq·dK] or [B,Hq,nQ,dK]';
 
 // The names of k's and v's shapes in the layout of a q of `rank` dimensions, for messages.
 const KV_SHAPES = {

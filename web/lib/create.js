@@ -48,7 +48,7 @@ export async function createAttentionWith(options, { glue, startWorker, onThread
   if (checkBoolean(where, 'worker', o.worker)) {
     return startWorker({ threads, isa: o.isa, locateFile: o.locateFile, wasmBinary: o.wasmBinary });
   }
-  const { module, variant } = await loadModule({
+  const { module } = await loadModule({
     threads,
     isa,
     locateFile: o.locateFile,
@@ -56,7 +56,7 @@ export async function createAttentionWith(options, { glue, startWorker, onThread
     glue,
     onThreadsStarting,
   });
-  const attention = new Attention(module, variant);
+  const attention = new Attention(module);
   try {
     warmUp(attention); // the first call's one-time costs, paid here (why: warm_up.js)
   } catch (e) {

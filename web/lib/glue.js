@@ -5,8 +5,8 @@
 // own that only the apps running it fetch. The package's entry (index.js) loads through this
 // table.
 export const glue = {
-  wasm_attention_mt: () => import('./wasm/wasm_attention_mt.mjs'),
-  wasm_attention_st: () => import('./wasm/wasm_attention_st.mjs'),
-  wasm_attention_relaxed_mt: () => import('./wasm/wasm_attention_relaxed_mt.mjs'),
-  wasm_attention_relaxed_st: () => import('./wasm/wasm_attention_relaxed_st.mjs'),
+  wasm_attention_simd128_mt: () => import('./wasm/wasm_attention_simd128_mt.mjs'),
+  wasm_attention_simd128: () => import('./wasm/wasm_attention_simd128.mjs'),
+  wasm_attention_relaxed_simd_mt: () => import('./wasm/wasm_attention_relaxed_simd_mt.mjs'),
+  wasm_attention_relaxed_simd: () => import('./wasm/wasm_attention_relaxed_simd.mjs'),
 };

@@ -3,14 +3,14 @@
 // iife format unless the app's config says otherwise, and Rollup cannot split an iife build
 // into chunks: one dynamic import() in the worker's graph fails the app's build
 // (https://github.com/vitejs/vite/issues/18585).
-import * as mt from './wasm/wasm_attention_mt.mjs';
-import * as relaxedMt from './wasm/wasm_attention_relaxed_mt.mjs';
-import * as relaxedSt from './wasm/wasm_attention_relaxed_st.mjs';
-import * as st from './wasm/wasm_attention_st.mjs';
+import * as relaxedSimd from './wasm/wasm_attention_relaxed_simd.mjs';
+import * as relaxedSimdMt from './wasm/wasm_attention_relaxed_simd_mt.mjs';
+import * as simd128 from './wasm/wasm_attention_simd128.mjs';
+import * as simd128Mt from './wasm/wasm_attention_simd128_mt.mjs';
 
 export const glue = {
-  wasm_attention_mt: async () => mt,
-  wasm_attention_st: async () => st,
-  wasm_attention_relaxed_mt: async () => relaxedMt,
-  wasm_attention_relaxed_st: async () => relaxedSt,
+  wasm_attention_simd128_mt: async () => simd128Mt,
+  wasm_attention_simd128: async () => simd128,
+  wasm_attention_relaxed_simd_mt: async () => relaxedSimdMt,
+  wasm_attention_relaxed_simd: async () => relaxedSimd,
 };

@@ -7,7 +7,6 @@
 
 // The engine's Float16Array, or undefined (Node 20 has none): never patched or polyfilled.
 const F16 = globalThis.Float16Array;
-export const hasFloat16Array = typeof F16 === 'function';
 
 // How a tensor's values are held: its dtype and the typed array that carries them.
 export const FORMATS = Object.freeze({
@@ -86,12 +85,6 @@ export function float32ToHalfInto(values, bits) {
     }
   }
   return overflow;
-}
-
-// A half tensor's data, checked by the engine's tag (validate.js) -> its bits (a Uint16Array
-// over the same bytes).
-export function halfBits(data) {
-  return new Uint16Array(data.buffer, data.byteOffset, data.length);
 }
 
 // The index of the first finite value in values (Float32Array) that rounds to ±Infinity as a

@@ -155,17 +155,15 @@ export interface CreateWorkerAttentionOptions extends CreateAttentionOptions {
   worker: true;
 }
 
+/** Which build runs: its instruction set and threads, and the GEMM micro-kernel chosen. */
 export interface Backend {
-  simd: true;
-  /** Threads actually in use. */
+  /** Threads actually in use: more than 1 only on the threaded build. */
   threads: number;
-  /** 'simd-mt': with threads; 'simd': one thread. */
-  variant: 'simd-mt' | 'simd';
   /** The vector instruction set: 'relaxed-simd' (SIMD128 + fused multiply-add in matrix
    *  products) or 'simd128'. */
   isa: 'relaxed-simd' | 'simd128';
   /** The matrix-product micro-kernel this instance runs, chosen for the JavaScript engine
-   *  (e.g. 'f32_gemm_4x8_vec128'); every kernel of one isa gives bitwise the same results. */
+   *  (e.g. 'f32_gemm_4x8_simd128'); every kernel of one isa gives bitwise the same results. */
   gemmKernel: string;
 }
 

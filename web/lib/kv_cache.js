@@ -183,7 +183,7 @@ export function cacheStandIn({ disposed }) {
 
 // A cache passed to attention() -> its state, or a TypeError (not a cache, disposed, or
 // made by another instance).
-export function cacheFor(where, value, rt) {
+function cacheFor(where, value, rt) {
   const s = typeof value === 'object' && value !== null ? internals.get(value) : undefined;
   if (s === undefined)
     throw new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);

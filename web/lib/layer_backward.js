@@ -7,7 +7,7 @@ import { FORMATS } from './half.js';
 import { fitTensor, readTensor, showShape } from './validate.js';
 
 // The saved forward, or a TypeError saying why there is none.
-export function savedForward(layer, where) {
+function savedForward(layer, where) {
   if (!layer.saved && layer.cachedLast) {
     throw new TypeError(
       `${where}: the last forward ran over a cache, which backward() does not follow: call forward() without a cache to differentiate`,

@@ -54,7 +54,7 @@ const CONFIG_OPTIONS = [
 
 // The shape of each parameter of config c (c's flagged-off parameters too: their absence is
 // the caller's to decide): name -> sizes.
-export const parameterShapes = (c) => Object.fromEntries(PARAMETERS.map((p) => [p.name, p.shape(c)]));
+const parameterShapes = (c) => Object.fromEntries(PARAMETERS.map((p) => [p.name, p.shape(c)]));
 
 // The parameters a layer of config c has.
 export const layerParameters = (c) => PARAMETERS.filter((p) => !p.flag || c[p.flag]);

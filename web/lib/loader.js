@@ -1,17 +1,17 @@
-// Picks a build of the wasm module and instantiates it. Two choices, each a variant:
+// Picks a build of the wasm module (variants.js) and instantiates it. Two choices:
 //
-//   threads  simd-mt  pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
+//   threads  true     pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
 //                     isolated; in all of them only where a shared WebAssembly.Memory can be
 //                     made and posted to a worker (features.js). Where the threaded build
 //                     fails to start, the loader falls back to one thread (and says why on
 //                     the console).
-//            simd     one thread: everywhere else, and whenever one thread is asked for
+//            false    one thread: everywhere else, and whenever one thread is asked for
 //   isa      relaxed-simd  SIMD128 + relaxed SIMD's fused multiply-add in the GEMM kernel:
 //                     where the engine validates it (features.js)
 //            simd128  SIMD128 alone: everywhere else
 //
 // Its files are found next to this module, or wherever options.locateFile says: the .wasm, and
-// for simd-mt the pthread workers' script and the classic glue it loads. In a browser without
+// with threads the pthread workers' script and the classic glue it loads. In a browser without
 // locateFile the pthread workers run from blob: URLs made of the text the glue's module carries
 // (scripts/wrap_esm.mjs): only the .wasm is a file of the app's build.
 
@@ -71,7 +71,7 @@ function watchWorkers(settings, base, fromText) {
   return { failed, stop };
 }
 
-export function threadsAvailable() {
+function threadsAvailable() {
   return (isNode || globalThis.crossOriginIsolated === true) && sharedMemoryAvailable();
 }
 
@@ -88,7 +88,7 @@ export async function defaultThreads() {
 }
 
 // isa: 'relaxed-simd' or 'simd128', already checked against what the engine runs.
-// -> { module, variant } with the module's thread pool started: threads, or 1 without threads,
+// -> { module } with the module's thread pool started: threads, or 1 without threads,
 // or 1 where the threaded build failed to start (its workers, or the engine sending them the
 // shared memory): then the single-thread build, unless wasmBinary (one build's bytes) was given.
 // glue: base name -> () => Promise of the build's glue module (glue.js, glue_static.js).
@@ -98,22 +98,22 @@ export async function defaultThreads() {
 export async function loadModule({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting }) {
   if (threads > 1 && threadsAvailable()) {
     try {
-      return await loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, variant: 'simd-mt' });
+      return await loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, threaded: true });
     } catch (e) {
       if (wasmBinary) throw e;
       console.warn(`wasm-attention: the threaded build did not start, running on one thread: ${e.message}`);
     }
   }
-  return loadVariant({ threads: 1, isa, locateFile, wasmBinary, glue, variant: 'simd' });
+  return loadBuild({ threads: 1, isa, locateFile, wasmBinary, glue, threaded: false });
 }
 
-async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, variant }) {
-  const build = variantFor(isa, variant === 'simd-mt');
+async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, threaded }) {
+  const build = variantFor(isa, threaded);
   const { base } = build;
   const { default: wrapped, scripts } = await glue[base]();
 
   const wasmUrl = locateFile ? undefined : packagedWasm(build);
-  const settings = { threadPoolSize: variant === 'simd-mt' ? threads - 1 : 0 };
+  const settings = { threadPoolSize: threaded ? threads - 1 : 0 };
   let factory;
   let revokeScripts = () => {};
   if (isNode) {
@@ -148,7 +148,7 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThrea
 
   let module;
   try {
-    const started = variant === 'simd-mt' ? onThreadsStarting?.() : undefined;
+    const started = threaded ? onThreadsStarting?.() : undefined;
     let ready;
     try {
       ready = factory(settings); // the pool's workers exist once this returns
@@ -167,7 +167,7 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThrea
   } finally {
     revokeScripts(); // the pool's workers are all started by now
   }
-  const error = module.setThreads(variant === 'simd-mt' ? threads : 1);
+  const error = module.setThreads(threaded ? threads : 1);
   if (error) {
     module.PThread?.terminateAllThreads();
     throw new Error(`wasm-attention: could not start threads: ${error}`);
@@ -176,5 +176,5 @@ async function loadVariant({ threads, isa, locateFile, wasmBinary, glue, onThrea
     // Idle pool workers must not keep a Node process alive.
     for (const worker of [...module.PThread.unusedWorkers, ...module.PThread.runningWorkers]) worker.unref?.();
   }
-  return { module, variant };
+  return { module };
 }

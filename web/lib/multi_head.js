@@ -21,8 +21,6 @@ import { layerForwardCached } from './layer_forward_cached.js';
 import { checkLayerAlive, createLayer, disposeLayer, readWeights } from './layer_state.js';
 import { layerStep, parseStep } from './layer_step.js';
 
-export { columns } from './layer_forward.js';
-
 export class MultiHeadAttention {
   #layer; // layer_state.js
 

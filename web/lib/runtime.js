@@ -1,5 +1,5 @@
-// One loaded wasm module and what every object built on it shares: its heap, its build,
-// and whether it was disposed.
+// One loaded wasm module and what every object built on it shares: its heap and whether it
+// was disposed.
 //
 // Ownership: the object createAttention() returns owns the runtime. dispose() stops its
 // threads and lets the module go; an owner collected without dispose() gets the same from
@@ -14,9 +14,8 @@ export class Runtime {
   #owner; // a WeakRef: the runtime must not keep its owner alive
   #owned;
 
-  constructor(module, variant, owner) {
+  constructor(module, owner) {
     this.module = module;
-    this.variant = variant;
     this.heap = new Heap(module);
     this.#owner = new WeakRef(owner);
     this.#owned = new Owned(owner);

@@ -106,7 +106,7 @@ function detachedError(where, name, value) {
 // value: a real typed array of type Type (Uint8Array, Int32Array) -> a copy of its values, as
 // the engine counts them (none once its buffer was shrunk under it), or a TypeError naming
 // `name` when its buffer is detached.
-export function typedArrayCopy(where, name, value, Type) {
+function typedArrayCopy(where, name, value, Type) {
   if (isDetached(apply(intrinsic.buffer, value, []))) {
     throw detachedError(where, name, value);
   }
@@ -124,7 +124,7 @@ export function isDetached(buffer) {
 }
 
 // name: the argument's name in messages (e.g. "q.data") -> its own Float32Array view.
-export function float32View(where, name, value) {
+function float32View(where, name, value) {
   const view = ownView(value, 'Float32Array');
   if (view === 'detached') {
     throw detachedError(where, name, value);
@@ -529,7 +529,7 @@ export function fitMask(where, mask, s, nTotal) {
 
 // An additive mask's values (a snapshot): each finite, or -Infinity to mask; NaN and +Infinity
 // are refused. The one check of every additive mask.
-export function checkAdditiveMask(where, bias) {
+function checkAdditiveMask(where, bias) {
   for (let i = 0; i < bias.length; ++i) {
     if (Number.isNaN(bias[i]) || bias[i] === Infinity) {
       throw new RangeError(

@@ -1,9 +1,10 @@
 // The builds of the wasm module, one row each, as CMakeLists.txt makes them (its wa_module
-// calls; tests/js/variants.test.mjs holds the two equal).
+// calls; tests/js/package/variants.test.mjs holds the two equal).
 //
-//   base     the stem of the build's file names
+//   base     the stem of the build's file names: wasm_attention_<isa>[_mt], the isa with '_' for
+//            '-', and _mt with threads
 //   isa      'simd128': SIMD128 alone; 'relaxed-simd': plus relaxed SIMD's fused multiply-add
-//   threads  true: pthreads (backend.variant 'simd-mt'); false: one thread ('simd')
+//   threads  true: pthreads; false: one thread
 //   files    every file locateFile() may be asked about: the .wasm, the classic glue .js, and
 //            with threads the pthread workers' script .worker.js
 //   wasm     () -> URL of the .wasm, the one file the build loads in a browser by URL (its
@@ -18,32 +19,32 @@ const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`
 
 export const VARIANTS = [
   {
-    base: 'wasm_attention_mt',
+    base: 'wasm_attention_simd128_mt',
     isa: 'simd128',
     threads: true,
-    files: files('wasm_attention_mt', true),
-    wasm: () => new URL('./wasm/wasm_attention_mt.wasm', import.meta.url),
+    files: files('wasm_attention_simd128_mt', true),
+    wasm: () => new URL('./wasm/wasm_attention_simd128_mt.wasm', import.meta.url),
   },
   {
-    base: 'wasm_attention_st',
+    base: 'wasm_attention_simd128',
     isa: 'simd128',
     threads: false,
-    files: files('wasm_attention_st', false),
-    wasm: () => new URL('./wasm/wasm_attention_st.wasm', import.meta.url),
+    files: files('wasm_attention_simd128', false),
+    wasm: () => new URL('./wasm/wasm_attention_simd128.wasm', import.meta.url),
   },
   {
-    base: 'wasm_attention_relaxed_mt',
+    base: 'wasm_attention_relaxed_simd_mt',
     isa: 'relaxed-simd',
     threads: true,
-    files: files('wasm_attention_relaxed_mt', true),
-    wasm: () => new URL('./wasm/wasm_attention_relaxed_mt.wasm', import.meta.url),
+    files: files('wasm_attention_relaxed_simd_mt', true),
+    wasm: () => new URL('./wasm/wasm_attention_relaxed_simd_mt.wasm', import.meta.url),
   },
   {
-    base: 'wasm_attention_relaxed_st',
+    base: 'wasm_attention_relaxed_simd',
     isa: 'relaxed-simd',
     threads: false,
-    files: files('wasm_attention_relaxed_st', false),
-    wasm: () => new URL('./wasm/wasm_attention_relaxed_st.wasm', import.meta.url),
+    files: files('wasm_attention_relaxed_simd', false),
+    wasm: () => new URL('./wasm/wasm_attention_relaxed_simd.wasm', import.meta.url),
   },
 ];
 

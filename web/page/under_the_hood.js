@@ -6,13 +6,12 @@
 import { esc, plural } from './format.js';
 
 export function renderBuild(el, backend, isolated) {
-  const threaded = backend.variant === 'simd-mt';
+  const threaded = backend.threads > 1; // only the threaded build runs more than one
   const section = el.closest('section');
-  section.dataset.variant = backend.variant;
   section.dataset.threads = String(backend.threads);
   const build = threaded
-    ? `<strong>Threaded build</strong> (<code>${backend.variant}</code>: WebAssembly SIMD, <code>${esc(backend.isa)}</code>, plus threads), running on ${plural(backend.threads, 'thread')}.`
-    : `<strong>Single-thread build</strong> (<code>${backend.variant}</code>: WebAssembly SIMD, <code>${esc(backend.isa)}</code>, one thread).`;
+    ? `<strong>Threaded build</strong> (WebAssembly SIMD, <code>${esc(backend.isa)}</code>, plus threads), running on ${plural(backend.threads, 'thread')}.`
+    : `<strong>Single-thread build</strong> (WebAssembly SIMD, <code>${esc(backend.isa)}</code>, one thread).`;
   const why = isolated
     ? threaded
       ? ' The page is cross-origin isolated (served with COOP and COEP headers), so the browser allows the shared memory that threads need.'

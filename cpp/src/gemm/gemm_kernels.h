@@ -36,15 +36,15 @@ struct GemmKernel {
 
 // The kernels, declared from their one list (f32_gemm_kernels.def; one file each,
 // f32_gemm_<MR>x8[_<style>]_<isa>.cpp, one body: f32_gemm_tile.h). Every kernel of one ISA gives
-// bitwise the same c. The relaxed-SIMD ones are built only into the relaxed variants.
+// bitwise the same c. The relaxed-SIMD ones are built only into the relaxed_simd builds.
 #define WA_GEMM_KERNEL_DECLARE(name, mr, a_copies)                                          \
   void name(size_t m, size_t n, size_t kc, const float* a, const float* b, size_t b_stride, \
             float* c, size_t ldc, bool accumulate);
-#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_DECLARE
-#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_DECLARE
+#define WA_GEMM_KERNEL_SIMD128 WA_GEMM_KERNEL_DECLARE
+#define WA_GEMM_KERNEL_RELAXED_SIMD WA_GEMM_KERNEL_DECLARE
 #include "gemm/f32_gemm_kernels.def"
-#undef WA_GEMM_KERNEL_VEC128
-#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_SIMD128
+#undef WA_GEMM_KERNEL_RELAXED_SIMD
 #undef WA_GEMM_KERNEL_DECLARE
 
 }  // namespace wa::kernels

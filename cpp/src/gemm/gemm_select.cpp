@@ -25,38 +25,38 @@ namespace wa::kernels {
 namespace {
 
 // Every kernel compiled in, from the one list (f32_gemm_kernels.def) in its order: the SIMD128
-// ones (every build), then the relaxed ones (relaxed variants). Each ISA's first is its default.
+// ones (every build), then the relaxed ones (relaxed_simd builds). Each ISA's first is its default.
 #define WA_GEMM_KERNEL_ENTRY(name, mr, a_copies) {#name, mr, name, a_copies},
-#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_ENTRY
+#define WA_GEMM_KERNEL_SIMD128 WA_GEMM_KERNEL_ENTRY
 #if defined(WA_RELAXED_SIMD)
-#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_ENTRY
+#define WA_GEMM_KERNEL_RELAXED_SIMD WA_GEMM_KERNEL_ENTRY
 #else
-#define WA_GEMM_KERNEL_RELAXED(name, mr, a_copies)
+#define WA_GEMM_KERNEL_RELAXED_SIMD(name, mr, a_copies)
 #endif
 const GemmKernel kAllKernels[] = {
 #include "gemm/f32_gemm_kernels.def"
 };
-#undef WA_GEMM_KERNEL_VEC128
-#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_SIMD128
+#undef WA_GEMM_KERNEL_RELAXED_SIMD
 #undef WA_GEMM_KERNEL_ENTRY
 constexpr size_t kAllCount = sizeof kAllKernels / sizeof kAllKernels[0];
-// The SIMD128 kernels: one per WA_GEMM_KERNEL_VEC128 line of the list.
-#define WA_GEMM_KERNEL_VEC128(name, mr, a_copies) +1
-#define WA_GEMM_KERNEL_RELAXED(name, mr, a_copies)
+// The SIMD128 kernels: one per WA_GEMM_KERNEL_SIMD128 line of the list.
+#define WA_GEMM_KERNEL_SIMD128(name, mr, a_copies) +1
+#define WA_GEMM_KERNEL_RELAXED_SIMD(name, mr, a_copies)
 constexpr size_t kSimd128Count = 0
 #include "gemm/f32_gemm_kernels.def"
     ;
-#undef WA_GEMM_KERNEL_VEC128
-#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_SIMD128
+#undef WA_GEMM_KERNEL_RELAXED_SIMD
 // Every listed kernel's tile is at most kMaxMR rows (tuning.h): the tests cross the tiles' row
 // edges with sizes around kMaxMR (tests/cpp/testing.h).
 #define WA_GEMM_KERNEL_FITS(name, mr, a_copies) \
   static_assert((mr) >= 1 && (mr) <= kMaxMR, #name ": tile rows past kMaxMR (tuning.h)");
-#define WA_GEMM_KERNEL_VEC128 WA_GEMM_KERNEL_FITS
-#define WA_GEMM_KERNEL_RELAXED WA_GEMM_KERNEL_FITS
+#define WA_GEMM_KERNEL_SIMD128 WA_GEMM_KERNEL_FITS
+#define WA_GEMM_KERNEL_RELAXED_SIMD WA_GEMM_KERNEL_FITS
 #include "gemm/f32_gemm_kernels.def"
-#undef WA_GEMM_KERNEL_VEC128
-#undef WA_GEMM_KERNEL_RELAXED
+#undef WA_GEMM_KERNEL_SIMD128
+#undef WA_GEMM_KERNEL_RELAXED_SIMD
 #undef WA_GEMM_KERNEL_FITS
 // This build's ISA's: the last kCount (the relaxed build's have no twin of the broadcast-panel
 // kernel: it is for JavaScriptCore, which has no relaxed SIMD)
@@ -89,12 +89,12 @@ int js_engine() { return kUnknown; }
 const char* preferred_kernel(int engine) {
 #if defined(WA_RELAXED_SIMD)
   // 1.05-1.08x the default there; in V8 11 it is 0.75x (its registers spill)
-  if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed";
+  if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed_simd";
 #else
-  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_vec128";  // 1.05-1.09x the default
+  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_simd128";  // 1.05-1.09x the default
   // 1.17-1.19x the default in WebKitGTK and Bun: JavaScriptCore makes three of the default's
   // four broadcasts a scalar load and a splat; this kernel's a panels come broadcast
-  if (engine == kJavaScriptCore) return "f32_gemm_4x8_bcast_vec128";
+  if (engine == kJavaScriptCore) return "f32_gemm_4x8_bcast_simd128";
 #endif
   return kKernels[0].name;
 }

@@ -15,10 +15,10 @@ struct GemmKernels {
   const GemmKernel* end() const { return first + count; }
 };
 
-// This build's kernels, those of its ISA: the relaxed-SIMD ones in the relaxed variants
+// This build's kernels, those of its ISA: the relaxed-SIMD ones in the relaxed_simd builds
 // (WA_RELAXED_SIMD), the SIMD128 ones everywhere else. The first is the default.
 GemmKernels gemm_kernels();
-// Every kernel compiled in: also the SIMD128 ones in the relaxed variants (the tests run all).
+// Every kernel compiled in: also the SIMD128 ones in the relaxed_simd builds (the tests run all).
 GemmKernels all_gemm_kernels();
 
 // The kernel the GEMM runs. The first call chooses it (a table lookup by JavaScript engine, once

@@ -10,24 +10,24 @@ const k = t([1, 1, 0, 1, 1, 2], [3, 2]);
 const show = (id, text) => {
   document.getElementById(id).textContent = text;
 };
-// backend -> e.g. 'relaxed-simd, simd-mt, 2 threads'
-const describe = ({ isa, variant, threads }) => `${isa}, ${variant}, ${threads} thread${threads === 1 ? '' : 's'}`;
+// backend -> e.g. 'relaxed-simd, 2 threads'
+const describe = ({ isa, threads }) => `${isa}, ${threads} thread${threads === 1 ? '' : 's'}`;
 const rows = (output) =>
   [0, 1, 2].map((i) => `${output.data[2 * i].toFixed(6)} ${output.data[2 * i + 1].toFixed(6)}`).join('\n');
 
 async function main() {
-  // Two threads where the page is cross-origin isolated (the simd-mt build); elsewhere one
-  // thread (the simd build), without error. Relaxed SIMD where the browser has it.
+  // Two threads where the page is cross-origin isolated (the threaded build); elsewhere one
+  // thread (the single-thread build), without error. Relaxed SIMD where the browser has it.
   const attn = await createAttention({ threads: 2 });
   const { output } = attn.attention(x, k, x); // (3,2)
-  show('variant', describe(attn.backend));
+  show('build', describe(attn.backend));
   show('output', rows(output));
   attn.dispose();
 
   // The same in a worker: every call returns a Promise and the page's thread stays free.
   const inWorker = await createAttention({ threads: 2, worker: true });
   const { output: fromWorker } = await inWorker.attention(x, k, x); // (3,2)
-  show('worker-variant', describe(inWorker.backend));
+  show('worker-build', describe(inWorker.backend));
   show('worker-output', rows(fromWorker));
   await inWorker.dispose();
 }

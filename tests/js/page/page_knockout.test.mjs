@@ -1,0 +1,385 @@
+// Knock-out and attribution on the tutorial page (web/page/knockout_panel.js, ablation.js), in
+// headless Chromium at 1280 and 390 px: window.attentionPage.predict gives the numbers of the
+// package run here in Node (the model's layers with the knocked-out heads' W_O rows zeroed);
+// on the repeat example the induction head (layer 2 head 3) knocked out takes "house" after the
+// second "green" from about half to a few percent, in the hook and in the panel's table; the
+// attribution puts that head first there and its parts add up to the model's logit; the model
+// view's and the steps' toggles knock heads out and put them back; bad input to the hooks throws
+// a message that says what to give and changes nothing; axe finds nothing in the panel; nothing
+// scrolls sideways on a phone. Screenshots: tests/artifacts/page/knockout-*.png.
+// run with: node --test tests/js/page/page_knockout.test.mjs
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { after, before, test } from 'node:test';
+
+import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
+import { knockedOutWeights } from '../../../web/page/model/knockout.js';
+import { forwardLayers } from '../../../web/page/model/lm.js';
+import { predictNext } from '../../../web/page/model/predict.js';
+import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { openPage } from '../../../scripts/lib/browser.mjs';
+import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
+
+const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
+const TOL = 1e-4;
+const INDUCTION = { layer: 1, head: 2 }; // layer 2 head 3: on this sentence the head that copies
+const COPY_AT = 16; // the second "green": the model's next word is the copy, "house"
+
+let browser, server, attn, emb, model;
+let suite;
+before(async () => {
+  suite = await openPageSuite({ port: 9573, attention: true, words: true, model: true });
+  ({ browser, server, attn, emb, model } = suite);
+});
+after(() => closePageSuite(suite));
+
+const { act } = pageDriver(0, 0);
+const shot = (locator, name) => locator.screenshot({ path: new URL(`knockout-${name}.png`, ARTIFACTS).pathname });
+const hook = (page, fn, arg) => page.evaluate(fn, arg);
+
+// The model in Node with the heads in knockOut zeroed: the 10 next words after token `at`.
+function expected(text, at, knockOut = []) {
+  const norms = tokenize(text, { vocab: emb }).map((t) => t.norm);
+  const n = norms.length,
+    d = emb.dim,
+    heads = model.manifest.model.heads;
+  const { x } = makeBatch(
+    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
+    n,
+    d,
+    vectorCache(emb),
+    model.manifest.model.positionScale,
+  );
+  const layers = [0, 1].map((L) => {
+    const out = knockOut.filter((k) => k.layer === L).map((k) => k.head);
+    return attn.multiHeadAttention({
+      dModel: d,
+      heads,
+      weights: knockedOutWeights(layerWeights(model.tensors, L), heads, out),
+    });
+  });
+  const { hs } = forwardLayers(layers, x);
+  for (const l of layers) l.dispose();
+  return predictNext(model, emb, hs.at(-1).subarray(at * d, (at + 1) * d), 1, 10)[0];
+}
+
+async function open(viewport) {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize(viewport);
+  await page.evaluate(() => window.attentionPage.ready);
+  await act(
+    page,
+    () => page.click('#repeat-example'),
+    (s) => s.n > 20,
+  );
+  return { page, errors };
+}
+
+const sameGuesses = (got, want, what) => {
+  assert.deepEqual(
+    got.map((g) => g.word),
+    want.map((g) => g.word),
+    `${what}: the words`,
+  );
+  const worst = got.reduce((m, g, k) => Math.max(m, Math.abs(g.p - want[k].p)), 0);
+  assert.ok(worst < TOL, `${what}: probabilities differ from the package's in Node by ${worst}`);
+};
+
+test('desktop: predict is the package’s model with heads zeroed; knocking out the induction head drops the copy; attribution', async () => {
+  const { page, errors } = await open({ width: 1280, height: 900 });
+  const text = `${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`;
+  const state = await hook(page, () => window.attentionPage.state);
+  assert.equal(state.text, text);
+  // the repeated text follows the word whose copy the model predicts most
+  assert.equal(state.focus, COPY_AT);
+  assert.equal(state.tokens[COPY_AT].norm, 'green');
+
+  // predict: the same numbers as the package in Node, with and without heads knocked out
+  for (const knockOut of [[], [INDUCTION], [{ layer: 0, head: 0 }], [INDUCTION, { layer: 1, head: 1 }]])
+    for (const at of [0, 7, COPY_AT, 21]) {
+      const got = await hook(page, (a) => window.attentionPage.predict(a), { at, knockOut });
+      assert.equal(got.length, 10);
+      sameGuesses(got, expected(text, at, knockOut), `at ${at}, knocked out ${JSON.stringify(knockOut)}`);
+    }
+
+  // the copy: "house" after the second "green", and without the induction head far less likely
+  const pOf = (list, w) => list.find((g) => g.word === w)?.p ?? 0;
+  const base = await hook(page, (at) => window.attentionPage.predict({ at }), COPY_AT);
+  const knocked = await hook(page, (a) => window.attentionPage.predict(a), { at: COPY_AT, knockOut: [INDUCTION] });
+  assert.equal(base[0].word, 'house');
+  assert.ok(pOf(base, 'house') > 0.4, `p(house) with every head ${pOf(base, 'house')}`);
+  assert.ok(pOf(knocked, 'house') < 0.1, `p(house) without layer 2 head 3 ${pOf(knocked, 'house')}`);
+
+  // attribution: the induction head pushes "house" most; the parts the page shows add up
+  const parts = await hook(page, (at) => window.attentionPage.attribution({ at }), COPY_AT);
+  assert.equal(parts.length, 8);
+  const best = parts.reduce((a, b) => (b.logit > a.logit ? b : a));
+  assert.deepEqual({ layer: best.layer, head: best.head }, INDUCTION);
+  assert.ok(best.logit > 2, `layer 2 head 3's part ${best.logit}`);
+  const chart = page.locator('.attr-chart');
+  assert.match(await chart.locator('tr.best th').textContent(), /Layer 2 head 3/);
+  const foot = await chart.locator('tfoot td.num').allTextContents();
+  const [sum, logit] = foot.map((t) => Number(t.replace('\u2212', '-')));
+  assert.ok(Math.abs(sum - logit) <= 0.011, `parts ${sum}, logit ${logit}`);
+
+  // the UI: the model view's toggle knocks the head out; the table shows the drop
+  await act(
+    page,
+    () => page.click('#model-grid button[data-knock="1,2"]'),
+    () => true,
+  );
+  assert.equal(await page.getAttribute('#model-grid button[data-knock="1,2"]', 'aria-pressed'), 'true');
+  const first = page.locator('.knock-table').first();
+  const houseRow = first.locator('tbody tr', { hasText: 'house' });
+  const change = Number((await houseRow.locator('td.delta').textContent()).replace('\u2212', '-'));
+  const wantChange = 100 * (pOf(knocked, 'house') - pOf(base, 'house'));
+  assert.ok(Math.abs(change - wantChange) < 0.06, `the table's change ${change}, the hook's ${wantChange}`);
+  assert.ok(change < -30, `the table shows ${change} points for "house"`);
+  assert.match(await page.textContent('#knock'), /Knocked out: layer 2 head 3/);
+  await shot(page.locator('#model'), 'desktop');
+  await shot(page.locator('#knock'), 'panel');
+
+  // the steps' toggle: the steps show layer 2 head 3 once opened; its toggle says it is out
+  await act(
+    page,
+    () => page.click('#model-grid button[data-layer="1"][data-head="2"]'),
+    (s) => s.layer === 1 && s.head === 2,
+  );
+  assert.equal(await page.getAttribute('#knock-step', 'aria-pressed'), 'true');
+  assert.match(await page.textContent('#knock-step-note'), /“house” 52 % with every head/);
+  await act(
+    page,
+    () => page.click('#knock-step'),
+    () => true,
+  );
+  assert.equal(await page.getAttribute('#knock-step', 'aria-pressed'), 'false');
+  assert.equal(await page.getAttribute('#model-grid button[data-knock="1,2"]', 'aria-pressed'), 'false');
+  assert.match(await page.textContent('#knock'), /No head is knocked out/);
+  await shot(page.locator('#steps'), 'steps');
+
+  await page.addScriptTag({ content: AXE });
+  const { violations } = await page.evaluate((rules) => window.axe.run('#model', rules), RULES);
+  assert.deepEqual(
+    violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+    [],
+  );
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
+
+test('bad input to predict and attribution: a message that says what to give, and nothing changes', async () => {
+  const { page, errors } = await open({ width: 1280, height: 900 });
+  const before = await hook(page, () => ({
+    version: window.attentionPage.version,
+    state: window.attentionPage.state,
+    panel: document.getElementById('knock').innerHTML,
+  }));
+  const cases = [
+    [{ at: 22 }, /at is 22, but the sentence has 22 tokens: give an integer from 0 to 21/],
+    [{ at: -1 }, /give an integer from 0 to 21/],
+    [{ at: 1.5 }, /at is 1\.5/],
+    [{}, /at is undefined/],
+    [{ at: 3, knockOut: [{ layer: 2, head: 0 }] }, /layer 0 to 1 and head 0 to 3/],
+    [{ at: 3, knockOut: [{ layer: 0, head: 4 }] }, /layer 0 to 1 and head 0 to 3/],
+    [{ at: 3, knockOut: [{ layer: 0 }] }, /each entry is \{ layer, head \}/],
+    [{ at: 3, knockOut: 'layer 2 head 3' }, /knockOut must be a list of \{ layer, head \}/],
+  ];
+  for (const [arg, message] of cases) {
+    const got = await hook(
+      page,
+      (a) => {
+        try {
+          window.attentionPage.predict(a);
+          return null;
+        } catch (e) {
+          return e.message;
+        }
+      },
+      arg,
+    );
+    assert.match(got ?? 'no error', message, JSON.stringify(arg));
+    assert.match(got, /^predict: /);
+  }
+  const attr = await hook(page, () => {
+    try {
+      window.attentionPage.attribution({ at: 99 });
+      return null;
+    } catch (e) {
+      return e.message;
+    }
+  });
+  assert.match(attr ?? 'no error', /^attribution: at is 99/);
+  const afterwards = await hook(page, () => ({
+    version: window.attentionPage.version,
+    state: window.attentionPage.state,
+    panel: document.getElementById('knock').innerHTML,
+  }));
+  assert.deepEqual(afterwards, before);
+  // without the trained model (Identity weights): no guesses to give, said so
+  await act(
+    page,
+    () => page.check('input[name="projection"][value="identity"]'),
+    (s) => s.projection === 'identity',
+  );
+  const off = await hook(page, () => {
+    try {
+      window.attentionPage.predict({ at: 0 });
+      return null;
+    } catch (e) {
+      return e.message;
+    }
+  });
+  assert.match(off ?? 'no error', /the trained model is not shown \(choose Trained weights/);
+  assert.ok(await page.locator('#knock').isHidden());
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
+
+test('phone (390 px): the panel fits, the tables and chart read, no sideways scroll', async () => {
+  const { page, errors } = await open({ width: 390, height: 844 });
+  await act(
+    page,
+    () => page.click('#model-grid button[data-knock="1,2"]'),
+    () => true,
+  );
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
+  const box = await page.locator('#knock').boundingBox();
+  assert.ok(box.width <= 390, `the panel is ${box.width} px wide`);
+  assert.equal(await page.locator('.knock-table').count(), 2);
+  assert.equal(await page.locator('.attr-chart tbody tr').count(), 10);
+  await shot(page.locator('#knock'), 'phone');
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
+
+// Over causal rows i = 1..n−1 of the scaled scores (n,n) and weights: the smallest and largest
+// score, the mean gap from each row's largest score to its next, the mean largest weight, and
+// how many rows give one key more than 0.99 (the numbers steps 4 and 6 state).
+function facts(scaled, weights, n) {
+  const f = { low: Infinity, high: -Infinity, gap: 0, top: 0, sharp: 0, rows: n - 1 };
+  for (let i = 1; i < n; ++i) {
+    const s = Array.from(scaled.data.subarray(i * n, i * n + i + 1)).sort((a, b) => b - a);
+    f.low = Math.min(f.low, s.at(-1));
+    f.high = Math.max(f.high, s[0]);
+    f.gap += (s[0] - s[1]) / f.rows;
+    const w = Math.max(...weights.data.subarray(i * n, i * n + i + 1));
+    f.top += w / f.rows;
+    if (w > 0.99) ++f.sharp;
+  }
+  return f;
+}
+
+// The notes computed from what the page shows: the default head's softmax (steps 4 and 6) from
+// the scaled scores and weights the hook gives, the column of zeros in Q and K (step 2), and the
+// pronoun note from the model view's weights.
+test('notes from what is shown: why the default head is one-hot, the zero column, "it" and "animal"', async () => {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.evaluate(() => window.attentionPage.ready);
+  const { snapshot, goToStep } = pageDriver(1, 6);
+  const { state, steps } = await snapshot(page);
+  const m = (id, name) => steps.find((x) => x.id === id).matrices.find((k) => k.name === name);
+  const toTensor = (x) => ({ data: Float32Array.from(x.data), shape: x.shape });
+  const scaled = toTensor(m('scale', 'scaled')),
+    weights = toTensor(m('softmax', 'weights'));
+  const f = facts(scaled, weights, state.n);
+  assert.ok(f.top > 0.9, `the default head's mean top weight ${f.top}`);
+  const fmt1 = (x) => x.toFixed(1).replace('-', '\u2212');
+  const says = `scaled scores run from ${fmt1(f.low)} to ${fmt1(f.high)}; in the average row the largest is ${fmt1(f.gap)} above the next, and the top key gets ${Math.round(100 * f.top)} % of the weight (in ${f.sharp} of the ${f.rows} rows`;
+  for (const id of ['scale', 'softmax']) {
+    await goToStep(page, steps.findIndex((x) => x.id === id) + 1);
+    const text = await page.textContent('#step-explain');
+    assert.ok(text.includes(says), `step ${id}: ${text}`);
+    assert.match(text, /nearly one-hot\. That is this head's job: it is the model's previous-word head/);
+    assert.doesNotMatch(text, /keeps the scores in a range where softmax still spreads/);
+  }
+  // step 2: column 25 of Q and K is 0 for every token, and the page says why
+  const q = m('qkv', 'Q'),
+    k = m('qkv', 'K');
+  const cols = q.shape[1];
+  const zero = [];
+  for (let c = 0; c < cols; ++c)
+    if (
+      Array.from({ length: q.shape[0] }, (_, r) => q.data[r * cols + c] === 0 && k.data[r * cols + c] === 0).every(
+        Boolean,
+      )
+    )
+      zero.push(c + 1);
+  assert.deepEqual(zero, [25]);
+  await goToStep(page, steps.findIndex((x) => x.id === 'qkv') + 1);
+  assert.match(
+    await page.textContent('#step-explain'),
+    /Column 25 of Q and K is 0 for every token: that column of WQ and WK is all 0\./,
+  );
+  // "it" and "animal": the most any head puts from "it" on "animal", from the model view's tiles
+  const tiles = await page.evaluate(() => window.attentionPage.modelView.tiles);
+  const norms = state.tokens.map((t) => t.norm);
+  const it = norms.indexOf('it'),
+    animal = norms.indexOf('animal');
+  const best = tiles.reduce(
+    (a, t) => (t.data[it * state.n + animal] > a.w ? { w: t.data[it * state.n + animal], t } : a),
+    { w: -1 },
+  );
+  const note = await page.textContent('#reference-note');
+  assert.ok(
+    note.includes(
+      `“animal” (word ${animal + 1}) ${Math.round(100 * best.w)} % (layer ${best.t.layer + 1} head ${best.t.head + 1})`,
+    ),
+    note,
+  );
+  assert.ok(best.w < 0.5);
+  assert.match(note, /no head of this model links “it” to what it refers to/);
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
+
+// A copied word outside the model's 2,000 classes is copied as "<unk>": the note counts that as
+// the copy. "Follow the induction head" follows a repeated word, the one the note is about.
+test('the induction note counts "<unk>" as the copy of a word outside the classes; Follow follows the repeated word', async () => {
+  const { page, errors } = await openPage(browser, server.url);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.evaluate(() => window.attentionPage.ready);
+  const text = 'Our old keeper painted seven blue boats near the river.';
+  assert.ok(!model.vocab.includes('keeper') && model.vocab.includes('old'));
+  await act(
+    page,
+    () => page.fill('#sentence', `${text} ${text}`),
+    (s) => s.n === 22,
+  );
+  // follow the second "old": its copy is "keeper", which the model can only say as "<unk>"
+  await act(
+    page,
+    () => page.click('#chips button[data-index="12"]'),
+    (s) => s.focus === 12,
+  );
+  const guess = await hook(page, () => window.attentionPage.predict({ at: 12 })[0].word);
+  assert.equal(guess, '<unk>');
+  const note = await page.textContent('#induction');
+  assert.match(
+    note,
+    /after “old” \(word 13\) is [^.]*“<unk>”\) \(\d+ %\), the copy: “keeper” is not one of the model's 2,000 output words/,
+  );
+  assert.doesNotMatch(note, /not “keeper”/);
+  // Follow the induction head: the steps show it, following a word that repeats an earlier one
+  await act(
+    page,
+    () => page.fill('#sentence', 'The animal was tired because the road was long.'),
+    (s) => s.n === 10,
+  );
+  const snap = await act(
+    page,
+    () => page.click('#follow-induction'),
+    (s) => s.layer === 1 && s.stepId === 'softmax',
+  );
+  const norms = snap.state.tokens.map((t) => t.norm);
+  const f = snap.state.focus;
+  assert.ok(norms.slice(0, f - 1).includes(norms[f]), `followed “${norms[f]}” (token ${f}), which does not repeat`);
+  assert.ok((await page.textContent('#induction')).includes(`appeared before as`));
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
