@@ -10,6 +10,10 @@ import { spawn } from 'node:child_process';
 
 const INDEX = new URL('../../../web/lib/index.js', import.meta.url).href;
 
+// A child that has not ended after this long is stuck (each takes about a second), not slow: it
+// is killed and the test fails saying so, instead of holding the whole run.
+const STUCK_MS = 300_000;
+
 // Runs `source` (an ES module; `createAttention` and `tensor` are imported for it) in a child
 // process -> { code, stdout, stderr }.
 function child(source, flags = []) {
@@ -26,8 +30,15 @@ function child(source, flags = []) {
     p.stderr.on('data', (d) => {
       stderr += d;
     });
+    const stuck = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`the child ran ${STUCK_MS / 1000} s and was killed:\n${stdout}\n${stderr.slice(0, 2000)}`));
+    }, STUCK_MS);
     p.on('error', reject);
-    p.on('close', (code) => resolve({ code, stdout, stderr }));
+    p.on('close', (code) => {
+      clearTimeout(stuck);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
