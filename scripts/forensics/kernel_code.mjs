@@ -17,11 +17,11 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { VARIANTS } from '../../web/lib/variants.js';
+import { BUILDS } from '../../web/lib/builds.js';
 import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
 
 const WASM_DIR = new URL('../../web/lib/wasm/', import.meta.url);
-const BUILDS = VARIANTS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
+const BUILDS = BUILDS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
 
 // wasm text of one module -> [{ index, loop }]: the innermost loops shaped like the kernel's
 // k loop, with their op counts per k step.

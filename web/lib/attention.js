@@ -1,8 +1,8 @@
 // The object createAttention() resolves to: scaled dot-product attention in every form
-// (attention_options.js reads a call, heads_attention.js runs it), KV caches
+// (attention_options.js reads a call, attention_heads.js runs it), KV caches
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import { checkDOutput, parseAttention, resolveAttention } from './attention_options.js';
-import { headsBackward, headsForward } from './heads_attention.js';
+import { headsBackward, headsForward } from './attention_heads.js';
 import { KvCache } from './kv_cache.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';

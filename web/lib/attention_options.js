@@ -308,11 +308,11 @@ export function checkDOutput(where, c, dOutput) {
   return dOut;
 }
 
-// parseAttention's call, completed in place -> everything heads_attention.js needs: the
+// parseAttention's call, completed in place -> everything attention_heads.js needs: the
 // cache (its state) looked up and measured now, after every argument was read, so the call
 // acts on it as it is; nPast (pastKey's rows or the cache's length before this call appends),
 // nTotal = nPast + nNew; the mask fit to [B,Hq,nQ,nTotal], [nQ,nK] for a 2-D call (v's
-// weighted sums are checked on its copy in wasm memory: heads_attention.js).
+// weighted sums are checked on its copy in wasm memory: attention_heads.js).
 export function resolveAttention(rt, where, c) {
   let cache = null,
     nPast = c.past ? c.past.nPast : 0;

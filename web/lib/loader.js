@@ -1,4 +1,4 @@
-// Picks a build of the wasm module (variants.js) and instantiates it. Two choices:
+// Picks a build of the wasm module (builds.js) and instantiates it. Two choices:
 //
 //   threads  true     pthreads: Node, Deno and Bun, and browsers where the page is cross-origin
 //                     isolated; in all of them only where a shared WebAssembly.Memory can be
@@ -17,9 +17,9 @@
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
-import { variantFor } from './variants.js';
+import { buildFor } from './builds.js';
 
-// -> URL of the build's .wasm (variants.js), with a message a person can act on where the
+// -> URL of the build's .wasm (builds.js), with a message a person can act on where the
 // bundler left no import.meta.url (esbuild's default iife format replaces import.meta by {}).
 function packagedWasm(build) {
   try {
@@ -108,7 +108,7 @@ export async function loadModule({ threads, isa, locateFile, wasmBinary, glue, o
 }
 
 async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreadsStarting, threaded }) {
-  const build = variantFor(isa, threaded);
+  const build = buildFor(isa, threaded);
   const { base } = build;
   const { default: wrapped, scripts } = await glue[base]();
 

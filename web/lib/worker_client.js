@@ -40,7 +40,7 @@ import { isNode, nodeBuiltin, process } from './host.js';
 import { OPERATIONS, operationsOn } from './operations.js';
 import { STAND_IN } from './stand_in.js';
 import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './validate.js';
-import { VARIANTS } from './variants.js';
+import { BUILDS } from './builds.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
 const instanceDisposed = (where) =>
@@ -48,9 +48,9 @@ const instanceDisposed = (where) =>
 const layerDisposed = (where) => new TypeError(`${where}: this layer was disposed`);
 const cacheDisposed = (where) => new TypeError(`${where}: this cache was disposed`);
 
-// The files the loader may ask locateFile() about (variants.js). A function cannot cross
+// The files the loader may ask locateFile() about (builds.js). A function cannot cross
 // postMessage, so the answers are asked here, up front, and sent over as a table.
-const WASM_FILES = VARIANTS.flatMap((v) => v.files);
+const WASM_FILES = BUILDS.flatMap((v) => v.files);
 
 // Error classes rebuilt by name; anything else arrives as a plain Error with the same message.
 const ERROR_CLASSES = {

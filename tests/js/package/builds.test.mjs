@@ -1,4 +1,4 @@
-// The package's table of builds (web/lib/variants.js) against what CMakeLists.txt makes: the
+// The package's table of builds (web/lib/builds.js) against what CMakeLists.txt makes: the
 // same builds, each with its ISA and threads, and every file the table names on disk after the
 // build; and the glue tables (glue.js, glue_static.js) with a loader for each. The loader, the
 // worker form and the kernel bench read the table.
@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { VARIANTS, variantFor } from '../../../web/lib/variants.js';
+import { BUILDS, buildFor } from '../../../web/lib/builds.js';
 
 const cmake = readFileSync(new URL('../../../CMakeLists.txt', import.meta.url), 'utf8');
 
@@ -27,21 +27,21 @@ const byBase = (a, b) => a.base.localeCompare(b.base);
 test('the table lists the builds CMakeLists.txt makes, with their ISA and threads', () => {
   const made = cmakeBuilds();
   assert.equal(made.length, 4, `wa_module calls found: ${JSON.stringify(made)}`);
-  assert.deepEqual(VARIANTS.map(({ base, isa, threads }) => ({ base, isa, threads })).sort(byBase), made.sort(byBase));
+  assert.deepEqual(BUILDS.map(({ base, isa, threads }) => ({ base, isa, threads })).sort(byBase), made.sort(byBase));
 });
 
 test('each ISA has one build with threads and one without', () => {
   for (const isa of ['simd128', 'relaxed-simd']) {
     for (const threads of [true, false]) {
-      const matches = VARIANTS.filter((v) => v.isa === isa && v.threads === threads);
+      const matches = BUILDS.filter((v) => v.isa === isa && v.threads === threads);
       assert.equal(matches.length, 1, `${isa}, threads ${threads}`);
-      assert.equal(variantFor(isa, threads), matches[0]);
+      assert.equal(buildFor(isa, threads), matches[0]);
     }
   }
 });
 
 test("each build's files: the .wasm and glue, the pthread workers' script with threads; all built", () => {
-  for (const { base, threads, files, wasm } of VARIANTS) {
+  for (const { base, threads, files, wasm } of BUILDS) {
     const expected = [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
     assert.deepEqual([...files].sort(), expected.sort(), base);
     assert.ok(wasm().href.endsWith(`/web/lib/wasm/${base}.wasm`), `${base}: ${wasm().href}`);
@@ -57,8 +57,8 @@ test("each build's files: the .wasm and glue, the pthread workers' script with t
 test('the glue tables (glue.js, imported lazily; glue_static.js, for the worker form) load every build', async () => {
   for (const path of ['../../../web/lib/glue.js', '../../../web/lib/glue_static.js']) {
     const { glue } = await import(path);
-    assert.deepEqual(Object.keys(glue).sort(), VARIANTS.map((v) => v.base).sort(), path);
-    for (const { base, threads } of VARIANTS) {
+    assert.deepEqual(Object.keys(glue).sort(), BUILDS.map((v) => v.base).sort(), path);
+    for (const { base, threads } of BUILDS) {
       const { default: wrapped, scripts } = await glue[base]();
       assert.equal(typeof wrapped, 'function', `${path}: ${base}`);
       // a threaded build's pthread workers run, in a browser, the text of its two classic scripts

@@ -1,5 +1,5 @@
 // The builds of the wasm module, one row each, as CMakeLists.txt makes them (its wa_module
-// calls; tests/js/package/variants.test.mjs holds the two equal).
+// calls; tests/js/package/builds.test.mjs holds the two equal).
 //
 //   base     the stem of the build's file names: wasm_attention_<isa>[_mt], the isa with '_' for
 //            '-', and _mt with threads
@@ -17,7 +17,7 @@
 
 const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
 
-export const VARIANTS = [
+export const BUILDS = [
   {
     base: 'wasm_attention_simd128_mt',
     isa: 'simd128',
@@ -49,6 +49,6 @@ export const VARIANTS = [
 ];
 
 // -> the row of the build with isa ('simd128' or 'relaxed-simd') and threads (a boolean)
-export function variantFor(isa, threads) {
-  return VARIANTS.find((v) => v.isa === isa && v.threads === threads);
+export function buildFor(isa, threads) {
+  return BUILDS.find((v) => v.isa === isa && v.threads === threads);
 }
