@@ -21,7 +21,7 @@ import { BUILDS } from '../../web/lib/builds.js';
 import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
 
 const WASM_DIR = new URL('../../web/lib/wasm/', import.meta.url);
-const BUILDS = BUILDS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
+const MODULES = BUILDS.filter((v) => !v.threads).map(({ isa, base }) => ({ isa, file: `${base}.wasm` }));
 
 // wasm text of one module -> [{ index, loop }]: the innermost loops shaped like the kernel's
 // k loop, with their op counts per k step.
@@ -155,7 +155,7 @@ function report() {
 async function main() {
   const outArg = process.argv.indexOf('--out');
   const { lines, say } = report();
-  for (const build of BUILDS) {
+  for (const build of MODULES) {
     const bytes = readFileSync(new URL(build.file, WASM_DIR));
     const loops = await findKernelLoops(bytes);
     say();

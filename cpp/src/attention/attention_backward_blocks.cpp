@@ -83,8 +83,8 @@ void attention_backward_from_weights(ConstMatrix q, ConstMatrix k, ConstMatrix v
       gemm_nt(rows, cols, d_k, q.data + r0 * q.ld, q.ld, k.data, k.ld, s.data(), cols);
       for (size_t r = 0; r < rows; ++r)
         for (size_t j = 0; j < cols; ++j) {
-          const float t = std::tanh(s[r * cols + j] * scale / mask.softcap);
-          ds_block[r * n_k + j] *= 1.0f - t * t;
+          const float th = std::tanh(s[r * cols + j] * scale / mask.softcap);
+          ds_block[r * n_k + j] *= 1.0f - th * th;
         }
     }
     if (d_scores) std::copy(ds_block, ds_block + rows * n_k, d_scores + r0 * n_k);
