@@ -26,7 +26,8 @@
 // Builds run one thread count at a time (3 instances alive, not 6). In a browser the trees are
 // served under one origin with COOP/COEP (/b0/, /b1/, ... -> each web/lib), and the measuring
 // function below runs in a blank page there; its progress is polled and printed as it goes.
-// ~12-14 minutes on a 2-core EPYC for 3 builds x 4 engines x 1, 2 threads x the 8 cases.
+// About 8.6 minutes (2-2.3 per engine) on a 2-core EPYC for 3 builds x 4 engines x 1, 2 threads x
+// the 8 cases; results in web/docs/performance.md ("Before and after").
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -146,7 +147,7 @@ export async function measure(arg, log = (s) => (globalThis.abLog ??= []).push(s
     for (const { label, lib } of libs) {
       const attn = await lib.createAttention({ threads, isa: arg.isa });
       const b = attn.backend;
-      backends[`${label} ${threads}t`] = `${b.variant ?? ''} ${b.isa} ${b.threads}t`;
+      backends[`${label} ${threads}t`] = `${b.variant ?? b.gemmKernel ?? ''} ${b.isa} ${b.threads}t`;
       if (b.threads !== threads) log(`WARNING: ${label} asked ${threads} threads, got ${b.threads}`);
       inst.push({ label, lib, attn });
     }
