@@ -24,7 +24,7 @@ export function renderTimings(tbody, timings) {
   tbody.innerHTML = timings
     .map(
       ({ call, detail, ms }) =>
-        `<tr><th scope="row"><code>${esc(call)}</code></th><td>${esc(detail)}</td><td class="num">${ms.toFixed(2)}</td></tr>`,
+        `<tr><th scope="row"><code>${esc(call).replaceAll('.', '.<wbr>')}</code></th><td>${esc(detail)}</td><td class="num">${ms.toFixed(2)}</td></tr>`,
     )
     .join('');
 }
