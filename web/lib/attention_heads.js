@@ -5,7 +5,6 @@
 // (wa/attention.h), the one entry that keeps the backward's intermediates. The call's
 // description comes from attention_options.js; letters as there.
 import {
-  ALL_KEYS,
   attentionBackwardTrace,
   attentionTrace,
   heads3d,
@@ -45,28 +44,30 @@ function putRotated(rt, where, s, c) {
   return { q, k, v, turn };
 }
 
-// The mask, window and softcap, in scope s, as wa::ScoreMask's fields; offset: key position of
-// query 0.
-function putScoreMask(s, c, offset) {
+// The mask, window and softcap, in scope s, as a wa::ScoreMask (binding.js scoreMask: a field
+// left undefined takes its default); offset: key position of query 0; sink: one logit in every
+// row's softmax denominator (undefined: none).
+function putScoreMask(s, c, offset, sink) {
   const m = c.mask;
-  return {
+  return scoreMask({
     causal: c.causal,
     keep: m?.keep ? s.put(m.keep, 'mask') : 0,
     bias: m?.bias ? s.put(m.bias, 'mask') : 0,
     offset,
     left: c.left,
     right: c.right,
-    maskLd: m ? m.maskLd : ALL_KEYS,
-    maskCols: m ? m.maskCols : ALL_KEYS,
+    maskLd: m?.maskLd,
+    maskCols: m?.maskCols,
     softcap: c.softcap,
-  };
+    sink,
+  });
 }
 
 // putScoreMask's, with kvLength and sinks, as wa::HeadsMask.
 function putMask(s, c, offset) {
   const m = c.mask;
   return headsMask({
-    mask: scoreMask(putScoreMask(s, c, offset)),
+    mask: putScoreMask(s, c, offset),
     batchStride: m ? m.batchStride : 0,
     headStride: m ? m.headStride : 0,
     kvLength: c.kvLength ? s.put(c.kvLength, 'kvLength') : 0,
@@ -206,8 +207,7 @@ export function headsBackward(rt, where, c, dOut) {
       // q [nQ,dK], k [nK,dK], v [nK,dV] as matrices: wa::attention_backward with its trace
       const { nQ, nNew: nK, dK, dV } = c;
       for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(4 * nQ * nK, `the trace's ${name} [${nQ},${nK}]`);
-      const mask = scoreMask(putScoreMask(s, c, 0));
-      if (c.sinks) mask.sink = c.sinks[0];
+      const mask = putScoreMask(s, c, 0, c.sinks?.[0]);
       const m = (head, rows, cols) => matrix(head.data, rows, cols);
       rt.call(
         where,

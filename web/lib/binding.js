@@ -34,7 +34,7 @@ function struct(name, fields, defaults = {}) {
 }
 
 // wa::size_t(-1) (wa::kAllKeys, as wasm32 sees it): no key limit; mask rows nK apart.
-export const ALL_KEYS = 2 ** 32 - 1;
+const ALL_KEYS = 2 ** 32 - 1;
 // wa::ScoreMask: causal, keep (Uint8Array) or bias (Float32Array) offsets read at row
 // i·maskLd (0: one row for all) with maskCols columns, offset (key position of query 0), the
 // window left/right (-1 unbounded), keyLimit, softcap (0: none) and sink (a logit in every

@@ -172,6 +172,9 @@ function takeOptions(where, options) {
 // caller's array): its main result (mainOf(answer), a tensor of out's type and length, fresh)
 // has its values copied into out and out as its data; a TypeError when out's buffer was
 // detached or shrunk while the call ran (a held call is then undone in the worker).
+// A row's out column -> where its answer's main result is, whose values go into out.
+const MAIN_OF = { output: (answer) => answer.output, answer: (answer) => answer };
+
 const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine's own
 function acceptOut(where, out, mainOf) {
   return (value) => {
@@ -425,7 +428,7 @@ function callOf(row, where, side, args) {
     transfer = t.transfer;
     if (t.options !== undefined) sent.push(t.options);
     if (t.out) {
-      const mainOf = row.out === 'output' ? (answer) => answer.output : (answer) => answer;
+      const mainOf = MAIN_OF[row.out];
       const overCache = row.hold === 'cache' && sides.get(t.options?.[row.cacheOption])?.on === 'cache';
       held = { out: t.out, accept: acceptOut(where, t.out, mainOf), hold: row.hold === 'always' || overCache };
     }
