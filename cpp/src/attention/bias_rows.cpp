@@ -43,8 +43,9 @@ void column_sums(const float* m, size_t rows, size_t cols, float* sums, ThreadPo
   const size_t threads =
       cols < 2 * kMinColumns ? 1 : threads_for(pool, static_cast<double>(rows) * cols);
   if (threads <= 1) return sum_columns(m, rows, cols, 0, cols, sums);
-  const size_t per =
-      std::max(kMinColumns, (cols + threads * kTasksPerThread - 1) / (threads * kTasksPerThread));
+  // a whole number of kMinColumns: no two tasks write one cache line of sums
+  const size_t share = (cols + threads * kTasksPerThread - 1) / (threads * kTasksPerThread);
+  const size_t per = (share + kMinColumns - 1) / kMinColumns * kMinColumns;
   parallel_for(pool, (cols + per - 1) / per, threads, [&](size_t t) {
     sum_columns(m, rows, cols, t * per, std::min(cols, (t + 1) * per), sums);
   });
