@@ -2,10 +2,14 @@
 // { data: Float16Array or Uint16Array (the bits), shape, dtype: 'float16' } (half.js), as the
 // package takes and gives them. Their checks are validate.js's.
 import { fromFloat32 } from './half.js';
+import { tensorParts } from './validate.js';
 
-// options: { dtype: 'float32' | 'float16' }, kept on the tensor when given.
+// data (a typed array, or an Array of numbers: copied into a Float32Array) and shape (1 to 4
+// sizes, as many values as they need; validate.js tensorParts) -> { data, shape }; options:
+// { dtype: 'float32' | 'float16' }, kept on the tensor when given.
 export function tensor(data, shape, options) {
-  return options?.dtype === undefined ? { data, shape } : { data, shape, dtype: options.dtype };
+  const t = tensorParts(data, shape, options);
+  return t.dtype === undefined ? { data: t.data, shape: t.shape } : t;
 }
 
 // A result (a Float32Array of values) in `format`, the format of the input it follows (half.js
