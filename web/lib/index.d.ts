@@ -568,6 +568,15 @@ export function createAttention(options?: CreateAttentionOptions): Promise<Atten
 export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 'float32' }): Tensor;
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
 export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;
+/** Float32 values -> a new Uint16Array of their IEEE half-precision (float16) bits, as a
+ *  Float16Array would hold them: rounded to nearest, ties to even, subnormals kept, |x| >= 65520
+ *  to ±Infinity, NaN a NaN. For float16 tensors where the engine has no Float16Array (Node 20):
+ *  tensor(toFloat16Bits(values), shape, { dtype: 'float16' }). A TypeError for anything but a
+ *  Float32Array. */
+export function toFloat16Bits(values: Float32Array): Uint16Array;
+/** float16 bits (a Uint16Array, e.g. a float16 result's data) -> a new Float32Array of their
+ *  values, exact (every half is a float32). A TypeError for anything but a Uint16Array. */
+export function fromFloat16Bits(bits: Uint16Array): Float32Array;
 /** A seeded generator (mulberry32): each call returns the next uniform float in [0, 1); the same
  *  seed (an integer from 0 to 2^32-1; anything else is a TypeError or RangeError) gives the
  *  same numbers in every engine. A layer's `seed` draws its initial

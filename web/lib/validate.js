@@ -123,6 +123,15 @@ export function isDetached(buffer) {
   }
 }
 
+// A typed array argument of `type` ('Float32Array', 'Uint16Array') -> its own view (ownView),
+// or a TypeError naming it (detached, or not one).
+export function typedArrayArgument(where, name, value, type) {
+  const view = ownView(value, type);
+  if (view === 'detached') throw detachedError(where, name, value);
+  if (view === null) throw new TypeError(`${where}: ${name} must be a ${type}, got ${describeNot(value, globalThis[type])}`);
+  return view;
+}
+
 // name: the argument's name in messages (e.g. "q.data") -> its own Float32Array view.
 function float32View(where, name, value) {
   const view = ownView(value, 'Float32Array');
