@@ -128,7 +128,8 @@ export function isDetached(buffer) {
 export function typedArrayArgument(where, name, value, type) {
   const view = ownView(value, type);
   if (view === 'detached') throw detachedError(where, name, value);
-  if (view === null) throw new TypeError(`${where}: ${name} must be a ${type}, got ${describeNot(value, globalThis[type])}`);
+  if (view === null)
+    throw new TypeError(`${where}: ${name} must be a ${type}, got ${describeNot(value, globalThis[type])}`);
   return view;
 }
 
