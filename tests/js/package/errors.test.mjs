@@ -3,10 +3,13 @@
 // After each error the instance keeps working, and nothing leaks in wasm memory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 import { createAttention, seededRandom, tensor as checkedTensor, xavierUniform } from '../../../web/lib/index.js';
-import { rawTensor as tensor } from '../helpers/assertions.mjs';
-import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { rawTensor as tensor, rejectsWith, throwsWith } from '../helpers/assertions.mjs';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { garbageCollector } from '../helpers/runtime.mjs';
 
@@ -1301,6 +1304,35 @@ describe('createAttention options', () => {
     );
     assert.equal(compiled.stop(), 0, 'refused before any module loads');
   });
+  // A server's fallback page where the .wasm should be (Vite 5-7's dev server without
+  // optimizeDeps.exclude answers index.html): the error names the file and the fix, for both
+  // builds (threads: 2 falls back to one thread, whose .wasm is a page too).
+  test('a .wasm that is an HTML page: an error naming the file and the fix', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wasm-attention-html-'));
+    const page = join(dir, 'index.html');
+    writeFileSync(page, '<!doctype html>\n<html><body>app</body></html>\n');
+    const wasm = fileURLToPath(new URL('../../../web/lib/wasm/', import.meta.url));
+    const locateFile = (name) => (name.endsWith('.wasm') ? page : join(wasm, name));
+    const warn = console.warn;
+    const error = console.error;
+    console.warn = console.error = () => {}; // the fallback's warning, Emscripten's own abort
+    try {
+      for (const threads of [1, 2]) {
+        await rejectsWith(
+          createAttention({ threads, locateFile }),
+          Error,
+          new RegExp(
+            `^wasm-attention: ${page.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} came back as an HTML page, not the \\.wasm \\(its bytes start 3c 21 64 6f\\): .*With Vite 5-7's dev server, add optimizeDeps: \\{ exclude: \\['wasm-attention'\\] \\} to vite\\.config\\.js; .*createAttention\\(\\{ locateFile \\}\\)$`,
+          ),
+        );
+      }
+    } finally {
+      console.warn = warn;
+      console.error = error;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('bad options', async () => {
     await rejectsWith(
       createAttention({ threads: 0 }),
