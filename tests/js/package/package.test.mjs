@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
+import { DOC_FILES, jsBlocks } from '../helpers/docs_examples.mjs';
+
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const tsc = join(repo, 'node_modules/typescript/bin/tsc');
 let scratch;
@@ -200,4 +202,50 @@ attn.attention({ data: new Float32Array(4), shape: [2, 2] });
   assert.ok(failed, 'tsc accepted a call with wrong types');
   assert.match(failed, /"many"/);
   assert.match(failed, /Expected 3-4 arguments, but got 1/);
+});
+
+// The README's and web/docs' examples, as a TypeScript user meets them: each block that
+// imports the package (the Node ones docs_examples.test.mjs runs, and the ```js browser ones)
+// type-checked as JavaScript (checkJs) under --strict against the installed tarball's types.
+// Results narrow on the options (trace: true gives weights, pastKey presentKey, qkOutput qk),
+// so the examples read them without a guard.
+test('every example of the README and web/docs typechecks under --strict against the packed types', () => {
+  const files = [];
+  for (const file of DOC_FILES) {
+    const lines = readFileSync(join(repo, file), 'utf8').split('\n');
+    const browser = [];
+    lines.forEach((line, i) => {
+      if (!/^```js browser\s*$/.test(line)) return;
+      let end = i + 1;
+      while (!/^```\s*$/.test(lines[end])) ++end;
+      const code = lines.slice(i + 1, end).join('\n') + '\n';
+      if (code.includes("from 'wasm-attention'")) browser.push({ line: i + 1, code });
+    });
+    for (const { line, code } of [...jsBlocks(file), ...browser]) {
+      const commonjs = !/^import /m.test(code) && /require\('wasm-attention'\)/.test(code);
+      const name = `docs_${file.replace(/\W/g, '_')}_${line}.${commonjs ? 'cjs' : 'mjs'}`;
+      writeFileSync(join(scratch, name), code);
+      files.push(name);
+    }
+  }
+  assert.ok(files.length >= 12, `examples found: ${files.join(', ')}`);
+  const config = {
+    compilerOptions: {
+      strict: true,
+      allowJs: true,
+      checkJs: true,
+      noEmit: true,
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      types: [],
+    },
+    files,
+  };
+  writeFileSync(join(scratch, 'tsconfig.docs.json'), JSON.stringify(config));
+  try {
+    run(process.execPath, [tsc, '-p', 'tsconfig.docs.json'], scratch);
+  } catch (e) {
+    assert.fail(`tsc --strict on the docs' examples:\n${e.stdout}`);
+  }
 });
