@@ -3,6 +3,13 @@
 // inputs): B sequences, Hq query heads, Hkv key/value heads, nPast earlier keys (pastKey or
 // a cache), nNew new keys, nTotal = nPast + nNew.
 
+/** tensor()'s options. */
+export interface TensorOptions {
+  /** What the data holds (default 'float32', then left off the tensor); 'float16': a
+   *  Float16Array, or a Uint16Array of half-precision bits. */
+  dtype?: 'float32' | 'float16';
+}
+
 /** A row-major float32 tensor. */
 export interface Tensor {
   data: Float32Array;
@@ -147,7 +154,8 @@ export interface CreateAttentionOptions {
   /** 'auto' (default): relaxed SIMD where the engine runs it, else SIMD128 (SIMD128 when
    *  wasmBinary is given). 'relaxed-simd' where the engine lacks it is a RangeError. */
   isa?: 'auto' | 'relaxed-simd' | 'simd128';
-  /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention. */
+  /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention
+   *  (default false). */
   worker?: boolean;
 }
 
@@ -170,15 +178,16 @@ export interface Backend {
 
 export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOption {
   /** Query i sees keys j <= i + offset only (offset nPast with a past, cache.length − nQ with
-   *  a cache, kvLength[b] − nQ with kvLength, else 0). */
+   *  a cache (its length after the append), kvLength[b] − nQ with kvLength, else 0). Default
+   *  false, with a past or a cache too, as in ONNX: a prefill over a cache needs causal: true. */
   causal?: boolean;
   /** 2-D: [nQ,nK], a keep mask or an additive mask. 3-D/4-D: a HeadsMask. */
   mask?: Mask | HeadsMask;
-  /** Multiplies q·kᵀ; default 1/sqrt(dK). */
+  /** Multiplies q·kᵀ (default 1/√dK). */
   scale?: number;
-  /** Also return every intermediate. */
+  /** Also return every intermediate (default false). */
   trace?: boolean;
-  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (default 0: none). */
   softcap?: number;
   /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
@@ -201,7 +210,8 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOp
   /** Rotary positions (RoPE) on q and the new keys, rows at offset + nPast + row (2-D too:
    *  rows at offset + row). */
   rotary?: boolean | RotaryOptions;
-  /** Append k and v (rotated) to this cache and attend over all of it. */
+  /** Append k and v (rotated) to this cache and attend over all of it: every key, the new
+   *  ones included, unless causal: true (not implied by a cache, as in ONNX). */
   cache?: KvCache;
 }
 
@@ -288,9 +298,9 @@ export interface MultiHeadShapeConfig {
    *  ⌊h/(heads/kvHeads)⌋ (grouped-query attention; 1: multi-query attention). wk is then
    *  [dModel,kvHeads·dK], wv [dModel,kvHeads·dV]. */
   kvHeads?: number;
-  /** Per-head query/key width; default dModel / heads. */
+  /** Per-head query/key width (default dModel / heads). */
   dK?: number;
-  /** Per-head value width; default dK. */
+  /** Per-head value width (default dK). */
   dV?: number;
   /** Add biases to the four projections (default false). */
   bias?: boolean;
@@ -300,7 +310,7 @@ export interface MultiHeadShapeConfig {
   /** A sliding window: key j is kept for query i when −left <= j − i' <= right (i' = i, or
    *  i + cache.length over a cache); -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
-  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (default 0: none). */
   softcap?: number;
   /** Attention sinks, a learned parameter: one logit per head in every row's softmax
    *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
@@ -336,7 +346,7 @@ export interface ForwardCommonOptions extends Pick<AttentionOptions, 'causal' | 
 export type ForwardOptions = ForwardCommonOptions &
   (
     | {
-        /** Also return every intermediate. */
+        /** Also return every intermediate: heads and concat (default false). */
         trace?: boolean;
         /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
         context?: AnyTensor;
@@ -344,8 +354,11 @@ export type ForwardOptions = ForwardCommonOptions &
       }
     | {
         /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
-         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
-         *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
+         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it. Not causal
+         *  unless causal: true is given, as in ONNX: then new token i sees the cache's rows up
+         *  to cache.length + i (its length before the call; bottom-right), which a prompt of
+         *  several tokens needs (one token at a time sees the same either way). Not with
+         *  context or trace; backward() does not follow such a forward. */
         cache: KvCache;
         trace?: false;
         context?: never;
@@ -455,9 +468,9 @@ export type AttentionGradientsOf<Q extends AnyTensor, K extends AnyTensor, V ext
 type BackwardKeys = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out'>;
 
 export interface MatmulOptions<R extends AnyTensor = AnyTensor> extends OutOption<R> {
-  /** a is given as [k,m]. */
+  /** a is given as [k,m] (default false). */
   transposeA?: boolean;
-  /** b is given as [n,k]. */
+  /** b is given as [n,k] (default false). */
   transposeB?: boolean;
 }
 
@@ -621,12 +634,16 @@ export function createAttention(options?: CreateAttentionOptions): Promise<Atten
 /** A float32 tensor of shape (1 to 4 positive sizes) over data, as many values as the shape
  *  needs (a RangeError otherwise): a Float32Array, kept as it is, or an Array of numbers, copied
  *  into a new Float32Array (anything else is a TypeError). */
-export function tensor(data: Float32Array | number[], shape: number[], options?: { dtype?: 'float32' }): Tensor;
+export function tensor(
+  data: Float32Array | number[],
+  shape: number[],
+  options?: TensorOptions & { dtype?: 'float32' },
+): Tensor;
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
 export function tensor<D extends Float16ArrayOf | Uint16Array>(
   data: D,
   shape: number[],
-  options: { dtype: 'float16' },
+  options: TensorOptions & { dtype: 'float16' },
 ): HalfTensor<D>;
 /** A mask as a tensor: a keep mask's Uint8Array or boolean[] (true = keep). */
 export function tensor(

@@ -95,7 +95,7 @@ async function shows(url) {
   const { page, errors } = await openPage(await browser, url);
   try {
     await page
-      .waitForFunction(() => document.body.textContent !== 'running…' || false, null, { timeout: 60_000 })
+      .waitForFunction(() => document.body.textContent.trim() !== 'running…', null, { timeout: 60_000 })
       .catch(() => {});
     return { text: await page.evaluate(() => document.body.textContent), errors: errors() };
   } finally {
