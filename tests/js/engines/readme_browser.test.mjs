@@ -7,7 +7,7 @@
 // answers the .wasm with index.html: createAttention rejects with the error that names the
 // file and that fix.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { startServer } from '../../../scripts/serve.mjs';
 import { engineMissing, launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
 import { jsBlocks } from '../helpers/docs_examples.mjs';
+import { withVite } from '../helpers/vite.mjs';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const { version } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
@@ -34,19 +35,8 @@ async function sh(cmd, args, cwd) {
   }
 }
 
-// The README's page module: its one ```js browser block that imports the package.
-const README_MAIN = (() => {
-  const lines = readFileSync(join(repo, 'README.md'), 'utf8').split('\n');
-  const blocks = [];
-  for (let i = 0; i < lines.length; ++i) {
-    if (!/^```js browser\s*$/.test(lines[i])) continue;
-    let end = i + 1;
-    while (!/^```\s*$/.test(lines[end])) ++end;
-    blocks.push(lines.slice(i + 1, end).join('\n') + '\n');
-    i = end;
-  }
-  return blocks.filter((code) => code.includes("from 'wasm-attention'"));
-})();
+// The README's page module: its ```js browser blocks that import the package (one).
+const README_MAIN = jsBlocks('README.md', { browser: true }).map((b) => b.code);
 
 const skip = engineMissing('chromium') ?? false;
 let browser;
@@ -134,21 +124,7 @@ test(
   { skip },
   async () => {
     const dir = existsSync(join(scratch, 'vite6')) ? join(scratch, 'vite6') : await project(6);
-    const vite = spawn(process.execPath, [join(dir, 'node_modules/.bin/vite'), '--port', '0', '--strictPort'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    try {
-      const url = await new Promise((resolve, reject) => {
-        let out = '';
-        vite.stdout.on('data', (d) => {
-          out += d;
-          // eslint-disable-next-line no-control-regex -- ESC starts the terminal colour codes Vite prints
-          const m = /Local:\s+(http:\/\/\S+)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''));
-          if (m) resolve(m[1]);
-        });
-        vite.on('exit', (code) => reject(new Error(`vite exited with ${code}: ${out}`)));
-      });
+    await withVite(dir, [], async (url) => {
       const { errors } = await shows(url);
       assert.ok(
         errors.some((e) =>
@@ -158,8 +134,6 @@ test(
         ),
         `errors: ${JSON.stringify(errors)}`,
       );
-    } finally {
-      vite.kill();
-    }
+    });
   },
 );

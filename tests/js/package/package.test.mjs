@@ -212,16 +212,7 @@ attn.attention({ data: new Float32Array(4), shape: [2, 2] });
 test('every example of the README and web/docs typechecks under --strict against the packed types', () => {
   const files = [];
   for (const file of DOC_FILES) {
-    const lines = readFileSync(join(repo, file), 'utf8').split('\n');
-    const browser = [];
-    lines.forEach((line, i) => {
-      if (!/^```js browser\s*$/.test(line)) return;
-      let end = i + 1;
-      while (!/^```\s*$/.test(lines[end])) ++end;
-      const code = lines.slice(i + 1, end).join('\n') + '\n';
-      if (code.includes("from 'wasm-attention'")) browser.push({ line: i + 1, code });
-    });
-    for (const { line, code } of [...jsBlocks(file), ...browser]) {
+    for (const { line, code } of [...jsBlocks(file), ...jsBlocks(file, { browser: true })]) {
       const commonjs = !/^import /m.test(code) && /require\('wasm-attention'\)/.test(code);
       const name = `docs_${file.replace(/\W/g, '_')}_${line}.${commonjs ? 'cjs' : 'mjs'}`;
       writeFileSync(join(scratch, name), code);
