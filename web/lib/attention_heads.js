@@ -18,7 +18,7 @@ import {
 import { QK_OUTPUTS, shapeOf } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
 import { checkWeightedSums, largest, scaleBlame, showShape } from './validate.js';
-import { resultTensor, tensor } from './tensor.js';
+import { plainTensor as tensor, resultTensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];

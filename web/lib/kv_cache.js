@@ -22,7 +22,7 @@ import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
 import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
 import { cacheForms, checkInteger, checkOneOf, checkOptions, checkPositiveInteger, notACache } from './validate.js';
-import { tensor } from './tensor.js';
+import { plainTensor as tensor } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];

@@ -13,7 +13,7 @@ import {
   readMask,
   showShape,
 } from './validate.js';
-import { tensor } from './tensor.js';
+import { plainTensor as tensor } from './tensor.js';
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
 export function columns(src, rows, stride, c0, width) {

@@ -4,7 +4,7 @@
 // and the layer's attention options as the core's structs.
 import { rotary as rotaryStruct, scoreMask } from './binding.js';
 import { Owned } from './owned.js';
-import { tensor } from './tensor.js';
+import { plainTensor as tensor } from './tensor.js';
 import { largest, weightsBlame } from './validate.js';
 
 // A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's

@@ -12,6 +12,10 @@ export function tensor(data, shape, options) {
   return t.dtype === undefined ? { data: t.data, shape: t.shape } : t;
 }
 
+// A tensor the package made itself (a result, a trace, a cache read back: 0 rows may be
+// among them), unchecked: { data, shape }.
+export const plainTensor = (data, shape) => ({ data, shape });
+
 // A result (a Float32Array of values) in `format`, the format of the input it follows (half.js
 // FORMATS): float32 as it is, float16 rounded to nearest even, a RangeError naming a finite
 // value beyond float16's range (where: the entry, name: the result).

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { createAttention, fromFloat16Bits, tensor, toFloat16Bits } from '../../../web/lib/index.js';
 import { float32ToHalfInto, halfToFloat32 } from '../../../web/lib/half.js';
 import { rng, uniform } from '../../../scripts/lib/reference.mjs';
+import { rawTensor } from '../helpers/assertions.mjs';
 
 const NO_F16 =
   typeof globalThis.Float16Array !== 'function' && 'this engine has no Float16Array (Node 20): Deno and Bun run it';
@@ -309,7 +310,7 @@ describe('float16 tensors through the API', () => {
         v = half(data(6 * 8), [6, 8]);
       const want = attn.attention(widened(q), widened(k), widened(v), { causal: true }).output;
       assertBitsEqual((await worker.attention(q, k, v, { causal: true })).output, want, 'output');
-      await assert.rejects(worker.attention(tensor(q.data, q.shape), k, v), TypeError);
+      await assert.rejects(worker.attention(rawTensor(q.data, q.shape), k, v), TypeError);
     } finally {
       await worker.dispose();
     }
@@ -364,32 +365,32 @@ describe('float16 tensors through the API', () => {
     const k = tensor(new Float32Array(8), [2, 4]);
     const cases = [
       [
-        tensor(new Uint16Array(8), [2, 4]),
+        rawTensor(new Uint16Array(8), [2, 4]),
         TypeError,
         /q\.data is a Uint16Array: if it holds half-precision bits, give the tensor dtype: 'float16'/,
       ],
       [
-        tensor(new Float32Array(8), [2, 4], { dtype: 'float16' }),
+        rawTensor(new Float32Array(8), [2, 4], { dtype: 'float16' }),
         TypeError,
         /q\.data must be a Float16Array, or a Uint16Array holding the bits, for dtype 'float16'; got a Float32Array/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 'float32' }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 'float32' }),
         TypeError,
         /q\.data must be a Float32Array, got a Uint16Array/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 'bfloat16' }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 'bfloat16' }),
         RangeError,
         /q\.dtype must be one of float32, float16, got 'bfloat16'/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 16 }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 16 }),
         TypeError,
         /q\.dtype must be one of float32, float16, got the number 16/,
       ],
       [
-        tensor(new Uint16Array(6), [2, 4], { dtype: 'float16' }),
+        rawTensor(new Uint16Array(6), [2, 4], { dtype: 'float16' }),
         RangeError,
         /q\.data has 6 values but shape \[2,4\] needs 8/,
       ],
