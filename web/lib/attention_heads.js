@@ -17,8 +17,8 @@ import {
 } from './binding.js';
 import { QK_OUTPUTS, shapeOf } from './attention_options.js';
 import { DTYPES, stepOver } from './kv_cache.js';
-import { checkWeightedSums, showShape } from './validate.js';
-import { resultTensor, tensor } from './tensor.js';
+import { checkWeightedSums, largest, scaleBlame, showShape } from './validate.js';
+import { plainTensor as tensor, resultTensor } from './tensor.js';
 
 const TRACE_NAMES = ['scores', 'scaled', 'masked', 'weights'];
 const BACKWARD_TRACE_NAMES = ['weights', 'dWeights', 'dScores'];
@@ -178,7 +178,8 @@ function headsForwardOnce(rt, where, c) {
         result.presentKey = present('presentKey', keys, c.dK, c.past.key.format);
         result.presentValue = present('presentValue', values, c.dV, c.past.value.format);
       }
-      result.output = heap.readResult(out, outShape, c.q.format, where, 'output', c.out);
+      const blame = () => scaleBlame(c.scale, c.dK, largest(c.q.data), largest(c.k.data));
+      result.output = heap.readResult(out, outShape, c.q.format, where, 'output', c.out, blame);
       return result;
     } finally {
       if (c.past) module.kvCacheDestroy(handle);
@@ -241,7 +242,9 @@ export function headsBackward(rt, where, c, dOut) {
       rt.call(where, 'rotaryBackward', c.batch, c.kvHeads, c.nNew, c.dK, dk, turn);
     }
     // each gradient in the format of the input it differentiates
-    const read = (name, input) => heap.readResult(at[name], input.shape.slice(), input.format, where, name);
+    const blame = () => scaleBlame(c.scale, c.dK, largest(c.q.data), largest(c.k.data));
+    const read = (name, input) =>
+      heap.readResult(at[name], input.shape.slice(), input.format, where, name, null, blame);
     const result = { dq: read('dq', c.q), dk: read('dk', c.k), dv: read('dv', c.v) };
     // dsinks: float32, as sinks are
     if (dsinks) result.dsinks = tensor(heap.readFinite(dsinks, c.qHeads, where, 'dsinks'), [c.qHeads]);

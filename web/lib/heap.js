@@ -4,7 +4,7 @@
 // buffers live in a scope that frees them when the call returns or throws; layer weights
 // live until their owner's dispose(). Views into the heap are re-taken on every access,
 // because memory growth (here or on a worker thread) detaches the old ArrayBuffer.
-import { typedArrayBytes, typedArrayLength, writeOut } from './validate.js';
+import { nonFiniteResult, typedArrayBytes, typedArrayLength, writeOut } from './validate.js';
 import { formatTensor, resultTensor } from './tensor.js';
 
 // wasm32 with Emscripten's 2 GB maximum: no single buffer can be larger.
@@ -122,27 +122,23 @@ export class Heap {
     return this.#module.maxAbs(ptr, length);
   }
 
-  // read() for results, which come out non-finite only when the inputs were so large that
-  // their products overflowed float32: then a RangeError says so, before anything is copied.
-  // out: readInto's destination, or null for a fresh copy.
-  readFinite(ptr, length, where, name, out = null) {
+  // read() for results, which come out non-finite only when a product overflowed float32:
+  // then a RangeError says so (validate.js nonFiniteResult), before anything is copied.
+  // out: readInto's destination, or null for a fresh copy. blame: () -> the call's own reason
+  // (its scale, a layer's weights) or undefined for the inputs', asked only on failure.
+  readFinite(ptr, length, where, name, out = null, blame = null) {
     const i = this.#module.firstNonFinite(ptr, length);
-    if (i >= 0) {
-      const value = this.f32(ptr + 4 * i, 1)[0];
-      throw new RangeError(
-        `${where}: ${name}[${i}] came out ${value}: the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down`,
-      );
-    }
+    if (i >= 0) throw nonFiniteResult(where, name, i, this.f32(ptr + 4 * i, 1)[0], blame?.());
     return out ? this.readInto(ptr, length, out, where, name) : this.read(ptr, length);
   }
 
   // readFinite() as a result tensor of `shape` in `format`, the format of the input it follows
   // (tensor.js resultTensor); out: the caller's array for it (validate.js checkOut), which then
-  // is the tensor's data, or null for a fresh one.
-  readResult(ptr, shape, format, where, name, out = null) {
+  // is the tensor's data, or null for a fresh one; blame: readFinite's.
+  readResult(ptr, shape, format, where, name, out = null, blame = null) {
     const length = shape.reduce((a, b) => a * b, 1);
-    if (out) return formatTensor(this.readFinite(ptr, length, where, name, out), shape, format);
-    return resultTensor(this.readFinite(ptr, length, where, name), shape, format, where, name);
+    if (out) return formatTensor(this.readFinite(ptr, length, where, name, out, blame), shape, format);
+    return resultTensor(this.readFinite(ptr, length, where, name, null, blame), shape, format, where, name);
   }
 
   // Runs fn(scope) and frees everything scope.alloc/put allocated, whatever happens.

@@ -3,6 +3,13 @@
 // inputs): B sequences, Hq query heads, Hkv key/value heads, nPast earlier keys (pastKey or
 // a cache), nNew new keys, nTotal = nPast + nNew.
 
+/** tensor()'s options. */
+export interface TensorOptions {
+  /** What the data holds (default 'float32', then left off the tensor); 'float16': a
+   *  Float16Array, or a Uint16Array of half-precision bits. */
+  dtype?: 'float32' | 'float16';
+}
+
 /** A row-major float32 tensor. */
 export interface Tensor {
   data: Float32Array;
@@ -18,16 +25,17 @@ export type Float16ArrayOf = typeof globalThis extends { Float16Array: { prototy
  *  the bits. Computed on in float32 inside; each result comes back in the format of the input
  *  it follows (the same array type, dtype 'float16'). A Float16Array is taken without a dtype
  *  too; a Uint16Array needs it. */
-export interface HalfTensor {
-  data: Float16ArrayOf | Uint16Array;
+export interface HalfTensor<D extends Float16ArrayOf | Uint16Array = Float16ArrayOf | Uint16Array> {
+  data: D;
   shape: number[];
   dtype: 'float16';
 }
 
 /** What a tensor argument may be. */
 export type AnyTensor = Tensor | HalfTensor;
-/** The result type that follows an input of type T: float16 in, float16 out. */
-export type Follows<T extends AnyTensor> = T extends HalfTensor ? HalfTensor : Tensor;
+/** The result type that follows an input of type T: float16 in, float16 out, in the same
+ *  array type (a Float16Array, or a Uint16Array of bits). */
+export type Follows<T extends AnyTensor> = T extends HalfTensor ? HalfTensor<T['data']> : Tensor;
 
 /** The typed array a result of type R is held in, for the out option: a Float32Array for
  *  float32 results, the input's Float16Array or Uint16Array (bits) for float16 ones. */
@@ -146,7 +154,8 @@ export interface CreateAttentionOptions {
   /** 'auto' (default): relaxed SIMD where the engine runs it, else SIMD128 (SIMD128 when
    *  wasmBinary is given). 'relaxed-simd' where the engine lacks it is a RangeError. */
   isa?: 'auto' | 'relaxed-simd' | 'simd128';
-  /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention. */
+  /** true: compute in a Worker (browser) or worker_thread (Node); see AsyncAttention
+   *  (default false). */
   worker?: boolean;
 }
 
@@ -169,15 +178,16 @@ export interface Backend {
 
 export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOption {
   /** Query i sees keys j <= i + offset only (offset nPast with a past, cache.length − nQ with
-   *  a cache, kvLength[b] − nQ with kvLength, else 0). */
+   *  a cache (its length after the append), kvLength[b] − nQ with kvLength, else 0). Default
+   *  false, with a past or a cache too, as in ONNX: a prefill over a cache needs causal: true. */
   causal?: boolean;
   /** 2-D: [nQ,nK], a keep mask or an additive mask. 3-D/4-D: a HeadsMask. */
   mask?: Mask | HeadsMask;
-  /** Multiplies q·kᵀ; default 1/sqrt(dK). */
+  /** Multiplies q·kᵀ (default 1/√dK). */
   scale?: number;
-  /** Also return every intermediate. */
+  /** Also return every intermediate (default false). */
   trace?: boolean;
-  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (default 0: none). */
   softcap?: number;
   /** A sliding window: key j is kept for query i when −left <= j − (i + offset) <= right; -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
@@ -200,7 +210,8 @@ export interface AttentionOptions<P extends AnyTensor = AnyTensor> extends OutOp
   /** Rotary positions (RoPE) on q and the new keys, rows at offset + nPast + row (2-D too:
    *  rows at offset + row). */
   rotary?: boolean | RotaryOptions;
-  /** Append k and v (rotated) to this cache and attend over all of it. */
+  /** Append k and v (rotated) to this cache and attend over all of it: every key, the new
+   *  ones included, unless causal: true (not implied by a cache, as in ONNX). */
   cache?: KvCache;
 }
 
@@ -237,6 +248,28 @@ export interface AttentionResult<O extends AnyTensor = Tensor, P extends AnyTens
   weights?: Tensor;
 }
 
+/** The format of a past (pastKey or pastValue, K) in options O: presentKey and presentValue
+ *  follow it. */
+type PastFormat<O, K extends 'pastKey' | 'pastValue'> = O extends { [P in K]: infer T }
+  ? T extends AnyTensor
+    ? Follows<T>
+    : Tensor
+  : Tensor;
+
+/** What attention() returns for options O (the options object as written): AttentionResult
+ *  with each member O asks for present: with trace: true, scores, scaled, masked and weights;
+ *  with pastKey and pastValue, presentKey and presentValue; with qkOutput, qk. An options value
+ *  whose type leaves them open (trace: boolean) keeps them optional. */
+export type AttentionResultOf<R extends AnyTensor, O> = AttentionResult<R, PastFormat<O, 'pastKey'>> &
+  (O extends { trace: true } ? { scores: Tensor; scaled: Tensor; masked: Tensor; weights: Tensor } : unknown) &
+  (O extends { pastKey: AnyTensor } ? { presentKey: PastFormat<O, 'pastKey'> } : unknown) &
+  (O extends { pastValue: AnyTensor } ? { presentValue: PastFormat<O, 'pastValue'> } : unknown) &
+  (O extends { qkOutput: QkOutput } ? { qk: R } : unknown);
+
+/** Options O, checked for keys that Known does not have (each then an error, as an object
+ *  literal's excess property is where the options type is not inferred). */
+export type OnlyKnown<O, Known> = { [K in Exclude<keyof O, keyof Known>]: never };
+
 export interface MultiHeadWeights {
   /** [dModel, heads·dK] */
   wq: Tensor;
@@ -265,9 +298,9 @@ export interface MultiHeadShapeConfig {
    *  ⌊h/(heads/kvHeads)⌋ (grouped-query attention; 1: multi-query attention). wk is then
    *  [dModel,kvHeads·dK], wv [dModel,kvHeads·dV]. */
   kvHeads?: number;
-  /** Per-head query/key width; default dModel / heads. */
+  /** Per-head query/key width (default dModel / heads). */
   dK?: number;
-  /** Per-head value width; default dK. */
+  /** Per-head value width (default dK). */
   dV?: number;
   /** Add biases to the four projections (default false). */
   bias?: boolean;
@@ -277,7 +310,7 @@ export interface MultiHeadShapeConfig {
   /** A sliding window: key j is kept for query i when −left <= j − i' <= right (i' = i, or
    *  i + cache.length over a cache); -1 or absent = unbounded. */
   window?: { left?: number; right?: number };
-  /** Scaled scores become softcap·tanh(s/softcap) before the mask (0: none). */
+  /** Scaled scores become softcap·tanh(s/softcap) before the mask (default 0: none). */
   softcap?: number;
   /** Attention sinks, a learned parameter: one logit per head in every row's softmax
    *  denominator with no value (AttentionOptions.sinks). true: starting at 0; a Float32Array
@@ -313,7 +346,7 @@ export interface ForwardCommonOptions extends Pick<AttentionOptions, 'causal' | 
 export type ForwardOptions = ForwardCommonOptions &
   (
     | {
-        /** Also return every intermediate. */
+        /** Also return every intermediate: heads and concat (default false). */
         trace?: boolean;
         /** The keys' and values' sequence, for cross-attention: [nK,dModel] or [batch,nK,dModel]. */
         context?: AnyTensor;
@@ -321,8 +354,11 @@ export type ForwardOptions = ForwardCommonOptions &
       }
     | {
         /** Decode: x holds only the new tokens, whose keys and values join this cache ({ batch,
-         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it, causal aligned
-         *  bottom-right. Not with context or trace; backward() does not follow such a forward. */
+         *  kvHeads, dK, dV } the layer's); the new queries attend over all of it. Not causal
+         *  unless causal: true is given, as in ONNX: then new token i sees the cache's rows up
+         *  to cache.length + i (its length before the call; bottom-right), which a prompt of
+         *  several tokens needs (one token at a time sees the same either way). Not with
+         *  context or trace; backward() does not follow such a forward. */
         cache: KvCache;
         trace?: false;
         context?: never;
@@ -368,6 +404,13 @@ export interface ForwardResult<O extends AnyTensor = Tensor> {
   concat?: Tensor;
 }
 
+/** What a layer's forward returns for options O: with trace: true, heads and concat present. */
+export type ForwardResultOf<R extends AnyTensor, O> = ForwardResult<R> &
+  (O extends { trace: true } ? { heads: HeadTrace[]; concat: Tensor } : unknown);
+
+/** The keys a layer's forward takes (ForwardOptions, every member of the union). */
+type ForwardKeys = ForwardCommonOptions & { trace?: boolean; context?: AnyTensor; cache?: KvCache };
+
 /** Gradients of a layer's most recent forward, each the shape of what it differentiates. */
 export interface MultiHeadGradients {
   /** Same shape as x. */
@@ -411,10 +454,23 @@ export interface AttentionGradients<
   dsinks?: Tensor;
 }
 
+/** What attentionBackward() returns for options O: with trace: true, weights, dWeights and
+ *  dScores present; with sinks, dsinks. */
+export type AttentionGradientsOf<Q extends AnyTensor, K extends AnyTensor, V extends AnyTensor, O> = AttentionGradients<
+  Q,
+  K,
+  V
+> &
+  (O extends { trace: true } ? { weights: Tensor; dWeights: Tensor; dScores: Tensor } : unknown) &
+  (O extends { sinks: Float32Array | Tensor } ? { dsinks: Tensor } : unknown);
+
+/** The keys attentionBackward takes (AttentionBackwardOptions, every member of the union). */
+type BackwardKeys = Omit<AttentionOptions, 'pastKey' | 'pastValue' | 'cache' | 'qkOutput' | 'out'>;
+
 export interface MatmulOptions<R extends AnyTensor = AnyTensor> extends OutOption<R> {
-  /** a is given as [k,m]. */
+  /** a is given as [k,m] (default false). */
   transposeA?: boolean;
-  /** b is given as [n,k]. */
+  /** b is given as [n,k] (default false). */
   transposeB?: boolean;
 }
 
@@ -422,10 +478,10 @@ export interface MultiHeadAttention {
   readonly config: MultiHeadLayerConfig;
   /** x [n,dModel] or [batch,n,dModel] -> output of the same shape. Keeps what backward() needs
    *  (not over a cache). */
-  forward<X extends AnyTensor = Tensor>(
+  forward<X extends AnyTensor = Tensor, O extends ForwardOptions = {}>(
     x: X,
-    options?: ForwardOptions & OutOption<Follows<X>>,
-  ): ForwardResult<Follows<X>>;
+    options?: O & OutOption<Follows<X>> & OnlyKnown<O, ForwardKeys>,
+  ): ForwardResultOf<Follows<X>, O>;
   /** Gradients of the most recent forward for dOutput = ∂L/∂output (the output's shape). */
   backward(dOutput: AnyTensor): MultiHeadGradients;
   /** Plain SGD in place: w -= learningRate · dw for each gradient given. Clears the saved forward. */
@@ -441,22 +497,27 @@ export interface Attention {
   /** q [nQ,dK], k [nK,dK], v [nK,dV] -> output [nQ,dV] = softmax(mask(q·kᵀ·scale))·v; or on
    *  heads, q [B,nQ,Hq·dK] | [B,Hq,nQ,dK], k and v likewise with Hkv heads (the ONNX
    *  Attention operator, opsets 23-25) -> output in q's layout. */
-  attention<Q extends AnyTensor = Tensor, P extends AnyTensor = Tensor>(
+  attention<Q extends AnyTensor = Tensor, O extends AttentionOptions = {}>(
     q: Q,
     k: AnyTensor,
     v: AnyTensor,
-    options?: AttentionOptions<P> & OutOption<Follows<Q>>,
-  ): AttentionResult<Follows<Q>, Follows<P>>;
+    options?: O & OutOption<Follows<Q>> & OnlyKnown<O, AttentionOptions>,
+  ): AttentionResultOf<Follows<Q>, O>;
   /** Gradients of attention(q, k, v, options) for dOutput = ∂L/∂output (the output's shape),
    *  each the shape of what it differentiates; on heads, kv heads' gradients sum over their
    *  query heads, and dq, dk are of q and k before rotation. */
-  attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
+  attentionBackward<
+    Q extends AnyTensor = Tensor,
+    K extends AnyTensor = Tensor,
+    V extends AnyTensor = Tensor,
+    O extends AttentionBackwardOptions = {},
+  >(
     q: Q,
     k: K,
     v: V,
     dOutput: AnyTensor,
-    options?: AttentionBackwardOptions,
-  ): AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>;
+    options?: O & OnlyKnown<O, BackwardKeys>,
+  ): AttentionGradientsOf<Follows<Q>, Follows<K>, Follows<V>, O>;
   /** A key/value cache in wasm memory, for attention(q, k, v, { cache }). A RangeError, before
    *  anything is allocated, when it does not fit: its bytes (capacity rounded up to panels of 8
    *  keys, dV to 8 columns, int8's scales) past 2 GB or past what wasm memory has left. */
@@ -521,10 +582,10 @@ export interface AsyncMultiHeadAttention extends Omit<
   'forward' | 'backward' | 'step'
 > {
   /** As MultiHeadAttention.forward; options.cache: a cache of this form. */
-  forward<X extends AnyTensor = Tensor>(
+  forward<X extends AnyTensor = Tensor, O extends WorkerOptions<ForwardOptions> = {}>(
     x: X,
-    options?: WorkerOptions<ForwardOptions & OutOption<Follows<X>>>,
-  ): Promise<ForwardResult<Follows<X>>>;
+    options?: O & OutOption<Follows<X>> & OnlyKnown<O, WorkerOptions<ForwardKeys>>,
+  ): Promise<ForwardResultOf<Follows<X>, O>>;
   readonly backward: WithTransfer<MultiHeadAttention['backward']>;
   readonly step: WithTransfer<MultiHeadAttention['step']>;
 }
@@ -538,19 +599,24 @@ export interface AsyncAttention extends Omit<
   'attention' | 'attentionBackward' | 'matmul' | 'kvCache' | 'multiHeadAttention'
 > {
   /** As Attention.attention; options.cache: a cache of this form. */
-  attention<Q extends AnyTensor = Tensor, P extends AnyTensor = Tensor>(
+  attention<Q extends AnyTensor = Tensor, O extends WorkerOptions<AttentionOptions> = {}>(
     q: Q,
     k: AnyTensor,
     v: AnyTensor,
-    options?: WorkerOptions<AttentionOptions<P> & OutOption<Follows<Q>>>,
-  ): Promise<AttentionResult<Follows<Q>, Follows<P>>>;
-  attentionBackward<Q extends AnyTensor = Tensor, K extends AnyTensor = Tensor, V extends AnyTensor = Tensor>(
+    options?: O & OutOption<Follows<Q>> & OnlyKnown<O, WorkerOptions<AttentionOptions>>,
+  ): Promise<AttentionResultOf<Follows<Q>, O>>;
+  attentionBackward<
+    Q extends AnyTensor = Tensor,
+    K extends AnyTensor = Tensor,
+    V extends AnyTensor = Tensor,
+    O extends WorkerOptions<AttentionBackwardOptions> = {},
+  >(
     q: Q,
     k: K,
     v: V,
     dOutput: AnyTensor,
-    options?: WorkerOptions<AttentionBackwardOptions>,
-  ): Promise<AttentionGradients<Follows<Q>, Follows<K>, Follows<V>>>;
+    options?: O & OnlyKnown<O, WorkerOptions<BackwardKeys>>,
+  ): Promise<AttentionGradientsOf<Follows<Q>, Follows<K>, Follows<V>, O>>;
   matmul<A extends AnyTensor = Tensor>(
     a: A,
     b: AnyTensor,
@@ -565,9 +631,34 @@ export interface AsyncAttention extends Omit<
 export function createAttention(options: CreateWorkerAttentionOptions): Promise<AsyncAttention>;
 export function createAttention(options?: CreateAttentionOptions & { worker?: false }): Promise<Attention>;
 export function createAttention(options?: CreateAttentionOptions): Promise<Attention | AsyncAttention>;
-export function tensor(data: Float32Array, shape: number[], options?: { dtype?: 'float32' }): Tensor;
+/** A float32 tensor of shape (1 to 4 positive sizes) over data, as many values as the shape
+ *  needs (a RangeError otherwise): a Float32Array, kept as it is, or an Array of numbers, copied
+ *  into a new Float32Array (anything else is a TypeError). */
+export function tensor(
+  data: Float32Array | number[],
+  shape: number[],
+  options?: TensorOptions & { dtype?: 'float32' },
+): Tensor;
 /** A half-precision tensor: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }. */
-export function tensor(data: Float16ArrayOf | Uint16Array, shape: number[], options: { dtype: 'float16' }): HalfTensor;
+export function tensor<D extends Float16ArrayOf | Uint16Array>(
+  data: D,
+  shape: number[],
+  options: TensorOptions & { dtype: 'float16' },
+): HalfTensor<D>;
+/** A mask as a tensor: a keep mask's Uint8Array or boolean[] (true = keep). */
+export function tensor(
+  data: Uint8Array | boolean[],
+  shape: number[],
+): { data: Uint8Array | boolean[]; shape: number[] };
+/** Float32 values -> a new Uint16Array of their IEEE half-precision (float16) bits, as a
+ *  Float16Array would hold them: rounded to nearest, ties to even, subnormals kept, |x| >= 65520
+ *  to ±Infinity, NaN a NaN. For float16 tensors where the engine has no Float16Array (Node 20):
+ *  tensor(toFloat16Bits(values), shape, { dtype: 'float16' }). A TypeError for anything but a
+ *  Float32Array. */
+export function toFloat16Bits(values: Float32Array): Uint16Array;
+/** float16 bits (a Uint16Array, e.g. a float16 result's data) -> a new Float32Array of their
+ *  values, exact (every half is a float32). A TypeError for anything but a Uint16Array. */
+export function fromFloat16Bits(bits: Uint16Array): Float32Array;
 /** A seeded generator (mulberry32): each call returns the next uniform float in [0, 1); the same
  *  seed (an integer from 0 to 2^32-1; anything else is a TypeError or RangeError) gives the
  *  same numbers in every engine. A layer's `seed` draws its initial

@@ -10,7 +10,7 @@ import { createAttentionWith } from './create.js';
 import { glue } from './glue.js';
 import { createWorkerAttention } from './worker_client.js';
 
-export { tensor } from './tensor.js';
+export { fromFloat16Bits, tensor, toFloat16Bits } from './tensor.js';
 export { seededRandom, xavierUniform } from './seeded_random.js';
 
 // options (threads, locateFile, wasmBinary, worker, isa): create.js.

@@ -21,8 +21,8 @@
 import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
 import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
-import { checkInteger, checkOneOf, checkOptions, checkPositiveInteger } from './validate.js';
-import { tensor } from './tensor.js';
+import { cacheForms, checkInteger, checkOneOf, checkOptions, checkPositiveInteger, notACache } from './validate.js';
+import { plainTensor as tensor } from './tensor.js';
 
 // The element types, in wa::KvType's order (the index is what the core takes).
 export const DTYPES = ['float32', 'int8', 'float16'];
@@ -94,6 +94,7 @@ export class KvCache {
       length: () => module.kvCacheLength(handle),
     };
     internals.set(this, this.#state);
+    cacheForms.set(this, 'direct');
   }
 
   // Rows filled in each head (0 once disposed, or once its instance was: its memory went with it).
@@ -174,19 +175,25 @@ export class KvCache {
 
 // An object cacheFor() rejects as a disposed cache, or (disposed false) as another
 // instance's: what the worker form's host (worker_host.js) passes for a reference that is not
-// one of its live caches, so that the synchronous form's message comes out.
-export function cacheStandIn({ disposed }) {
+// one of its live caches, so that the synchronous form's message comes out. With form
+// 'direct': an object cacheFor() rejects as a cache of the direct form, for a reference
+// to one (a direct form's cache is never sent to a worker).
+export function cacheStandIn({ disposed, form }) {
+  if (form) {
+    const standIn = {};
+    cacheForms.set(standIn, form);
+    return standIn;
+  }
   const standIn = {};
   internals.set(standIn, { disposed, rt: null });
   return standIn;
 }
 
-// A cache passed to attention() -> its state, or a TypeError (not a cache, disposed, or
-// made by another instance).
+// A cache passed to attention() -> its state, or a TypeError (not a cache, one of the worker
+// form, disposed, or made by another instance).
 function cacheFor(where, value, rt) {
   const s = typeof value === 'object' && value !== null ? internals.get(value) : undefined;
-  if (s === undefined)
-    throw new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
+  if (s === undefined) throw notACache(where, value);
   if (s.disposed) throw new TypeError(`${where}: the cache was disposed`);
   if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
   return s;

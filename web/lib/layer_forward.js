@@ -2,7 +2,7 @@
 // Q, K, V and concat stay in wasm memory for backward() (layer_backward.js), with the trace
 // read back per head. The forward over a cache is layer_forward_cached.js.
 import { mhaShape, mhaTrace, mhaWeights } from './binding.js';
-import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
+import { attentionArgs, blameWeights, checkLayerAlive, releaseSaved } from './layer_state.js';
 import {
   checkBoolean,
   checkOptions,
@@ -13,7 +13,7 @@ import {
   readMask,
   showShape,
 } from './validate.js';
-import { tensor } from './tensor.js';
+import { plainTensor as tensor } from './tensor.js';
 
 // rows·(columns [c0,c0+width) of a row-major matrix with `stride` columns), copied.
 export function columns(src, rows, stride, c0, width) {
@@ -174,7 +174,8 @@ function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trac
 
     const lead = rank === 3 ? [batch] : [];
     // the output last: the caller's out (into) is written only once nothing else can fail
-    const readOutput = () => heap.readResult(out, [...lead, nQ, dModel], x.format, where, 'output', into);
+    const blame = blameWeights(layer, x.data);
+    const readOutput = () => heap.readResult(out, [...lead, nQ, dModel], x.format, where, 'output', into, blame);
     if (!trace) return { output: readOutput() };
     const result = { output: null };
     const all = Object.fromEntries(

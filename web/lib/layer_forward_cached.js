@@ -4,7 +4,7 @@
 // forward as they were.
 import { mhaShape, mhaWeights } from './binding.js';
 import { checkCacheFits, stepOver } from './kv_cache.js';
-import { attentionArgs, checkLayerAlive, releaseSaved } from './layer_state.js';
+import { attentionArgs, blameWeights, checkLayerAlive, releaseSaved } from './layer_state.js';
 import { fitMask, showShape } from './validate.js';
 
 // c: parseForward's call with a cache. The cache is looked up and measured here, after every
@@ -46,7 +46,8 @@ export function layerForwardCached(layer, where, c) {
         args.rotary,
         args.rotated,
       );
-      return { output: heap.readResult(out, x.shape.slice(), x.format, where, 'output', c.out) };
+      const blame = blameWeights(layer, x.data);
+      return { output: heap.readResult(out, x.shape.slice(), x.format, where, 'output', c.out, blame) };
     }),
   );
   // the most recent forward is this one, which backward() does not follow (a failed one

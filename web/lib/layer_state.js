@@ -4,7 +4,8 @@
 // and the layer's attention options as the core's structs.
 import { rotary as rotaryStruct, scoreMask } from './binding.js';
 import { Owned } from './owned.js';
-import { tensor } from './tensor.js';
+import { plainTensor as tensor } from './tensor.js';
+import { largest, weightsBlame } from './validate.js';
 
 // A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's
 // { config, shapes, values } -> its state:
@@ -14,6 +15,7 @@ import { tensor } from './tensor.js';
 //     of Q, K, V and concat (O(n·dModel) floats; the backward recomputes the attention
 //     weights), with the call's sizes and options. Null before a forward, after step() and dispose().
 //   cachedLast: the most recent forward ran over a cache (backward() says so)
+//   stepped: step() has changed its weights (a non-finite result then blames the learning rate)
 //   held: null, or while a forward may still be undone (holdForward), what it replaced
 export function createLayer(rt, owner, where, { config, shapes, values }) {
   const owned = new Owned(owner, rt);
@@ -25,7 +27,7 @@ export function createLayer(rt, owner, where, { config, shapes, values }) {
     owned.release();
     throw e;
   }
-  const layer = { rt, config, shapes, owned, ptrs, saved: null, cachedLast: false, held: null };
+  const layer = { rt, config, shapes, owned, ptrs, saved: null, cachedLast: false, stepped: false, held: null };
   layers.set(owner, layer);
   return layer;
 }
@@ -109,6 +111,26 @@ export function readWeights(layer) {
       ];
     }),
   );
+}
+
+// The blame of readResult (heap.js) for a result of a forward or backward on x (its values,
+// a Float32Array): the layer's weights when their largest |w| is at least x's largest |x|
+// (validate.js weightsBlame), asked only on failure.
+export function blameWeights(layer, x) {
+  return () => {
+    const { heap } = layer.rt;
+    let maxW = 0;
+    for (const [name, ptr] of Object.entries(layer.ptrs)) {
+      maxW = Math.max(
+        maxW,
+        heap.maxAbs(
+          ptr,
+          layer.shapes[name].reduce((a, b) => a * b, 1),
+        ),
+      );
+    }
+    return weightsBlame(maxW, largest(x), layer.stepped);
+  };
 }
 
 export function disposeLayer(layer) {

@@ -45,5 +45,6 @@ export function layerStep(layer, where, { learningRate, given }) {
     updates.push([name, next]);
   }
   for (const [name, next] of updates) heap.f32(layer.ptrs[name], next.length).set(next);
+  if (updates.length) layer.stepped = true;
   releaseSaved(layer);
 }

@@ -32,6 +32,29 @@ function packagedWasm(build) {
   }
 }
 
+// A build that failed to start, asked whether its .wasm at url came back as a web page (bytes
+// starting '<', or a text/html answer): a server's fallback to index.html for a file it does
+// not have, as Vite 5-7's dev server answers without optimizeDeps.exclude. bytes: what Node
+// read; in a browser the URL is fetched again. -> an Error naming the URL and the fix, or null.
+async function htmlForWasm(url, bytes) {
+  let type = '';
+  try {
+    if (!bytes) {
+      const answer = await fetch(url);
+      type = answer.headers.get('content-type') ?? '';
+      bytes = new Uint8Array(await answer.arrayBuffer());
+    }
+  } catch {
+    return null;
+  }
+  if (bytes[0] !== 0x3c && !/text\/html/i.test(type)) return null;
+  return new Error(
+    `wasm-attention: ${url} came back as an HTML page, not the .wasm (its bytes start ${Array.from(bytes.subarray(0, 4), (b) => b.toString(16).padStart(2, '0')).join(' ')}${type ? `, content-type ${type}` : ''}): ` +
+      "the server has no such file and answered with a page. With Vite 5-7's dev server, add optimizeDeps: { exclude: ['wasm-attention'] } to vite.config.js; " +
+      "elsewhere serve the package's web/lib/wasm/ folder next to its module, or say where it is with createAttention({ locateFile })",
+  );
+}
+
 // -> { failed, stop }: failed rejects when one of the pool's workers fails before the module
 // is ready (its script or the glue it imports did not load, was blocked, or threw): the
 // factory's own promise would wait forever. The glue's own handler (Module.onWorkerError,
@@ -163,7 +186,7 @@ async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreads
     // otherwise keep a Node process alive. Their listeners stay: an error a failed worker
     // still reports (Chromium may dispatch one after the first) is handled, not rethrown.
     settings.PThread?.terminateAllThreads();
-    throw e;
+    throw (wasmBinary ? null : await htmlForWasm(settings.locateFile(`${base}.wasm`), settings.wasmBinary)) ?? e;
   } finally {
     revokeScripts(); // the pool's workers are all started by now
   }

@@ -123,6 +123,16 @@ export function isDetached(buffer) {
   }
 }
 
+// A typed array argument of `type` ('Float32Array', 'Uint16Array') -> its own view (ownView),
+// or a TypeError naming it (detached, or not one).
+export function typedArrayArgument(where, name, value, type) {
+  const view = ownView(value, type);
+  if (view === 'detached') throw detachedError(where, name, value);
+  if (view === null)
+    throw new TypeError(`${where}: ${name} must be a ${type}, got ${describeNot(value, globalThis[type])}`);
+  return view;
+}
+
 // name: the argument's name in messages (e.g. "q.data") -> its own Float32Array view.
 function float32View(where, name, value) {
   const view = ownView(value, 'Float32Array');
@@ -188,32 +198,126 @@ export function checkOut(where, out, { count, format, input, what }) {
 // (checkOut's), float32 as they are, half rounded to nearest even (half.js: a value beyond
 // float16's range is a RangeError before anything is written) -> out's array.
 export function writeOut(where, name, values, out) {
-  if (typedArrayLength(out.view) !== values.length) {
-    throw new TypeError(`${where}: out's buffer was detached or shrunk after it was checked`);
-  }
+  const length = typedArrayLength(out.view);
+  if (length !== values.length) throw outChanged(where, 'after it was checked', values.length, length);
   if (out.format.dtype === 'float32') out.view.set(values);
   else fromFloat32(values, out.format, where, name, out.view);
   return out.array;
 }
 
+// Which form made a cache: 'direct' (attn.kvCache(), kv_cache.js) or 'worker' (the worker
+// form's kvCache(), worker_client.js), by the cache object; looked up without reading any of
+// the caller's properties.
+export const cacheForms = new WeakMap();
+
+// The TypeError of a cache option that is not a live cache of this form (where: the call);
+// a cache of the other form is said to be one.
+export function notACache(where, value) {
+  const form = typeof value === 'object' && value !== null ? cacheForms.get(value) : undefined;
+  if (form === 'worker') {
+    return new TypeError(
+      `${where}: cache is a cache of the worker form (the kvCache() of createAttention({ worker: true })), which lives in its worker; this instance takes a cache from its own attn.kvCache()`,
+    );
+  }
+  if (form === 'direct') {
+    return new TypeError(
+      `${where}: cache is a cache of the direct form (attn.kvCache() of an instance made without worker: true); the worker form takes a cache from its own kvCache(), which lives in its worker`,
+    );
+  }
+  return new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
+}
+
+// The TypeError of an out whose length changed from `count`, the result's values, to `length`
+// (when: e.g. 'while the call ran'): its buffer was detached or shrunk (fewer values), or it
+// is a length-tracking view of a resizable ArrayBuffer that grew (more).
+export function outChanged(where, when, count, length) {
+  if (length > count) {
+    return new TypeError(
+      `${where}: out grew from ${count} to ${length} values ${when} (its resizable ArrayBuffer was resized); the result has ${count}: pass an out of fixed length`,
+    );
+  }
+  return new TypeError(`${where}: out's buffer was detached or shrunk ${when}`);
+}
+
 // shape (an Array of sizes), read once -> a frozen Array of plain integers.
-function shapeSnapshot(where, name, shape) {
+// label: the shape in messages (name.shape unless given).
+function shapeSnapshot(where, name, shape, label = `${name}.shape`) {
   if (!isArray(shape)) {
-    throw new TypeError(`${where}: ${name}.shape must be an array of sizes, got ${describe(shape)}`);
+    throw new TypeError(`${where}: ${label} must be an array of sizes, got ${describe(shape)}`);
   }
   const length = shape.length;
   if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 8) {
-    throw new RangeError(`${where}: ${name}.shape has ${length} dimensions; tensors here have at most 4`);
+    throw new RangeError(`${where}: ${label} has ${length} dimensions; tensors here have at most 4`);
   }
   const sizes = [];
   for (let i = 0; i < length; ++i) {
     const d = shape[i];
     if (typeof d !== 'number') {
-      throw new TypeError(`${where}: ${name}.shape[${i}] is ${describe(d)}: sizes must be numbers`);
+      throw new TypeError(`${where}: ${label}[${i}] is ${describe(d)}: sizes must be numbers`);
     }
     sizes.push(d);
   }
   return Object.freeze(sizes);
+}
+
+// tensor(data, shape, options)'s arguments, each read once -> { data, shape, dtype }: shape
+// 1 to 4 positive integers (a fresh Array); data as many values as they need: a Float32Array,
+// an Array of numbers (copied into a new Float32Array), for dtype 'float16' a Float16Array or
+// a Uint16Array of the bits, or a keep mask's Uint8Array or boolean[]; dtype the option, or
+// undefined. A TypeError for a wrong kind, a RangeError for a wrong size, naming it.
+const TENSOR_DATA =
+  "a Float32Array or an Array of numbers (float16: a Float16Array, or a Uint16Array of bits with { dtype: 'float16' }; a keep mask: a Uint8Array or boolean[])";
+export function tensorParts(rawData, rawShape, options) {
+  const where = 'tensor';
+  const { dtype } = checkOptions(where, options, ['dtype']);
+  if (dtype !== undefined) checkOneOf(where, 'dtype', dtype, DTYPES);
+  const shape = shapeSnapshot(where, 'tensor', rawShape, 'shape');
+  if (shape.length < 1 || shape.length > 4) {
+    throw new RangeError(
+      `${where}: shape ${showShape(shape)} has ${shape.length} dimensions; tensors here have 1 to 4`,
+    );
+  }
+  for (const d of shape) {
+    if (!Number.isInteger(d) || d < 1)
+      throw new RangeError(`${where}: shape ${showShape(shape)}: every size must be a positive integer`);
+  }
+  const type = typedArrayName(rawData);
+  const allowed = {
+    float16: ['Float16Array', 'Uint16Array'],
+    float32: ['Float32Array'],
+    undefined: ['Float32Array', 'Float16Array', 'Uint8Array'],
+  }[dtype];
+  let data = rawData;
+  let length;
+  if (type !== undefined) {
+    if (!allowed.includes(type)) {
+      const hint = type === 'Uint16Array' ? ": if it holds half-precision bits, pass { dtype: 'float16' }" : '';
+      throw new TypeError(
+        `${where}: data must be ${TENSOR_DATA}, got ${describe(rawData)}${dtype ? ` for dtype '${dtype}'` : ''}${hint}`,
+      );
+    }
+    if (ownView(rawData, type) === 'detached') throw detachedError(where, 'data', rawData);
+    length = typedArrayLength(rawData);
+  } else if (isArray(rawData) && dtype !== 'float16') {
+    const values = Array.from(rawData); // the caller's elements, read once
+    const numbers = values.every((v) => typeof v === 'number');
+    if (!numbers && !values.every((v) => typeof v === 'boolean')) {
+      const i = values.findIndex((v) => typeof v !== typeof values[0]);
+      const at = typeof values[0] === 'number' || typeof values[0] === 'boolean' ? i : 0;
+      throw new TypeError(
+        `${where}: data[${at}] is ${describe(values[at])}: an Array of data must hold numbers only (or booleans only, a keep mask)`,
+      );
+    }
+    data = numbers ? new F32(values) : values;
+    length = values.length;
+  } else {
+    throw new TypeError(`${where}: data must be ${TENSOR_DATA}, got ${describe(rawData)}`);
+  }
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (length !== count) {
+    throw new RangeError(`${where}: data has ${length} values but shape ${showShape(shape)} needs ${count}`);
+  }
+  return { data, shape: [...shape], dtype };
 }
 
 // A tensor's data and dtype (read once) -> { format (half.js FORMATS), view }: its own
@@ -303,12 +407,12 @@ export function checkFinite(where, name, data) {
   }
 }
 
-// An integer from min to max (a size, a count, a position) -> value. says: the range in
-// messages, "an integer from min up" or "from min to max" unless given.
+// An integer from min to max (a size, a count, a position; the core holds it as an int32) ->
+// value. says: the range in messages, "an integer from min to max" unless given.
 export function checkInteger(where, name, value, min, max = 2 ** 31 - 1, says = undefined) {
   if (typeof value !== 'number') throw new TypeError(`${where}: ${name} must be a number, got ${describe(value)}`);
   if (!Number.isInteger(value) || value < min || value > max) {
-    const range = says ?? `an integer from ${min} ${max === 2 ** 31 - 1 ? 'up' : `to ${max}`}`;
+    const range = says ?? `an integer from ${min} to ${max === 2 ** 31 - 1 ? '2^31-1 (2147483647)' : max}`;
     throw new RangeError(`${where}: ${name} must be ${range}, got ${value}`);
   }
   return value;
@@ -552,6 +656,40 @@ export function checkWeightedSums(where, maxAbs, nK) {
       `${where}: v has values up to ${maxAbs.toPrecision(3)} and there are ${nK} keys: sums of nK·|v| must stay below 1.7e38 (half of 32-bit floats' range) for the output to be computed; scale v down`,
     );
   }
+}
+
+// A result found non-finite at index i (Heap.readFinite) -> its RangeError: why, the call's
+// own reason (scaleBlame, weightsBlame), or else the inputs'.
+export function nonFiniteResult(where, name, i, value, why) {
+  const reason =
+    why ?? 'the inputs are so large that their products overflow 32-bit floats (above 3.4e38); scale them down';
+  return new RangeError(`${where}: ${name}[${i}] came out ${value}: ${reason}`);
+}
+
+// Largest |x| of an array of numbers (0 for none): for the reasons below, on a failed call only.
+export function largest(values) {
+  let m = 0;
+  for (let i = 0; i < values.length; ++i) m = Math.max(m, Math.abs(values[i]));
+  return m;
+}
+
+// The reason of a non-finite attention result when the scale made it: q·kᵀ's bound
+// dK·max|q|·max|k| fits in float32 and times |scale| does not -> the reason; else undefined.
+export function scaleBlame(scale, dK, maxQ, maxK) {
+  const bound = dK * maxQ * maxK;
+  if (!(bound < FLOAT32_MAX) || Math.abs(scale) * bound < FLOAT32_MAX) return undefined;
+  return `scale ${scale} times q·kᵀ (up to ${bound.toPrecision(3)}) overflows 32-bit floats (above 3.4e38); use a smaller scale (the default is 1/√dK = ${(1 / Math.sqrt(dK)).toPrecision(3)})`;
+}
+
+// The reason of a non-finite result of a layer when its weights made it: their largest |w| at
+// least x's largest |x|. stepped: step() has changed them (training diverged: the learning
+// rate); else the weights given. -> the reason, or undefined (the inputs').
+export function weightsBlame(maxW, maxX, stepped) {
+  if (!(maxW >= maxX)) return undefined;
+  const grown = `the layer's weights reach |w| = ${maxW.toPrecision(3)} (x's largest |x| is ${maxX.toPrecision(3)})`;
+  return stepped
+    ? `${grown}: step() made them so large, its training diverged; lower the learning rate (and start again from weights that were finite)`
+    : `${grown}, so large that their products overflow 32-bit floats (above 3.4e38); scale them down`;
 }
 
 // window { left, right }: each -1 or absent (unbounded) or a count of keys >= 0.

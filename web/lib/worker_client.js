@@ -39,7 +39,16 @@
 import { isNode, nodeBuiltin, process } from './host.js';
 import { OPERATIONS, operationsOn } from './operations.js';
 import { STAND_IN } from './stand_in.js';
-import { checkBoolean, isArray, isDetached, isRevoked, typedArrayLength, typedArrayName } from './validate.js';
+import {
+  cacheForms,
+  checkBoolean,
+  isArray,
+  isDetached,
+  isRevoked,
+  outChanged,
+  typedArrayLength,
+  typedArrayName,
+} from './validate.js';
 import { BUILDS } from './builds.js';
 
 // The messages the synchronous form throws after dispose() (runtime.js, multi_head.js).
@@ -73,8 +82,8 @@ function rebuildError({ name, message }) {
 }
 
 // A value for postMessage to `channel`'s worker: objects and arrays copied, functions, symbols,
-// revoked Proxies and typed arrays with no bytes left replaced by stand-ins, and cache proxies
-// by references to their cache (worker_host.js turns each back into a function, a symbol, a
+// revoked Proxies, typed arrays with no bytes left and caches of the direct form replaced by
+// stand-ins, and cache proxies by references to their cache (worker_host.js turns each back into a function, a symbol, a
 // revoked Proxy, an empty typed array or a cache, so that its checks throw the message they
 // throw here). Typed arrays are kept, their ArrayBuffers added to `buffers` for transfer.
 // Maps, Dates and the like go as structured cloning copies them; what it cannot copy (a
@@ -88,6 +97,7 @@ function encode(value, buffers, channel, depth = 0) {
   const cache = sides.get(value);
   if (cache?.on === 'cache')
     return { [STAND_IN]: 'cache', id: cache.id, own: cache.channel === channel, disposed: cache.disposed };
+  if (cacheForms.get(value) === 'direct') return { [STAND_IN]: 'directCache' }; // for its message
   if (ArrayBuffer.isView(value)) {
     // a typed array with no bytes left (its buffer detached, or shrunk under it) cannot be
     // cloned: the host makes an empty one, detached like it, for its checks to name
@@ -170,8 +180,9 @@ function takeOptions(where, options) {
 
 // The check of the answer to a call with out (Channel.send's accept; out: takeOptions'
 // caller's array): its main result (mainOf(answer), a tensor of out's type and length, fresh)
-// has its values copied into out and out as its data; a TypeError when out's buffer was
-// detached or shrunk while the call ran (a held call is then undone in the worker).
+// has its values copied into out and out as its data; a TypeError when out's length changed
+// while the call ran: its buffer detached or shrunk, or a resizable one grown under a
+// length-tracking out (a held call is then undone in the worker).
 // A row's out column -> where its answer's main result is, whose values go into out.
 const MAIN_OF = { output: (answer) => answer.output, answer: (answer) => answer };
 
@@ -179,9 +190,9 @@ const setValues = Object.getPrototypeOf(Uint8Array.prototype).set; // the engine
 function acceptOut(where, out, mainOf) {
   return (value) => {
     const t = mainOf(value);
-    if (typedArrayLength(out) !== typedArrayLength(t.data)) {
-      throw new TypeError(`${where}: out's buffer was detached or shrunk while the call ran`);
-    }
+    const count = typedArrayLength(t.data);
+    const length = typedArrayLength(out);
+    if (length !== count) throw outChanged(where, 'while the call ran', count, length);
     Reflect.apply(setValues, out, [t.data]);
     t.data = out;
     return value;
@@ -398,6 +409,7 @@ function proxyOf(on, channel, id, local) {
   const frozen = Object.fromEntries(Object.entries(local).map(([k, v]) => [k, Object.freeze(v)]));
   const side = { on, channel, id, local: frozen, disposed: false, token: {}, finished: null };
   sides.set(proxy, side);
+  if (on === 'cache') cacheForms.set(proxy, 'worker');
   for (const row of operationsOn(on)) if (row.own) proxy[row.name] = frozen[row.name];
   if (id !== undefined) {
     const { op } = operationsOn(on).find((row) => row.form === 'dispose');

@@ -62,6 +62,7 @@ function decode(value, found, depth = 0) {
       if (objects.cache.get(value.id) === cache) found.add(cache);
       return cache;
     }
+    if (kind === 'directCache') return cacheStandIn({ form: 'direct' });
     if (kind === 'revoked') return revoked();
     if (kind === 'empty' || kind === 'out') return freshArray(value);
     if (kind === 'lookalike') {

@@ -7,7 +7,7 @@
 // they ran on: the engine's instruction set, and 2 threads (the threaded build) when isolated,
 // 1 thread otherwise. Vite's apps are also served by `vite preview` and the dev server.
 import assert from 'node:assert/strict';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { startServer } from '../../../scripts/serve.mjs';
 import { engineMissing, launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
 import { attentionRef } from '../../../scripts/lib/reference.mjs';
+import { withVite as withViteIn } from '../helpers/vite.mjs';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
@@ -205,25 +206,7 @@ test('every example folder is built, and pins the bundler versions the repositor
 // the build, or the dev server. The example's vite.config.js sends the isolation headers.
 async function withVite(name, args, fn) {
   const { dir } = await build(name);
-  const vite = spawn(process.execPath, [join(dir, 'node_modules/.bin/vite'), ...args, '--port', '0', '--strictPort'], {
-    cwd: dir,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  try {
-    const url = await new Promise((resolve, reject) => {
-      let out = '';
-      vite.stdout.on('data', (d) => {
-        out += d;
-        // eslint-disable-next-line no-control-regex -- ESC starts the terminal colour codes Vite prints
-        const m = /Local:\s+(http:\/\/\S+)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''));
-        if (m) resolve(m[1]);
-      });
-      vite.on('exit', (code) => reject(new Error(`vite exited with ${code}: ${out}`)));
-    });
-    return await fn(url);
-  } finally {
-    vite.kill();
-  }
+  return withViteIn(dir, args, fn);
 }
 
 const threadsSaid = (isolated) => (isolated ? 'runs on 2 threads' : 'runs on 1 thread');

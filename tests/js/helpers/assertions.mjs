@@ -1,4 +1,4 @@
-// Assertions the error suites share.
+// Assertions and the unchecked tensor the error suites share.
 import assert from 'node:assert/strict';
 
 // error must be exactly Class (not a subclass or another error) with a message matching re.
@@ -30,3 +30,8 @@ export async function rejectsWith(promise, Class, re) {
   }
   assertErrorIs(error, Class, re);
 }
+
+// A tensor as a plain object, unchecked: for the suites that hand a call malformed or hostile
+// tensors (tensor() refuses them itself, before the call; errors.test.mjs holds it to that).
+export const rawTensor = (data, shape, options) =>
+  options?.dtype === undefined ? { data, shape } : { data, shape, dtype: options.dtype };

@@ -1,8 +1,9 @@
 // The examples of the README and web/docs/ (docs_examples.test.mjs runs them).
 //   DOC_FILES                  README.md and every web/docs/*.md, as paths from the repository
-//   jsBlocks(file) -> [{ file, line, info, code }]   the ```js blocks of one file that import
-//                              the package ('wasm-attention'): each a complete program. A block
-//                              whose fence says ```js browser needs a page and is left out;
+//   jsBlocks(file, { browser }) -> [{ file, line, info, code }]   the ```js blocks of one file
+//                              that import the package ('wasm-attention'): each a complete
+//                              program. A block whose fence says ```js browser needs a page:
+//                              left out, or with browser: true the only ones given;
 //                              fragments use another fence (```ts, ```text) and are never seen.
 //   scratchProject() -> { dir, write(name, code) -> path, remove() }   a folder where
 //                              'wasm-attention' resolves to this repository (a node_modules
@@ -24,7 +25,7 @@ export const DOC_FILES = [
 
 const IMPORTS_PACKAGE = /from 'wasm-attention'|require\('wasm-attention'\)|import\('wasm-attention'\)/;
 
-export function jsBlocks(file) {
+export function jsBlocks(file, { browser = false } = {}) {
   const lines = readFileSync(join(repo, file), 'utf8').split('\n');
   const blocks = [];
   for (let i = 0; i < lines.length; ++i) {
@@ -33,7 +34,7 @@ export function jsBlocks(file) {
     let end = i + 1;
     while (end < lines.length && !/^```\s*$/.test(lines[end])) ++end;
     const code = lines.slice(i + 1, end).join('\n') + '\n';
-    if (open[1] === 'js' && !/\bbrowser\b/.test(open[2]) && IMPORTS_PACKAGE.test(code))
+    if (open[1] === 'js' && /\bbrowser\b/.test(open[2]) === browser && IMPORTS_PACKAGE.test(code))
       blocks.push({ file, line: i + 1, info: lines[i].slice(3), code });
     i = end;
   }

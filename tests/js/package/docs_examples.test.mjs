@@ -9,6 +9,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 
 import { DOC_FILES, jsBlocks, repo, scratchProject } from '../helpers/docs_examples.mjs';
@@ -42,6 +43,24 @@ for (const file of DOC_FILES) {
     }
   });
 }
+
+// The README's vite.config.js is the Vite example's, which tests/js/engines/bundlers.test.mjs
+// runs with `vite`, `vite build` and `vite preview` of Vite 5-8: the same config object.
+test("the README's vite.config.js is web/examples/vite's", async () => {
+  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+  const block = [...readme.matchAll(/^```js\n(\/\/ vite\.config\.js\n[\s\S]*?)^```$/gm)].map((m) => m[1]);
+  assert.equal(block.length, 1, 'one vite.config.js block in the README');
+  const path = project.write('vite.config.mjs', block[0]);
+  const { default: shown } = await import(pathToFileURL(path));
+  const { default: example } = await import(pathToFileURL(join(repo, 'web/examples/vite/vite.config.js')));
+  assert.deepEqual(shown, example);
+  assert.deepEqual(shown.optimizeDeps, { exclude: ['wasm-attention'] });
+  for (const side of ['server', 'preview'])
+    assert.deepEqual(shown[side].headers, {
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp',
+    });
+});
 
 // GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
 const slug = (heading) =>

@@ -3,9 +3,13 @@
 // After each error the instance keeps working, and nothing leaks in wasm memory.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-import { createAttention, seededRandom, tensor, xavierUniform } from '../../../web/lib/index.js';
-import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { createAttention, seededRandom, tensor as checkedTensor, xavierUniform } from '../../../web/lib/index.js';
+import { rawTensor as tensor, rejectsWith, throwsWith } from '../helpers/assertions.mjs';
 import { attentionRef, maxAbsDiff, mhaRef, randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { garbageCollector } from '../helpers/runtime.mjs';
 
@@ -430,7 +434,26 @@ describe('errors', () => {
       'window left < -1',
       () => attn.attention(q4, k4, v4, { window: { left: -2 } }),
       RangeError,
-      /^attention: window\.left must be an integer from -1 up, got -2$/,
+      /^attention: window\.left must be an integer from -1 to 2\^31-1 \(2147483647\), got -2$/,
+    );
+    // the core holds each as an int32: the limit is in the message
+    run(
+      'window right past 2^31-1',
+      () => attn.attention(q4, k4, v4, { window: { right: 2 ** 31 } }),
+      RangeError,
+      /^attention: window\.right must be an integer from -1 to 2\^31-1 \(2147483647\), got 2147483648$/,
+    );
+    run(
+      'rotary.offset past 2^31-1',
+      () => attn.attention(q4, k4, v4, { rotary: { offset: 2 ** 31 } }),
+      RangeError,
+      /^attention: rotary\.offset must be an integer from 0 to 2\^31-1 \(2147483647\), got 2147483648$/,
+    );
+    run(
+      'heads.q past 2^31-1',
+      () => attn.attention(q3, k3, v3, { heads: { q: 2 ** 31, kv: 1 } }),
+      RangeError,
+      /^attention: heads\.q must be an integer from 1 to 2\^31-1 \(2147483647\), got 2147483648$/,
     );
     run(
       'window with an unknown side',
@@ -1133,6 +1156,55 @@ describe('inputs once taken silently', () => {
     cache.dispose();
   });
 
+  // tensor() holds its data to its shape at once, not at the call that reads it.
+  test('tensor() refuses data that does not match its shape, and arrays of anything but numbers', () => {
+    const cases = [
+      [
+        () => checkedTensor(new Float32Array(5), [2, 3]),
+        RangeError,
+        /^tensor: data has 5 values but shape \[2,3\] needs 6$/,
+      ],
+      [() => checkedTensor([1, 0, 0], [2, 2]), RangeError, /^tensor: data has 3 values but shape \[2,2\] needs 4$/],
+      [
+        () => checkedTensor([1, '0', 0, 1], [2, 2]),
+        TypeError,
+        /^tensor: data\[1\] is a string \("0"\): an Array of data must hold numbers only \(or booleans only, a keep mask\)$/,
+      ],
+      [
+        () => checkedTensor(new Float64Array(4), [2, 2]),
+        TypeError,
+        /^tensor: data must be a Float32Array or an Array of numbers .*, got a Float64Array$/,
+      ],
+      [
+        () => checkedTensor(new Uint16Array(4), [2, 2]),
+        TypeError,
+        /got a Uint16Array: if it holds half-precision bits, pass \{ dtype: 'float16' \}$/,
+      ],
+      [
+        () => checkedTensor(new Float32Array(4), [2, 0, 2]),
+        RangeError,
+        /^tensor: shape \[2,0,2\]: every size must be a positive integer$/,
+      ],
+      [() => checkedTensor(new Float32Array(4), [2, 1.5]), RangeError, /every size must be a positive integer$/],
+      [
+        () => checkedTensor(new Float32Array(4), '2,2'),
+        TypeError,
+        /^tensor: shape must be an array of sizes, got a string/,
+      ],
+      [
+        () => checkedTensor(new Float32Array(4), [4], { dtype: 'int8' }),
+        RangeError,
+        /^tensor: dtype must be one of float32, float16, got 'int8'$/,
+      ],
+    ];
+    for (const [fn, Class, re] of cases) throwsWith(fn, Class, re);
+    // an Array of numbers is taken, as a Float32Array
+    const t = checkedTensor([1, 0, 0, 1], [2, 2]);
+    assert.ok(t.data instanceof Float32Array);
+    assert.deepEqual([...t.data, ...t.shape], [1, 0, 0, 1, 2, 2]);
+    assert.deepEqual(checkedTensor([true, false], [1, 2]).data, [true, false]); // a keep mask
+  });
+
   test('seededRandom takes an integer seed from 0 to 2^32-1 only', () => {
     for (const seed of [-1, 2 ** 32, 1.5, NaN, Infinity]) {
       throwsWith(
@@ -1232,6 +1304,35 @@ describe('createAttention options', () => {
     );
     assert.equal(compiled.stop(), 0, 'refused before any module loads');
   });
+  // A server's fallback page where the .wasm should be (Vite 5-7's dev server without
+  // optimizeDeps.exclude answers index.html): the error names the file and the fix, for both
+  // builds (threads: 2 falls back to one thread, whose .wasm is a page too).
+  test('a .wasm that is an HTML page: an error naming the file and the fix', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wasm-attention-html-'));
+    const page = join(dir, 'index.html');
+    writeFileSync(page, '<!doctype html>\n<html><body>app</body></html>\n');
+    const wasm = fileURLToPath(new URL('../../../web/lib/wasm/', import.meta.url));
+    const locateFile = (name) => (name.endsWith('.wasm') ? page : join(wasm, name));
+    const warn = console.warn;
+    const error = console.error;
+    console.warn = console.error = () => {}; // the fallback's warning, Emscripten's own abort
+    try {
+      for (const threads of [1, 2]) {
+        await rejectsWith(
+          createAttention({ threads, locateFile }),
+          Error,
+          new RegExp(
+            `^wasm-attention: ${page.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} came back as an HTML page, not the \\.wasm \\(its bytes start 3c 21 64 6f\\): .*With Vite 5-7's dev server, add optimizeDeps: \\{ exclude: \\['wasm-attention'\\] \\} to vite\\.config\\.js; .*createAttention\\(\\{ locateFile \\}\\)$`,
+          ),
+        );
+      }
+    } finally {
+      console.warn = warn;
+      console.error = error;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('bad options', async () => {
     await rejectsWith(
       createAttention({ threads: 0 }),
@@ -1462,6 +1563,59 @@ describe('values that overflow', () => {
     layer.step(layer.backward(randomTensor(rng(5), [3, 4])), 0.1);
     assert.notDeepEqual(layer.weights.wq.data, before.wq.data);
     layer.dispose();
+  });
+
+  // A scale that makes q·kᵀ overflow, inputs that do not: the message names the scale.
+  test('a scale so large that the scaled scores overflow blames the scale, 2-D, on heads and backward', () => {
+    const ones = (shape) => tensor(new Float32Array(shape.reduce((a, b) => a * b)).fill(1), shape);
+    const re =
+      /: output\[0\] came out NaN: scale 3e\+38 times q·kᵀ \(up to 4\.00\) overflows 32-bit floats \(above 3\.4e38\); use a smaller scale \(the default is 1\/√dK = 0\.500\)$/;
+    throwsWith(() => attn.attention(ones([3, 4]), ones([3, 4]), ones([3, 4]), { scale: 3e38 }), RangeError, re);
+    throwsWith(
+      () => attn.attention(ones([1, 1, 3, 4]), ones([1, 1, 3, 4]), ones([1, 1, 3, 4]), { scale: 3e38 }),
+      RangeError,
+      re,
+    );
+    throwsWith(
+      () => attn.attentionBackward(ones([3, 4]), ones([3, 4]), ones([3, 4]), ones([3, 4]), { scale: 3e38 }),
+      RangeError,
+      /^attentionBackward: d[qkv]\[0\] came out NaN: scale 3e\+38 times q·kᵀ/,
+    );
+    // inputs that overflow at the default scale still blame the inputs
+    throwsWith(
+      () => {
+        const big = tensor(new Float32Array(12).fill(1e20), [3, 4]);
+        return attn.attention(big, big, ones([3, 4]));
+      },
+      RangeError,
+      /^attention: output\[0\] came out NaN: the inputs are so large/,
+    );
+  });
+
+  // Training with a learning rate too large grows the weights step by step, each finite,
+  // until a forward overflows: the message names the weights and the learning rate.
+  test('a layer diverged by step() gives a forward whose NaN blames the learning rate', () => {
+    const layer = attn.multiHeadAttention({ dModel: 4, heads: 2, seed: 3 });
+    const x = tensor(new Float32Array(12).fill(0.5), [3, 4]);
+    const fresh = attn.multiHeadAttention({ dModel: 4, heads: 2, weights: layer.weights });
+    try {
+      const huge = () => tensor(new Float32Array(16).fill(1e19), [4, 4]);
+      layer.step({ dwq: huge(), dwk: huge() }, -1); // finite weights of about 1e19
+      const diverged =
+        /^multiHeadAttention\.forward: output\[0\] came out NaN: the layer's weights reach \|w\| = 1\.00e\+19 \(x's largest \|x\| is 0\.500\): step\(\) made them so large, its training diverged; lower the learning rate/;
+      throwsWith(() => layer.forward(x), RangeError, diverged);
+      // the same weights given, never stepped: the weights are named, not a learning rate
+      fresh.dispose();
+      const given = attn.multiHeadAttention({ dModel: 4, heads: 2, weights: layer.weights });
+      throwsWith(
+        () => given.forward(x),
+        RangeError,
+        /^multiHeadAttention\.forward: output\[0\] came out NaN: the layer's weights reach \|w\| = 1\.00e\+19 \(x's largest \|x\| is 0\.500\), so large that their products overflow/,
+      );
+      given.dispose();
+    } finally {
+      layer.dispose();
+    }
   });
 
   // Every output is a weighted average of v's rows; the no-trace path sums nK weighted rows

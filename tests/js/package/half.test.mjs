@@ -7,9 +7,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../../web/lib/index.js';
+import { createAttention, fromFloat16Bits, tensor, toFloat16Bits } from '../../../web/lib/index.js';
 import { float32ToHalfInto, halfToFloat32 } from '../../../web/lib/half.js';
 import { rng, uniform } from '../../../scripts/lib/reference.mjs';
+import { rawTensor } from '../helpers/assertions.mjs';
 
 const NO_F16 =
   typeof globalThis.Float16Array !== 'function' && 'this engine has no Float16Array (Node 20): Deno and Bun run it';
@@ -117,6 +118,51 @@ describe('float16 conversions (half.js)', () => {
     const engine = new Uint16Array(new globalThis.Float16Array(values).buffer);
     const i = bits.findIndex((b, j) => b !== engine[j] && !Number.isNaN(values[j]));
     assert.equal(i, -1, `${values[i]}: ${bits[i]?.toString(16)}, the engine's ${engine[i]?.toString(16)}`);
+  });
+});
+
+// The package's public converters, for engines without Float16Array (Node 20): every half
+// and every rounding midpoint against the reference, ±Infinity past the range (as a
+// Float16Array stores them), fresh arrays, and the argument checked.
+describe('toFloat16Bits and fromFloat16Bits', () => {
+  test('fromFloat16Bits gives every half its value; toFloat16Bits gives the bits back', () => {
+    const every = Uint16Array.from({ length: 65536 }, (_, h) => h);
+    const values = fromFloat16Bits(every);
+    assert.ok(values instanceof Float32Array && values.length === 65536);
+    const back = toFloat16Bits(values);
+    for (let h = 0; h < 65536; ++h) {
+      const want = halfValue(h);
+      if (Number.isNaN(want)) {
+        assert.ok(Number.isNaN(values[h]) && (back[h] & 0x7c00) === 0x7c00 && (back[h] & 0x3ff) !== 0, `${h}`);
+        continue;
+      }
+      assert.ok(Object.is(values[h], want), `${h.toString(16)} -> ${values[h]}, expected ${want}`);
+      assert.equal(back[h], h, `${want} -> ${back[h].toString(16)}, expected ${h.toString(16)}`);
+    }
+  });
+
+  test('toFloat16Bits rounds to nearest, ties to even, and past 65504 gives ±Infinity as a Float16Array does', () => {
+    const values = f32([0.1, -0.1, 1 / 3, 2 ** -25, 2 ** -25 * 1.0001, 65519.99, 65520, -1e6, 1e-8, -0]);
+    const bits = toFloat16Bits(values);
+    assert.deepEqual(
+      Array.from(bits),
+      Array.from(values, (x) => nearestHalf(x)),
+    );
+    assert.deepEqual(Array.from(bits.subarray(6, 8)), [0x7c00, 0xfc00]);
+    assert.notEqual(toFloat16Bits(values).buffer, bits.buffer, 'a fresh array each call');
+    if (!NO_F16)
+      assert.deepEqual(Array.from(bits), Array.from(new Uint16Array(new globalThis.Float16Array(values).buffer)));
+  });
+
+  test('their arguments are checked', () => {
+    assert.throws(() => toFloat16Bits([1, 2]), {
+      name: 'TypeError',
+      message: 'toFloat16Bits: values must be a Float32Array, got an Array',
+    });
+    assert.throws(() => fromFloat16Bits(new Float32Array(2)), {
+      name: 'TypeError',
+      message: 'fromFloat16Bits: bits must be a Uint16Array, got a Float32Array',
+    });
   });
 });
 
@@ -264,7 +310,7 @@ describe('float16 tensors through the API', () => {
         v = half(data(6 * 8), [6, 8]);
       const want = attn.attention(widened(q), widened(k), widened(v), { causal: true }).output;
       assertBitsEqual((await worker.attention(q, k, v, { causal: true })).output, want, 'output');
-      await assert.rejects(worker.attention(tensor(q.data, q.shape), k, v), TypeError);
+      await assert.rejects(worker.attention(rawTensor(q.data, q.shape), k, v), TypeError);
     } finally {
       await worker.dispose();
     }
@@ -319,32 +365,32 @@ describe('float16 tensors through the API', () => {
     const k = tensor(new Float32Array(8), [2, 4]);
     const cases = [
       [
-        tensor(new Uint16Array(8), [2, 4]),
+        rawTensor(new Uint16Array(8), [2, 4]),
         TypeError,
         /q\.data is a Uint16Array: if it holds half-precision bits, give the tensor dtype: 'float16'/,
       ],
       [
-        tensor(new Float32Array(8), [2, 4], { dtype: 'float16' }),
+        rawTensor(new Float32Array(8), [2, 4], { dtype: 'float16' }),
         TypeError,
         /q\.data must be a Float16Array, or a Uint16Array holding the bits, for dtype 'float16'; got a Float32Array/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 'float32' }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 'float32' }),
         TypeError,
         /q\.data must be a Float32Array, got a Uint16Array/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 'bfloat16' }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 'bfloat16' }),
         RangeError,
         /q\.dtype must be one of float32, float16, got 'bfloat16'/,
       ],
       [
-        tensor(new Uint16Array(8), [2, 4], { dtype: 16 }),
+        rawTensor(new Uint16Array(8), [2, 4], { dtype: 16 }),
         TypeError,
         /q\.dtype must be one of float32, float16, got the number 16/,
       ],
       [
-        tensor(new Uint16Array(6), [2, 4], { dtype: 'float16' }),
+        rawTensor(new Uint16Array(6), [2, 4], { dtype: 'float16' }),
         RangeError,
         /q\.data has 6 values but shape \[2,4\] needs 8/,
       ],

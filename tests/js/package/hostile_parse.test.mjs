@@ -6,7 +6,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { createAttention, tensor } from '../../../web/lib/index.js';
+import { createAttention } from '../../../web/lib/index.js';
+import { rawTensor as tensor } from '../helpers/assertions.mjs';
 import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
 import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 

@@ -326,7 +326,7 @@ describe('multiHeadAttention: decoding over a kv cache', () => {
       await rejectsWith(
         theirs.forward(x, { cache }),
         TypeError,
-        /^multiHeadAttention\.forward: cache must be a cache from attn\.kvCache/,
+        /^multiHeadAttention\.forward: cache is a cache of the direct form \(attn\.kvCache\(\) of an instance made without worker: true\)/,
       );
       assert.equal(cache.length, 0);
       const remoteCache = await remote.kvCache(cacheConfig);

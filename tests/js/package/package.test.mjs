@@ -1,12 +1,16 @@
 // The package as users get it: `npm pack`, install the tarball into a scratch project, and
-// there import it, require it, and type-check a TypeScript usage example with tsc.
+// there import it, require it, and type-check a TypeScript usage example with tsc. Packing
+// without the built files stops with the command to run; the tarball carries the license and
+// the links the registry's page needs.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+
+import { DOC_FILES, jsBlocks } from '../helpers/docs_examples.mjs';
 
 const repo = fileURLToPath(new URL('../../..', import.meta.url));
 const tsc = join(repo, 'node_modules/typescript/bin/tsc');
@@ -17,8 +21,8 @@ const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8',
 
 before(() => {
   scratch = mkdtempSync(join(tmpdir(), 'wasm-attention-pkg-'));
-  // --ignore-scripts: the tests run after the build; packing must not rebuild.
-  [packed] = JSON.parse(run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', scratch], repo));
+  // with its prepack: the check that the built files are there (scripts/check_pack.mjs)
+  [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', scratch], repo));
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true }));
   run('npm', ['install', '--no-audit', '--no-fund', '--offline', join(scratch, packed.filename)], scratch);
 });
@@ -53,6 +57,62 @@ test('the tarball holds the library and its types, not the sources', () => {
   for (const f of packed.files.filter((x) => x.path.endsWith('.wasm'))) {
     assert.ok(f.size < 250 * 1024, `${f.path} is ${f.size} bytes, over 250 KB`);
   }
+});
+
+// package.json's prepack (scripts/check_pack.mjs): in a tree with the sources only, as a fresh
+// clone is, `npm pack` (and so `npm publish`) fails, naming the built files and the commands.
+test('npm pack without the built modules stops, naming what is missing and the command that builds it', () => {
+  const bare = mkdtempSync(join(tmpdir(), 'wasm-attention-bare-'));
+  try {
+    cpSync(join(repo, 'package.json'), join(bare, 'package.json'));
+    mkdirSync(join(bare, 'scripts'));
+    cpSync(join(repo, 'scripts/check_pack.mjs'), join(bare, 'scripts/check_pack.mjs'));
+    cpSync(join(repo, 'web/lib'), join(bare, 'web/lib'), {
+      recursive: true,
+      filter: (f) => !/[/\\]wasm$|index\.(cjs|d\.cts)$/.test(f),
+    });
+    let failed = null;
+    try {
+      run('npm', ['pack', '--dry-run', '--json'], bare);
+    } catch (e) {
+      failed = e.stderr;
+    }
+    assert.ok(failed !== null, 'npm pack wrote a tarball without the .wasm files');
+    assert.match(
+      failed,
+      /wasm-attention: cannot pack: 17 built files missing \(web\/lib\/wasm\/wasm_attention_simd128_mt\.wasm, /,
+    );
+    assert.match(failed, /index\.cjs, web\/lib\/index\.d\.cts\)/);
+    assert.match(failed, /`npm run build`.*\n.*`npm run tarball` \(setup, build, then npm pack\)/);
+  } finally {
+    rmSync(bare, { recursive: true, force: true });
+  }
+});
+
+// `npm run tarball`, the one line from a fresh clone to a tarball, and the README's install
+// section, which names it.
+test('npm run tarball sets up, builds and packs, as the README says', () => {
+  const { scripts } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
+  assert.equal(scripts.tarball, 'bash scripts/setup.sh && bash scripts/build.sh && npm pack');
+  assert.equal(scripts.prepack, 'node scripts/check_pack.mjs');
+  assert.match(readFileSync(join(repo, 'README.md'), 'utf8'), /\nnpm run tarball +# /);
+});
+
+// The registry's page shows the README with its relative links resolved against the
+// repository, and the license from the LICENSE file.
+test('the tarball holds the MIT LICENSE, and package.json the repository, homepage and bugs', () => {
+  assert.ok(
+    packed.files.some((f) => f.path === 'LICENSE'),
+    'LICENSE is packed',
+  );
+  const license = readFileSync(join(scratch, 'node_modules/wasm-attention/LICENSE'), 'utf8');
+  assert.match(license, /^MIT License\n\nCopyright \(c\) \d{4} /);
+  const pkg = JSON.parse(readFileSync(join(scratch, 'node_modules/wasm-attention/package.json'), 'utf8'));
+  assert.equal(pkg.license, 'MIT');
+  assert.match(pkg.repository.url, /^git\+https:\/\/github\.com\/[\w-]+\/[\w-]+\.git$/);
+  const home = pkg.repository.url.replace(/^git\+|\.git$/g, '');
+  assert.equal(pkg.homepage, `${home}#readme`);
+  assert.equal(pkg.bugs.url, `${home}/issues`);
 });
 
 // The bench's micro-kernel probe lives in build/wasm/bench/'s forensics modules: a module's
@@ -142,4 +202,41 @@ attn.attention({ data: new Float32Array(4), shape: [2, 2] });
   assert.ok(failed, 'tsc accepted a call with wrong types');
   assert.match(failed, /"many"/);
   assert.match(failed, /Expected 3-4 arguments, but got 1/);
+});
+
+// The README's and web/docs' examples, as a TypeScript user meets them: each block that
+// imports the package (the Node ones docs_examples.test.mjs runs, and the ```js browser ones)
+// type-checked as JavaScript (checkJs) under --strict against the installed tarball's types.
+// Results narrow on the options (trace: true gives weights, pastKey presentKey, qkOutput qk),
+// so the examples read them without a guard.
+test('every example of the README and web/docs typechecks under --strict against the packed types', () => {
+  const files = [];
+  for (const file of DOC_FILES) {
+    for (const { line, code } of [...jsBlocks(file), ...jsBlocks(file, { browser: true })]) {
+      const commonjs = !/^import /m.test(code) && /require\('wasm-attention'\)/.test(code);
+      const name = `docs_${file.replace(/\W/g, '_')}_${line}.${commonjs ? 'cjs' : 'mjs'}`;
+      writeFileSync(join(scratch, name), code);
+      files.push(name);
+    }
+  }
+  assert.ok(files.length >= 12, `examples found: ${files.join(', ')}`);
+  const config = {
+    compilerOptions: {
+      strict: true,
+      allowJs: true,
+      checkJs: true,
+      noEmit: true,
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      types: [],
+    },
+    files,
+  };
+  writeFileSync(join(scratch, 'tsconfig.docs.json'), JSON.stringify(config));
+  try {
+    run(process.execPath, [tsc, '-p', 'tsconfig.docs.json'], scratch);
+  } catch (e) {
+    assert.fail(`tsc --strict on the docs' examples:\n${e.stdout}`);
+  }
 });

@@ -12,7 +12,8 @@ import assert from 'node:assert/strict';
 import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 
-import { createAttention, tensor } from '../../../web/lib/index.js';
+import { createAttention } from '../../../web/lib/index.js';
+import { rawTensor as tensor } from '../helpers/assertions.mjs';
 import { attentionRef, maxAbs, maxAbsDiff, mhaRef } from '../../../scripts/lib/reference.mjs';
 
 const LONG = process.env.WA_PROPERTIES_LONG === '1' || process.argv.includes('--long');

@@ -691,6 +691,49 @@ describe('a worker-form call that rejects changed nothing', () => {
     await theirs.dispose();
   });
 
+  // A length-tracking out over a resizable ArrayBuffer that grows while the call runs: said so.
+  test('an out that grew mid-call over a cache is reported as grown, and the append is undone', async () => {
+    const theirs = await remote.kvCache(cacheConfig);
+    const [q, k, v] = [token([1, 2, 3, 4]), token([0.5, -1, 2, 0]), token([3, 1, -2, 0.25])];
+    const buffer = new ArrayBuffer(16, { maxByteLength: 64 });
+    const out = new Float32Array(buffer); // length-tracking: 4 values, then 8
+    const pending = remote.attention(q, k, v, { cache: theirs, out });
+    buffer.resize(32);
+    await assert.rejects(pending, {
+      name: 'TypeError',
+      message:
+        'attention: out grew from 4 to 8 values while the call ran (its resizable ArrayBuffer was resized); the result has 4: pass an out of fixed length',
+    });
+    assert.equal(await theirs.length, 0);
+    await theirs.dispose();
+  });
+
+  // A cache lives in the form that made it: the other form's calls say whose it is.
+  test('a cache of the other form is refused, naming the form it belongs to; neither cache changes', async () => {
+    const [mine, theirs] = [local.kvCache(cacheConfig), await remote.kvCache(cacheConfig)];
+    const [q, k, v] = [token([1, 2, 3, 4]), token([0.5, -1, 2, 0]), token([3, 1, -2, 0.25])];
+    assert.throws(() => local.attention(q, k, v, { cache: theirs }), {
+      name: 'TypeError',
+      message:
+        'attention: cache is a cache of the worker form (the kvCache() of createAttention({ worker: true })), which lives in its worker; this instance takes a cache from its own attn.kvCache()',
+    });
+    await assert.rejects(remote.attention(q, k, v, { cache: mine }), {
+      name: 'TypeError',
+      message:
+        'attention: cache is a cache of the direct form (attn.kvCache() of an instance made without worker: true); the worker form takes a cache from its own kvCache(), which lives in its worker',
+    });
+    const layer = local.multiHeadAttention({ dModel: 4, heads: 1 });
+    assert.throws(() => layer.forward(tensor(new Float32Array(4), [1, 4]), { cache: theirs }), {
+      name: 'TypeError',
+      message: /^multiHeadAttention\.forward: cache is a cache of the worker form/,
+    });
+    layer.dispose();
+    assert.equal(mine.length, 0);
+    assert.equal(await theirs.length, 0);
+    mine.dispose();
+    await theirs.dispose();
+  });
+
   test("a layer's forward with out detached mid-call: backward differentiates the previous forward", async () => {
     const config = { dModel: 4, heads: 2, seed: 5 };
     const [mine, theirs] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
