@@ -14,6 +14,12 @@
 //            the app's build and rewriting the URL. A folder URL joined to a file name would be
 //            invisible to them. esbuild leaves these URLs as they are: its users copy the wasm/
 //            folder next to their bundle.
+//   worker   (threaded builds) () -> a new pthread worker, a module worker running the package's
+//            <base>.worker.mjs (scripts/wrap_esm.mjs): what a browser's loader starts where the
+//            package is served from the page's origin. A literal new Worker(new URL('./wasm/
+//            <file>', import.meta.url), { type: 'module' }), the form Vite, webpack 5 and Parcel 2
+//            build as a worker of its own; Rollup's importMetaAssets and esbuild's users copy the
+//            file, which imports nothing.
 
 const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
 
@@ -24,6 +30,8 @@ export const BUILDS = [
     threads: true,
     files: files('wasm_attention_simd128_mt', true),
     wasm: () => new URL('./wasm/wasm_attention_simd128_mt.wasm', import.meta.url),
+    worker: () =>
+      new Worker(new URL('./wasm/wasm_attention_simd128_mt.worker.mjs', import.meta.url), { type: 'module' }),
   },
   {
     base: 'wasm_attention_simd128',
@@ -38,6 +46,8 @@ export const BUILDS = [
     threads: true,
     files: files('wasm_attention_relaxed_simd_mt', true),
     wasm: () => new URL('./wasm/wasm_attention_relaxed_simd_mt.wasm', import.meta.url),
+    worker: () =>
+      new Worker(new URL('./wasm/wasm_attention_relaxed_simd_mt.worker.mjs', import.meta.url), { type: 'module' }),
   },
   {
     base: 'wasm_attention_relaxed_simd',
