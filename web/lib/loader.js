@@ -17,7 +17,8 @@
 // allows; where the package is served from another origin (a CDN), whose scripts no worker can
 // start from, they run from blob: URLs made of the text the glue's module carries
 // (scripts/wrap_esm.mjs). Either way the glue evaluates no string (CMakeLists.txt:
-// DYNAMIC_EXECUTION=0), so 'wasm-unsafe-eval' is all the policy needs (web/docs/loading.md).
+// DYNAMIC_EXECUTION=0 and cpp/bindings/embind_invoker.js), so 'wasm-unsafe-eval' is all the
+// policy needs (web/docs/loading.md).
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
