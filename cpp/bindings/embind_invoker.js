@@ -3,9 +3,10 @@
 // Emscripten 3.1.6's (src/embind/embind.js). Theirs, with DYNAMIC_EXECUTION=1, writes each
 // invoker's source and compiles it with new Function, which a Content-Security-Policy without
 // 'unsafe-eval' refuses; with DYNAMIC_EXECUTION=0 it returns one generic closure that reads
-// `arguments`, applies an array and makes a closure per call, which made the n 16 d 16
-// attention call 1.2x slower in V8 and SpiderMonkey and up to 1.8x in JavaScriptCore. This one
-// does what the generated invoker does, in the same order, with no string:
+// `arguments`, applies an array and makes a closure per call, which makes the n 16 d 16
+// attention call about 1.2x slower in V8 and SpiderMonkey and up to 1.8x in JavaScriptCore
+// (web/docs/loading.md). This one does what the generated invoker does, in the same order,
+// with no string:
 //
 //   function name(arg0, …, argN-1) {
 //     if (arguments.length !== N) throwBindingError(…);
