@@ -6,6 +6,8 @@
 // runs threads (ENGINE_GETS), directly and in the worker form, with no violation of the
 // policy; the same page checks that the policy does refuse an evaluated string and a blob:
 // worker there. A page whose policy allows no worker at all gets one thread and the warning.
+// Without a policy, the package served from another origin than the page's (a CDN) gets its
+// threads from blob: workers.
 // The page is tests/js/engines/csp_site/; the extension is tests/js/engines/extension.test.mjs.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, cpSync } from 'node:fs';
@@ -16,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 import { Linter } from 'eslint';
 
-import { ENGINES, launchBrowser, openPage } from '../../../scripts/lib/browser.mjs';
+import { ENGINES, launchBrowser, openPage, serveBlankPage } from '../../../scripts/lib/browser.mjs';
 import { attentionRef } from '../../../scripts/lib/reference.mjs';
 import { startServer } from '../../../scripts/serve.mjs';
 import { describeEngines, WEBKIT_AS_SAFARI } from '../helpers/engines.mjs';
@@ -67,6 +69,15 @@ before(async () => {
     startServer({ port, quiet: true, root: site, headers: { 'Content-Security-Policy': policy } });
   servers.strict = await serve(9381, STRICT);
   servers.noWorkers = await serve(9391, NO_WORKERS);
+  // The package from another origin, as from a CDN (CORS and CORP let an isolated page load it),
+  // and an isolated blank page that imports it.
+  servers.cdn = await startServer({
+    port: 9395,
+    quiet: true,
+    root: site,
+    headers: { 'Access-Control-Allow-Origin': '*', 'Cross-Origin-Resource-Policy': 'cross-origin' },
+  });
+  servers.blank = await serveBlankPage({ port: 9397, isolation: true });
 });
 after(async () => {
   for (const s of Object.values(servers)) await s.close();
@@ -127,6 +138,29 @@ describeEngines(
       assert.deepEqual(found.worker.output, found.direct.output);
       assert.deepEqual(found.violations, []);
       assert.deepEqual(errors, []);
+    });
+
+    // No worker can start from another origin's script: there the pthread workers run the
+    // glue's text from blob: URLs (web/lib/loader.js).
+    test(`the package from another origin (a CDN) gets ${threads === 1 ? '1 thread' : `${threads} threads`} from blob: workers`, async () => {
+      const { page, errors } = await openPage(browser, servers.blank.url);
+      const found = await page.evaluate(async (lib) => {
+        const { createAttention } = await import(`${lib}index.js`);
+        const attn = await createAttention({ threads: 2 });
+        const input = (phase) => ({
+          data: Float32Array.from({ length: 256 }, (_, i) => Math.sin(i * 0.37 + phase)),
+          shape: [16, 16],
+        });
+        const output = Array.from(attn.attention(input(0), input(1), input(2), { causal: true }).output.data);
+        const { backend } = attn;
+        attn.dispose();
+        return { backend, output, page: location.origin, lib: new URL(lib).origin };
+      }, `${servers.cdn.url}lib/`);
+      assert.notEqual(found.lib, found.page);
+      assert.deepEqual(buildOf(found.backend), { threads, isa: gets.isa });
+      assertAttention(found.output, 'direct');
+      assert.deepEqual(errors(), []);
+      await page.close();
     });
 
     test(
