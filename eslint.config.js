@@ -28,4 +28,6 @@ export default [
     },
   },
   { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
+  // the extension example's scripts also have the extension API (chrome.*)
+  { files: ['web/examples/extension/**'], languageOptions: { globals: globals.webextensions } },
 ];

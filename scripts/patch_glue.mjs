@@ -15,10 +15,16 @@
 //     worker.onerror     calls Module.onWorkerError(event) where the loader gives one, instead
 //                        of rethrowing from the event handler, which kills a Node or Deno
 //                        process: the loader falls back to one thread.
+//     a pool worker      made by Module.pthreadWorker() where the loader gives one (a module
+//                        worker from the package's <base>.worker.mjs, builds.js), else from
+//                        locateFile('<base>.worker.js') as Emscripten makes it.
 //   pthread worker (.worker.js)
 //     location           not set: under Node nothing reads it (the glue's Node branch finds
 //                        its files through locateFile), and Deno runs worker_threads in a web
 //                        worker scope whose location has only a getter (assigning it throws).
+//     importScripts      under Node, require() of the glue (a CommonJS file: its module.exports
+//                        is the factory, which the worker then calls by its global name)
+//                        instead of an eval of its text: the shipped .js evaluate no string.
 //
 // Each rewrite must find what it replaces, so a new Emscripten fails the build here instead of
 // shipping unpatched glue. A file already patched (it starts with MARK) is left as it is.
@@ -48,15 +54,34 @@ const GLUE = [
     /(\bworker\.onerror\s*=\s*\(?\s*e\s*=>\s*\{)/,
     '$1 if (Module["onWorkerError"]) return Module["onWorkerError"](e);',
   ],
+  [
+    'the pool worker made in allocateUnusedWorker',
+    /\bPThread\.unusedWorkers\.push\(\s*new Worker\(\s*pthreadMainJs\s*\)\s*\)/,
+    'PThread.unusedWorkers.push(Module["pthreadWorker"] ? Module["pthreadWorker"]() : new Worker(pthreadMainJs))',
+  ],
 ];
-const WORKER = [['location in Object.assign(global, …)', /\blocation:\s*\{\s*href:\s*__filename\s*\},\s*/, '']];
+const WORKER = [
+  ['location in Object.assign(global, …)', /\blocation:\s*\{\s*href:\s*__filename\s*\},\s*/, ''],
+  [
+    "Node's importScripts",
+    /\bimportScripts:\s*function\s*\(f\)\s*\{\s*\(0,\s*eval\)\(fs\.readFileSync\(f,\s*"utf8"\)\)\s*\}/,
+    (source) => `importScripts:function(f){global.${factoryCalled(source)}=require(f)}`,
+  ],
+];
+
+// The name the pthread worker's script calls the glue's factory by (its global, once loaded).
+function factoryCalled(source) {
+  const name = /\b(\w+)\(Module\)\.then\(/.exec(source)?.[1];
+  if (!name) throw new Error("patch_glue: the worker's call of the factory not found");
+  return name;
+}
 
 function patch(file, rewrites) {
   let source = readFileSync(file, 'utf8');
   if (source.startsWith(MARK)) return;
   for (const [what, pattern, replacement] of rewrites) {
     if (!pattern.test(source)) throw new Error(`patch_glue: ${what} not found in ${file}`);
-    source = source.replace(pattern, replacement);
+    source = source.replace(pattern, typeof replacement === 'function' ? replacement(source) : replacement);
   }
   writeFileSync(file, `${MARK}\n${source}`);
 }

@@ -19,6 +19,8 @@
 // usage: node scripts/serve.mjs [--port N] [--no-isolation] [--quiet] [--root DIR]
 //        --root serves DIR instead of web/ (a built example app, say).
 //        PORT in the environment works too; a busy port moves on to the next one.
+// startServer({ headers }) adds headers to every response (a Content-Security-Policy, say:
+// tests/js/engines/csp.test.mjs).
 import { createServer } from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { extname, join, normalize, resolve, sep } from 'node:path';
@@ -56,10 +58,10 @@ const types = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
-export function startServer({ port = 8080, isolation = true, quiet = false, root = webRoot } = {}) {
+export function startServer({ port = 8080, isolation = true, quiet = false, root = webRoot, headers: extra } = {}) {
   root = resolve(root);
   const server = createServer(async (req, res) => {
-    const headers = { 'Cache-Control': 'no-cache' };
+    const headers = { 'Cache-Control': 'no-cache', ...extra };
     if (isolation) {
       headers['Cross-Origin-Opener-Policy'] = 'same-origin';
       headers['Cross-Origin-Embedder-Policy'] = 'require-corp';

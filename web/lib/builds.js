@@ -7,13 +7,18 @@
 //   threads  true: pthreads; false: one thread
 //   files    every file locateFile() may be asked about: the .wasm, the classic glue .js, and
 //            with threads the pthread workers' script .worker.js
-//   wasm     () -> URL of the .wasm, the one file the build loads in a browser by URL (its
-//            pthread workers run text the glue's module carries: scripts/wrap_esm.mjs). A literal
+//   wasm     () -> URL of the .wasm, which the build fetches in a browser. A literal
 //            new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5, Parcel 2 and
 //            Rollup (with @web/rollup-plugin-import-meta-assets) follow, copying the file into
 //            the app's build and rewriting the URL. A folder URL joined to a file name would be
 //            invisible to them. esbuild leaves these URLs as they are: its users copy the wasm/
 //            folder next to their bundle.
+//   worker   (threaded builds) () -> a new pthread worker, a module worker running the package's
+//            <base>.worker.mjs (scripts/wrap_esm.mjs): what a browser's loader starts where the
+//            package is served from the page's origin. A literal new Worker(new URL('./wasm/
+//            <file>', import.meta.url), { type: 'module' }), the form Vite, webpack 5 and Parcel 2
+//            build as a worker of its own; Rollup's importMetaAssets and esbuild's users copy the
+//            file, which imports nothing.
 
 const files = (base, threads) => [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
 
@@ -24,6 +29,8 @@ export const BUILDS = [
     threads: true,
     files: files('wasm_attention_simd128_mt', true),
     wasm: () => new URL('./wasm/wasm_attention_simd128_mt.wasm', import.meta.url),
+    worker: () =>
+      new Worker(new URL('./wasm/wasm_attention_simd128_mt.worker.mjs', import.meta.url), { type: 'module' }),
   },
   {
     base: 'wasm_attention_simd128',
@@ -38,6 +45,8 @@ export const BUILDS = [
     threads: true,
     files: files('wasm_attention_relaxed_simd_mt', true),
     wasm: () => new URL('./wasm/wasm_attention_relaxed_simd_mt.wasm', import.meta.url),
+    worker: () =>
+      new Worker(new URL('./wasm/wasm_attention_relaxed_simd_mt.worker.mjs', import.meta.url), { type: 'module' }),
   },
   {
     base: 'wasm_attention_relaxed_simd',

@@ -12,8 +12,13 @@
 //
 // Its files are found next to this module, or wherever options.locateFile says: the .wasm, and
 // with threads the pthread workers' script and the classic glue it loads. In a browser without
-// locateFile the pthread workers run from blob: URLs made of the text the glue's module carries
-// (scripts/wrap_esm.mjs): only the .wasm is a file of the app's build.
+// locateFile the pthread workers start as module workers from the package's <base>.worker.mjs
+// (builds.js), a file of the page's origin that a Content-Security-Policy of worker-src 'self'
+// allows; where the package is served from another origin (a CDN), whose scripts no worker can
+// start from, they run from blob: URLs made of the text the glue's module carries
+// (scripts/wrap_esm.mjs). Either way the glue evaluates no string (CMakeLists.txt:
+// DYNAMIC_EXECUTION=0 and cpp/bindings/embind_invoker.js), so 'wasm-unsafe-eval' is all the
+// policy needs (web/docs/loading.md).
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
@@ -61,16 +66,21 @@ async function htmlForWasm(url, bytes) {
 // scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
 // process. stop() takes the listeners off once the module is ready; a worker failing later is
 // the glue's to report, as it always was.
-// fromText: the workers run from blob: URLs (else from the files locateFile or the folder gave).
-function watchWorkers(settings, base, fromText) {
+// from: where the workers' scripts are: 'text' (blob: URLs), 'module' (the package's
+// <base>.worker.mjs) or 'files' (<base>.worker.js and <base>.js, where locateFile or the folder says).
+function watchWorkers(settings, base, from) {
   let fail;
   const failed = new Promise((_, reject) => {
     fail = (e) => {
       e?.preventDefault?.(); // a browser's error event: handled here, not reported as uncaught
       const where = isNode ? 'must be' : "must be served from the page's origin,";
-      const need = fromText
-        ? 'its script is a blob: URL, which a Content-Security-Policy must allow (worker-src and script-src blob:)'
-        : `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`;
+      const need = {
+        text: 'its script is a blob: URL, which a Content-Security-Policy must allow (worker-src and script-src blob:)',
+        module:
+          `its script is ${base}.worker.mjs, which must be served from the page's origin beside the .wasm ` +
+          "and which a Content-Security-Policy must allow (worker-src 'self')",
+        files: `${base}.worker.js and ${base}.js ${where} next to the .wasm or where locateFile says`,
+      }[from];
       reject(
         new Error(
           `wasm-attention: a thread's worker failed to start (${e?.message || 'its script did not load'}): ${need}`,
@@ -92,6 +102,11 @@ function watchWorkers(settings, base, fromText) {
     }
   };
   return { failed, stop };
+}
+
+// Whether url is of the page's origin (a worker's, in a worker), so a worker can start from it.
+function sameOrigin(url) {
+  return url.origin === globalThis.location?.origin;
 }
 
 function threadsAvailable() {
@@ -157,14 +172,19 @@ async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreads
       settings.locateFile = (file) => new URL(String(locateFile(file)), page).href;
       settings.mainScriptUrlOrBlob = settings.locateFile(`${base}.js`); // what pthread workers load
     } else {
-      // A blob: URL's worker has the page's origin (a data: URL's would have an opaque one).
-      const workerUrl = scripts && URL.createObjectURL(new Blob([scripts.worker], { type: 'text/javascript' }));
-      revokeScripts = () => workerUrl && URL.revokeObjectURL(workerUrl);
       // the .wasm's URL as the bundler wrote it (a bundler may rename the file: Parcel hashes it)
-      const located = { [`${base}.wasm`]: wasmUrl.href, [`${base}.worker.js`]: workerUrl };
+      const located = { [`${base}.wasm`]: wasmUrl.href };
       settings.locateFile = (file) => located[file] ?? new URL(file, wasmUrl).href;
-      // what pthread workers load: a Blob, which each makes a blob: URL of in its own scope
-      if (scripts) settings.mainScriptUrlOrBlob = new Blob([scripts.glue], { type: 'text/javascript' });
+      if (build.worker && sameOrigin(wasmUrl)) {
+        settings.pthreadWorker = build.worker; // the glue's pool makes its workers with it (scripts/patch_glue.mjs)
+      } else if (scripts) {
+        // A blob: URL's worker has the page's origin (a data: URL's would have an opaque one).
+        const workerUrl = URL.createObjectURL(new Blob([scripts.worker], { type: 'text/javascript' }));
+        revokeScripts = () => URL.revokeObjectURL(workerUrl);
+        located[`${base}.worker.js`] = workerUrl;
+        // what pthread workers load: a Blob, which each makes a blob: URL of in its own scope
+        settings.mainScriptUrlOrBlob = new Blob([scripts.glue], { type: 'text/javascript' });
+      }
     }
     factory = wrapped(undefined, undefined);
   }
@@ -178,7 +198,8 @@ async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreads
     } finally {
       started?.();
     }
-    const watch = watchWorkers(settings, base, !isNode && !locateFile);
+    const from = isNode || locateFile ? 'files' : settings.pthreadWorker ? 'module' : 'text';
+    const watch = watchWorkers(settings, base, from);
     module = await Promise.race([ready, watch.failed]);
     watch.stop();
   } catch (e) {

@@ -40,11 +40,15 @@ test('each ISA has one build with threads and one without', () => {
   }
 });
 
-test("each build's files: the .wasm and glue, the pthread workers' script with threads; all built", () => {
-  for (const { base, threads, files, wasm } of BUILDS) {
+test("each build's files: the .wasm and glue, the pthread workers' scripts with threads; all built", () => {
+  for (const { base, threads, files, wasm, worker } of BUILDS) {
     const expected = [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
     assert.deepEqual([...files].sort(), expected.sort(), base);
     assert.ok(wasm().href.endsWith(`/web/lib/wasm/${base}.wasm`), `${base}: ${wasm().href}`);
+    // the module worker a browser's pthreads start from (scripts/wrap_esm.mjs), threaded builds only
+    assert.equal(typeof worker, threads ? 'function' : 'undefined', base);
+    const moduleWorker = fileURLToPath(new URL(`../../../web/lib/wasm/${base}.worker.mjs`, import.meta.url));
+    assert.equal(existsSync(moduleWorker), threads, `${base}.worker.mjs`);
     for (const file of files) {
       assert.ok(
         existsSync(fileURLToPath(new URL(`../../../web/lib/wasm/${file}`, import.meta.url))),
