@@ -11,9 +11,11 @@
 //       key j, element t at  (j / kNR)·kNR·D + (t / 2)·2·kNR + (j % kNR)·2 + t % 2
 //       then its scales, bfloat16, one panel's at a time: key j, block b at
 //       (j / kNR)·kNR·nb_k + b·kNR + j % kNR
-//   v   (from v_offset floats, 4-byte aligned) int8 (S, d_v) panels of kNR columns, each key
-//       pair (j, j+1) of a column side by side: key j, column c at
-//       (c / kNR)·kNR·S + (j / 2)·2·kNR + (c % kNR)·2 + j % 2
+//   v   (from v_offset floats, 4-byte aligned) int8 (S, d_v) in float32's blocks of K =
+//       kKeyBlock keys, each block's panels of kNR columns with each key pair (j, j+1) of a
+//       column side by side: key j, column c at
+//       (j / K)·K·C + (c / kNR)·kNR·S_j + (j % K / 2)·2·kNR + (c % kNR)·2 + j % 2
+//       C = d_v rounded up to kNR, S_j = min(K, S − j / K·K) the keys of j's block
 //       then its scales, bfloat16: key j, block b at  b·stride + j
 // (pad elements, t = d_k or j = stride, are zero). The kernels multiply in integers: a score
 // rounds its query row to int16 per block (step max|q| / 32767), and i32x4.dot_i16x8_s sums a
@@ -67,8 +69,13 @@ size_t panel_cols(size_t d_v) { return (d_v + kNR - 1) / kNR * kNR; }
 size_t kt_at(size_t j, size_t t, size_t d_k) {
   return j / kNR * kNR * even(d_k) + t / 2 * 2 * kNR + j % kNR * 2 + t % 2;
 }
-size_t v_at(size_t j, size_t c, size_t stride) {
-  return c / kNR * kNR * even(stride) + j / 2 * 2 * kNR + c % kNR * 2 + j % 2;
+// The v block holding key j: float32's (packed_kv.h) over an even number of keys, in bytes.
+PackedVBlock v_block(size_t j, size_t stride, size_t d_v) {
+  return packed_v_block(j, even(stride), d_v);
+}
+size_t v_at(size_t j, size_t c, size_t stride, size_t d_v) {
+  const PackedVBlock b = v_block(j, stride, d_v);
+  return b.at + c / kNR * kNR * b.keys + j % kKeyBlock / 2 * 2 * kNR + c % kNR * 2 + j % 2;
 }
 size_t k_scale_at(size_t j, size_t b, size_t nb) { return j / kNR * kNR * nb + b * kNR + j % kNR; }
 
@@ -127,7 +134,7 @@ void i8_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, size_t j0
         k + i * ldk, d_k, [&](size_t t) -> int8_t& { return h.kt[kt_at(j, t, d_k)]; },
         [&](size_t b) -> uint16_t& { return h.k_scale[k_scale_at(j, b, nb_k)]; });
     quantize_row(
-        v + i * ldv, d_v, [&](size_t c) -> int8_t& { return h.v[v_at(j, c, stride)]; },
+        v + i * ldv, d_v, [&](size_t c) -> int8_t& { return h.v[v_at(j, c, stride, d_v)]; },
         [&](size_t b) -> uint16_t& { return h.v_scale[b * stride + j]; });
   }
 }
@@ -144,7 +151,7 @@ void i8_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, size
     if (v)
       for (size_t c = 0; c < d_v; ++c)
         v[j * ldv + c] =
-            h.v[v_at(j, c, stride)] * simd::bf16_to_float(h.v_scale[c / kB * stride + j]);
+            h.v[v_at(j, c, stride, d_v)] * simd::bf16_to_float(h.v_scale[c / kB * stride + j]);
   }
 }
 
@@ -370,20 +377,27 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
           float* out = acc + r0 * ld_acc + c0;
           i32x4 a[kMR][2];
           for (size_t r = 0; r < m; ++r) a[r][0] = a[r][1] = simd::zero_i32();
-          const int8_t* vp = h.v + c0 / kNR * kNR * even(stride);
-          switch (m) {
-            case 1:
-              value_tile<1>(vp, jc, n, w, a);
-              break;
-            case 2:
-              value_tile<2>(vp, jc, n, w, a);
-              break;
-            case 3:
-              value_tile<3>(vp, jc, n, w, a);
-              break;
-            default:
-              value_tile<kMR>(vp, jc, n, w, a);
-              break;
+          // the step's keys a v block at a time
+          for (size_t e = 0; e < n;) {
+            const size_t j = jc + e - kv.k0, in = j % kKeyBlock;
+            const PackedVBlock vb = v_block(j, stride, d_v);
+            const size_t piece = std::min(n - e, vb.keys - in);
+            const int8_t* vp = h.v + vb.at + c0 / kNR * kNR * vb.keys;
+            switch (m) {
+              case 1:
+                value_tile<1>(vp, in, piece, w + e, a);
+                break;
+              case 2:
+                value_tile<2>(vp, in, piece, w + e, a);
+                break;
+              case 3:
+                value_tile<3>(vp, in, piece, w + e, a);
+                break;
+              default:
+                value_tile<kMR>(vp, in, piece, w + e, a);
+                break;
+            }
+            e += piece;
           }
           const bool fresh = !accumulate && jc == j0;
           float tail[kNR];
