@@ -215,9 +215,14 @@ void store_lanes(const f32x4 (&a)[kMR][2], size_t m, const f32x4* f, size_t nc, 
                  size_t ld, bool fresh) {
   for (size_t r = 0; r < m; ++r) {
     float* o = out + r * ld;
+    const f32x4 sum = simd::add_pairs(a[r][0], a[r][1]);
+    if (nc == 4) {
+      simd::store(o, simd::muladd(sum, f[r], fresh ? simd::splat(0) : simd::load(o)));
+      continue;
+    }
     float row[4] = {};
     if (!fresh) std::copy(o, o + nc, row);
-    simd::store(row, simd::muladd(simd::add_pairs(a[r][0], a[r][1]), f[r], simd::load(row)));
+    simd::store(row, simd::muladd(sum, f[r], simd::load(row)));
     std::copy(row, row + nc, o);
   }
 }
