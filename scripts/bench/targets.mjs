@@ -129,8 +129,8 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
     // a compressed cache against our float32 cache, side by side: at 8192 the goals,
     // and against the faster peer at every length
     for (const [dtype, goals] of [
-      ['float16', [1.2, 1.4]],
-      ['int8', [1.4, 1.8]],
+      ['float16', [1.3, 1.4]],
+      ['int8', [2.3, 1.8]],
     ]) {
       for (const t of [1, 2])
         add(
