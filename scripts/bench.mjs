@@ -96,9 +96,15 @@ log(
 );
 
 if (want('decode')) {
+  // the read probe at each thread count the decode rows run at: a row is stated as % of its own
   log('measuring the memory read bandwidth');
   results.bandwidth = await measureReadBandwidth();
-  log(`read bandwidth: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s on one thread`);
+  const two = await measureReadBandwidth({ threads: 2 });
+  results.bandwidth.byThreads = { 1: results.bandwidth.gbPerSecond, 2: two.gbPerSecond };
+  results.bandwidth.methods = { 1: results.bandwidth.method, 2: two.method };
+  log(
+    `read bandwidth: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s on one thread, ${two.gbPerSecond.toFixed(1)} on two`,
+  );
 }
 
 const caseIds = caseIdsOf(options);

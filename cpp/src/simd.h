@@ -37,6 +37,12 @@ inline f32x4 min(f32x4 a, f32x4 b) { return wasm_f32x4_pmin(a, b); }
 inline float lane0(f32x4 v) { return wasm_f32x4_extract_lane(v, 0); }
 inline f32x4 swap_pairs(f32x4 v) { return wasm_i32x4_shuffle(v, v, 2, 3, 0, 1); }
 inline f32x4 swap_lanes(f32x4 v) { return wasm_i32x4_shuffle(v, v, 1, 0, 3, 2); }
+// (p[0], p[1], p[0], p[1]): two floats in every pair of lanes.
+inline f32x4 load_pair_splat(const float* p) { return wasm_v128_load64_splat(p); }
+// (a0 + a1, a2 + a3, b0 + b1, b2 + b3): the sums of lane pairs.
+inline f32x4 add_pairs(f32x4 a, f32x4 b) {
+  return wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 2, 4, 6), wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
+}
 // Lane L of v in all four lanes.
 template <int L>
 inline f32x4 broadcast_lane(f32x4 v) {
@@ -151,6 +157,13 @@ inline f32x4 min(f32x4 a, f32x4 b) { return _mm_min_ps(b, a); }  // b < a ? b : 
 inline float lane0(f32x4 v) { return _mm_cvtss_f32(v); }
 inline f32x4 swap_pairs(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(1, 0, 3, 2)); }
 inline f32x4 swap_lanes(f32x4 v) { return _mm_shuffle_ps(v, v, _MM_SHUFFLE(2, 3, 0, 1)); }
+inline f32x4 load_pair_splat(const float* p) {
+  return _mm_castpd_ps(_mm_load1_pd(reinterpret_cast<const double*>(p)));
+}
+inline f32x4 add_pairs(f32x4 a, f32x4 b) {
+  return _mm_add_ps(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+                    _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
 template <int L>
 inline f32x4 broadcast_lane(f32x4 v) {
   return _mm_shuffle_ps(v, v, _MM_SHUFFLE(L, L, L, L));
@@ -241,6 +254,10 @@ WA_LANEWISE(min, b.v[i] < a.v[i] ? b.v[i] : a.v[i])
 inline float lane0(f32x4 a) { return a.v[0]; }
 inline f32x4 swap_pairs(f32x4 a) { return {{a.v[2], a.v[3], a.v[0], a.v[1]}}; }
 inline f32x4 swap_lanes(f32x4 a) { return {{a.v[1], a.v[0], a.v[3], a.v[2]}}; }
+inline f32x4 load_pair_splat(const float* p) { return {{p[0], p[1], p[0], p[1]}}; }
+inline f32x4 add_pairs(f32x4 a, f32x4 b) {
+  return {{a.v[0] + a.v[1], a.v[2] + a.v[3], b.v[0] + b.v[1], b.v[2] + b.v[3]}};
+}
 template <int L>
 inline f32x4 broadcast_lane(f32x4 a) {
   return splat(a.v[L]);

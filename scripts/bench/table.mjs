@@ -30,13 +30,18 @@ function grid(header, rows, rightAligned) {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
-function notes(r) {
+// bandwidth: the read probe (bandwidth.mjs) by thread count, or null where none ran
+function notes(r, bandwidth) {
   const parts = [];
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
   if (r.status === 'ok' && r.case.startsWith('decode-')) {
     const spec = caseById(r.case);
+    const gbs = cacheBytes(spec) / r.ms / 1e6;
+    const probe = bandwidth?.byThreads?.[r.threads];
     parts.push(`${tokenBytes(spec)} bytes per token per kv head`);
-    parts.push(`${(cacheBytes(spec) / r.ms / 1e6).toFixed(1)} GB/s of cache read`);
+    parts.push(
+      `${gbs.toFixed(1)} GB/s of cache read${probe ? `, ${Math.round((100 * gbs) / probe)}% of the ${r.threads}-thread read probe` : ''}`,
+    );
   }
   if (r.formulation) parts.push(r.formulation);
   if (r.note) parts.push(r.note);
@@ -45,7 +50,7 @@ function notes(r) {
   return parts.join('; ');
 }
 
-function caseBlock(label, flops, rows, peak) {
+function caseBlock(label, flops, rows, peak, bandwidth) {
   const lines = [`${label}   (${(flops / 1e6).toFixed(1)} MFLOP nominal)`];
   const sorted = [...rows].sort((a, b) => configOrder(a.impl) - configOrder(b.impl));
   const body = sorted.map((r) => [
@@ -55,7 +60,7 @@ function caseBlock(label, flops, rows, peak) {
     r.status === 'ok' ? `${Math.round((100 * r.gflops) / peak.forThreads(r.threads))}%` : '',
     r.oursSpeedup ? `${r.oursSpeedup.factor.toFixed(2)}×` : '',
     r.check ? (r.check.reference ? 'ref' : r.check.ok ? 'ok' : 'DIFF') : '',
-    notes(r),
+    notes(r, bandwidth),
   ]);
   lines.push(
     ...grid(
@@ -93,7 +98,10 @@ export function renderReport(results) {
       `wasm relaxed-SIMD FMA peak: ${peak.fmaPerCoreGflops.toFixed(1)} GFLOP/s on one core, ${(peak.fmaPerCoreGflops / peak.perCoreGflops).toFixed(2)}× the mul+add peak (${peak.fmaMethod})`,
     );
   if (results.bandwidth)
-    out.push(`memory read probe: ${results.bandwidth.gbPerSecond.toFixed(1)} GB/s (${results.bandwidth.method})`);
+    for (const [threads, gbs] of Object.entries(results.bandwidth.byThreads ?? { 1: results.bandwidth.gbPerSecond }))
+      out.push(
+        `memory read probe: ${gbs.toFixed(1)} GB/s (${results.bandwidth.methods?.[threads] ?? results.bandwidth.method})`,
+      );
   out.push('');
 
   if (rows.length) {
@@ -108,7 +116,7 @@ export function renderReport(results) {
     for (const r of rows) if (!seen.includes(r.case)) seen.push(r.case);
     for (const id of seen) {
       const list = rows.filter((r) => r.case === id);
-      out.push(...caseBlock(list[0].label, list[0].flops, list, peak), '');
+      out.push(...caseBlock(list[0].label, list[0].flops, list, peak, results.bandwidth), '');
     }
   }
 

@@ -1,7 +1,7 @@
 // float16 kv panels (packed_kv.h): float32's panels, element for element, as IEEE binary16
 // (2 bytes), rounded to nearest even; no scales. One head, room for `stride` keys:
 //   kᵀ  fp16 (d_k, stride) panels at packed_kt_at, from the head's start
-//   v   fp16 (stride, d_v) panels at packed_v_at, from v_offset floats
+//   v   fp16 (stride, d_v) blocks of panels at packed_v_at, from v_offset floats
 // half the bytes of float32. The kernels read the fp16 panels and widen them in registers
 // (simd::load_half8_small: 8 halves -> 2 × f32x4 by integer shifts and shuffles, no multiply;
 // the rows they meet carry the exponent's rebias, below), then run float32's multiply-adds;
@@ -61,7 +61,7 @@ void f16_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, size_t j
   for (size_t i = 0; i < n; ++i) {
     const size_t j = j0 + i;
     for (size_t t = 0; t < d_k; ++t) kt[packed_kt_at(j, t, d_k)] = to_half(k[i * ldk + t]);
-    for (size_t c = 0; c < d_v; ++c) vp[packed_v_at(j, c, stride)] = to_half(v[i * ldv + c]);
+    for (size_t c = 0; c < d_v; ++c) vp[packed_v_at(j, c, stride, d_v)] = to_half(v[i * ldv + c]);
   }
 }
 
@@ -73,7 +73,8 @@ void f16_read_rows(const float* head, size_t stride, size_t d_k, size_t d_v, siz
     if (k)
       for (size_t t = 0; t < d_k; ++t) k[j * ldk + t] = from_half(kt[packed_kt_at(j, t, d_k)]);
     if (v)
-      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = from_half(vp[packed_v_at(j, c, stride)]);
+      for (size_t c = 0; c < d_v; ++c)
+        v[j * ldv + c] = from_half(vp[packed_v_at(j, c, stride, d_v)]);
   }
 }
 
@@ -209,12 +210,18 @@ void f16_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t 
       const bool packed = pack_rows(x, ldp, m, n, xs);
       for (size_t c0 = 0; c0 < kv.d_v; c0 += kNR) {
         const size_t nc = std::min(kNR, kv.d_v - c0);
-        // columns [c0, c0 + kNR), keys from jc
-        const uint16_t* vp = halves(kv.v) + c0 * kv.v_stride + (jc - kv.k0) * kNR;
         float* out = acc + r0 * ld_acc + c0;
         f32x4 a[kMR][2];
         load_tile(a, m, nc, out, ld_acc, accumulate || jc > j0);
-        product(vp, n, packed, xs, x, ldp, m, a);
+        // columns [c0, c0 + kNR), the chunk's keys a v block (packed_kv.h) at a time
+        for (size_t i = 0; i < n;) {
+          const size_t j = jc + i - kv.k0, in = j % kKeyBlock;
+          const PackedVBlock b = packed_v_block(j, kv.v_stride, kv.d_v);
+          const size_t piece = std::min(n - i, b.keys - in);
+          const uint16_t* vp = halves(kv.v) + b.at + c0 * b.keys + in * kNR;
+          product(vp, piece, packed, xs + i * kMR, x + i, ldp, m, a);
+          i += piece;
+        }
         store_tile(a, m, nc, out, ld_acc);
       }
     }

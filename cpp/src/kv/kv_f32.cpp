@@ -1,5 +1,7 @@
 // The kernels of float32 kv panels (packed_kv.h): both products are the GEMM's, on the panels
 // as they lie (they are its packed b operands).
+#include <algorithm>
+
 #include "gemm/gemm_packed.h"
 #include "kv/packed_kv.h"
 
@@ -15,12 +17,20 @@ void f32_scores(const PackedKV& kv, const float* q, size_t ldq, size_t rows, siz
                 lds, false);
 }
 
-// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v
+// p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v, a v block (packed_kv.h) at
+// a time
 void f32_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t rows, size_t j0,
                          size_t cols, float* acc, size_t ld_acc, bool accumulate) {
-  gemm_packed_b(Transpose::no, rows, kv.d_v, cols, p, ldp,
-                packed_b_block(static_cast<const float*>(kv.v), kv.v_stride, j0 - kv.k0, 0),
-                kv.v_stride, acc, ld_acc, accumulate);
+  const float* v = static_cast<const float*>(kv.v);
+  for (size_t j = j0; j < j0 + cols;) {
+    const size_t in = (j - kv.k0) % kKeyBlock;  // key j's place in its block
+    const PackedVBlock b = packed_v_block(j - kv.k0, kv.v_stride, kv.d_v);
+    const size_t n = std::min(j0 + cols - j, b.keys - in);
+    gemm_packed_b(Transpose::no, rows, kv.d_v, n, p + (j - j0), ldp,
+                  packed_b_block(v + b.at, b.keys, in, 0), b.keys, acc, ld_acc,
+                  accumulate || j > j0);
+    j += n;
+  }
 }
 
 }  // namespace

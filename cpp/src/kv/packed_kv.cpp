@@ -2,8 +2,12 @@
 // types' kernels.
 #include "kv/packed_kv.h"
 
+#include <algorithm>
+
 #include "gemm/gemm_packed.h"
 #include "runtime/sizes.h"
+#include "runtime/threading.h"
+#include "wa/thread_pool.h"
 
 namespace wa {
 
@@ -13,26 +17,43 @@ size_t packed_kv_floats(size_t stride, size_t d_k, size_t d_v) {
 
 size_t packed_kv_v_offset(size_t stride, size_t d_k) { return packed_b_floats(d_k, stride); }
 
+namespace {
+
+// Packing units of v (keys,d_v) per full block of kKeyBlock keys.
+size_t v_block_units(size_t d_v) { return pack_b_units(kKeyBlock, d_v); }
+
+}  // namespace
+
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool) {
   const size_t n_k = k.rows, d_k = k.cols, d_v = v.cols;
-  float* kt = buffer;
-  float* vp = buffer + packed_kv_v_offset(n_k, d_k);
-  pack_b(Transpose::yes, d_k, n_k, k.data, k.ld, kt, pool);  // kᵀ (d_k,n_k): panels of keys
-  pack_b(Transpose::no, n_k, d_v, v.data, v.ld, vp, pool);   // v (n_k,d_v): panels of columns
-  return {kt, vp, n_k, d_k, d_v, 0, n_k};
+  const size_t units = pack_kv_units(n_k, d_k, d_v);
+  const size_t threads = pool ? static_cast<size_t>(pool->threads()) : 1;
+  const size_t tasks = std::min(units, threads == 1 ? 1 : kTasksPerThread * threads);
+  // for (u = 0; u < units; ++u) pack unit u; in tasks of units / tasks consecutive units
+  parallel_for(pool, tasks, threads, [&](size_t t) {
+    for (size_t u = t * units / tasks; u < (t + 1) * units / tasks; ++u)
+      pack_kv_unit(k, v, 0, n_k, buffer, u);
+  });
+  return packed_kv_keys(n_k, 0, n_k, d_k, d_v, buffer);
 }
 
 size_t pack_kv_units(size_t keys, size_t d_k, size_t d_v) {
-  return pack_b_units(d_k, keys) + pack_b_units(keys, d_v);
+  const size_t full = keys / kKeyBlock, rest = keys % kKeyBlock;
+  return pack_b_units(d_k, keys) + full * v_block_units(d_v) + (rest ? pack_b_units(rest, d_v) : 0);
 }
 
 void pack_kv_unit(ConstMatrix k, ConstMatrix v, size_t k0, size_t keys, float* buffer, size_t u) {
   const size_t d_k = k.cols, d_v = v.cols, kt_units = pack_b_units(d_k, keys);
-  if (u < kt_units)  // kᵀ (d_k,keys): panels of keys
+  if (u < kt_units) {  // kᵀ (d_k,keys): panels of keys
     pack_b_unit(Transpose::yes, d_k, keys, k.data + k0 * k.ld, k.ld, buffer, u);
-  else  // v (keys,d_v): panels of columns
-    pack_b_unit(Transpose::no, keys, d_v, v.data + k0 * v.ld, v.ld,
-                buffer + packed_kv_v_offset(keys, d_k), u - kt_units);
+    return;
+  }
+  // v block u' / block_units: keys [j0, j0 + its keys), panels of columns
+  const size_t block_units = v_block_units(d_v), w = u - kt_units;
+  const size_t j0 = w / block_units * kKeyBlock;
+  const PackedVBlock b = packed_v_block(j0, keys, d_v);
+  pack_b_unit(Transpose::no, b.keys, d_v, v.data + (k0 + j0) * v.ld, v.ld,
+              buffer + packed_kv_v_offset(keys, d_k) + b.at, w % block_units);
 }
 
 PackedKV packed_kv_keys(size_t n_k, size_t k0, size_t keys, size_t d_k, size_t d_v,
@@ -55,7 +76,7 @@ void packed_kv_write_rows(float* head, size_t stride, size_t d_k, size_t d_v, si
   for (size_t i = 0; i < n; ++i) {
     const size_t j = j0 + i;
     for (size_t t = 0; t < d_k; ++t) head[packed_kt_at(j, t, d_k)] = k[i * ldk + t];
-    for (size_t c = 0; c < d_v; ++c) vp[packed_v_at(j, c, stride)] = v[i * ldv + c];
+    for (size_t c = 0; c < d_v; ++c) vp[packed_v_at(j, c, stride, d_v)] = v[i * ldv + c];
   }
 }
 
@@ -66,7 +87,7 @@ void packed_kv_read_rows(const float* head, size_t stride, size_t d_k, size_t d_
     if (k)
       for (size_t t = 0; t < d_k; ++t) k[j * ldk + t] = head[packed_kt_at(j, t, d_k)];
     if (v)
-      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = vp[packed_v_at(j, c, stride)];
+      for (size_t c = 0; c < d_v; ++c) v[j * ldv + c] = vp[packed_v_at(j, c, stride, d_v)];
   }
 }
 

@@ -12,9 +12,14 @@
 // (gemm_kernels.h, gemm_packed.h), zero past the last key or column:
 //   kᵀ  (d_k, stride) packed with k = d_k: one panel per kNR keys;
 //       key j, element t at  (j / kNR)·kNR·d_k + t·kNR + j % kNR
-//   v   (stride, d_v) packed with k = stride: one panel per kNR columns, after the kᵀ panels;
-//       key j, column c at   v_offset + (c / kNR)·kNR·stride + j·kNR + c % kNR
-// (j counted from k0). Those are float32 panels; a compressed type (a cache's, KvType in
+//   v   (stride, d_v) after the kᵀ panels, in blocks of K = kKeyBlock keys one after another
+//       (the last block the keys left), each block (keys_j, d_v) packed with k = keys_j: one
+//       panel per kNR columns; key j, column c at
+//       v_offset + (j / K)·K·D + (c / kNR)·kNR·keys_j + (j % K)·kNR + c % kNR
+//       D = d_v rounded up to kNR, keys_j = min(K, stride − j / K·K) the keys of j's block
+// (j counted from k0). A run of keys reads its kᵀ and its v each as one stream of consecutive
+// bytes, the order a core's prefetchers follow: a decode reads the cache at its read speed
+// (performance.md). Those are float32 panels; a compressed type (a cache's, KvType in
 // wa/kv_cache.h) keeps the same panels of its own elements and lays out its scales beside
 // them in its own file (kv_i8.cpp; kv_f16.cpp keeps float32's panels in halves).
 #pragma once
@@ -36,8 +41,20 @@ inline constexpr KvType kKvTypes[] = {KvType::f32, KvType::i8, KvType::f16};
 inline size_t packed_kt_at(size_t j, size_t t, size_t d_k) {
   return j / kernels::kNR * kernels::kNR * d_k + t * kernels::kNR + j % kernels::kNR;
 }
-inline size_t packed_v_at(size_t j, size_t c, size_t stride) {
-  return c / kernels::kNR * kernels::kNR * stride + j * kernels::kNR + c % kernels::kNR;
+// The v block holding key j (of a head with room for `stride` keys): where it starts, in
+// elements from v's start, and its keys (its panels' k).
+struct PackedVBlock {
+  size_t at, keys;
+};
+inline PackedVBlock packed_v_block(size_t j, size_t stride, size_t d_v) {
+  const size_t j0 = j / kKeyBlock * kKeyBlock;
+  const size_t cols = (d_v + kernels::kNR - 1) / kernels::kNR * kernels::kNR;
+  return {j0 * cols, stride - j0 < kKeyBlock ? stride - j0 : kKeyBlock};
+}
+inline size_t packed_v_at(size_t j, size_t c, size_t stride, size_t d_v) {
+  const PackedVBlock b = packed_v_block(j, stride, d_v);
+  return b.at + c / kernels::kNR * kernels::kNR * b.keys + j % kKeyBlock * kernels::kNR +
+         c % kernels::kNR;
 }
 
 // One kv head's panels, keys [k0, k0 + keys) of n_k, as above.
@@ -59,7 +76,7 @@ size_t packed_kv_v_offset(size_t stride, size_t d_k);
 // k (n_k,d_k), v (n_k,d_v) -> packed into buffer (packed_kv_floats(n_k, d_k, d_v) floats).
 // pool spreads the panels (null: all on the caller).
 PackedKV pack_kv(ConstMatrix k, ConstMatrix v, float* buffer, ThreadPool* pool);
-// The same packing in units (pack_b_unit: kᵀ's, then v's), for packing several heads in one
+// The same packing in units (pack_b_unit: kᵀ's, then each v block's), for packing several heads in one
 // parallel call: pack_kv_units(keys, d_k, d_v) units, unit u of keys [k0, k0 + keys) written by
 // pack_kv_unit; then packed_kv_keys gives the PackedKV of the buffer.
 size_t pack_kv_units(size_t keys, size_t d_k, size_t d_v);

@@ -3,8 +3,9 @@
 // they keep 0.27× and 0.5× its bytes in wasm memory, and serve the layer's decoding too. A
 // float16 cache rounds to nearest even and refuses what a half cannot hold. An int8 cache's
 // kernels stay within 0.5 % relative RMS of a float64 attention over the values it holds
-// whatever their spread (outlier tokens, log-normal, tiny or huge magnitudes), and it holds
-// every finite value.
+// whatever their spread (outlier tokens, log-normal, tiny or huge magnitudes), every output
+// column within 0.5 % of its Σ p·|v| with a one-channel outlier in a value, a key or the query,
+// and it holds every finite value.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -210,6 +211,82 @@ describe('kv cache dtypes', () => {
               cache.dispose();
             }
           }
+  });
+
+  test('an int8 cache puts every output column within 0.5 % of Σ p·|v| with a one-channel outlier in a value, a key or the query', () => {
+    // token 7's value (X, 0, ..., 0), a channel of its key X times the others, or a channel of
+    // the query X times the others (the keys small there), X 10^3..10^5, with its weight set to
+    // 10^-4..10^-1 through its score; p and the bound in float64 over read(), per column
+    const [n, d, t7] = [300, 64, 7];
+    const scale = 1 / Math.sqrt(d);
+    const worst = [];
+    for (const kind of ['value', 'key', 'query'])
+      for (const x of [1e3, 1e4, 1e5])
+        for (const weight of [1e-4, 1e-3, 1e-2, 1e-1]) {
+          const next = rng(43);
+          const q = uniform(next, d),
+            k = uniform(next, n * d),
+            v = uniform(next, n * d);
+          for (let i = 0; i < k.length; ++i) ((k[i] *= 1.5), (v[i] = kind === 'value' ? 1 + v[i] / 2 : v[i]));
+          const c = kind === 'value' ? 0 : kind === 'key' ? 5 : 3;
+          if (kind === 'value') {
+            for (let t = 0; t < d; ++t) v[t7 * d + t] = t === 0 ? x : 0;
+            q[c] = 1;
+          } else if (kind === 'key') k[t7 * d + c] = x;
+          else {
+            q[c] = x;
+            for (let j = 0; j < n; ++j) k[j * d + c] /= x;
+          }
+          // token 7's score s* = ln(w·Z / (1 − w)), Z the others' Σ exp(s_j), set in channel c
+          for (let pass = 0; pass < 2; ++pass) {
+            let z = 0,
+              rest = 0;
+            for (let j = 0; j < n; ++j) {
+              let sj = 0;
+              for (let t = 0; t < d; ++t) sj += q[t] * k[j * d + t];
+              if (j !== t7) z += Math.exp(scale * sj);
+            }
+            for (let t = 0; t < d; ++t) if (t !== c) rest += q[t] * k[t7 * d + t];
+            const target = Math.log((weight * z) / (1 - weight)) / scale - rest;
+            if (kind === 'key') q[c] = target / k[t7 * d + c];
+            else k[t7 * d + c] = target / q[c];
+          }
+          const cache = attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: n, dtype: 'int8' });
+          try {
+            const { output } = attn.attention(
+              tensor(q, [1, 1, 1, d]),
+              tensor(k, [1, 1, n, d]),
+              tensor(v, [1, 1, n, d]),
+              {
+                cache,
+              },
+            );
+            const { key, value } = cache.read();
+            const p = new Float64Array(n);
+            for (let j = 0; j < n; ++j) {
+              for (let t = 0; t < d; ++t) p[j] += q[t] * key.data[j * d + t];
+              p[j] *= scale;
+            }
+            const m = Math.max(...p);
+            let sum = 0;
+            for (let j = 0; j < n; ++j) sum += p[j] = Math.exp(p[j] - m);
+            let ratio = 0;
+            for (let col = 0; col < d; ++col) {
+              let want = 0,
+                mass = 0;
+              for (let j = 0; j < n; ++j) {
+                want += (p[j] / sum) * value.data[j * d + col];
+                mass += (p[j] / sum) * Math.abs(value.data[j * d + col]);
+              }
+              ratio = Math.max(ratio, Math.abs(output.data[col] - want) / (0.005 * mass));
+            }
+            if (!(ratio <= 1))
+              worst.push(`${kind} ×${x} at weight ${weight}: a column errs ${ratio.toFixed(2)}× the bound`);
+          } finally {
+            cache.dispose();
+          }
+        }
+    assert.deepEqual(worst, []);
   });
 
   test('an int8 cache holds every finite value, 1e38 and 1e-30 too, and refuses only Infinity and NaN', () => {
