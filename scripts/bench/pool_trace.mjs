@@ -3,7 +3,7 @@
 // through a copy of the package's own JS, so every call goes the way a user's does. Built on
 // demand (buildTrace(); scripts/test.sh builds them for tests/js/tools/pool_trace.test.mjs), never
 // shipped:
-//   bash scripts/build.sh pool_trace   -> build/wasm/trace/lib/wasm/
+//   bash scripts/build/build.sh pool_trace   -> build/wasm/trace/lib/wasm/
 // traceCase() runs a case as the scaling rows do (impl_ours.mjs), warmed up past V8's tier-up,
 // then times a few calls and reads each one's sections: how long each took on the caller, and
 // each task's duration, thread, start and end.
@@ -14,7 +14,7 @@ import { buildTargets } from '../lib/build_targets.mjs';
 import { ROOT } from './peers.mjs';
 
 export const TRACE_LIB = join(ROOT, 'build', 'wasm', 'trace', 'lib');
-export const TRACE_BUILD = 'bash scripts/build.sh pool_trace';
+export const TRACE_BUILD = 'bash scripts/build/build.sh pool_trace';
 const MODULES = ['wasm_attention_simd128_mt.wasm', 'wasm_attention_simd128.wasm'];
 
 // -> null when the trace modules are built, else why not (with the command that builds them)

@@ -73,7 +73,7 @@ export async function measureScaling({ options, machine, peersOk, log }) {
   else rows.push(...auto.rows);
 
   let model = null;
-  log('scaling model: building the pool-trace modules (bash scripts/build.sh pool_trace)');
+  log('scaling model: building the pool-trace modules (bash scripts/build/build.sh pool_trace)');
   const missing = buildTrace();
   if (missing) notes.push(`no scaling model: ${missing}`);
   else {

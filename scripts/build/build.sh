@@ -2,13 +2,13 @@
 # Builds the product: the native core and tests (build/native), with Emscripten the wasm tests
 # (build/wasm) and the package's four modules (web/lib/wasm), and the package's CommonJS entry
 # (web/lib/index.cjs). Incremental: a second run rebuilds only what changed.
-#   bash scripts/build.sh                  the product (npm run build)
-#   bash scripts/build.sh TARGET...        only these build/wasm targets, which the default build
+#   bash scripts/build/build.sh                  the product (npm run build)
+#   bash scripts/build/build.sh TARGET...        only these build/wasm targets, which the default build
 #                                          leaves out: the lab's modules, built on demand by the
 #                                          bench and the forensics scripts (CMakeLists.txt:
 #                                          forensics, pool_trace)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # Emscripten's link step runs its JS optimizer under Node, which needs Debian's acorn.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
@@ -43,5 +43,5 @@ cmake --build build/wasm -j"$jobs"
 # modules, so Rollup bundles the synchronous functions from their modules into one CommonJS
 # file, whose createAttention imports index.js. Its types: the same declarations under the
 # .d.cts name TypeScript looks for beside index.cjs.
-node scripts/build_cjs.mjs
+node scripts/build/build_cjs.mjs
 cp web/lib/index.d.ts web/lib/index.d.cts

@@ -8,7 +8,7 @@
 //   files    every file locateFile() may be asked about: the .wasm, the classic glue .js, and
 //            with threads the pthread workers' script .worker.js
 //   wasm     () -> URL of the .wasm, the one file the build loads in a browser by URL (its
-//            pthread workers run text the glue's module carries: scripts/wrap_esm.mjs). A literal
+//            pthread workers run text the glue's module carries: scripts/build/wrap_esm.mjs). A literal
 //            new URL('./wasm/<file>', import.meta.url): the form Vite, webpack 5, Parcel 2 and
 //            Rollup (with @web/rollup-plugin-import-meta-assets) follow, copying the file into
 //            the app's build and rewriting the URL. A folder URL joined to a file name would be

@@ -13,7 +13,7 @@
 // Its files are found next to this module, or wherever options.locateFile says: the .wasm, and
 // with threads the pthread workers' script and the classic glue it loads. In a browser without
 // locateFile the pthread workers run from blob: URLs made of the text the glue's module carries
-// (scripts/wrap_esm.mjs): only the .wasm is a file of the app's build.
+// (scripts/build/wrap_esm.mjs): only the .wasm is a file of the app's build.
 
 import { sharedMemoryAvailable } from './features.js';
 import { isNode, nodeBuiltin } from './host.js';
@@ -35,7 +35,7 @@ function packagedWasm(build) {
 // -> { failed, stop }: failed rejects when one of the pool's workers fails before the module
 // is ready (its script or the glue it imports did not load, was blocked, or threw): the
 // factory's own promise would wait forever. The glue's own handler (Module.onWorkerError,
-// scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
+// scripts/build/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
 // process. stop() takes the listeners off once the module is ready; a worker failing later is
 // the glue's to report, as it always was.
 // fromText: the workers run from blob: URLs (else from the files locateFile or the folder gave).

@@ -382,7 +382,7 @@ test('plain: a worker script that does not load gives one thread and a warning',
   }
 });
 
-// The threaded build's pthread workers run from blob: URLs (scripts/wrap_esm.mjs): a page whose
+// The threaded build's pthread workers run from blob: URLs (scripts/build/wrap_esm.mjs): a page whose
 // Content-Security-Policy allows blob: in worker-src and script-src gets its threads; one that
 // does not gets one thread and a warning naming the policy, not a failure. 'unsafe-eval': the
 // Embind glue makes functions with new Function(); 'unsafe-inline': the example's import map.
