@@ -28,7 +28,7 @@
 // --also DIR (Node and Bun): the probe modules of another build too (a copy of
 // build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
 // side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
 // now(): CPU time in Node and Bun (an engine's compiler threads count while they work), else wall
 import { benchModule, buildForensics, cpuClock, now } from './bench_modules.mjs';

@@ -21,7 +21,7 @@
 // rounds. Shares are of scores + softmax + values, from the bests (a neighbour only ever adds
 // time: in a page, whose clock is wall time, the best is what the piece costs); "softmax/GEMM"
 // compares engines with their own GEMM speed taken out.
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 import { benchModule, buildForensics, cpuClock, now } from './bench_modules.mjs';
 
 const SHAPES = {
