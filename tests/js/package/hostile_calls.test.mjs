@@ -2475,10 +2475,11 @@ direct1.dispose();
 direct2.dispose();
 
 // ---- one test per section ----
+// A check's ok: true as documented, false a deviation, null a note (a case the docs promise
+// nothing about, such as int8 queries with an outlier channel): printed, not asserted.
+const row = (r) => `${r.check} | expected: ${r.expected} | got: ${r.got}`;
 for (const name of new Set(rows.map((r) => r.section)))
-  test(`${name}: every check as documented`, () => {
-    const deviations = rows
-      .filter((r) => r.section === name && !r.ok)
-      .map((r) => `${r.check} | expected: ${r.expected} | got: ${r.got}`);
-    assert.deepEqual(deviations, []);
+  test(`${name}: every check as documented`, (t) => {
+    for (const r of rows.filter((r) => r.section === name && r.ok === null)) t.diagnostic(`note: ${row(r)}`);
+    assert.deepEqual(rows.filter((r) => r.section === name && r.ok === false).map(row), []);
   });
