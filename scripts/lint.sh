@@ -4,6 +4,7 @@
 #   eslint            the recommended correctness rules (eslint.config.js)
 #   clang-format-14   C++ laid out as .clang-format says (--dry-run -Werror: report, fail); by
 #                     version, since another may lay out the same code differently
+#   lint_comment_paths.mjs  every repository path a comment names exists
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,5 +16,6 @@ if [ -f .clang-format ]; then
   # shellcheck disable=SC2086
   clang-format-14 --dry-run -Werror $cpp_files || status=1
 fi
+node scripts/lint_comment_paths.mjs || status=1
 [ $status -eq 0 ] && echo "lint: clean"
 exit $status

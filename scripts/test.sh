@@ -5,8 +5,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh || exit 1
-bash scripts/build.sh || exit 1
+bash scripts/build/setup.sh || exit 1
+bash scripts/build/build.sh || exit 1
+# The bench's pool-trace modules (not in the product build): tests/js/tools/pool_trace.test.mjs
+# holds the trace the scaling model reads to the pool.
+bash scripts/build/build.sh pool_trace || exit 1
 
 status=0
 # Formats and lints (scripts/lint.sh): checks, never rewrites; `npm run format` rewrites.

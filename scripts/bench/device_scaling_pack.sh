@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs what scripts/bench/device_scaling.sh needs on a bare x86-64 machine (no network, no
 # Node) into build/device-scaling/ (ignored by git), for a session whose device tool lends a
-# 16-core machine: run this here after scripts/build.sh and
-# `cmake --build build/wasm --target pool_trace`, then in one device call
+# 16-core machine: run this here after scripts/build/build.sh and
+# `bash scripts/build/build.sh pool_trace`, then in one device call
 #   carry: ["build/device-scaling"]
 #   command: bash scripts/bench/device_scaling.sh          (timeout_s 600; about 7-8 minutes)
 # from the checkout that holds this branch (the device tool sends the session's own checkout).
@@ -30,7 +30,7 @@ fi
 for f in web/lib/wasm/wasm_attention_simd128_mt.wasm build/wasm/trace/lib/wasm/wasm_attention_simd128_mt.wasm \
   build/bench-peers/node_modules/onnxruntime-web/package.json; do
   [ -f "$f" ] || {
-    echo "device_scaling_pack: $f is missing: run scripts/build.sh, cmake --build build/wasm --target pool_trace and the bench once (npm run bench -- --only scaling --peers ort)" >&2
+    echo "device_scaling_pack: $f is missing: run scripts/build/build.sh, bash scripts/build/build.sh pool_trace and the bench once (npm run bench -- --only scaling --peers ort)" >&2
     exit 1
   }
 done

@@ -14,7 +14,7 @@ import { oursKey } from './impl_ours.mjs';
 import { IMPLS_HERE } from './platform.mjs';
 import { describe, message, runCase } from './runner.mjs';
 import { FULL, LONG_QUICK, PREFILL, QUICK } from './timing.mjs';
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 
 export const GROUPS = {
   main: [

@@ -6,7 +6,7 @@
 // The call on float16 inputs widens q, k and v (3·512·64 values) and narrows the output;
 // 512×512 is the largest tensor such a call converts (the scores with qkOutput).
 import { createAttention, tensor } from '../../web/lib/index.js';
-import { float32ToHalfInto, halfToFloat32 } from '../../web/lib/half.js';
+import { float32ToHalfInto, halfToFloat32 } from '../../web/lib/internal.js';
 import { FULL, measure } from './timing.mjs';
 
 const next = (() => {

@@ -1,24 +1,36 @@
 // The pool trace, for the scaling model (scaling_model.mjs): our SIMD128 modules rebuilt with
 // WA_POOL_TRACE (CMakeLists.txt, "bench only: the pool trace"; cpp/src/runtime/pool_trace.h), run
 // through a copy of the package's own JS, so every call goes the way a user's does. Built on
-// demand, never shipped:
-//   cmake --build build/wasm --target pool_trace   -> build/wasm/trace/lib/wasm/
+// demand (buildTrace(); scripts/test.sh builds them for tests/js/tools/pool_trace.test.mjs), never
+// shipped:
+//   bash scripts/build/build.sh pool_trace   -> build/wasm/trace/lib/wasm/
 // traceCase() runs a case as the scaling rows do (impl_ours.mjs), warmed up past V8's tier-up,
 // then times a few calls and reads each one's sections: how long each took on the caller, and
 // each task's duration, thread, start and end.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildTargets } from '../lib/build_targets.mjs';
 import { ROOT } from './peers.mjs';
 
 export const TRACE_LIB = join(ROOT, 'build', 'wasm', 'trace', 'lib');
-export const TRACE_BUILD = 'cmake --build build/wasm --target pool_trace';
+export const TRACE_BUILD = 'bash scripts/build/build.sh pool_trace';
 const MODULES = ['wasm_attention_simd128_mt.wasm', 'wasm_attention_simd128.wasm'];
 
 // -> null when the trace modules are built, else why not (with the command that builds them)
 export function traceMissing() {
   const absent = MODULES.filter((f) => !existsSync(join(TRACE_LIB, 'wasm', f)));
   return absent.length ? `the pool-trace modules are not built (${absent.join(', ')}): ${TRACE_BUILD}` : null;
+}
+
+// Builds the trace modules (incremental) -> null, or why they are not there
+export function buildTrace() {
+  try {
+    buildTargets('pool_trace');
+  } catch (e) {
+    return `the pool-trace modules did not build (${TRACE_BUILD}): ${e.message}`;
+  }
+  return traceMissing();
 }
 
 // Copies web/lib/*.js beside the trace modules (fresh each time: the package's JS may have

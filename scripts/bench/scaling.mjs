@@ -11,7 +11,7 @@ import { scalingCaseIds, scalingThreads, SCALING_THREADS } from './args.mjs';
 import { caseById } from './cases.mjs';
 import { failedRows } from './groups.mjs';
 import { relativeDiff } from './inputs.mjs';
-import { traceMissing } from './pool_trace.mjs';
+import { buildTrace } from './pool_trace.mjs';
 import { contentionOf, median, poolCostsOf, predictSpeedups, profileFor, profileOf } from './scaling_model.mjs';
 import { runChild } from './spawn.mjs';
 import { fmtMs } from './table.mjs';
@@ -73,7 +73,8 @@ export async function measureScaling({ options, machine, peersOk, log }) {
   else rows.push(...auto.rows);
 
   let model = null;
-  const missing = traceMissing();
+  log('scaling model: building the pool-trace modules (bash scripts/build/build.sh pool_trace)');
+  const missing = buildTrace();
   if (missing) notes.push(`no scaling model: ${missing}`);
   else {
     const traces = {};

@@ -3,7 +3,7 @@
 // stderr, which is usually the reason (e.g. a wasm "out of memory" abort).
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 
 const CHILD = fileURLToPath(new URL('./child.mjs', import.meta.url));
 export const RESULT_MARKER = '@@bench-result@@';

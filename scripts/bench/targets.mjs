@@ -1,7 +1,7 @@
 // The performance targets of the issue, checked on one run's figures (ratios measured side
 // by side, never absolute times): -> [{ target, value, goal, unit, ok }] (ok null: not measured).
 
-import { rowBytes } from '../../web/lib/kv_cache.js';
+import { rowBytes } from '../../web/lib/internal.js';
 import { DECODE_LENGTHS, decodeId } from './cases.mjs';
 
 // Median time of a case for an implementation, or null when the row did not run.

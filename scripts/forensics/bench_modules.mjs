@@ -7,7 +7,8 @@
 // In a page (in_page.mjs serves the repository): a script tag of dir/NAME.js, whose factory is
 // the global exportName, and dir/NAME.wasm fetched. In Node or Bun: require() of NAME.js and
 // NAME.wasm read from disk (passed as wasmBinary: the loader would fetch() a file path, which
-// Node 20's fetch rejects). dir: a URL, build/wasm/bench/ of this checkout unless given.
+// Node 20's fetch rejects). dir: a URL, build/wasm/bench/ of this checkout unless given; in Node
+// or Bun that folder's modules are built first (the forensics target, not in the default build).
 export const cpuClock = typeof process === 'object' && typeof process.cpuUsage === 'function';
 export const now = cpuClock
   ? () => {
@@ -16,7 +17,9 @@ export const now = cpuClock
     }
   : () => performance.now();
 
-export async function benchModule(name, exportName, dir = new URL('../../build/wasm/bench/', import.meta.url)) {
+const BENCH_DIR = new URL('../../build/wasm/bench/', import.meta.url);
+
+export async function benchModule(name, exportName, dir = BENCH_DIR) {
   const js = new URL(`${name}.js`, dir);
   const wasm = new URL(`${name}.wasm`, dir);
   if (typeof document === 'object') {
@@ -29,9 +32,17 @@ export async function benchModule(name, exportName, dir = new URL('../../build/w
     });
     return { factory: globalThis[exportName], wasmBinary: new Uint8Array(await (await fetch(wasm)).arrayBuffer()) };
   }
+  if (dir.href === BENCH_DIR.href) await buildForensics();
   const { readFile } = await import('node:fs/promises');
   const { createRequire } = await import('node:module');
   const { fileURLToPath } = await import('node:url');
   const factory = createRequire(import.meta.url)(fileURLToPath(js));
   return { factory, wasmBinary: await readFile(wasm) };
+}
+
+// Node or Bun: the forensics target (the probes and forensics modules of build/wasm/bench/), on
+// demand; a script that loads them in a page calls it before it opens the page.
+export async function buildForensics() {
+  const { buildTargets } = await import('../lib/build_targets.mjs');
+  buildTargets('forensics');
 }

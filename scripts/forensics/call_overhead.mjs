@@ -21,8 +21,7 @@
 // Then, for one 1 MB result (512² floats) in this instance's memory (a SharedArrayBuffer in the
 // threaded build): slice(); new Float32Array(n) alone; new + set(view); set(view) into an array
 // made beforehand; the same four on a plain ArrayBuffer. Medians of interleaved rounds.
-import { Heap } from '../../web/lib/heap.js';
-import { Runtime } from '../../web/lib/runtime.js';
+import { Heap, Runtime } from '../../web/lib/internal.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];

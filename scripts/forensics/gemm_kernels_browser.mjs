@@ -4,13 +4,14 @@
 //   node scripts/forensics/gemm_kernels_browser.mjs --browser chromium|firefox|webkit
 //        [--isa relaxed-simd] [--rounds N] [--kernels NAME,NAME...] [--baseline DIR] [--json]
 //
-// Serves the repository's build/wasm/bench/ (the bench-only module with gemmKernelGflops),
+// Builds and serves the repository's build/wasm/bench/ (the bench-only module with gemmKernelGflops),
 // scripts/forensics/ and scripts/bench/ (whose peak probe gemm_kernels.mjs imports; the probe
 // modules themselves are assembled here) from a local server, opens a page that runs
 // measureGemmKernels on the single-thread module and prints its report.
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { buildForensics } from './bench_modules.mjs';
 import { formatGemmKernels } from './gemm_kernels.mjs';
 import { probeModule } from '../bench/peak_probe.mjs';
 
@@ -44,6 +45,7 @@ try {
 } catch (e) { window.kernelsError = String(e && e.stack || e); }
 </script>`;
 
+await buildForensics();
 const peak = Buffer.from(await probeModule());
 const peakFma = Buffer.from(await probeModule({ fma: true }));
 const types = { '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm' };

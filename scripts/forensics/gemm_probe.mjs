@@ -15,7 +15,7 @@
 //   gemm     pack_b + gemm_packed_b 512³: everything matmul runs inside the module
 //   matmul   the package's attn.matmul (1 thread): the gemm plus copies in and out of JS
 //   pack_b   packing b alone, as a share of gemm's time
-// from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built by scripts/build.sh;
+// from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built on demand: bench_modules.mjs;
 // bench_modules.mjs loads them), and the peak probes (peak_probe.mjs: mul+add chains in its
 // three loops, the fastest each round; relaxed_madd chains likewise). Rounds interleave
 // everything. In Node and Bun times are this process's CPU time (process.cpuUsage: a neighbour
@@ -28,10 +28,10 @@
 // --also DIR (Node and Bun): the probe modules of another build too (a copy of
 // build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
 // side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
 // now(): CPU time in Node and Bun (an engine's compiler threads count while they work), else wall
-import { benchModule, cpuClock, now } from './bench_modules.mjs';
+import { benchModule, buildForensics, cpuClock, now } from './bench_modules.mjs';
 import { flopsPerPass, instantiate } from './kernel_shape.mjs';
 import { FLOPS_PER_STEP, probeRuns } from '../bench/peak_probe.mjs';
 
@@ -181,6 +181,7 @@ export function formatGemm(engine, { clock, samples }, load) {
 
 async function main() {
   (await import('../bench/spawn.mjs')).rerunWithRelaxedSimd();
+  await buildForensics();
   const { argument, measureAndPrint } = await import('./in_page.mjs');
   const { kernelShapeModule } = await import('./kernel_shape.mjs');
   const { probeModule } = await import('../bench/peak_probe.mjs');

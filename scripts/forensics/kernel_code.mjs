@@ -17,7 +17,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { BUILDS } from '../../web/lib/builds.js';
+import { BUILDS } from '../../web/lib/internal.js';
 import { RELAXED_SIMD_FLAG } from '../bench/spawn.mjs';
 
 const WASM_DIR = new URL('../../web/lib/wasm/', import.meta.url);

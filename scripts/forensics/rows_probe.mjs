@@ -1,5 +1,5 @@
 // Where attention's time goes, per engine: the pieces of rows_probe.cpp (bench-only modules in
-// build/wasm/bench/, built by scripts/build.sh), timed side by side in one process or page.
+// build/wasm/bench/, built on demand: bench_modules.mjs), timed side by side in one process or page.
 //
 //   node scripts/forensics/rows_probe.mjs [--rounds N] [--json]             V8 (Node)
 //   node_modules/.bin/bun scripts/forensics/rows_probe.mjs [--rounds N]     JavaScriptCore (Bun)
@@ -21,8 +21,8 @@
 // rounds. Shares are of scores + softmax + values, from the bests (a neighbour only ever adds
 // time: in a page, whose clock is wall time, the best is what the piece costs); "softmax/GEMM"
 // compares engines with their own GEMM speed taken out.
-import { relaxedSimdAvailable } from '../../web/lib/features.js';
-import { benchModule, cpuClock, now } from './bench_modules.mjs';
+import { relaxedSimdAvailable } from '../../web/lib/internal.js';
+import { benchModule, buildForensics, cpuClock, now } from './bench_modules.mjs';
 
 const SHAPES = {
   attention: { slot: 0, heads: 1, n_q: 512, n_k: 512, d: 64, causal: 1, times: 1 },
@@ -97,6 +97,7 @@ export async function measureRowsOfBuild(rounds) {
 
 async function main() {
   (await import('../bench/spawn.mjs')).rerunWithRelaxedSimd();
+  await buildForensics();
   const { argument, measureAndPrint } = await import('./in_page.mjs');
   await measureAndPrint({
     moduleUrl: '/scripts/forensics/rows_probe.mjs',

@@ -11,7 +11,7 @@
 //   ENGINES                      ['chromium', 'firefox', 'webkit']
 //   engineMissing(engine)        null when the engine's programs are installed, else a sentence
 //                                naming what is missing (for a test's `skip`;
-//                                scripts/setup.sh installs them all)
+//                                scripts/build/setup.sh installs them all)
 //   launchBrowser(engine, { env })
 //                                -> browser, with close(). Chromium's is playwright's Browser;
 //                                the others carry only newPage() and close().
@@ -93,7 +93,7 @@ export function engineMissing(engine) {
   if (absent.length === 0) return null;
   const programs = absent.map(([program]) => program).join(', ');
   const packages = [...new Set(absent.map(([, pkg]) => pkg))].join(', ');
-  return `${engine}: ${programs} not installed (Debian ${packages}; scripts/setup.sh installs them)`;
+  return `${engine}: ${programs} not installed (Debian ${packages}; scripts/build/setup.sh installs them)`;
 }
 
 const engines = new WeakMap(); // browser -> engine

@@ -1,6 +1,6 @@
 // Small tensor helpers for computing in Node what the page shows (the page tests) and for the bench.
 import { tensor } from '../../web/lib/index.js';
-import { columns as copyColumns } from '../../web/lib/layer_forward.js';
+import { columns as copyColumns } from '../../web/lib/internal.js';
 
 // The n×n identity.
 export const eye = (n) =>

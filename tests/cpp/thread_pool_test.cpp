@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mha_layer.h"
 #include "testing.h"
@@ -32,6 +33,53 @@ TEST_CASE("parallel_for runs each task exactly once, call after call") {
     pool.parallel_for(n, [&](size_t i) { runs[i].fetch_add(1); });
     for (size_t i = 0; i < n; ++i) REQUIRE(runs[i].load() == 1);
   }
+}
+
+// The N-d loops hand each index tuple to one task: on a pool of 4, every (i, j[, l]) once, at
+// shapes with an extent of 0 and 1 among them; serially (a null pool, and a pool of 1) in the
+// order of the nested serial loops they replace, the last index fastest.
+TEST_CASE("parallel_for_2d and _3d run every index once, row-major on one thread") {
+  ThreadPool pool(4), one(1);
+  const std::array<size_t, 5> extents{0, 1, 2, 3, 7};
+  for (size_t n0 : extents)
+    for (size_t n1 : extents) {
+      std::vector<std::atomic<int>> runs(n0 * n1);
+      std::atomic<int> outside{0};  // tasks given an index past its extent
+      parallel_for_2d(&pool, n0, n1, SIZE_MAX, [&](size_t i, size_t j) {
+        if (i < n0 && j < n1)
+          runs[i * n1 + j].fetch_add(1);
+        else
+          outside.fetch_add(1);
+      });
+      REQUIRE(outside.load() == 0);
+      for (size_t t = 0; t < n0 * n1; ++t) REQUIRE(runs[t].load() == 1);
+      for (ThreadPool* serial : {static_cast<ThreadPool*>(nullptr), &one}) {
+        std::vector<size_t> order;
+        parallel_for_2d(serial, n0, n1, SIZE_MAX,
+                        [&](size_t i, size_t j) { order.push_back(i * n1 + j); });
+        REQUIRE(order.size() == n0 * n1);
+        for (size_t t = 0; t < order.size(); ++t) REQUIRE(order[t] == t);
+      }
+      for (size_t n2 : extents) {
+        std::vector<std::atomic<int>> runs3(n0 * n1 * n2);
+        parallel_for_3d(&pool, n0, n1, n2, 3, [&](size_t i, size_t j, size_t l) {
+          if (i < n0 && j < n1 && l < n2)
+            runs3[(i * n1 + j) * n2 + l].fetch_add(1);
+          else
+            outside.fetch_add(1);
+        });
+        REQUIRE(outside.load() == 0);
+        for (size_t t = 0; t < runs3.size(); ++t) REQUIRE(runs3[t].load() == 1);
+        for (ThreadPool* serial : {static_cast<ThreadPool*>(nullptr), &one}) {
+          std::vector<size_t> order;
+          parallel_for_3d(serial, n0, n1, n2, SIZE_MAX, [&](size_t i, size_t j, size_t l) {
+            order.push_back((i * n1 + j) * n2 + l);
+          });
+          REQUIRE(order.size() == runs3.size());
+          for (size_t t = 0; t < order.size(); ++t) REQUIRE(order[t] == t);
+        }
+      }
+    }
 }
 
 // Calls of a few tasks, back to back: a worker may wake for a call the caller has already

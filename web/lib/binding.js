@@ -1,6 +1,7 @@
 // The wasm module's side of every call, in one place: the core's argument structs as the
-// module binds them (cpp/bindings/embind.cpp, value objects of the structs in
-// cpp/include/wa/attention.h), one builder per struct, and the Status every call returns.
+// module binds them (cpp/bindings/embind.cpp, value objects of the structs of cpp/include/wa/:
+// ScoreMask in score_mask.h, HeadsShape and HeadsMask in attention_heads.h, Rotary in rotary.h,
+// the others in attention.h), one builder per struct, and the Status every call returns.
 //
 // Pointer fields are byte offsets into wasm memory; a field left out is 0, a null pointer.
 // A new field of a core struct is added here once, in its list, and once in embind.cpp.

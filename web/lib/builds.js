@@ -14,7 +14,7 @@
 //            invisible to them. esbuild leaves these URLs as they are: its users copy the wasm/
 //            folder next to their bundle.
 //   worker   (threaded builds) () -> a new pthread worker, a module worker running the package's
-//            <base>.worker.mjs (scripts/wrap_esm.mjs): what a browser's loader starts where the
+//            <base>.worker.mjs (scripts/build/wrap_esm.mjs): what a browser's loader starts where the
 //            package is served from the page's origin. A literal new Worker(new URL('./wasm/
 //            <file>', import.meta.url), { type: 'module' }), the form Vite, webpack 5 and Parcel 2
 //            build as a worker of its own; Rollup's importMetaAssets and esbuild's users copy the

@@ -16,7 +16,7 @@
 // (builds.js), a file of the page's origin that a Content-Security-Policy of worker-src 'self'
 // allows; where the package is served from another origin (a CDN), whose scripts no worker can
 // start from, they run from blob: URLs made of the text the glue's module carries
-// (scripts/wrap_esm.mjs). Either way the glue evaluates no string (CMakeLists.txt:
+// (scripts/build/wrap_esm.mjs). Either way the glue evaluates no string (CMakeLists.txt:
 // DYNAMIC_EXECUTION=0 and cpp/bindings/embind_invoker.js), so 'wasm-unsafe-eval' is all the
 // policy needs (web/docs/loading.md).
 
@@ -63,7 +63,7 @@ async function htmlForWasm(url, bytes) {
 // -> { failed, stop }: failed rejects when one of the pool's workers fails before the module
 // is ready (its script or the glue it imports did not load, was blocked, or threw): the
 // factory's own promise would wait forever. The glue's own handler (Module.onWorkerError,
-// scripts/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
+// scripts/build/patch_glue.mjs) reports to it instead of rethrowing, which would kill a Node or Deno
 // process. stop() takes the listeners off once the module is ready; a worker failing later is
 // the glue's to report, as it always was.
 // from: where the workers' scripts are: 'text' (blob: URLs), 'module' (the package's
@@ -176,7 +176,7 @@ async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreads
       const located = { [`${base}.wasm`]: wasmUrl.href };
       settings.locateFile = (file) => located[file] ?? new URL(file, wasmUrl).href;
       if (build.worker && sameOrigin(wasmUrl)) {
-        settings.pthreadWorker = build.worker; // the glue's pool makes its workers with it (scripts/patch_glue.mjs)
+        settings.pthreadWorker = build.worker; // the glue's pool makes its workers with it (scripts/build/patch_glue.mjs)
       } else if (scripts) {
         // A blob: URL's worker has the page's origin (a data: URL's would have an opaque one).
         const workerUrl = URL.createObjectURL(new Blob([scripts.worker], { type: 'text/javascript' }));

@@ -12,8 +12,8 @@
 // The public surface; each job is a module: the config and parameters (layer_config.js), what
 // the layer holds (layer_state.js), forward (layer_forward.js), forward over a cache
 // (layer_forward_cached.js), backward (layer_backward.js), the SGD step (layer_step.js).
-// Every call reads its arguments once, first (parse*), then checks the layer is alive and
-// touches wasm memory.
+// Every call checks the layer is alive, then reads its arguments once (parse*), then touches wasm
+// memory; the constructor reads its config before it checks the instance is alive.
 import { layerBackward, parseBackward } from './layer_backward.js';
 import { checkLayerConfig } from './layer_config.js';
 import { layerForward, parseForward } from './layer_forward.js';

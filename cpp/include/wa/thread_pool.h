@@ -57,4 +57,26 @@ inline void parallel_for(ThreadPool* pool, size_t n, const std::function<void(si
   parallel_for(pool, n, SIZE_MAX, task);
 }
 
+// Replaces the serial loops
+//   for (size_t i = 0; i < n0; ++i)
+//     for (size_t j = 0; j < n1; ++j) task(i, j);
+// as parallel_for(pool, n0·n1, max_threads, ...): task t is (t / n1, t % n1), the indices in
+// row-major order, the last fastest. n0·n1 must fit in size_t.
+template <class Task>
+void parallel_for_2d(ThreadPool* pool, size_t n0, size_t n1, size_t max_threads, Task&& task) {
+  parallel_for(pool, n0 * n1, max_threads, [&](size_t t) { task(t / n1, t % n1); });
+}
+
+// Replaces the serial loops
+//   for (size_t i = 0; i < n0; ++i)
+//     for (size_t j = 0; j < n1; ++j)
+//       for (size_t l = 0; l < n2; ++l) task(i, j, l);
+// as parallel_for(pool, n0·n1·n2, max_threads, ...), row-major as parallel_for_2d.
+template <class Task>
+void parallel_for_3d(ThreadPool* pool, size_t n0, size_t n1, size_t n2, size_t max_threads,
+                     Task&& task) {
+  parallel_for(pool, n0 * n1 * n2, max_threads,
+               [&](size_t t) { task(t / (n1 * n2), t / n2 % n1, t % n2); });
+}
+
 }  // namespace wa

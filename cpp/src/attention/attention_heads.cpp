@@ -101,16 +101,17 @@ void forward_traced(const HeadsShape& s, HeadTensor<const float> q, const KvSour
   float* buffer =
       src.packed ? nullptr
                  : thread_scratch(ScratchSlot::packed_kv, packed_kv_floats(s.n_k, s.d_k, s.d_v));
+  ThreadPool* const threads_pool = pool_for(pool, flops);
   const size_t threads = threads_for(pool, flops);
   for (size_t b = 0; b < s.batch; ++b)
     for (size_t g = 0; g < s.kv_heads; ++g) {
-      const PackedKV kv = src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
-                                     : pack_kv(const_head(src.k, b, g, s.n_k, s.d_k),
-                                               const_head(src.v, b, g, s.n_k, s.d_v), buffer,
-                                               pool_for(pool, flops));
-      // for (t = 0; t < group·row_blocks; ++t) query head g·group + t / row_blocks, its row block t % row_blocks
-      parallel_for(pool_for(pool, flops), group * row_blocks, threads, [&](size_t t) {
-        const size_t h = g * group + t / row_blocks, r0 = (t % row_blocks) * kAttentionRowBlock;
+      const PackedKV kv =
+          src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                     : pack_kv(const_head(src.k, b, g, s.n_k, s.d_k),
+                               const_head(src.v, b, g, s.n_k, s.d_v), buffer, threads_pool);
+      // (hg, rb): query head g·group + hg, its rows [rb·B, (rb+1)·B)
+      parallel_for_2d(threads_pool, group, row_blocks, threads, [&](size_t hg, size_t rb) {
+        const size_t h = g * group + hg, r0 = rb * kAttentionRowBlock;
         const size_t r1 = std::min(s.n_q, r0 + kAttentionRowBlock);
         attention_rows(const_head(q, b, h, s.n_q, s.d_k), kv, head(out, b, h, s.n_q, s.d_v), scale,
                        masks[b * s.q_heads + h], r0, r1,
@@ -168,13 +169,12 @@ void forward_rows(const HeadsShape& s, HeadTensor<const float> q, const KvSource
                     ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
                     : packed_kv_keys(s.n_k, k0, k1 - k0, s.d_k, s.d_v, buffer + i * run_floats);
       }
-      // for (t = 0; t < row_blocks·count·group; ++t) row block row_blocks − 1 − t / (count·group)
-      // of query head (t / group % count, t % group) of the pass: the last rows first, which
-      // see the most keys under a causal mask, so that the threads end together
-      parallel_for(threads, row_blocks * count * group, feeds, [&](size_t t) {
-        const size_t i = t / group % count, hg = t % group;
+      // (l, i, hg): row block row_blocks − 1 − l of query head hg of the pass's kv head
+      // first + i: the last rows first, which see the most keys under a causal mask, so that
+      // the threads end together
+      parallel_for_3d(threads, row_blocks, count, group, feeds, [&](size_t l, size_t i, size_t hg) {
         const size_t b = (first + i) / s.kv_heads, h = (first + i) % s.kv_heads * group + hg;
-        const size_t r0 = (row_blocks - 1 - t / (count * group)) * kAttentionRowBlock;
+        const size_t r0 = (row_blocks - 1 - l) * kAttentionRowBlock;
         const size_t rows = std::min(s.n_q, r0 + kAttentionRowBlock) - r0;
         const Matrix oh = head(out, b, h, s.n_q, s.d_v);
         float* o = oh.data + r0 * oh.ld;
@@ -320,8 +320,7 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
   std::vector<float> d_sink_heads(d_sinks ? checked_product({s.batch, s.q_heads}) : 0);
   // kv head g of sequence b and the query heads that read it, one after another; inner spreads
   // each head's passes (null inside a pool task)
-  auto group_backward = [&](size_t bg, ThreadPool* inner) {
-    const size_t b = bg / s.kv_heads, g = bg % s.kv_heads;
+  auto group_backward = [&](size_t b, size_t g, ThreadPool* inner) {
     std::vector<float> p(weights ? 0 : nn);  // the recomputed weights (n_q,n_k)
     // the kv head's gradients from its second query head on: (n_k,d_k) and (n_k,d_v), then added
     std::vector<float> dk_h(group > 1 ? checked_product({s.n_k, s.d_k}) : 0);
@@ -357,10 +356,12 @@ void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
       pool, static_cast<double>(s.batch) * s.q_heads * s.n_q * s.n_k * 2 * (s.d_k + s.d_v));
   if (groups > 1 && groups >= threads &&
       (groups % threads == 0 || groups >= kTasksPerThread * threads))
-    // for (bg = 0; bg < batch·hkv; ++bg): writes only its query heads' dq, its kv head's dk, dv
-    parallel_for(pool, groups, threads, [&](size_t bg) { group_backward(bg, nullptr); });
+    // (b, g): writes only its query heads' dq, its kv head's dk, dv
+    parallel_for_2d(pool, s.batch, s.kv_heads, threads,
+                    [&](size_t b, size_t g) { group_backward(b, g, nullptr); });
   else
-    for (size_t bg = 0; bg < groups; ++bg) group_backward(bg, pool);
+    for (size_t b = 0; b < s.batch; ++b)
+      for (size_t g = 0; g < s.kv_heads; ++g) group_backward(b, g, pool);
   if (d_sinks)
     for (size_t h = 0; h < s.q_heads; ++h) {
       d_sinks[h] = 0;

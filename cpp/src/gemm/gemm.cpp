@@ -181,9 +181,8 @@ void gemm_packed_b(Transpose ta, size_t m, size_t n, size_t k, const float* a, s
   const GemmSplit split = gemm_split(m, n, tile_mr, threads);
   const size_t tiles = (m + tile_mr - 1) / tile_mr, panels = (n + kNR - 1) / kNR;
   const size_t R = split.row_parts, C = split.col_parts;
-  // for (t = 0; t < R·C; ++t) row block t / C, column group t % C
-  parallel_for(pool, R * C, threads, [&](size_t t) {
-    const size_t r = t / C, g = t % C;
+  // (r, g): row block r, column group g
+  parallel_for_2d(pool, R, C, threads, [&](size_t r, size_t g) {
     const size_t i0 = r * tiles / R * tile_mr;
     const size_t mc = std::min(m, (r + 1) * tiles / R * tile_mr) - i0;
     const size_t j_first = g * panels / C * kNR;

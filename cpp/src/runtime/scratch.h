@@ -9,7 +9,7 @@
 namespace wa {
 
 // attention_rows: an online softmax's per-row state and stacked query rows;
-// attention_partials: a split-key decode's partial results (wa/attention_heads.cpp);
+// attention_partials: a split-key decode's partial results (attention/attention_heads.cpp);
 // kv_operand: the int16 query rows of an int8 cache's scores (kv_i8.cpp).
 enum class ScratchSlot {
   gemm_a,

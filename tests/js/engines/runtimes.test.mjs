@@ -20,8 +20,8 @@ const bin = (name) => fileURLToPath(new URL(`../../../node_modules/.bin/${name}`
 const SUITES = [
   'api', // createAttention, attention, matmul, multi-head layers, 1 vs 2 threads bitwise
   'errors', // every error's class and message; no leaks in wasm memory; disposed instances
-  'modern', // attention on heads, 3-D and 4-D, GQA, masks, kv caches
-  'mha_modern', // layers with kvHeads, rotary, window, softcap; decoding over a kv cache
+  'attention_heads', // attention on heads, 3-D and 4-D, GQA, masks, kv caches
+  'mha_options', // layers with kvHeads, rotary, window, softcap; decoding over a kv cache
   'backward', // gradients of attention and of a layer, step()
   'half', // float16 tensors; Float16Array in and out (Node 20 has none)
   'sinks', // attention sinks: forward, caches, gradients, the layer

@@ -668,7 +668,7 @@ test('seededRandom(seed) and xavierUniform give the pinned numbers', () => {
   );
 });
 
-// index.cjs is built from web/lib/require_entry.js (scripts/build_cjs.mjs): the same functions,
+// index.cjs is built from web/lib/require_entry.js (scripts/build/build_cjs.mjs): the same functions,
 // bundled, and createAttention loading the ES module.
 describe('the CommonJS entry (require)', () => {
   const cjs = createRequire(import.meta.url)('../../../web/lib/index.cjs');

@@ -45,7 +45,7 @@ test("each build's files: the .wasm and glue, the pthread workers' scripts with 
     const expected = [`${base}.wasm`, `${base}.js`, ...(threads ? [`${base}.worker.js`] : [])];
     assert.deepEqual([...files].sort(), expected.sort(), base);
     assert.ok(wasm().href.endsWith(`/web/lib/wasm/${base}.wasm`), `${base}: ${wasm().href}`);
-    // the module worker a browser's pthreads start from (scripts/wrap_esm.mjs), threaded builds only
+    // the module worker a browser's pthreads start from (scripts/build/wrap_esm.mjs), threaded builds only
     assert.equal(typeof worker, threads ? 'function' : 'undefined', base);
     const moduleWorker = fileURLToPath(new URL(`../../../web/lib/wasm/${base}.worker.mjs`, import.meta.url));
     assert.equal(existsSync(moduleWorker), threads, `${base}.worker.mjs`);

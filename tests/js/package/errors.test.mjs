@@ -1119,7 +1119,7 @@ describe('inputs once taken silently', () => {
     stillWorks(attn, layer);
   });
 
-  // Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs).
+  // Found by the hostile round on issue 28's surface (tests/js/package/hostile_calls.test.mjs).
   test("a mask's dtype 'float16' on data that is not half bits (a Uint8Array, a Float32Array) is refused", () => {
     const q = t2(2, 4);
     const q4 = tensor(f32(8), [1, 1, 2, 4]);

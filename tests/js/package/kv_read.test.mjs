@@ -374,7 +374,7 @@ describe('await cache.read() in the worker form', () => {
   });
 });
 
-// Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs): with relaxed
+// Found by the hostile round on issue 28's surface (tests/js/package/hostile_calls.test.mjs): with relaxed
 // SIMD in V8 (Node with the flag, Deno; Chromium runs the same build), attention over a
 // float16 cache and over a float32 cache holding the same values (what read() gives) differ in
 // the last bits: the float32 cache's weighted sums run on the GEMM kernel's fused multiply-adds,

@@ -21,7 +21,7 @@ const run = (cmd, args, cwd) => execFileSync(cmd, args, { cwd, encoding: 'utf8',
 
 before(() => {
   scratch = mkdtempSync(join(tmpdir(), 'wasm-attention-pkg-'));
-  // with its prepack: the check that the built files are there (scripts/check_pack.mjs)
+  // with its prepack: the check that the built files are there (scripts/build/check_pack.mjs)
   [packed] = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', scratch], repo));
   writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'scratch', private: true }));
   run('npm', ['install', '--no-audit', '--no-fund', '--offline', join(scratch, packed.filename)], scratch);
@@ -61,14 +61,14 @@ test('the tarball holds the library and its types, not the sources', () => {
   }
 });
 
-// package.json's prepack (scripts/check_pack.mjs): in a tree with the sources only, as a fresh
+// package.json's prepack (scripts/build/check_pack.mjs): in a tree with the sources only, as a fresh
 // clone is, `npm pack` (and so `npm publish`) fails, naming the built files and the commands.
 test('npm pack without the built modules stops, naming what is missing and the command that builds it', () => {
   const bare = mkdtempSync(join(tmpdir(), 'wasm-attention-bare-'));
   try {
     cpSync(join(repo, 'package.json'), join(bare, 'package.json'));
-    mkdirSync(join(bare, 'scripts'));
-    cpSync(join(repo, 'scripts/check_pack.mjs'), join(bare, 'scripts/check_pack.mjs'));
+    mkdirSync(join(bare, 'scripts/build'), { recursive: true });
+    cpSync(join(repo, 'scripts/build/check_pack.mjs'), join(bare, 'scripts/build/check_pack.mjs'));
     cpSync(join(repo, 'web/lib'), join(bare, 'web/lib'), {
       recursive: true,
       filter: (f) => !/[/\\]wasm$|index\.(cjs|d\.cts)$/.test(f),
@@ -95,8 +95,8 @@ test('npm pack without the built modules stops, naming what is missing and the c
 // section, which names it.
 test('npm run tarball sets up, builds and packs, as the README says', () => {
   const { scripts } = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8'));
-  assert.equal(scripts.tarball, 'bash scripts/setup.sh && bash scripts/build.sh && npm pack');
-  assert.equal(scripts.prepack, 'node scripts/check_pack.mjs');
+  assert.equal(scripts.tarball, 'bash scripts/build/setup.sh && bash scripts/build/build.sh && npm pack');
+  assert.equal(scripts.prepack, 'node scripts/build/check_pack.mjs');
   assert.match(readFileSync(join(repo, 'README.md'), 'utf8'), /\nnpm run tarball +# /);
 });
 

@@ -884,7 +884,7 @@ describe('dispose', () => {
   });
 });
 
-// Found by the hostile round on issue 28's surface (tests/js/package/hostile/round2.mjs).
+// Found by the hostile round on issue 28's surface (tests/js/package/hostile_calls.test.mjs).
 describe('the worker form, as documented (hostile round 2)', () => {
   test(
     'under --experimental-wasm-relaxed-simd the worker form starts, on the relaxed build',

@@ -1,13 +1,13 @@
 // Builds the package's CommonJS entry, web/lib/index.cjs, from web/lib/require_entry.js with
 // Rollup: tensor(), seededRandom() and xavierUniform() bundled from their ES modules, and
 // createAttention's import('./index.js') kept a dynamic import (Rollup's dynamicImportInCjs),
-// so require() users run the same code as import users. Run by scripts/build.sh.
+// so require() users run the same code as import users. Run by scripts/build/build.sh.
 //
-//   node scripts/build_cjs.mjs
+//   node scripts/build/build_cjs.mjs
 import { fileURLToPath } from 'node:url';
 import { rollup } from 'rollup';
 
-const lib = fileURLToPath(new URL('../web/lib/', import.meta.url));
+const lib = fileURLToPath(new URL('../../web/lib/', import.meta.url));
 const bundle = await rollup({
   input: `${lib}require_entry.js`,
   external: [`${lib}index.js`],
@@ -18,6 +18,6 @@ const bundle = await rollup({
 await bundle.write({
   file: `${lib}index.cjs`,
   format: 'cjs',
-  banner: '// Built by scripts/build_cjs.mjs from require_entry.js (npm run build); edit that, not this.',
+  banner: '// Built by scripts/build/build_cjs.mjs from require_entry.js (npm run build); edit that, not this.',
 });
 await bundle.close();

@@ -10,7 +10,7 @@
 #   npm packages: package-lock.json's, with `npm ci`, whenever the lock changed.
 # Node.js 20 or newer with npm must be there already (Debian bookworm packages Node 18).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null 2>&1; then

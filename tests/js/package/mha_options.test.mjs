@@ -2,7 +2,7 @@
 // decoding over a kv cache, against the float64 layer of scripts/lib/reference.mjs; errors
 // with their messages; the cache left as it was after one; nothing leaked; the docs'
 // decoding example run as written.
-// run with: node --test tests/js/package/mha_modern.test.mjs
+// run with: node --test tests/js/package/mha_options.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,7 +1,7 @@
 // Adapts Emscripten 3.1.6's glue of a threaded module to the engines the package runs on.
-// Run by CMake after each threaded module links, before scripts/wrap_esm.mjs wraps the glue.
+// Run by CMake after each threaded module links, before scripts/build/wrap_esm.mjs wraps the glue.
 //
-//   node scripts/patch_glue.mjs web/lib/wasm/wasm_attention_simd128_mt.js
+//   node scripts/build/patch_glue.mjs web/lib/wasm/wasm_attention_simd128_mt.js
 //     rewrites wasm_attention_simd128_mt.js and wasm_attention_simd128_mt.worker.js in place:
 //
 //   glue (.js, and so the .mjs made from it; pthread workers load the same .js)
@@ -30,7 +30,7 @@
 // shipping unpatched glue. A file already patched (it starts with MARK) is left as it is.
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const MARK = '/* patched by scripts/patch_glue.mjs */';
+const MARK = '/* patched by scripts/build/patch_glue.mjs */';
 
 // The glue's bindings, first thing in its factory's closure (var: visible to all of the glue).
 const BINDINGS = `
@@ -87,6 +87,6 @@ function patch(file, rewrites) {
 }
 
 const js = process.argv[2];
-if (!js?.endsWith('.js')) throw new Error('usage: node scripts/patch_glue.mjs <module>.js');
+if (!js?.endsWith('.js')) throw new Error('usage: node scripts/build/patch_glue.mjs <module>.js');
 patch(js, GLUE);
 patch(js.replace(/\.js$/, '.worker.js'), WORKER);
