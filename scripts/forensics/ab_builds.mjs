@@ -27,7 +27,7 @@
 // served under one origin with COOP/COEP (/b0/, /b1/, ... -> each web/lib), and the measuring
 // function below runs in a blank page there; its progress is polled and printed as it goes.
 // About 8.6 minutes (2-2.3 per engine) on a 2-core EPYC for 3 builds x 4 engines x 1, 2 threads x
-// the 8 cases; results in web/docs/performance.md ("Before and after").
+// the 8 cases; results in scripts/LAB.md ("Before and after").
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';

@@ -83,7 +83,7 @@ int js_engine() { return kUnknown; }
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
 // instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
 // Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
-// WebKitGTK 2.50 (both JavaScriptCore); web/docs/performance.md has the figures.
+// WebKitGTK 2.50 (both JavaScriptCore); scripts/LAB.md has the figures.
 // Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
 // SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
 const char* preferred_kernel(int engine) {

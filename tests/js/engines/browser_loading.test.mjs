@@ -74,7 +74,7 @@ async function runInPage(page) {
 }
 
 // The GEMM micro-kernel gemm_select.cpp picks in each engine for the ISA it gets by default
-// (web/docs/performance.md, "The GEMM micro-kernel per engine"): JavaScriptCore's SIMD128 the kernel on
+// (scripts/LAB.md, "The GEMM micro-kernel per engine"): JavaScriptCore's SIMD128 the kernel on
 // broadcast a panels, V8 15's the 4x8 unrolled by 2, relaxed SIMD's 6x8 in V8 15 and SpiderMonkey.
 const KERNEL = {
   chromium: { simd128: 'f32_gemm_4x8_k2_simd128', 'relaxed-simd': 'f32_gemm_6x8_relaxed_simd' },
