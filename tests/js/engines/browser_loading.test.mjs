@@ -26,7 +26,7 @@ test('in Node, each bad call throws an Error of its class and leaves the package
   for (const { call, error, instanceOfError } of inNode.results) {
     assert.match(
       error ?? '',
-      /^(TypeError|RangeError): (attention|matmul|multiHeadAttention\.\w+|createAttention): /,
+      /^(TypeError|RangeError): (attention|matmul|multiHeadAttention\.\w+|createAttention|tensor): /,
       call,
     );
     assert.ok(instanceOfError, call);

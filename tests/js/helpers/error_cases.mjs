@@ -30,7 +30,8 @@ export async function badCalls({ createAttention, tensor }) {
 
   const cases = {
     'k with other columns than q': () => attn.attention(q, t(5, 3), v),
-    'q.data a Float64Array': () => attn.attention(tensor(new Float64Array(8), [4, 2]), k, v),
+    'q.data a Float64Array': () => attn.attention({ data: new Float64Array(8), shape: [4, 2] }, k, v),
+    'tensor() of 5 values for [2,3]': () => tensor(new Float32Array(5), [2, 3]),
     'q a plain array': () => attn.attention([[1, 2]], k, v),
     'a NaN in v': () =>
       attn.attention(
