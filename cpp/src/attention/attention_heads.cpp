@@ -15,6 +15,7 @@
 #include "runtime/scratch.h"
 #include "runtime/sizes.h"
 #include "runtime/threading.h"
+#include "wa/kv_cache.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
@@ -306,6 +307,21 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, con
                              HeadTensor<float> out, float scale, const HeadsMask& mask,
                              const HeadsTrace* trace, ThreadPool* pool) {
   forward(s, q, {&kv, {}, {}}, out, scale, mask, trace, pool);
+}
+
+// The cache's overload (wa/kv_cache.h): its panels read in place.
+void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
+                             const KvCache& cache, HeadTensor<float> out, float scale,
+                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool) {
+  if (shape.n_k != cache.length() || shape.batch != cache.batch() ||
+      shape.kv_heads != cache.kv_heads() || shape.d_k != cache.d_k() || shape.d_v != cache.d_v())
+    throw std::invalid_argument(
+        "attention over a kv cache: the shape's n_k, batch, kv_heads, d_k, d_v must be the "
+        "cache's: n_k " +
+        std::to_string(shape.n_k) + " vs length " + std::to_string(cache.length()));
+  const PackedHeads panels{cache.panels_.data(), cache.kv_heads_, cache.capacity_,
+                           cache.head_floats_, cache.type_};
+  attention_heads_forward(shape, q, panels, out, scale, mask, trace, pool);
 }
 
 void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,
