@@ -174,7 +174,7 @@ Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
 // (value objects cannot be null).
 Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
                    uintptr_t context, uintptr_t out, float scale, const wa::ScoreMask& mask,
-                   const wa::MhaTrace& trace, const wa::Rotary& rotary, bool rotated) {
+                   const wa::MhaSaved& trace, const wa::Rotary& rotary, bool rotated) {
   return guarded([&] {
     wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out),
                     scale, mask, trace.q ? &trace : nullptr, pool.get(),
@@ -193,7 +193,7 @@ Status mha_forward_cached(const wa::MhaShape& shape, const wa::MhaWeights& w, ui
 }
 
 Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
-                    uintptr_t context, const wa::MhaTrace& saved, uintptr_t d_out, float scale,
+                    uintptr_t context, const wa::MhaSaved& saved, uintptr_t d_out, float scale,
                     const wa::ScoreMask& mask, const wa::MhaGrads& grads, const wa::Rotary& rotary,
                     bool rotated) {
   return guarded([&] {
@@ -255,11 +255,11 @@ Status rotary_backward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d
 // kv_cache_destroy. kv_cache_create writes the handle as a uint32 at handle_out.
 wa::KvCache* cache_at(uintptr_t handle) { return ptr<wa::KvCache>(handle); }
 
-// type: a wa::KvType's value (web/lib/kv_cache.js's DTYPES lists them in order).
+// type: a wa::KvType's value (web/lib/kv_cache.js's KV_DTYPES lists them in order).
 Status kv_cache_create(uint32_t batch, uint32_t kv_heads, uint32_t d_k, uint32_t d_v,
                        uint32_t capacity, uint32_t type, uintptr_t handle_out) {
   return guarded([&] {
-    if (type > static_cast<uint32_t>(wa::KvType::f16))
+    if (type >= wa::kKvTypeCount)
       throw std::invalid_argument("kv cache: no element type " + std::to_string(type));
     *ptr<uint32_t>(handle_out) = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(
         new wa::KvCache(batch, kv_heads, d_k, d_v, capacity, static_cast<wa::KvType>(type))));
@@ -287,7 +287,7 @@ Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
 // wa::KvCache::head_bytes: bytes one (sequence, kv head) of a cache keeps; -1 when it passes
 // size_t (wasm32: 4 GB) or the type is not one.
 double kv_cache_head_bytes(uint32_t capacity, uint32_t d_k, uint32_t d_v, uint32_t type) {
-  if (type > static_cast<uint32_t>(wa::KvType::f16)) return -1;
+  if (type >= wa::kKvTypeCount) return -1;
   try {
     return static_cast<double>(
         wa::KvCache::head_bytes(capacity, d_k, d_v, static_cast<wa::KvType>(type)));
@@ -391,15 +391,15 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
       .field("bv", WA_OFFSET(wa::MhaWeights::bv))
       .field("bo", WA_OFFSET(wa::MhaWeights::bo))
       .field("sinks", WA_OFFSET(wa::MhaWeights::sinks));
-  value_object<wa::MhaTrace>("MhaTrace")
-      .field("q", WA_OFFSET(wa::MhaTrace::q))
-      .field("k", WA_OFFSET(wa::MhaTrace::k))
-      .field("v", WA_OFFSET(wa::MhaTrace::v))
-      .field("scores", WA_OFFSET(wa::MhaTrace::scores))
-      .field("scaled", WA_OFFSET(wa::MhaTrace::scaled))
-      .field("masked", WA_OFFSET(wa::MhaTrace::masked))
-      .field("weights", WA_OFFSET(wa::MhaTrace::weights))
-      .field("concat", WA_OFFSET(wa::MhaTrace::concat));
+  value_object<wa::MhaSaved>("MhaSaved")
+      .field("q", WA_OFFSET(wa::MhaSaved::q))
+      .field("k", WA_OFFSET(wa::MhaSaved::k))
+      .field("v", WA_OFFSET(wa::MhaSaved::v))
+      .field("scores", WA_OFFSET(wa::MhaSaved::scores))
+      .field("scaled", WA_OFFSET(wa::MhaSaved::scaled))
+      .field("masked", WA_OFFSET(wa::MhaSaved::masked))
+      .field("weights", WA_OFFSET(wa::MhaSaved::weights))
+      .field("concat", WA_OFFSET(wa::MhaSaved::concat));
   value_object<wa::MhaGrads>("MhaGrads")
       .field("dx", WA_OFFSET(wa::MhaGrads::dx))
       .field("dContext", WA_OFFSET(wa::MhaGrads::d_context))

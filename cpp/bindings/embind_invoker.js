@@ -1,12 +1,9 @@
 // Embind's JavaScript invoker of each bound function, made without evaluating a string: a
 // --js-library (CMakeLists.txt, WA_MODULE_LINK) whose craftInvokerFunction replaces
-// Emscripten 3.1.6's (src/embind/embind.js). Theirs, with DYNAMIC_EXECUTION=1, writes each
-// invoker's source and compiles it with new Function, which a Content-Security-Policy without
-// 'unsafe-eval' refuses; with DYNAMIC_EXECUTION=0 it returns one generic closure that reads
-// `arguments`, applies an array and makes a closure per call, which makes the n 16 d 16
-// attention call about 1.2x slower in V8 and SpiderMonkey and up to 1.8x in JavaScriptCore
-// (web/docs/loading.md). This one does what the generated invoker does, in the same order,
-// with no string:
+// Emscripten 3.1.6's (src/embind/embind.js). Theirs compiles each invoker with new Function,
+// which a Content-Security-Policy without 'unsafe-eval' refuses, or else returns one slow
+// generic closure (web/docs/loading.md, "Content-Security-Policy and extensions"). This one does
+// what the generated invoker does, in the same order, with no string:
 //
 //   function name(arg0, …, argN-1) {
 //     if (arguments.length !== N) throwBindingError(…);
@@ -17,12 +14,9 @@
 //     return retType.fromWireType(rv);                       // unless it returns void
 //   }
 //
-// One function written out per arity (0 to 11, the most cpp/bindings/embind.cpp binds), each
-// argument at a call site of its own: the engines keep type feedback per site, so a site sees
-// one argument type of few functions (as each generated invoker's did) instead of every type
-// of every function in a loop. Class methods (a `this` to wire) are not bound by this package
-// (embind.cpp binds free functions and value objects): their invokers are refused at
-// registration rather than made wrong, as are functions of more than 11 arguments.
+// One function per arity (0 to 11, the most cpp/bindings/embind.cpp binds), each argument at a
+// call site of its own, so each site's type feedback sees few types. Class methods and more
+// than 11 arguments are refused at registration (embind.cpp binds neither).
 
 /* global mergeInto, LibraryManager, throwBindingError, runDestructors */ // Emscripten's library scope
 mergeInto(LibraryManager.library, {

@@ -19,29 +19,24 @@ constexpr size_t kMaxMR = 6;  // the most rows of c a kernel's tile has
 
 // ---- GEMM (gemm.cpp) ----
 
-// k per packed slice: a 4x512 a panel is 8 KB, an 8x512 b panel 16 KB, together in a 32 KB L1.
-// 512 rather than 256: each c tile is loaded, stored and set up for once per slice, and at
-// 512³ that halving measured +2..9 % (SIMD128) and +6..9 % (relaxed) on Zen 3
-// (scripts/forensics/gemm_probe.mjs, the two side by side).
+// k per packed slice: a 4x512 a panel (8 KB) and an 8x512 b panel (16 KB) fit a 32 KB L1, and
+// each c tile is loaded and stored once per slice, half as often as with 256 (scripts/LAB.md,
+// "The GEMM's loop per engine"; scripts/forensics/gemm_probe.mjs measures both).
 constexpr size_t kKC = 512;
 // Rows of c per task on one thread (more threads: fewer, gemm_split): a packed a block of 64
 // rows is 128 KB, in L2.
 constexpr size_t kMC = 64;
-// Tasks per thread a product (and its packing, and the backward's kv heads) is split into on
-// more than one thread: the threads take tasks from one counter, so with 4 each they end within
-// a quarter task of each other, while a GEMM tile stays large (1024³ on 16 threads: 64 tiles of
-// 64 rows x 256 columns).
+// Tasks per thread a product (its packing, the backward's kv heads) is split into on more
+// than one thread: threads taking tasks from one counter end within a quarter task of each
+// other, while a GEMM tile stays large.
 constexpr size_t kTasksPerThread = 4;
 // Steps of one kNR-column panel per unit of packing (pack_b_unit): 4 KB, so that a thin operand
 // (v of d_v = 64: 8 panels) still packs on every thread.
 constexpr size_t kPackSteps = 128;
 
 // Below about a 64³ GEMM's worth of multiply-adds, waking the workers costs more than they
-// save, and each thread a call wakes needs half as much again to pay for its waking
-// (threading.h). Half a 64³ product, 131,072 multiply-adds, is about 4 µs of the SIMD128 GEMM
-// on one core (an AMD EPYC: matmul 1024³'s tasks, 34.8 ms on 1 thread in the pool trace),
-// which is what the pool costs per section with workers spinning: 1.3 µs until a worker takes
-// a task and 1.7 µs to join (medians over 618 sections on 2 threads, scripts/bench/scaling.mjs).
+// save; each thread a call wakes needs half as much again (threading.h). The pool's cost per
+// section is measured by scripts/bench/scaling.mjs (performance.md, "Threads").
 constexpr double kSerialFlops = 64.0 * 64.0 * 64.0;
 
 // ---- attention (attention_blocks.h, attention_heads.cpp) ----
@@ -69,10 +64,9 @@ static_assert(kDecodeMinRun % kKeyBlock == 0, "a decode run is whole key blocks"
 
 // ---- compressed kv caches (kv_i8.cpp) ----
 
-// Values of a key or value row per int8 block, each block with its own bfloat16 scale (llama.cpp's
-// q8_0 block, with float32's exponent range in the scale). A scale per 32 rather than per row
-// (d 128): keys carry outlier channels, and an outlier coarsens only its own block's step; the
-// scales cost 2 bytes per 32, 0.266× of float32 in all (a float32 scale would make it 0.281×). A block is four whole v panels.
+// Values of a key or value row per int8 block, each with its own bfloat16 scale (llama.cpp's
+// q8_0 with float32's exponent range in the scale): keys carry outlier channels, and an outlier
+// coarsens only its own block's step (kv-caches-and-dtypes.md). A block is four whole v panels.
 constexpr size_t kKvQuantBlock = 32;
 // Query rows the int8 kernels (kv_i8.cpp) hold in registers at once: 4 rows × 2 i32x4 of
 // sums, plus the two int16 halves of a panel row and a row's operand, fit x86's 16 vector

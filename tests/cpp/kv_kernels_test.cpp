@@ -3,6 +3,7 @@
 // match a double reference across panel and key-block edges, at any first key.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ TEST_CASE("pack and append lay out the same panels; read back returns the rows")
       CHECK(test::bitwise_equal(k_back, k));
       CHECK(test::bitwise_equal(v_back, v));
     }
+}
+
+TEST_CASE("every KvType has its own kernels, and count is refused") {
+  std::vector<std::string> names;
+  for (KvType type : kKvTypes) names.push_back(kv_kernels(type).name);
+  CHECK(names == std::vector<std::string>{"float32", "int8", "float16"});
+  CHECK_THROWS_AS(kv_kernels(KvType::count), std::invalid_argument);
 }
 
 TEST_CASE("every kv element type's kernels match the reference across panels and key blocks") {

@@ -26,7 +26,7 @@ using Saved = test::MhaTraceBuffers;  // the forward's trace: what mha_backward 
 // Forward with a trace, then backward, both on pool.
 Grads backward(const Layer& l, const ScoreMask& m, ThreadPool* pool) {
   Saved saved(l.s);
-  const MhaTrace trace = saved.trace();
+  const MhaSaved trace = saved.trace();
   std::vector<float> out(l.d_out.size());
   mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m, &trace,
               pool);
@@ -176,7 +176,7 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
   const Layer l({1, 4, 5, 8, 2, 4, 4}, true, true, 5);
   const ScoreMask m = l.mask(false);
   Saved saved(l.s);
-  const MhaTrace trace = saved.trace();
+  const MhaSaved trace = saved.trace();
   Grads g(l);
   MhaGrads grads = g.grads();
   grads.d_context = nullptr;
@@ -197,7 +197,7 @@ TEST_CASE("multi-head backward names the buffer it is missing") {
                        "multi-head attention backward: x, d_out and the four weight matrices are "
                        "required: batch 1, n_q 4, n_k 5, d_model 8, h 2, h_kv 2, d_k 4, d_v 4",
                        std::invalid_argument);
-  MhaTrace no_concat = trace;
+  MhaSaved no_concat = trace;
   no_concat.concat = nullptr;
   CHECK_THROWS_WITH_AS(mha_backward(l.s, l.weights(), l.x.data(), l.context.data(), no_concat,
                                     l.d_out.data(), l.scale(), m, g.grads()),
@@ -214,11 +214,11 @@ TEST_CASE("a backward without saved weights recomputes them: the same gradients,
 
     // what a full forward saved, less the (batch,h,n_q,n_k) matrices
     Saved saved(l.s);
-    MhaTrace full_trace = saved.trace();
+    MhaSaved full_trace = saved.trace();
     std::vector<float> out(l.d_out.size());
     mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m,
                 &full_trace, &test::test_pool());
-    MhaTrace small = full_trace;
+    MhaSaved small = full_trace;
     small.scores = small.scaled = small.masked = small.weights = nullptr;
     Grads g(l);
     mha_backward(l.s, l.weights(), l.x.data(), or_null(l.context), small, l.d_out.data(), l.scale(),

@@ -65,7 +65,7 @@ struct MhaTraceBuffers {
         masked(scores.size()),
         weights(scores.size()),
         concat(s.batch * s.n_q * s.heads * s.d_v) {}
-  MhaTrace trace() {
+  MhaSaved trace() {
     return {q.data(),      k.data(),      v.data(),       scores.data(),
             scaled.data(), masked.data(), weights.data(), concat.data()};
   }

@@ -28,7 +28,7 @@ using Grads = test::MhaGradBuffers;
 Grads backward(const Layer& l, const ScoreMask& m, const Rotary* r, ThreadPool* pool,
                bool keep_weights = true) {
   test::MhaTraceBuffers saved(l.s);
-  MhaTrace trace = saved.trace();
+  MhaSaved trace = saved.trace();
   std::vector<float> out(l.d_out.size());
   mha_forward(l.s, l.weights(), l.x.data(), or_null(l.context), out.data(), l.scale(), m, &trace,
               pool, r);

@@ -54,7 +54,7 @@ TEST_CASE("multi-head attention trace matches the reference trace") {
   const Layer layer({2, 9, 11, 12, 3, 4, 5}, true, true, 900);
   const ScoreMask m = layer.mask(true);
   test::MhaTraceBuffers fast(layer.s), slow(layer.s);
-  const MhaTrace fast_trace = fast.trace(), slow_trace = slow.trace();
+  const MhaSaved fast_trace = fast.trace(), slow_trace = slow.trace();
   std::vector<float> out_fast(2 * 9 * 12), out_slow(out_fast.size());
   mha_forward(layer.s, layer.weights(), layer.x.data(), layer.context.data(), out_fast.data(),
               layer.scale(), m, &fast_trace, &test::test_pool());

@@ -286,7 +286,7 @@ struct SequenceD {
 // receives the heads' attention intermediates of sequence b.
 SequenceD sequence_forward_d(const MhaShape& s, const MhaWeightsDouble& w, const double* xb,
                              const double* cb, float scale, const ScoreMask& mask,
-                             const MhaTrace* trace, size_t b, const Rotary* rotary) {
+                             const MhaSaved* trace, size_t b, const Rotary* rotary) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v, group = s.heads / s.kv();
   SequenceD f;
@@ -357,7 +357,7 @@ void attention_backward(ConstMatrix q, ConstMatrix k, ConstMatrix v, ConstMatrix
 }
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace,
+                 float* out, float scale, const ScoreMask& mask, const MhaSaved* trace,
                  const Rotary* rotary) {
   const size_t hk = s.heads * s.d_k, hv = s.heads * s.d_v;
   const size_t gk = s.kv() * s.d_k, gv = s.kv() * s.d_v;

@@ -35,7 +35,7 @@ void attention_forward(ConstMatrix q, ConstMatrix k, ConstMatrix v, Matrix out, 
 
 // rotary (wa/rotary.h), when set, turns Q and K in double, as wa::mha_forward does.
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
+                 float* out, float scale, const ScoreMask& mask, const MhaSaved* trace = nullptr,
                  const Rotary* rotary = nullptr);
 
 // d_sink, when set, receives ∂L/∂mask.sink.

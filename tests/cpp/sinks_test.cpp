@@ -256,7 +256,7 @@ TEST_CASE(
 
       std::vector<float> out(l.d_out.size()), want(l.d_out.size());
       test::MhaTraceBuffers saved(l.s);
-      const MhaTrace trace = saved.trace();
+      const MhaSaved trace = saved.trace();
       mha_forward(l.s, w, l.x.data(), test::or_null(l.context), out.data(), l.scale(), m, &trace,
                   &test::test_pool());
       ref::mha_forward(l.s, w, l.x.data(), test::or_null(l.context), want.data(), l.scale(), m);

@@ -241,7 +241,7 @@ TEST_CASE("GEMM, attention and a layer are bitwise the same on 1, 2, 3, 4, 8 and
     for (bool keep_weights : {true, false}) {
       same_on_every_thread_count("layer forward and backward", [&](ThreadPool* pool) {
         test::MhaTraceBuffers saved(l.s);
-        MhaTrace trace = saved.trace();
+        MhaSaved trace = saved.trace();
         if (!keep_weights) trace.scores = trace.scaled = trace.masked = trace.weights = nullptr;
         std::vector<float> out(l.d_out.size());
         mha_forward(l.s, l.weights(), l.x.data(), nullptr, out.data(), l.scale(), l.mask(true),

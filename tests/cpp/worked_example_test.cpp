@@ -35,7 +35,7 @@ TEST_CASE("the seed's 3-token example, worked by hand") {
 
   std::vector<float> q(6), k(6), v(6), scores(9), scaled(9), masked(9), weights(9), concat(6),
       out(6);
-  const MhaTrace trace{q.data(),      k.data(),      v.data(),       scores.data(),
+  const MhaSaved trace{q.data(),      k.data(),      v.data(),       scores.data(),
                        scaled.data(), masked.data(), weights.data(), concat.data()};
   mha_forward(s, w, x.data(), nullptr, out.data(), scale, m, &trace);
 

@@ -16,7 +16,7 @@ import {
   scoreMask,
 } from './binding.js';
 import { QK_OUTPUTS, shapeOf } from './attention_options.js';
-import { DTYPES, stepOver } from './kv_cache.js';
+import { kvTypeIndex, stepOver } from './kv_cache.js';
 import { checkWeightedSums, largest, scaleBlame, showShape } from './validate.js';
 import { plainTensor as tensor, resultTensor } from './tensor.js';
 
@@ -81,7 +81,7 @@ function concatenatePast(rt, where, s, c, k, v) {
   const { heap, module } = rt;
   const n = c.nTotal;
   const out = s.alloc(4, 'the handle');
-  rt.call(where, 'kvCacheCreate', c.batch, c.kvHeads, c.dK, c.dV, n, DTYPES.indexOf('float32'), out);
+  rt.call(where, 'kvCacheCreate', c.batch, c.kvHeads, c.dK, c.dV, n, kvTypeIndex('float32'), out);
   const handle = new Uint32Array(heap.buffer(), out, 1)[0];
   try {
     const pastK = heads4d(s.putFinite(c.past.key.data, 'pastKey.data'), c.kvHeads, c.nPast, c.dK);

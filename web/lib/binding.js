@@ -61,9 +61,9 @@ export const attentionBackwardTrace = struct('AttentionBackwardTrace', ['weights
 export const mhaShape = struct('MhaShape', ['batch', 'nQ', 'nK', 'dModel', 'heads', 'dK', 'dV', 'kvHeads']);
 // wa::MhaWeights: wq, wk, wv, wo, the biases and sinks (Float32Array (h); 0 = none).
 export const mhaWeights = struct('MhaWeights', ['wq', 'wk', 'wv', 'wo', 'bq', 'bk', 'bv', 'bo', 'sinks']);
-// wa::MhaTrace: the forward's outputs q, k, v, concat (what the backward reads back) and the
+// wa::MhaSaved: the forward's outputs q, k, v, concat (what the backward reads back) and the
 // per-head (batch,h,nQ,nK) intermediates; all 0 = no trace.
-export const mhaTrace = struct('MhaTrace', ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'weights', 'concat']);
+export const mhaSaved = struct('MhaSaved', ['q', 'k', 'v', 'scores', 'scaled', 'masked', 'weights', 'concat']);
 // wa::MhaGrads: where mha_backward writes each gradient (0 for those a layer does not have).
 export const mhaGrads = struct('MhaGrads', [
   'dx',

@@ -24,13 +24,19 @@ import { Owned } from './owned.js';
 import { cacheForms, checkInteger, checkOneOf, checkOptions, checkPositiveInteger, notACache } from './validate.js';
 import { plainTensor as tensor } from './tensor.js';
 
-// The element types, in wa::KvType's order (the index is what the core takes).
-export const DTYPES = ['float32', 'int8', 'float16'];
-// Bytes a cache of dtype keeps per row of d values (int8: with its 2-byte scales, one per 32),
-// its panels' padding aside: what a step reads per token. What a cache holds in all is
-// cacheBytes().
-export const rowBytes = (dtype, d) =>
-  dtype === 'int8' ? d + 2 * Math.ceil(d / 32) : dtype === 'float16' ? 2 * d : 4 * d;
+// The cache element types, one row each in wa::KvType's order (the index is what the core
+// takes; tests/js/package/kv_dtypes.test.mjs holds the table to the core): the dtype, and the
+// bytes it keeps per row of d values, its panels' padding aside (int8: with its 2-byte scales,
+// one per 32): what a step reads per token. What a cache holds in all is cacheBytes().
+const KV_TYPES = [
+  { dtype: 'float32', rowBytes: (d) => 4 * d },
+  { dtype: 'int8', rowBytes: (d) => d + 2 * Math.ceil(d / 32) },
+  { dtype: 'float16', rowBytes: (d) => 2 * d },
+];
+export const KV_DTYPES = KV_TYPES.map((t) => t.dtype);
+// dtype (one of KV_DTYPES) -> its wa::KvType value
+export const kvTypeIndex = (dtype) => KV_DTYPES.indexOf(dtype);
+export const rowBytes = (dtype, d) => KV_TYPES[kvTypeIndex(dtype)].rowBytes(d);
 
 // The largest size the core takes (its sizes are uint32).
 const MAX_SIZE = 2 ** 32 - 1;
@@ -40,7 +46,7 @@ const MAX_SIZE = 2 ** 32 - 1;
 // when one head alone passes wasm32's 4 GB.
 function cacheBytes(module, { batch, kvHeads, dK, dV, capacity, dtype }) {
   if (Math.max(capacity, dK, dV) > MAX_SIZE) return Infinity;
-  const head = module.kvCacheHeadBytes(capacity, dK, dV, DTYPES.indexOf(dtype));
+  const head = module.kvCacheHeadBytes(capacity, dK, dV, kvTypeIndex(dtype));
   return head < 0 ? Infinity : head * batch * kvHeads;
 }
 
@@ -49,7 +55,7 @@ const internals = new WeakMap(); // KvCache -> its state, for attention() (cache
 export class KvCache {
   #state;
 
-  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer, and dtype (DTYPES,
+  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer, and dtype (KV_DTYPES,
   // 'float32' when left out).
   constructor(rt, config) {
     const where = 'kvCache';
@@ -57,7 +63,7 @@ export class KvCache {
     const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity', 'dtype']);
     for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
     const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
-    checkOneOf(where, 'dtype', dtype, DTYPES);
+    checkOneOf(where, 'dtype', dtype, KV_DTYPES);
     rt.checkAlive(where); // config's getters have run
     // Refused before the core allocates: a block larger than what wasm memory has left fails
     // there too, with a message that cannot say what did not fit.
@@ -68,7 +74,7 @@ export class KvCache {
     rt.heap.checkRoom(bytes, what);
     const handle = rt.heap.scoped(where, (s) => {
       const out = s.alloc(4, 'the handle');
-      const status = rt.module.kvCacheCreate(batch, kvHeads, dK, dV, capacity, DTYPES.indexOf(dtype), out);
+      const status = rt.module.kvCacheCreate(batch, kvHeads, dK, dV, capacity, kvTypeIndex(dtype), out);
       // under room() yet not one free block that large
       if (status.kind === ErrorKind.outOfMemory)
         throw new RangeError(`${what} needs ${formatBytes(bytes)} and wasm memory has no room left for it`);

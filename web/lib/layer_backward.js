@@ -1,6 +1,6 @@
 // multiHeadAttention.backward: the gradients of the most recent forward (layer_forward.js),
 // from what it saved in wasm memory (wa::mha_backward recomputes the attention weights).
-import { mhaGrads, mhaShape, mhaTrace, mhaWeights } from './binding.js';
+import { mhaGrads, mhaShape, mhaSaved, mhaWeights } from './binding.js';
 import { layerParameters } from './layer_config.js';
 import { attentionArgs, checkLayerAlive } from './layer_state.js';
 import { FORMATS } from './half.js';
@@ -59,7 +59,7 @@ export function layerBackward(layer, where, dOut) {
       mhaWeights(layer.ptrs),
       x,
       context,
-      mhaTrace({ q, k, v, concat }),
+      mhaSaved({ q, k, v, concat }),
       dOutPtr,
       saved.scale,
       args.mask,

@@ -1,7 +1,7 @@
 // multiHeadAttention.forward: its arguments read once, and the forward without a cache, whose
 // Q, K, V and concat stay in wasm memory for backward() (layer_backward.js), with the trace
 // read back per head. The forward over a cache is layer_forward_cached.js.
-import { mhaShape, mhaTrace, mhaWeights } from './binding.js';
+import { mhaShape, mhaSaved, mhaWeights } from './binding.js';
 import { attentionArgs, blameWeights, checkLayerAlive, releaseSaved } from './layer_state.js';
 import {
   checkBoolean,
@@ -167,7 +167,7 @@ function forwardCall(layer, where, { x, batch, nQ, nK, rank, causal, scale, trac
       out,
       scale,
       args.mask,
-      mhaTrace(traced),
+      mhaSaved(traced),
       args.rotary,
       args.rotated,
     );

@@ -110,10 +110,11 @@ struct MhaWeights {
   const float* bo = nullptr;     // (d_model)
   const float* sinks = nullptr;  // (h): head i's sink logit (wa/score_mask.h); null = no sinks
 };
-// Every intermediate, caller-owned. q, k, v and concat are set together; so are scores,
-// scaled, masked and weights, and those four may be left null: the trace then holds only
-// O(n·d_model) values, what mha_backward needs to recompute the rest.
-struct MhaTrace {
+// What the forward saves, caller-owned: every intermediate. q, k, v and concat are set
+// together (what mha_backward reads back); so are scores, scaled, masked and weights, and those
+// four may be left null: then it holds only O(n·d_model) values, and the backward recomputes
+// the rest.
+struct MhaSaved {
   float* q;        // (batch, n_q, h·d_k), rotated when rotary is given
   float* k;        // (batch, n_k, h_kv·d_k), rotated when rotary is given
   float* v;        // (batch, n_k, h_kv·d_v)
@@ -125,7 +126,7 @@ struct MhaTrace {
 };
 
 void mha_forward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace = nullptr,
+                 float* out, float scale, const ScoreMask& mask, const MhaSaved* saved = nullptr,
                  ThreadPool* pool = nullptr, const Rotary* rotary = nullptr);
 
 // Self-attention of n_q new tokens over a key/value cache (wa/kv_cache.h), for decoding:
@@ -174,7 +175,7 @@ struct MhaGrads {
 //   head i's sink                   -> dsinks_i = Σ over every sequence's rows (attention_backward)
 // Throws std::invalid_argument on impossible shapes or missing buffers.
 void mha_backward(const MhaShape& shape, const MhaWeights& w, const float* x, const float* context,
-                  const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
+                  const MhaSaved& saved, const float* d_out, float scale, const ScoreMask& mask,
                   const MhaGrads& grads, ThreadPool* pool = nullptr,
                   const Rotary* rotary = nullptr);
 

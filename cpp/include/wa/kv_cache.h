@@ -19,8 +19,10 @@
 
 namespace wa {
 
-// A cache's element type.
-enum class KvType { f32, i8, f16 };
+// A cache's element type; each has its line in cpp/src/kv/kv_types.def and its kernel file.
+// count: how many there are, not a type.
+enum class KvType { f32, i8, f16, count };
+inline constexpr size_t kKvTypeCount = static_cast<size_t>(KvType::count);
 
 class KvCache {
  public:

@@ -15,6 +15,7 @@
 #include "runtime/scratch.h"
 #include "runtime/sizes.h"
 #include "runtime/threading.h"
+#include "wa/kv_cache.h"
 #include "wa/thread_pool.h"
 
 namespace wa {
@@ -213,71 +214,74 @@ void forward_decode(const HeadsShape& s, HeadTensor<const float> q, const KvSour
       thread_scratch(ScratchSlot::attention_partials, checked_product({tasks, partial_floats}));
   const double flops = static_cast<double>(s.batch) * s.q_heads * s.n_q * s.n_k * (s.d_k + s.d_v);
 
-  // for (t = 0; t < tasks; ++t) (b, g, tile, run) = t in row-major order
-  parallel_for(pool_for(pool, flops), tasks, threads_for(pool, flops), [&](size_t t) {
-    const size_t c = t % runs, tile = t / runs % tiles, g = t / runs / tiles % s.kv_heads;
-    const size_t b = t / runs / tiles / s.kv_heads;
-    const size_t h0 = g * group + tile * tile_heads,
-                 heads = std::min(tile_heads, group - tile * tile_heads);
-    const size_t rows = heads * s.n_q;
-    float* acc = partials + t * partial_floats;
-    float* row_max = acc + stacked * s.d_v;
-    float* row_sum = row_max + stacked;
-    std::fill(acc, acc + rows * s.d_v, 0.0f);
-    // each head's sink joins the state of its first run only: the merge below then counts it once
-    for (size_t h = 0; h < heads; ++h)
-      softmax_online_start(
-          c == 0 ? masks[b * s.q_heads + h0 + h].sink : -std::numeric_limits<float>::infinity(),
-          row_max + h * s.n_q, row_sum + h * s.n_q, s.n_q);
-    const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
-    // the tile's query rows stacked: q (heads·n_q, d_k), head after head
-    float* qs = thread_scratch(ScratchSlot::attention_rows, rows * s.d_k);
-    for (size_t h = 0; h < heads; ++h)
-      for (size_t i = 0; i < s.n_q; ++i) {
-        const float* from = q.at(b, h0 + h) + i * q.row_stride;
-        std::copy(from, from + s.d_k, qs + (h * s.n_q + i) * s.d_k);
-      }
-    const PackedKV kv = src.packed
-                            ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
-                            : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
-                                           const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
-                                           thread_scratch(ScratchSlot::packed_kv,
-                                                          packed_kv_floats(k1 - k0, s.d_k, s.d_v)),
-                                           nullptr);
-    const OnlineRows state{qs,      s.d_k, acc,   s.d_v, row_max,
-                           row_sum, heads, s.n_q, 0,     &masks[b * s.q_heads + h0]};
-    attention_rows_online(state, kv, k0, k1, scale);
-  });
+  // (bg, tile, c): kv head g of sequence b (bg = b·kv_heads + g), a tile of its query heads,
+  // run c of the keys; the task writes partial (bg·tiles + tile)·runs + c
+  parallel_for_3d(
+      pool_for(pool, flops), s.batch * s.kv_heads, tiles, runs, threads_for(pool, flops),
+      [&](size_t bg, size_t tile, size_t c) {
+        const size_t b = bg / s.kv_heads, g = bg % s.kv_heads;
+        const size_t h0 = g * group + tile * tile_heads,
+                     heads = std::min(tile_heads, group - tile * tile_heads);
+        const size_t rows = heads * s.n_q;
+        float* acc = partials + ((bg * tiles + tile) * runs + c) * partial_floats;
+        float* row_max = acc + stacked * s.d_v;
+        float* row_sum = row_max + stacked;
+        std::fill(acc, acc + rows * s.d_v, 0.0f);
+        // each head's sink joins the state of its first run only: the merge below counts it once
+        for (size_t h = 0; h < heads; ++h)
+          softmax_online_start(
+              c == 0 ? masks[b * s.q_heads + h0 + h].sink : -std::numeric_limits<float>::infinity(),
+              row_max + h * s.n_q, row_sum + h * s.n_q, s.n_q);
+        const size_t k0 = c * run, k1 = std::min(s.n_k, k0 + run);
+        // the tile's query rows stacked: q (heads·n_q, d_k), head after head
+        float* qs = thread_scratch(ScratchSlot::attention_rows, rows * s.d_k);
+        for (size_t h = 0; h < heads; ++h)
+          for (size_t i = 0; i < s.n_q; ++i) {
+            const float* from = q.at(b, h0 + h) + i * q.row_stride;
+            std::copy(from, from + s.d_k, qs + (h * s.n_q + i) * s.d_k);
+          }
+        const PackedKV kv =
+            src.packed ? src.packed->at(b, g, s.n_k, s.d_k, s.d_v)
+                       : pack_kv_keys(const_head(src.k, b, g, s.n_k, s.d_k),
+                                      const_head(src.v, b, g, s.n_k, s.d_v), k0, k1 - k0,
+                                      thread_scratch(ScratchSlot::packed_kv,
+                                                     packed_kv_floats(k1 - k0, s.d_k, s.d_v)),
+                                      nullptr);
+        const OnlineRows state{qs,      s.d_k, acc,   s.d_v, row_max,
+                               row_sum, heads, s.n_q, 0,     &masks[b * s.q_heads + h0]};
+        attention_rows_online(state, kv, k0, k1, scale);
+      });
 
   // out = Σ_c exp(max_c − M)·acc_c / Σ_c exp(max_c − M)·sum_c, M = max_c max_c, in run order
   // (a sink is in run 0's max and sum)
-  for (size_t bgt = 0; bgt < s.batch * s.kv_heads * tiles; ++bgt) {
-    const size_t tile = bgt % tiles, g = bgt / tiles % s.kv_heads, b = bgt / tiles / s.kv_heads;
-    const size_t h0 = g * group + tile * tile_heads,
-                 heads = std::min(tile_heads, group - tile * tile_heads);
-    const float* first = partials + bgt * runs * partial_floats;
-    for (size_t r = 0; r < heads * s.n_q; ++r) {
-      float* o = out.at(b, h0 + r / s.n_q) + (r % s.n_q) * out.row_stride;
-      float m = -std::numeric_limits<float>::infinity();
-      for (size_t c = 0; c < runs; ++c) {
-        const float mc = first[c * partial_floats + stacked * s.d_v + r];
-        m = mc != mc || m != m ? std::numeric_limits<float>::quiet_NaN() : std::max(m, mc);
+  for (size_t bg = 0; bg < s.batch * s.kv_heads; ++bg)
+    for (size_t tile = 0; tile < tiles; ++tile) {
+      const size_t b = bg / s.kv_heads, g = bg % s.kv_heads;
+      const size_t h0 = g * group + tile * tile_heads,
+                   heads = std::min(tile_heads, group - tile * tile_heads);
+      const float* first = partials + (bg * tiles + tile) * runs * partial_floats;
+      for (size_t r = 0; r < heads * s.n_q; ++r) {
+        float* o = out.at(b, h0 + r / s.n_q) + (r % s.n_q) * out.row_stride;
+        float m = -std::numeric_limits<float>::infinity();
+        for (size_t c = 0; c < runs; ++c) {
+          const float mc = first[c * partial_floats + stacked * s.d_v + r];
+          m = mc != mc || m != m ? std::numeric_limits<float>::quiet_NaN() : std::max(m, mc);
+        }
+        std::fill(o, o + s.d_v, 0.0f);
+        if (m == -std::numeric_limits<float>::infinity()) continue;  // every key masked: zero row
+        float sum = 0;
+        for (size_t c = 0; c < runs; ++c) {
+          const float* p = first + c * partial_floats;
+          const float mc = p[stacked * s.d_v + r];
+          if (mc == -std::numeric_limits<float>::infinity()) continue;  // nothing seen in this run
+          const float w = std::exp(mc - m);
+          sum += w * p[stacked * s.d_v + stacked + r];
+          for (size_t e = 0; e < s.d_v; ++e) o[e] += w * p[r * s.d_v + e];
+        }
+        const float inv = sum > 0 ? 1.0f / sum : 0.0f;
+        for (size_t e = 0; e < s.d_v; ++e) o[e] = m != m ? m : o[e] * inv;
       }
-      std::fill(o, o + s.d_v, 0.0f);
-      if (m == -std::numeric_limits<float>::infinity()) continue;  // every key masked: zero row
-      float sum = 0;
-      for (size_t c = 0; c < runs; ++c) {
-        const float* p = first + c * partial_floats;
-        const float mc = p[stacked * s.d_v + r];
-        if (mc == -std::numeric_limits<float>::infinity()) continue;  // nothing seen in this run
-        const float w = std::exp(mc - m);
-        sum += w * p[stacked * s.d_v + stacked + r];
-        for (size_t e = 0; e < s.d_v; ++e) o[e] += w * p[r * s.d_v + e];
-      }
-      const float inv = sum > 0 ? 1.0f / sum : 0.0f;
-      for (size_t e = 0; e < s.d_v; ++e) o[e] = m != m ? m : o[e] * inv;
     }
-  }
 }
 
 void forward(const HeadsShape& s, HeadTensor<const float> q, const KvSource& src,
@@ -306,6 +310,21 @@ void attention_heads_forward(const HeadsShape& s, HeadTensor<const float> q, con
                              HeadTensor<float> out, float scale, const HeadsMask& mask,
                              const HeadsTrace* trace, ThreadPool* pool) {
   forward(s, q, {&kv, {}, {}}, out, scale, mask, trace, pool);
+}
+
+// The cache's overload (wa/kv_cache.h): its panels read in place.
+void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
+                             const KvCache& cache, HeadTensor<float> out, float scale,
+                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool) {
+  if (shape.n_k != cache.length() || shape.batch != cache.batch() ||
+      shape.kv_heads != cache.kv_heads() || shape.d_k != cache.d_k() || shape.d_v != cache.d_v())
+    throw std::invalid_argument(
+        "attention over a kv cache: the shape's n_k, batch, kv_heads, d_k, d_v must be the "
+        "cache's: n_k " +
+        std::to_string(shape.n_k) + " vs length " + std::to_string(cache.length()));
+  const PackedHeads panels{cache.panels_.data(), cache.kv_heads_, cache.capacity_,
+                           cache.head_floats_, cache.type_};
+  attention_heads_forward(shape, q, panels, out, scale, mask, trace, pool);
 }
 
 void attention_heads_backward(const HeadsShape& s, HeadTensor<const float> q,

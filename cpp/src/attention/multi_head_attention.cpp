@@ -30,7 +30,7 @@ void project(const float* x, size_t rows, size_t d_model, const float* w, const 
 // Shapes, and the buffers every call needs: x, the weights and `io`, the buffer named io_name
 // (the forward's out, the backward's d_out). where: the entry, first in the message.
 void check(const char* where, const MhaShape& s, const MhaWeights& w, const float* x,
-           const float* context, const float* io, const char* io_name, const MhaTrace* trace) {
+           const float* context, const float* io, const char* io_name, const MhaSaved* saved) {
   std::string problem;
   if (!s.batch || !s.n_q || !s.n_k || !s.d_model || !s.heads || !s.d_k || !s.d_v)
     problem = "every dimension must be at least 1";
@@ -40,9 +40,9 @@ void check(const char* where, const MhaShape& s, const MhaWeights& w, const floa
     problem = "self-attention (no context) needs n_k == n_q";
   else if (!x || !io || !w.wq || !w.wk || !w.wv || !w.wo)
     problem = std::string("x, ") + io_name + " and the four weight matrices are required";
-  else if (trace && (!trace->q || !trace->k || !trace->v || !trace->concat ||
-                     !trace->scores != !trace->scaled || !trace->scores != !trace->masked ||
-                     !trace->scores != !trace->weights))
+  else if (saved && (!saved->q || !saved->k || !saved->v || !saved->concat ||
+                     !saved->scores != !saved->scaled || !saved->scores != !saved->masked ||
+                     !saved->scores != !saved->weights))
     problem = "a trace sets q, k, v and concat, and scores, scaled, masked, weights all or none";
   if (!problem.empty())
     throw std::invalid_argument(std::string(where) + ": " + problem + ": batch " +
@@ -54,7 +54,7 @@ void check(const char* where, const MhaShape& s, const MhaWeights& w, const floa
 }
 
 // What the backward needs beyond check(): the saved trace and the gradient buffers.
-void check_backward(const MhaWeights& w, const float* context, const MhaTrace& saved,
+void check_backward(const MhaWeights& w, const float* context, const MhaSaved& saved,
                     const MhaGrads& g) {
   std::string problem;
   if (!saved.q || !saved.k || !saved.v || !saved.concat)
@@ -95,20 +95,20 @@ HeadsMask heads_mask(const ScoreMask& mask, const MhaWeights& w) {
 }  // namespace
 
 void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                 float* out, float scale, const ScoreMask& mask, const MhaTrace* trace,
+                 float* out, float scale, const ScoreMask& mask, const MhaSaved* saved,
                  ThreadPool* pool, const Rotary* rotary) {
-  check("multi-head attention", s, w, x, context, out, "out", trace);
+  check("multi-head attention", s, w, x, context, out, "out", saved);
   const float* ctx = context ? context : x;
   const size_t hk = checked_product({s.heads, s.d_k}), hv = checked_product({s.heads, s.d_v});
   const size_t gk = checked_product({s.kv(), s.d_k}), gv = checked_product({s.kv(), s.d_v});
   const size_t rows_q = checked_product({s.batch, s.n_q}),
                rows_k = checked_product({s.batch, s.n_k});
 
-  const bool head_traces = trace && trace->scores;  // else a trace saved for the backward only
+  const bool head_traces = saved && saved->scores;  // else a trace saved for the backward only
   std::unique_ptr<float[]> workspace;  // not zeroed (serial time): every float is written first
   float *q, *k, *v, *concat;
-  if (trace) {
-    q = trace->q, k = trace->k, v = trace->v, concat = trace->concat;
+  if (saved) {
+    q = saved->q, k = saved->k, v = saved->v, concat = saved->concat;
   } else {
     workspace.reset(
         new float[checked_sum({checked_product({rows_q, hk}), checked_product({rows_k, gk}),
@@ -129,7 +129,7 @@ void mha_forward(const MhaShape& s, const MhaWeights& w, const float* x, const f
   // Q, K, V, concat in their 3-D head layout -> every head's output into its concat columns
   HeadsTrace heads_trace{};
   if (head_traces)
-    heads_trace = {trace->scores, trace->scaled, trace->masked, trace->weights, nullptr};
+    heads_trace = {saved->scores, saved->scaled, saved->masked, saved->weights, nullptr};
   attention_heads_forward(heads_shape(s, s.n_k), heads_3d<const float>(q, s.heads, s.n_q, s.d_k),
                           heads_3d<const float>(k, s.kv(), s.n_k, s.d_k),
                           heads_3d<const float>(v, s.kv(), s.n_k, s.d_v),
@@ -198,7 +198,7 @@ void mha_forward_cached(const MhaShape& shape, const MhaWeights& w, const float*
 }
 
 void mha_backward(const MhaShape& s, const MhaWeights& w, const float* x, const float* context,
-                  const MhaTrace& saved, const float* d_out, float scale, const ScoreMask& mask,
+                  const MhaSaved& saved, const float* d_out, float scale, const ScoreMask& mask,
                   const MhaGrads& g, ThreadPool* pool, const Rotary* rotary) {
   check("multi-head attention backward", s, w, x, context, d_out, "d_out", nullptr);
   check_backward(w, context, saved, g);

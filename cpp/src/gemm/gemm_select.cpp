@@ -3,13 +3,10 @@
 // their results are bitwise the same (f32_gemm_tile.h), so the choice changes speed alone.
 //
 // The first gemm_kernel() call picks the kernel measured fastest in the JavaScript engine that
-// runs the module (preferred_kernel), a lookup of well under a millisecond. A probe timing the
-// kernels when the instance starts would rank the code of each engine's baseline compiler (V8's
-// Liftoff, SpiderMonkey's baseline, JSC's BBQ), whose ranking has little to do with the
-// optimized code's: measured in Node, Chromium, Firefox and WebKitGTK, such a probe picked a
-// kernel 10-35 % slower there than their fastest, and took 7-90 ms.
-// scripts/forensics/gemm_kernels.mjs times every kernel once the engine has optimized them (in
-// a bench-only module, never shipped), to derive the table on other CPUs.
+// runs the module (preferred_kernel), a table lookup: a probe at start would time the baseline
+// compilers' code, whose ranking is not the optimized code's (performance.md, "The GEMM
+// micro-kernel per engine"). scripts/forensics/gemm_kernels.mjs times every kernel once
+// optimized, to derive the table on other CPUs.
 #include "gemm/gemm_select.h"
 
 #if defined(__EMSCRIPTEN__)
@@ -81,19 +78,17 @@ int js_engine() { return kUnknown; }
 #endif
 
 // The kernel for engine, by name: the fastest on matmul 512³, 1 thread, side by side in one
-// instance (scripts/forensics/gemm_kernels.mjs), on an AMD EPYC (family 26 model 2: Zen 5), in
-// Node 20 (V8 11.3), Deno 2.9 (V8 15.0), Chromium 156 (V8 15.6), Firefox 153, Bun 1.4 and
-// WebKitGTK 2.50 (both JavaScriptCore); scripts/LAB.md has the figures.
-// Where the others came within 3 % of the default, the default stays: JavaScriptCore in relaxed
-// SIMD (Bun), SpiderMonkey in SIMD128, V8 11 in both. V8 12 to 14 were not measured: the default.
+// instance (scripts/forensics/gemm_kernels.mjs); where no other is clearly faster, or the engine
+// was not measured, the default. The engines, versions and figures: performance.md, "The GEMM
+// micro-kernel per engine".
 const char* preferred_kernel(int engine) {
 #if defined(WA_RELAXED_SIMD)
-  // 1.05-1.08x the default there; in V8 11 it is 0.75x (its registers spill)
+  // V8 before 15 spills this tile's registers
   if (engine >= kV8 + 15 || engine == kSpiderMonkey) return "f32_gemm_6x8_relaxed_simd";
 #else
-  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_simd128";  // 1.05-1.09x the default
-  // 1.17-1.19x the default in WebKitGTK and Bun: JavaScriptCore makes three of the default's
-  // four broadcasts a scalar load and a splat; this kernel's a panels come broadcast
+  if (engine >= kV8 + 15) return "f32_gemm_4x8_k2_simd128";
+  // JavaScriptCore makes three of the default's four broadcasts a scalar load and a splat; this
+  // kernel's a panels come broadcast
   if (engine == kJavaScriptCore) return "f32_gemm_4x8_bcast_simd128";
 #endif
   return kKernels[0].name;
@@ -112,8 +107,8 @@ std::once_flag chosen_once;
 
 // Rows from which a product runs the chosen kernel even where its tile does not divide them:
 // the last tile's unused rows are then at most (mr - 1) / 128 of the work. Below, and not
-// divided, the default 4x8 runs instead (bitwise the same): attention's 32-row blocks took 14 %
-// longer with 6x8 relaxed in Chromium 156 (32×512×64 and 32×64×512, gemm_kernels.mjs --shape).
+// divided, the default 4x8 runs instead (bitwise the same): on attention's 32-row blocks a taller
+// tile's unused rows cost more than it gains (scripts/forensics/gemm_kernels.mjs --shape).
 constexpr size_t kWideTileMinRows = 128;
 
 }  // namespace

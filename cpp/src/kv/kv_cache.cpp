@@ -10,7 +10,6 @@
 #include <string>
 #include <tuple>
 
-#include "attention/attention_blocks.h"
 #include "kv/packed_kv.h"
 #include "runtime/sizes.h"
 #include "wa/finite.h"
@@ -101,20 +100,6 @@ void KvCache::copy_rows(HeadTensor<float> k, HeadTensor<float> v) const {
       kv_kernels(type_).read_rows(panels_.data() + (b * kv_heads_ + g) * head_floats_, capacity_,
                                   d_k_, d_v_, length_, k.data ? k.at(b, g) : nullptr, k.row_stride,
                                   v.data ? v.at(b, g) : nullptr, v.row_stride);
-}
-
-void attention_heads_forward(const HeadsShape& shape, HeadTensor<const float> q,
-                             const KvCache& cache, HeadTensor<float> out, float scale,
-                             const HeadsMask& mask, const HeadsTrace* trace, ThreadPool* pool) {
-  if (shape.n_k != cache.length() || shape.batch != cache.batch() ||
-      shape.kv_heads != cache.kv_heads() || shape.d_k != cache.d_k() || shape.d_v != cache.d_v())
-    throw std::invalid_argument(
-        "attention over a kv cache: the shape's n_k, batch, kv_heads, d_k, d_v must be the "
-        "cache's: n_k " +
-        std::to_string(shape.n_k) + " vs length " + std::to_string(cache.length()));
-  const PackedHeads panels{cache.panels_.data(), cache.kv_heads_, cache.capacity_,
-                           cache.head_floats_, cache.type_};
-  attention_heads_forward(shape, q, panels, out, scale, mask, trace, pool);
 }
 
 }  // namespace wa

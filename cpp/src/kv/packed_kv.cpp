@@ -3,6 +3,9 @@
 #include "kv/packed_kv.h"
 
 #include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
 
 #include "gemm/gemm_packed.h"
 #include "runtime/sizes.h"
@@ -96,20 +99,33 @@ PackedKV PackedHeads::at(size_t b, size_t g, size_t n_k, size_t d_k, size_t d_v)
   return {kt, kt + kv_kernels(type).v_offset(capacity, d_k), n_k, d_k, d_v, 0, capacity, type};
 }
 
-extern const KvKernels kKvF32Kernels;  // kv_f32.cpp
-extern const KvKernels kKvI8Kernels;   // kv_i8.cpp
-extern const KvKernels kKvF16Kernels;  // kv_f16.cpp
+#define WA_KV_TYPE(type, file, kernels) extern const KvKernels kernels;
+#include "kv/kv_types.def"
+#undef WA_KV_TYPE
+
+namespace {
+// kv_types.def's kernels, each at its KvType's index.
+constexpr std::array<const KvKernels*, kKvTypeCount> kKvTable = [] {
+  std::array<const KvKernels*, kKvTypeCount> table{};
+#define WA_KV_TYPE(type, file, kernels) table[static_cast<size_t>(KvType::type)] = &kernels;
+#include "kv/kv_types.def"
+#undef WA_KV_TYPE
+  return table;
+}();
+static_assert(
+    [] {
+      for (const KvKernels* kernels : kKvTable)
+        if (!kernels) return false;
+      return true;
+    }(),
+    "every KvType has a line in kv_types.def");
+}  // namespace
 
 const KvKernels& kv_kernels(KvType type) {
-  switch (type) {
-    case KvType::i8:
-      return kKvI8Kernels;
-    case KvType::f16:
-      return kKvF16Kernels;
-    case KvType::f32:
-      break;
-  }
-  return kKvF32Kernels;
+  const size_t t = static_cast<size_t>(type);
+  if (t >= kKvTypeCount)
+    throw std::invalid_argument("kv cache: no element type " + std::to_string(t));
+  return *kKvTable[t];
 }
 
 }  // namespace wa

@@ -4,8 +4,8 @@
 // run of heads (locate). The panels' element type comes with how a head of it is sized,
 // written and read back, and the two products attention runs on it (KvKernels: scores against
 // kᵀ, weights times v), looked up once per call, as ggml's
-// type_traits: a new element type is one KvType, one kernel file and one entry in kKvTypes,
-// which the kernel test sweeps.
+// type_traits: a new element type is one KvType, one kernel file and its line in
+// kv_types.def; the tests sweep kKvTypes, every type of the count.
 //
 // One kv head holds keys [k0, k0 + keys) of an attention's n_k keys (k0 a multiple of kNR) in
 // room for `stride` keys (a cache's capacity, else the keys held), as two GEMM b operands
@@ -24,6 +24,7 @@
 // them in its own file (kv_i8.cpp; kv_f16.cpp keeps float32's panels in halves).
 #pragma once
 
+#include <array>
 #include <cstddef>
 
 #include "tuning.h"
@@ -34,8 +35,12 @@ namespace wa {
 
 class ThreadPool;
 
-// Every element type, for the tests that sweep them.
-inline constexpr KvType kKvTypes[] = {KvType::f32, KvType::i8, KvType::f16};
+// Every element type, KvType's values [0, count), for the tests that sweep them.
+inline constexpr std::array<KvType, kKvTypeCount> kKvTypes = [] {
+  std::array<KvType, kKvTypeCount> types{};
+  for (size_t t = 0; t < kKvTypeCount; ++t) types[t] = static_cast<KvType>(t);
+  return types;
+}();
 
 // Where key j's element t of kᵀ and its column c of v lie in a head's panels, in elements.
 inline size_t packed_kt_at(size_t j, size_t t, size_t d_k) {

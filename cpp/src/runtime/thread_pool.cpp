@@ -1,29 +1,13 @@
 // Workers sleep on a condition variable between calls. A call publishes (task, n), opens an
-// entry for the new generation, bumps the generation and wakes them; a worker that sees the
-// generation joins it through the entry while it is open, and everyone joined, the caller
-// included, takes task indices from one atomic counter until none are left. The caller then
-// closes the entry and waits for the workers that joined, and only for them: a worker that was
-// not running when the call came (asleep, or spinning but preempted by another process on a
-// busy machine) and missed it never touches the call's state, so the caller does not wait for
-// the operating system to schedule a thread that has nothing left to do (on a 2-core machine
-// with other work that wait ran to milliseconds, longer than the call).
-//
-// The caller never blocks: in a browser it is the page's main thread, where a blocking wait
-// is forbidden (Emscripten turns it into a busy-wait and warns). It takes the mutex with
-// try_lock and waits for the workers by spinning on an atomic count; both waits are short.
-//
-// A call that feeds fewer threads than the pool has (few tasks, or little work: threading.h)
-// lets only that many workers join: the entry counts them and refuses the rest, and only that
-// many sleepers are notified; a worker refused goes back to spinning, then sleeping.
-//
-// A worker that finished spins on the generation for kSpin before it sleeps. A multi-head
-// attention makes about ten calls, a GEMM two; between two of them the worker waits for the
-// caller's last task (up to a task's length, ~0.5 ms) and the serial code in between, and
-// waking a sleeping thread (a futex, Atomics.notify in wasm) costs from tens of microseconds
-// to, on a busy or virtual machine, milliseconds. So the spin outlasts a task: the workers stay
-// awake through one library call and into the next one a loop makes, and sleep kSpin after the
-// last. (With a 30 µs spin, the threaded wasm build's worker sleeps and is woken before nearly
-// every call of a multi-head attention.)
+// entry for the new generation and wakes them; whoever joins through the entry while it is open,
+// the caller included, takes task indices from one atomic counter. The caller then closes the
+// entry and waits only for the workers that joined: one the OS has not scheduled never touches
+// the call, so the caller never waits on the scheduler.
+// The caller never blocks (in a browser it is the main thread): try_lock, then spinning on an
+// atomic count. A call that feeds fewer threads (threading.h) lets only that many join.
+// A finished worker spins kSpin before it sleeps, outlasting a task and the serial code between
+// the calls of one library call, since waking a sleeper costs tens of µs to milliseconds
+// (performance.md, "Threads").
 #include "wa/thread_pool.h"
 
 #include <algorithm>

@@ -713,7 +713,7 @@ describe('the CommonJS entry (require)', () => {
 });
 
 describe('binding contract (web/lib/binding.js)', () => {
-  const { ErrorKind, mhaTrace, scoreMask, throwIfFailed } = binding;
+  const { ErrorKind, mhaSaved, scoreMask, throwIfFailed } = binding;
   test('a struct builder sets every field, its default (0 unless said) for those left out', () => {
     assert.deepEqual(scoreMask({ keep: 64 }), {
       causal: false,
@@ -728,7 +728,7 @@ describe('binding contract (web/lib/binding.js)', () => {
       softcap: 0,
       sink: -Infinity,
     });
-    assert.deepEqual(mhaTrace({ q: 8, concat: 16 }), {
+    assert.deepEqual(mhaSaved({ q: 8, concat: 16 }), {
       q: 8,
       k: 0,
       v: 0,
@@ -741,7 +741,7 @@ describe('binding contract (web/lib/binding.js)', () => {
   });
 
   test('a struct builder rejects a field the struct does not have', () => {
-    assert.throws(() => mhaTrace({ x: 8 }), { name: 'Error', message: 'wasm-attention: MhaTrace has no field "x"' });
+    assert.throws(() => mhaSaved({ x: 8 }), { name: 'Error', message: 'wasm-attention: MhaSaved has no field "x"' });
   });
 
   test('a failed call throws by its error kind, not by its text', () => {

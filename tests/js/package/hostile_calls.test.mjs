@@ -133,7 +133,7 @@ function toHalfBits(x) {
   return h;
 }
 
-const DTYPES = ['float32', 'float16', 'int8'];
+const KV_DTYPES = ['float32', 'float16', 'int8'];
 const direct1 = await createAttention({ threads: 1 });
 const direct2 = await createAttention({ threads: 2 });
 const worker = await createAttention({ worker: true, threads: 2 });
@@ -146,7 +146,7 @@ const FORMS = [
 {
   section = 'lifecycle';
   for (const { name, attn } of FORMS)
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const tag = `${name} ${dtype}`;
       const B = 2,
         Hq = 4,
@@ -452,7 +452,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
     }
   // sinks with an int8 / float16 cache vs float64
   for (const { name, attn } of FORMS)
-    for (const dtype of DTYPES)
+    for (const dtype of KV_DTYPES)
       for (const sink of [-Infinity, -3, 0, 5, 30]) {
         const r = await int8Case(attn, {
           dtype,
@@ -514,7 +514,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       }
       await cache.dispose();
     }
-    for (const dtype of DTYPES)
+    for (const dtype of KV_DTYPES)
       for (const bad of [NaN, Infinity, -Infinity]) {
         const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4, dtype });
         for (const which of ['k', 'v']) {
@@ -540,7 +540,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
   section = 'messages';
   const messages = [];
   for (const { name, attn } of FORMS)
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const cache = await attn.kvCache({ batch: 1, kvHeads: 2, dK: 4, dV: 4, capacity: 2, dtype });
       const call = (n, kShape = [1, 2, n, 4], val = 1) =>
         attn.attention(
@@ -773,7 +773,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
   }
   // worker-only: transfer, out sharing the sent buffer, detach and shrink mid-call
   section = 'out (worker)';
-  for (const dtype of DTYPES) {
+  for (const dtype of KV_DTYPES) {
     const cache = await worker.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 8, dtype });
     const t = (dd) => T(dd, [1, 1, 1, 4]);
     const qq = new Float32Array([1, 2, 3, 4]);
@@ -961,7 +961,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       TypeError,
       /forward/,
     );
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const { kvHeads, dK, dV } = fresh.config;
       const cache = await attn.kvCache({ batch: 1, kvHeads, dK, dV, capacity: 4, dtype });
       await fresh.forward(T(x.slice(), [n, 16]));
@@ -1442,7 +1442,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
   section = 'sizes';
   for (const { name, attn } of FORMS) {
     const mem0 = (await attn.memory()).wasmBytes;
-    for (const dtype of DTYPES)
+    for (const dtype of KV_DTYPES)
       for (const [batch, kvHeads, d, cap] of [
         [2e8, 1, 4, 1],
         [4e7, 1, 4, 1],
@@ -1569,7 +1569,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
     );
     void big;
     // half inputs with cache: appended values from half
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: n, dtype });
       const r = await attn.attention(
         T(qh, [1, 1, n, d], 'float16'),
@@ -1696,7 +1696,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
     return [...outs, rd.key.data, rd.value.data];
   }
   const w1 = await createAttention({ worker: true, threads: 1 });
-  for (const dtype of DTYPES)
+  for (const dtype of KV_DTYPES)
     for (const [Hq, Hkv, d, n] of [
       [4, 2, 32, 600],
       [8, 1, 40, 1100],
@@ -1727,7 +1727,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
   const d = 8;
   const t4 = (data, n = data.length / d) => T(data, [1, 1, n, d]);
   for (const { name, attn } of FORMS)
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const tag = `${name} ${dtype}`;
       const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 8, dtype });
       await attn.attention(t4(rand(1, 2 * d)), t4(rand(2, 2 * d)), t4(rand(3, 2 * d)), { cache });
@@ -1956,7 +1956,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
     }
   // truncate then append: the new rows replace the old ones (int8 blocks re-scaled)
   for (const { name, attn } of FORMS)
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const cache = await attn.kvCache({ batch: 1, kvHeads: 2, dK: 40, dV: 40, capacity: 16, dtype });
       const other = await direct2.kvCache({ batch: 1, kvHeads: 2, dK: 40, dV: 40, capacity: 16, dtype });
       const step = (c, seed, n, big = 1) =>
@@ -2080,7 +2080,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       ['dx', 'dwq', 'dwk', 'dwv', 'dwo'].every((k) => bitsEqual(got[k].data, want[k].data)),
     );
     // the same over a cache
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const cache = await worker.kvCache({ batch: 1, kvHeads: 4, dK: 4, dV: 4, capacity: 8, dtype });
       await layer.forward(T(x.slice(0, 32), [2, 16]), { cache });
       const o2 = new Float32Array(16);
@@ -2203,7 +2203,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       const rm = await attn.attention(T(q, [3, 4]), T(k, [3, 4]), T(k, [3, 4]), { mask: m });
       const rc = await attn.attention(T(q, [3, 4]), T(k, [3, 4]), T(k, [3, 4]), { causal: true });
       eq(`${name}: bare Float16Array additive mask = causal`, true, bitsEqual(rm.output.data, rc.output.data));
-      for (const dtype of DTYPES) {
+      for (const dtype of KV_DTYPES) {
         const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 3, dtype });
         const rr = await attn.attention(T(q, [1, 1, 3, 4]), T(k, [1, 1, 3, 4]), T(k, [1, 1, 3, 4]), { cache });
         eq(
@@ -2367,7 +2367,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       (r) => r.output.data === liar && bitsEqual(new Float32Array(liar.buffer), ref.output.data),
     );
     const caches = [];
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const c = await attn.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 4, dtype });
       await attn.attention(
         T(q.slice(0, d), [1, 1, 1, d]),
@@ -2413,7 +2413,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
 {
   section = 'reentry';
   const d = 4;
-  for (const dtype of DTYPES) {
+  for (const dtype of KV_DTYPES) {
     const cache = direct2.kvCache({ batch: 1, kvHeads: 1, dK: d, dV: d, capacity: 4, dtype });
     const t = (seed) => T(rand(seed, d), [1, 1, 1, d]);
     const r = await expectOk(`direct ${dtype}: an options getter that appends to the cache comes first`, () =>

@@ -39,7 +39,7 @@ function nearestHalf(x) {
   return x < 0 ? -HALVES[h] : HALVES[h];
 }
 
-const DTYPES = ['float32', 'float16', 'int8'];
+const KV_DTYPES = ['float32', 'float16', 'int8'];
 const an = (dtype) => (dtype === 'int8' ? 'an int8' : `a ${dtype}`);
 const BLOCK = 32; // an int8 block along d
 
@@ -135,7 +135,7 @@ for (const threads of [1, 2])
     });
     after(() => attn.dispose());
 
-    for (const dtype of DTYPES)
+    for (const dtype of KV_DTYPES)
       test(`${an(dtype)} cache reads back what it holds of each append, every row and head in place`, async () => {
         const { keys, values, reads } = await session(attn, dtype);
         for (let i = 0; i < reads.length; ++i) {
@@ -152,7 +152,7 @@ for (const threads of [1, 2])
     // what a float16 or int8 cache holds, is further off than that (float16 2e-4 to 3e-4, int8
     // 2.5e-3 to 5e-3 measured).
     const tolerance = { float32: 1e-5, float16: 1e-5, int8: 1e-5 };
-    for (const dtype of DTYPES)
+    for (const dtype of KV_DTYPES)
       test(`attention over ${an(dtype)} cache equals attention over what read() gives`, () => {
         const next = rng(12);
         const cache = attn.kvCache(config(dtype));
@@ -274,7 +274,7 @@ for (const threads of [1, 2])
 test('reads are bitwise the same on 1 and 2 threads, every dtype', async () => {
   const [one, two] = [await createAttention({ threads: 1 }), await createAttention({ threads: 2 })];
   try {
-    for (const dtype of DTYPES) {
+    for (const dtype of KV_DTYPES) {
       const [a, b] = [await session(one, dtype), await session(two, dtype)];
       for (let i = 0; i < a.reads.length; ++i)
         for (const name of ['key', 'value'])
@@ -301,7 +301,7 @@ describe('await cache.read() in the worker form', () => {
     await remote.dispose();
   });
 
-  for (const dtype of DTYPES)
+  for (const dtype of KV_DTYPES)
     test(`${an(dtype)} cache in the worker reads back what it holds, bitwise what the synchronous form reads`, async () => {
       const mine = await session(local, dtype),
         theirs = await session(remote, dtype);

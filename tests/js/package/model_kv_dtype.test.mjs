@@ -15,7 +15,7 @@ import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs'
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the
 // attention layers' outputs' relative RMS over every decoded token.
-const DTYPES = [
+const KV_DTYPES = [
   { dtype: 'int8', loss: 0.005, output: 0.01 },
   { dtype: 'float16', loss: 0.001, output: 0.001 },
 ];
@@ -97,7 +97,7 @@ describe('the shipped model decoding over compressed kv caches', () => {
     assert.ok(Math.abs(f32.loss - want) < 1e-3, `decoded loss ${f32.loss}, manifest (full forward) ${want}`);
   });
 
-  for (const { dtype, loss, output } of DTYPES) {
+  for (const { dtype, loss, output } of KV_DTYPES) {
     test(`${dtype === 'int8' ? 'an' : 'a'} ${dtype} cache: the held-out loss within ${loss * 100} % of a float32 cache's`, () => {
       f32 ??= decodeHeldOut('float32');
       const got = decodeHeldOut(dtype).loss;
