@@ -26,6 +26,7 @@ import { createHeadCompare } from './head_compare.js';
 import { predictAt } from './ablation.js';
 import { createKnockoutPanel, isOut } from './knockout_panel.js';
 import { createModelView } from './model_view.js';
+import { loadHeldOut } from './model/held_out.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './under_the_hood.js';
 import { renderTokenStatus, renderWeightsNote } from './input_notes.js';
@@ -43,7 +44,7 @@ import {
   recompute,
   recomputeBackward,
 } from './state.js';
-import { composition, compositionHtml, keyHeads, sinkSentence } from './induction.js';
+import { composition, compositionHtml, keyHeads, namedHead, sinkSentence } from './induction.js';
 import { referenceHtml } from './reference_note.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
@@ -69,7 +70,9 @@ const compare = createHeadCompare($('compare'), {
   note: $('compare-note'),
   onChange: () => rendered(),
 });
-const knockPanel = createKnockoutPanel($('knock'), { onChange: () => setKnockOut([]) });
+const knockPanel = createKnockoutPanel($('knock'), {
+  onChange: (what) => (what === 'clear' ? setKnockOut([]) : setKnockOut(state.knockOut)),
+});
 
 // The heads knocked out: the model view's toggles, the steps' toggle and the panel follow them.
 function setKnockOut(list) {
@@ -96,7 +99,7 @@ function showKnockOut() {
   $('knock-step').setAttribute('aria-pressed', String(out));
   $('knock-step').textContent = `Knock out layer ${layer + 1} head ${head + 1}`; // pressed: knocked out
   const at = state.settings.focus;
-  const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut });
+  const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut, ablation: state.ablation });
   const top = base[0];
   const after = knocked.find((g) => g.word === top.word);
   const pct = (p) => `${Math.round(100 * p)} %`;
@@ -271,7 +274,7 @@ async function start() {
   $('knock-step').addEventListener('click', () => toggleKnock(state.settings.layer, state.settings.head));
   // The induction head in the steps, following the repeated word the note is about.
   $('follow-induction').addEventListener('click', async () => {
-    const { layer, head } = keyHeads(state.model.manifest).induction;
+    const { layer, head } = keyHeads(state.model.manifest, namedHead(state.ctx)).induction;
     const token = composition(state.ctx, state.settings.focus)?.token ?? -1;
     const patch = { layer, head, step: STEPS.findIndex((s) => s.id === 'softmax') };
     if (change(state, patch)) {
@@ -283,15 +286,16 @@ async function start() {
 
   const t0 = performance.now();
   let embeddingsMs;
-  const [lib, emb, model] = await Promise.all([
+  const [lib, emb, model, heldOut] = await Promise.all([
     loadLibrary(),
     loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => {
       embeddingsMs = performance.now() - t0;
       return v;
     }),
     loadModelFiles(new URL('./data/model/', import.meta.url)),
+    loadHeldOut(new URL('./data/corpus/', import.meta.url)),
   ]);
-  Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
+  Object.assign(state, { attn: lib.attn, emb, model, heldOut, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
   // A shared link's settings (the rules of change(), then the followed token, target and step).

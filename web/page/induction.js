@@ -4,9 +4,12 @@
 // word (an attention sink). Everything from measurements: the manifest's held-out figures and the
 // weights the library computed for this sentence.
 //
-//   keyHeads(manifest) -> { induction: { layer, head, score }, previous: { layer, head, share } }
-//     the head with the largest induction score, and layer 1's head with the largest share on the
-//     previous word
+//   keyHeads(manifest, named) -> { induction: { layer, head, score, named }, previous: { layer,
+//     head, share } }: the induction head, `named` ({ layer, head }: the one whose knock-out removes
+//     most of the copy on the text, ablation.js headEffects) when given, else the head with the
+//     largest induction score (named false); its score is the manifest's. And layer 1's head with
+//     the largest share on the previous word
+//   namedHead(ctx) -> the first of ctx.trained.inductionHeads() (state.js), or undefined
 //   copyAt(norms, i) -> the latest j < i with norms[j] = norms[i] and j + 1 < i, or −1
 //   copyToken(norms, focus, weightAfter) -> the token the explanation is about: focus when it
 //     repeats an earlier word; else, of the words that do with a word after their earlier
@@ -35,19 +38,21 @@ const pct = (x) => `${Math.round(100 * x)} %`;
 const word = (ctx, j) => `${quote(esc(ctx.labels[j]))} (word ${j + 1})`;
 const headName = ({ layer, head }) => `Layer ${layer + 1} head ${head + 1}`;
 
-export function keyHeads(manifest) {
+export function keyHeads(manifest, named = undefined) {
   const heads = manifest.heads;
   const best = (list, key) => list.reduce((a, b) => ((b[key] ?? -1) > (a[key] ?? -1) ? b : a));
-  const ind = best(heads, 'induction');
+  const ind = named ? heads.find((h) => h.layer === named.layer && h.head === named.head) : best(heads, 'induction');
   const prev = best(
     heads.filter((h) => h.layer === 0),
     'prev',
   );
   return {
-    induction: { layer: ind.layer, head: ind.head, score: ind.induction ?? 0 },
+    induction: { layer: ind.layer, head: ind.head, score: ind.induction ?? 0, named: Boolean(named) },
     previous: { layer: prev.layer, head: prev.head, share: prev.prev },
   };
 }
+
+export const namedHead = (ctx) => ctx.trained.inductionHeads?.()[0];
 
 export function copyAt(norms, i) {
   for (let j = i - 2; j >= 0; --j) if (norms[j] === norms[i]) return j;
@@ -78,7 +83,7 @@ const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0
 
 export function composition(ctx, focus) {
   if (!ctx?.trained || !ctx.norms) return null;
-  const { induction, previous } = keyHeads(ctx.trained.manifest);
+  const { induction, previous } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   const n = ctx.n;
   const rowOf = ({ layer, head }, r) => ctx.trained.heads[layer][head].data.subarray(r * n, (r + 1) * n);
   const i = copyToken(ctx.norms, focus, (r, c) => rowOf(induction, r)[c]);
@@ -106,9 +111,9 @@ export function composition(ctx, focus) {
 export function compositionHtml(ctx, focus) {
   const c = composition(ctx, focus);
   if (!c) return '';
-  const { induction, previous } = keyHeads(ctx.trained.manifest);
+  const { induction, previous } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   const heads =
-    `<strong>${headName(induction)}</strong> is the model's induction head (induction score ${induction.score.toFixed(2)} on held-out repeats of random words${induction.score >= INDUCTION_HEAD ? '' : ': a weak one'}). ` +
+    `<strong>${headName(induction)}</strong> is the model's induction head${induction.named ? ' on your text: knocking it out removes the most of the copy (the table above)' : ''}; its induction score on held-out repeats of random words is ${induction.score.toFixed(2)}${induction.score >= INDUCTION_HEAD ? '' : ', a weak one'}. ` +
     `<strong>${headName(previous)}</strong> is the previous-word head it builds on (${pct(previous.share)} of its weight on the previous word).`;
   if (c.token < 0)
     return `<p>${heads} Your sentence repeats no word, so there is nothing to copy: press <em>Repeat</em> and choose the induction head to see it work.</p>`;
@@ -157,7 +162,7 @@ export function sinkSentence(manifest) {
 
 export function inductionStepHtml(ctx) {
   if (!ctx?.trained || !ctx.norms) return '';
-  const { induction } = keyHeads(ctx.trained.manifest);
+  const { induction } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   if (ctx.layer !== induction.layer || ctx.head !== induction.head) return '';
   const L = repeatedSpan(ctx.norms);
   const intro = `<p><strong>This is the induction head.</strong> Word i of a repeated text looks at the word that came right after the earlier occurrence of word i, and the model copies it as its guess for what comes next.</p>`;

@@ -24,7 +24,7 @@ import { predictNext } from './model/predict.js';
 import { layerWeights } from './model/weights.js';
 import { repeatedSpan } from './model/head_stats.js';
 import { copyAt, copyToken } from './induction.js';
-import { predictAt } from './ablation.js';
+import { headEffects, predictAt } from './ablation.js';
 import { isWord } from './model/train.js';
 import { buildSteps } from './steps/index.js';
 import { WORKED } from './worked_example.js';
@@ -49,12 +49,15 @@ export function createState(text) {
     attn: null, // the library, once loaded
     emb: null, // the word vectors, once loaded (emb.dim is d_model)
     model: null, // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
+    heldOut: '', // held-out text, once loaded: the heads' mean outputs for mean ablation (model/held_out.js)
     loadMs: null, // { library, embeddings }: how long each took to load
     input: null, // prepareInput's (input.js)
     ctx: null, // the current input and results (steps/index.js)
     steps: [], // buildSteps(ctx)
     sgd: null, // { weights, losses, rates, timings } after SGD steps on the current loss
     knockOut: [], // [{ layer, head }] 0-based: the trained model's heads knocked out (knockout_panel.js)
+    ablation: 'zero', // how they are knocked out: 'zero' or 'mean' (ablation.js)
+    attrWord: null, // { at, word }: the token the attribution explains at token `at`; else the predicted one
     untrained: { ...UNTRAINED }, // the settings Trained fixes, as they were before it: given back on leaving it
     version: 0, // increased after every render (window.attentionPage.version)
   };
@@ -202,6 +205,9 @@ export function* recomputeGen(state, attn = state.attn) {
     layer: trained ? s.layer : null,
     trained,
   };
+  // The induction heads named for this text by their knock-outs' effect on the copy, made when
+  // first asked for (ablation.js headEffects; induction.js, the panel and the hook read them).
+  if (trained) trained.inductionHeads = () => headEffects(state).induction;
   // A new text that is one text twice (Repeat): follow the word of the second copy whose copy
   // the model predicts most (where the knock-out and the induction note have something to show).
   if (repeatedAnew) s.focus = bestCopy(state, norms);

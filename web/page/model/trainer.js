@@ -35,7 +35,7 @@
 import { seededRandom } from '../../lib/index.js';
 import { createAdam } from './adam.js';
 import { inductionScore, repeatedSpan } from './head_stats.js';
-import { knockedOutWeights } from './knockout.js';
+import { ablatedWeights } from './knockout.js';
 import { forwardHead, forwardLayers, outputWords } from './lm.js';
 import {
   classCounts,
@@ -171,7 +171,7 @@ export function createTrainer(
               dModel: d,
               heads,
               bias: false,
-              weights: knockedOutWeights(layer.weights, heads, out),
+              weights: ablatedWeights(layer.weights, heads, out).w,
             })
           : null;
       });
