@@ -10,16 +10,16 @@
 //   predictAt(state, { at, knockOut, ablation, k }) -> { at, base, knocked }: the k (10) most
 //     likely next tokens after token `at`, [{ word, p, c, logit }] best first, with every head
 //     (base) and with the heads in knockOut ablated (knocked): 'zero' sets their outputs to 0,
-//     'mean' to their mean over held-out text (heldOutMeans). Both layers rerun through the
+//     'mean' to their mean over the held-out windows (heldOutMeans). Both layers rerun through the
 //     library: layer 2 reads a residual stream with the layer-1 heads ablated. Nothing of the
 //     state changes.
 //   attributionAt(state, { at, word }) -> { at, word, c, against, r, parts, logit, diff, total }:
 //     logit(c) − logit(r) after token `at` split into its parts (model/knockout.js logitParts):
 //     c the predicted word, or `word` when given (a word of the model's output), r the most likely
 //     word other than c (the runner-up); diff the model's own difference, total the parts' sum
-//   heldOutMeans(state) -> [(h·d_v) per layer]: each head's mean output (before W_O) over
-//     HELD_OUT_WINDOWS windows of the held-out text (state.heldOut, model/held_out.js), made once
-//     per model
+//   heldOutMeans(state) -> [(h·d_v) per layer]: each head's mean output (before W_O) over the
+//     held-out windows of the model's corpus, as the manifest ships them (heldOut.headMeans,
+//     written by scripts/train/head_means.mjs); throws when the manifest has none
 //   copyCase(state) -> { source: 'text' | 'twice', n, x, targets: [{ at, c }] }: the positions
 //     where the model can copy, and the token it would copy (c, an output class): every token i
 //     with an earlier occurrence j (induction.js copyAt) predicts the token that followed j. On
@@ -37,15 +37,12 @@
 //     NAMED_SHARE of the copy probability, largest first; else the one that removes most
 import { drive, runModelGen } from './compute.js';
 import { copyAt } from './induction.js';
-import { prepareInput } from './input.js';
-import { ablatedWeights, headMeans, logitParts, readout, residualParts } from './model/knockout.js';
+import { ablatedWeights, logitParts, readout, residualParts } from './model/knockout.js';
 import { feedForward, forwardHead, headParams, outputWords, topK } from './model/lm.js';
 import { repeatedSentence } from './model/head_stats.js';
-import { heldOutWindows } from './model/held_out.js';
 import { sinusoidalPositions } from './embeddings.js';
 
 export const TOP = 10;
-export const HELD_OUT_WINDOWS = 32;
 export const NAMED_SHARE = 0.2;
 
 function trainedOf(state, where) {
@@ -145,18 +142,12 @@ const guesses = (state, H, at, k) => {
 export function heldOutMeans(state) {
   const cache = modelCache(state);
   if (cache.means) return cache.means;
-  const t = state.ctx.trained;
-  const layers = t.layers.map((l) => ({ heads: l.heads, w: l.w }));
-  const concats = layers.map(() => []);
-  const scale = state.model.manifest.model.positionScale;
-  const n = state.model.manifest.model.n;
-  for (const text of heldOutWindows(state.heldOut, n, HELD_OUT_WINDOWS)) {
-    const input = prepareInput({ mode: 'sentence', text, positions: true }, state.emb, scale);
-    const m = Math.min(n, input.x.shape[0]);
-    const x = { data: input.x.data.subarray(0, m * state.emb.dim), shape: [m, state.emb.dim] };
-    drive(runModelGen(state.attn, layers, x)).concats.forEach((c, L) => concats[L].push(c));
-  }
-  cache.means = concats.map(headMeans);
+  const means = state.model.manifest.heldOut?.headMeans?.layers;
+  if (!means)
+    throw new Error(
+      "mean ablation: the model's manifest has no heldOut.headMeans (run node scripts/train/head_means.mjs after training)",
+    );
+  cache.means = means.map((l) => Float64Array.from(l));
   return cache.means;
 }
 

@@ -26,7 +26,6 @@ import { createHeadCompare } from './head_compare.js';
 import { predictAt } from './ablation.js';
 import { createKnockoutPanel, isOut } from './knockout_panel.js';
 import { createModelView } from './model_view.js';
-import { loadHeldOut } from './model/held_out.js';
 import { loadModelFiles } from './model/weights.js';
 import { renderBuild, renderTimings } from './under_the_hood.js';
 import { renderTokenStatus, renderWeightsNote } from './input_notes.js';
@@ -286,16 +285,15 @@ async function start() {
 
   const t0 = performance.now();
   let embeddingsMs;
-  const [lib, emb, model, heldOut] = await Promise.all([
+  const [lib, emb, model] = await Promise.all([
     loadLibrary(),
     loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => {
       embeddingsMs = performance.now() - t0;
       return v;
     }),
     loadModelFiles(new URL('./data/model/', import.meta.url)),
-    loadHeldOut(new URL('./data/corpus/', import.meta.url)),
   ]);
-  Object.assign(state, { attn: lib.attn, emb, model, heldOut, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
+  Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
   // A shared link's settings (the rules of change(), then the followed token, target and step).

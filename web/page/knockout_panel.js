@@ -182,7 +182,7 @@ export function createKnockoutPanel(box, { onChange }) {
       `<p class="field-note">${copyNote}</p>` +
       `<p class="knock-line">${wordSelect}</p>` +
       ranking(e, a, token) +
-      `<p id="attr-note" class="field-note">Copy removed: the share of the copy probability gone with the head knocked out alone (zero: its output set to 0; mean: set to its mean over ${'held-out'} text, the 2019–2021 addresses the model never read, which keeps what the head adds everywhere and removes only what it adds for this text). ` +
+      `<p id="attr-note" class="field-note">Copy removed: the share of the copy probability gone with the head knocked out alone (zero: its output set to 0; mean: set to its mean over ${state.model.manifest.heldOut.windows} held-out windows of the model's corpus, which keeps what the head adds on any text and removes only what it adds for this one). ` +
       `p(${esc(e.predicted.word)}): the change of the predicted token's probability after ${token}, in points. ` +
       `Part: the head's output at ${token} carried straight to the logits (through W<sub>out</sub>, past the feed-forward block, which adds its own part), along ${quote(esc(a.word))} minus ${quote(esc(a.against))}; the parts sum to the model's difference. ` +
       `Largest part: <strong>${headName(byAttr)}</strong> (${fmt(byAttr.diff, 2)}). A part is what a head writes, not what happens without it: a layer-1 head also changes what layer 2 and the feed-forward block compute, which only its knock-out shows.</p>`;

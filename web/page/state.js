@@ -49,7 +49,6 @@ export function createState(text) {
     attn: null, // the library, once loaded
     emb: null, // the word vectors, once loaded (emb.dim is d_model)
     model: null, // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
-    heldOut: '', // held-out text, once loaded: the heads' mean outputs for mean ablation (model/held_out.js)
     loadMs: null, // { library, embeddings }: how long each took to load
     input: null, // prepareInput's (input.js)
     ctx: null, // the current input and results (steps/index.js)

@@ -2,7 +2,8 @@
 // shipped model, held to scalar double references: a head knocked out by zeroing its W_O rows
 // gives the residual stream with that head's output o_k = concat_k · W_O,k subtracted (for
 // layer-2 heads: exactly that); mean ablation puts the head's mean over the held-out windows
-// (the mean of its concat columns there, times W_O,k) in its place; each head's o_k, computed
+// (the manifest's heldOut.headMeans, times W_O,k) in its place, and those means are the mean of
+// its outputs over held-out windows (scripts/train/head_means.mjs); each head's o_k, computed
 // row by row in double, adds up with the input to the layer's residual; the attribution's parts
 // (embedding, eight heads, feed-forward, bias) sum to the model's logit difference and their
 // logits to its logit, at every token, for the predicted token and others against the runner-up,
@@ -13,11 +14,10 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { createAttention } from '../../../web/lib/index.js';
-import fs from 'node:fs';
-
 import { attributionAt, heldOutMeans, predictAt } from '../../../web/page/ablation.js';
-import { ablatedWeights, headMeans, headOutput, readout } from '../../../web/page/model/knockout.js';
-import { heldOutText } from '../../../web/page/model/held_out.js';
+import { ablatedWeights, headOutput, readout } from '../../../web/page/model/knockout.js';
+import { headMeans } from '../../../scripts/train/head_means.mjs';
+import { createModel } from '../../../web/page/model/train.js';
 import { feedForward, forwardHead, headParams, outputWords, topK } from '../../../web/page/model/lm.js';
 import { change, createState, recompute } from '../../../web/page/state.js';
 import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
@@ -30,9 +30,8 @@ before(async () => {
   attn = await createAttention({ threads: 1 });
   emb = loadWordVectors();
   model = loadShippedModel();
-  const excerpt = fs.readFileSync(new URL('../../../web/page/data/corpus/sotu-excerpt.txt', import.meta.url), 'utf8');
   state = createState(TEXTS[0]);
-  Object.assign(state, { attn, emb, model, heldOut: heldOutText(excerpt) });
+  Object.assign(state, { attn, emb, model });
   p = headParams(model.tensors);
   words = outputWords(emb, model.vocab, model.tensors.unk.data, model.tensors.wdelta?.data);
 });
@@ -135,10 +134,23 @@ test('mean ablation of layer-2 heads puts their mean output (held-out concat mea
     }
 });
 
-test('headMeans is each concat column’s mean over every row of every sequence', () => {
-  const a = { data: Float32Array.from([1, 2, 3, 4]), shape: [2, 2] };
-  const b = { data: Float32Array.from([5, 10]), shape: [1, 2] };
-  assert.deepEqual(Array.from(headMeans([a, b])), [3, 16 / 3]);
+test('headMeans (scripts/train/head_means.mjs) is the mean of each head’s columns of concat over every position', () => {
+  const texts = ['my brother bought the small green house near', 'we the people of the united states in order'];
+  const n = 6,
+    d = emb.dim;
+  const windows = texts.map((text) => ({ words: text.split(' ').slice(0, n + 1), ids: new Int32Array(n + 1) }));
+  const m = createModel(attn, { d, heads: HEADS, layers: 2, tensors: model.tensors });
+  const got = headMeans(m.layers, emb, windows, { n, positionScale: model.manifest.model.positionScale, B: 1 });
+  for (const l of m.layers) l.dispose();
+  const want = [new Float64Array(d), new Float64Array(d)];
+  for (const text of texts) {
+    const r = run(text.split(' ').slice(0, n).join(' '));
+    assert.equal(r.n, n);
+    r.concats.forEach((c, L) => {
+      for (let i = 0; i < n; ++i) for (let j = 0; j < d; ++j) want[L][j] += c.data[i * d + j] / (texts.length * n);
+    });
+  }
+  for (let L = 0; L < 2; ++L) assert.ok(worst(got[L], want[L]) < 1e-5, `layer ${L + 1}: ${worst(got[L], want[L])}`);
 });
 
 test('knocking out no head returns the weights unchanged; the knocked-out rows are 0 and the others kept', () => {

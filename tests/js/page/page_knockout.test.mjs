@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
 import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
-import { knockedOutWeights } from '../../../web/page/model/knockout.js';
+import { ablatedWeights } from '../../../web/page/model/knockout.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
 import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
@@ -59,7 +59,7 @@ function expected(text, at, knockOut = []) {
     return attn.multiHeadAttention({
       dModel: d,
       heads,
-      weights: knockedOutWeights(layerWeights(model.tensors, L), heads, out),
+      weights: ablatedWeights(layerWeights(model.tensors, L), heads, out).w,
     });
   });
   const { hs } = forwardLayers(layers, x);
@@ -115,13 +115,14 @@ test('desktop: predict is the package’s model with heads zeroed; knocking out 
   assert.ok(pOf(knocked, 'house') < 0.1, `p(house) without layer 2 head 3 ${pOf(knocked, 'house')}`);
 
   // attribution: the induction head pushes "house" most; the parts the page shows add up
-  const parts = await hook(page, (at) => window.attentionPage.attribution({ at }), COPY_AT);
+  const all = await hook(page, (at) => window.attentionPage.attribution({ at }), COPY_AT);
+  const parts = all.filter((x) => x.part === 'head');
   assert.equal(parts.length, 8);
-  const best = parts.reduce((a, b) => (b.logit > a.logit ? b : a));
+  const best = parts.reduce((a, b) => (b.diff > a.diff ? b : a));
   assert.deepEqual({ layer: best.layer, head: best.head }, INDUCTION);
   assert.ok(best.logit > 2, `layer 2 head 3's part ${best.logit}`);
-  const chart = page.locator('.attr-chart');
-  assert.match(await chart.locator('tr.best th').textContent(), /Layer 2 head 3/);
+  const chart = page.locator('.head-rank');
+  assert.match(await chart.locator('tr.best th').textContent(), /layer 2 head 3/);
   const foot = await chart.locator('tfoot td.num').allTextContents();
   const [sum, logit] = foot.map((t) => Number(t.replace('\u2212', '-')));
   assert.ok(Math.abs(sum - logit) <= 0.011, `parts ${sum}, logit ${logit}`);
@@ -251,7 +252,7 @@ test('phone (390 px): the panel fits, the tables and chart read, no sideways scr
   const box = await page.locator('#knock').boundingBox();
   assert.ok(box.width <= 390, `the panel is ${box.width} px wide`);
   assert.equal(await page.locator('.knock-table').count(), 2);
-  assert.equal(await page.locator('.attr-chart tbody tr').count(), 10);
+  assert.equal(await page.locator('.head-rank tbody tr').count(), 11); // 8 heads, embedding, feed-forward, bias
   await shot(page.locator('#knock'), 'phone');
   assert.deepEqual(errors(), []);
   await page.close();

@@ -18,10 +18,8 @@
 //     `knocked` (head indices) set to 0, so the layer adds nothing of those heads' outputs (zero
 //     ablation: o_k = 0 at every token); with means (h·d_v, a layer's headMeans), add (d) =
 //     Σ_{k knocked} means[k·d_v : (k+1)·d_v] · W_O,k, which the layer adds at every token instead
-//     (mean ablation: o_k = its mean over held-out text); add is null for zero ablation. The
-//     other weights are shared.
-//   headMeans(concats) -> (h·d_v) Float64Array: the mean of each column of concat (n, h·d_v)
-//     over every row of every sequence given; a head's mean output is its slice times W_O,k
+//     (mean ablation: o_k = its mean over held-out text, the manifest's heldOut.headMeans);
+//     add is null for zero ablation. The other weights are shared.
 //   headOutput(concat, wo, k, dV, i) -> o_k row i (d), in double
 //   readout(p, words, c, d) -> u_c (d) = W_out · W[c], in double
 //   residualParts({ hs, concats, wos, heads, dV, ff, at }) -> [{ part, layer, head, v (d) }]:
@@ -45,18 +43,6 @@ export function ablatedWeights(w, heads, knocked, means = null) {
   }
   for (const k of knocked) wo.fill(0, k * dV * d, (k + 1) * dV * d);
   return { w: { ...w, wo: { data: wo, shape: [rows, d] } }, add };
-}
-
-export function headMeans(concats) {
-  const cols = concats[0].shape[1];
-  const sum = new Float64Array(cols);
-  let rows = 0;
-  for (const { data, shape } of concats) {
-    for (let i = 0; i < shape[0]; ++i) for (let j = 0; j < cols; ++j) sum[j] += data[i * cols + j];
-    rows += shape[0];
-  }
-  for (let j = 0; j < cols; ++j) sum[j] /= rows;
-  return sum;
 }
 
 export function headOutput(concat, wo, k, dV, i) {

@@ -23,6 +23,14 @@
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
 //     (repeatedSpan(norms) > 0), in heads' order
+//   scores(norms) -> { prefix, copying, induction }, each (layers·heads) in heads' order, on
+//     norms = S S (L tokens a copy), the two halves of an induction head (Olsson et al. 2022)
+//     measured apart: prefix, prefix matching: the head's induction score (its mean weight from
+//     each token i of the second copy on t = i − L + 1, the token after i's earlier
+//     occurrence); copying: the share of those i at which the head's output for that token alone
+//     (its value row v[t] · W_O,k, read straight through W_out, past the feed-forward block)
+//     scores t's own class highest of the sentence's classes; induction = prefix · copying, high
+//     only for a head that both looks at the right token and copies it
 //   copyProbability(norms, knockOut) -> on norms, a text S S of L tokens a copy: the mean over
 //     the second copy's tokens i = L..2L−2 of the probability the model gives the token after i
 //     (the copy of the one after its earlier occurrence; "<unk>" for a word outside the classes),
@@ -196,6 +204,55 @@ export function createTrainer(
       } finally {
         for (const k of knocked) k?.dispose();
       }
+    },
+    scores(norms) {
+      const L = repeatedSpan(norms);
+      if (!L) throw new RangeError('scores: the text must be some words twice');
+      const m = norms.length;
+      const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
+      const { traces } = forwardLayers(model.layers, x, { trace: true });
+      const ids = toIds(norms, vocab);
+      // u_c = W_out · W[c] (d) for each class of the sentence
+      const words = outputWords(emb, vocab, model.p.unk, model.p.wdelta);
+      const classes = [...new Set(ids)];
+      const u = classes.map((c) => {
+        const out = new Float64Array(d);
+        for (let i = 0; i < d; ++i) {
+          let sum = 0;
+          for (let j = 0; j < d; ++j) sum += model.p.wout[i * d + j] * words[c * d + j];
+          out[i] = sum;
+        }
+        return out;
+      });
+      const prefix = [],
+        copying = [];
+      traces.forEach((hs, Lr) => {
+        const wo = model.layers[Lr].weights.wo.data;
+        hs.forEach((hd, k) => {
+          prefix.push(inductionScore(hd.weights.data, m, L));
+          const dV = hd.v.shape.at(-1);
+          let hits = 0;
+          for (let i = L; i < 2 * L; ++i) {
+            const t = i - L + 1;
+            // o (d) = v[t] · W_O[k·d_v : (k+1)·d_v, :]
+            const o = new Float64Array(d);
+            for (let r = 0; r < dV; ++r) {
+              const z = hd.v.data[t * dV + r];
+              for (let j = 0; j < d; ++j) o[j] += z * wo[(k * dV + r) * d + j];
+            }
+            let best = 0,
+              bestScore = -Infinity;
+            u.forEach((uc, q) => {
+              let sc = 0;
+              for (let j = 0; j < d; ++j) sc += o[j] * uc[j];
+              if (sc > bestScore) [best, bestScore] = [q, sc];
+            });
+            if (classes[best] === ids[t]) ++hits;
+          }
+          copying.push(hits / L);
+        });
+      });
+      return { prefix, copying, induction: prefix.map((v, k) => v * copying[k]) };
     },
     induction(norms) {
       const L = repeatedSpan(norms);
