@@ -35,6 +35,7 @@ import {
 } from '../web/page/model/train.js';
 import { CORPUS, corpusVersion } from './train/corpus.mjs';
 import { loadTrainingData } from './train/data.mjs';
+import { HEAD_MEANS_DEFINITION, headMeans } from './train/head_means.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = process.env.TRAIN_OUT ? path.resolve(process.env.TRAIN_OUT) : path.join(ROOT, 'web/page/data/model');
@@ -230,6 +231,11 @@ const manifest = {
     baselineTop1: ev.baselineTop1,
     baselineTop10: ev.baselineTop10,
     baselineGuesses: baseline.map((c) => vocab[c]),
+    // the page's mean ablation (web/page/ablation.js)
+    headMeans: {
+      definition: HEAD_MEANS_DEFINITION,
+      layers: headMeans(model.layers, emb, held, { n, positionScale: CONFIG.positionScale }),
+    },
     // the headline: next-word accuracy at the positions whose target is a word of the vocabulary
     words: {
       definition:
