@@ -39,8 +39,9 @@
 //   headEffects the knock-out table's numbers: { source, copy, copyPositions, predicted, heads:
 //              [{ layer, head, zero: { copy, p }, mean: { copy, p } }], induction, inductionCopy },
 //              or null without the trained model
-//   training   the live training's { state, step, loss, induction, copy, seconds, heads: [{ layer,
-//              head, induction, prefix, copying }] } at its latest measurement (train_panel.js),
+//   training   the live training's { state, step, loss, induction (the best head's), copy (the
+//              latest copy probability), seconds (training time), heads: [{ layer, head,
+//              induction, prefix, copying }] (each at its latest measurement) } (train_panel.js),
 //              or null before Start
 //
 //   installDebugHook(state, stepView, views) -> { resolve(), reject(error) }   settles `ready`;
@@ -121,7 +122,15 @@ export function installDebugHook(state, stepView, views = {}) {
     get training() {
       const t = window.attentionTraining;
       if (!t || t.state === 'idle') return null;
-      return { state: t.state, step: t.step, loss: t.losses.at(-1) ?? null, induction: t.induction.at(-1) ?? null };
+      return {
+        state: t.state,
+        step: t.step,
+        loss: t.losses.at(-1) ?? null,
+        induction: t.induction.at(-1) ?? null,
+        copy: t.copies.at(-1)?.p ?? null,
+        seconds: t.seconds.at(-1) ?? 0,
+        heads: t.heads,
+      };
     },
   };
   return settle;

@@ -140,7 +140,47 @@ test('Start: an induction head forms (score past 0.4 by step 700); the live hook
   });
   assert.equal(live.h.state, 'running');
   assert.ok(live.h.step >= passed + 1);
-  for (const k of ['step', 'loss', 'induction']) assert.equal(typeof live.h[k], 'number', k);
+  for (const k of ['step', 'loss', 'induction', 'seconds']) assert.equal(typeof live.h[k], 'number', k);
+  // every head's scores: the induction score after each step (its best is the run's), prefix
+  // matching and copying about once a second; the training time on the curves' x axis
+  await page.waitForFunction(() => window.attentionPage.training.heads?.every((h) => h.prefix !== null), null, {
+    timeout: 60000,
+  });
+  const run = await page.evaluate(() => ({
+    h: window.attentionPage.training,
+    seconds: window.attentionTraining.seconds,
+    induction: window.attentionTraining.induction,
+    copies: window.attentionTraining.copies,
+  }));
+  assert.deepEqual(
+    run.h.heads.map((x) => [x.layer, x.head]),
+    [0, 1].flatMap((layer) => [0, 1, 2, 3].map((head) => [layer, head])),
+  );
+  for (const x of run.h.heads)
+    for (const k of ['induction', 'prefix', 'copying'])
+      assert.ok(x[k] >= 0 && x[k] <= 1, `layer ${x.layer + 1} head ${x.head + 1}: ${k} ${x[k]}`);
+  assert.equal(Math.max(...run.h.heads.map((x) => x.induction)), run.induction.at(-1), 'the best head is the run’s');
+  assert.ok(
+    run.seconds.every((v, i) => i === 0 || v >= run.seconds[i - 1]),
+    'the training time runs backwards',
+  );
+  assert.ok(run.copies.length >= 1 && run.copies.every((c) => c.p >= 0 && c.p <= 1));
+  console.log(
+    `induction score past 0.4 after ${run.seconds[passed].toFixed(1)} s of training; copy probability ${run.copies[0].p.toFixed(2)} at ${run.copies[0].seconds.toFixed(1)} s, ${run.copies.at(-1).p.toFixed(2)} at ${run.copies.at(-1).seconds.toFixed(1)} s`,
+  );
+  await page.waitForTimeout(700); // the panel redraws at most every 500 ms
+  assert.match(
+    await page.getAttribute('#train-induction', 'aria-label'),
+    /^Induction score over \d+ steps in [\d.]+ s, one line per head/,
+  );
+  await page.selectOption('#train-score', 'copying');
+  await page.waitForTimeout(700);
+  assert.match(await page.getAttribute('#train-induction', 'aria-label'), /^Copying score over \d+ measurements/);
+  assert.match(
+    await page.getAttribute('#train-copy-curve', 'aria-label'),
+    /^Copy probability over [\d.]+ s of training/,
+  );
+  assert.equal(await page.locator('#train-legend li').count(), 8);
 
   // knock out layer 2's heads of the model being trained: the copy with and without them
   for (let h = 0; h < 4; ++h) await page.click(`#train-knock button[data-knock="1,${h}"]`);

@@ -23,14 +23,13 @@
 //     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
 //     (repeatedSpan(norms) > 0), in heads' order
-//   scores(norms) -> { prefix, copying, induction }, each (layers·heads) in heads' order, on
-//     norms = S S (L tokens a copy), the two halves of an induction head (Olsson et al. 2022)
-//     measured apart: prefix, prefix matching: the head's induction score (its mean weight from
-//     each token i of the second copy on t = i − L + 1, the token after i's earlier
-//     occurrence); copying: the share of those i at which the head's output for that token alone
-//     (its value row v[t] · W_O,k, read straight through W_out, past the feed-forward block)
-//     scores t's own class highest of the sentence's classes; induction = prefix · copying, high
-//     only for a head that both looks at the right token and copies it
+//   scores(norms) -> { prefix, copying }, each (layers·heads) in heads' order, on norms = S S
+//     (L tokens a copy; the page gives random vocabulary words), the two halves of an induction
+//     head (Olsson et al. 2022) measured apart: prefix, prefix matching: the head's mean weight
+//     from each token i of the second copy on t = i − L + 1, the token after i's earlier
+//     occurrence (the induction score on these tokens); copying: the share of those i at which
+//     the head's output for t alone (its value row v[t] · W_O,k, read straight through W_out,
+//     past the feed-forward block) scores t's own class highest of the text's classes
 //   copyProbability(norms, knockOut) -> on norms, a text S S of L tokens a copy: the mean over
 //     the second copy's tokens i = L..2L−2 of the probability the model gives the token after i
 //     (the copy of the one after its earlier occurrence; "<unk>" for a word outside the classes),
@@ -252,7 +251,7 @@ export function createTrainer(
           copying.push(hits / L);
         });
       });
-      return { prefix, copying, induction: prefix.map((v, k) => v * copying[k]) };
+      return { prefix, copying };
     },
     induction(norms) {
       const L = repeatedSpan(norms);
