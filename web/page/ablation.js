@@ -24,9 +24,12 @@
 //     where the model can copy, and the token it would copy (c, an output class): every token i
 //     with an earlier occurrence j (induction.js copyAt) predicts the token that followed j. On
 //     a text with none, the text's first half written twice (source 'twice', x its X)
-//   headEffects(state) -> { source, copy, at, predicted, heads, induction, inductionCopy }:
-//     what knocking each head out alone does, with both ablations, made once per text:
+//   headEffects(state) -> { source, copy, copyPositions, copyTargets, at, predicted, heads,
+//     induction, inductionCopy }: what knocking each head out alone does, with both ablations,
+//     made once per text:
 //       copy: the mean probability of the copy at copyCase's positions with every head;
+//       copyTargets: [{ at, word }] those positions and the token each would copy (at: of the
+//         text written twice when source is 'twice');
 //       predicted: { word, c, p } the top guess after the followed token `at`;
 //       heads: [{ layer, head, zero: { copy, p }, mean: { copy, p } }] the copy probability and
 //         p(predicted word) with that head ablated;
@@ -151,15 +154,23 @@ export function heldOutMeans(state) {
   return cache.means;
 }
 
-// The model rerun on x with the heads of byLayer ablated -> H (n,d) of the last layer
+// The model rerun on x with the heads of byLayer ablated -> H (n,d) of the last layer. On the
+// text's own X, the layers before the first ablated one are the text's run (t.hs): not rerun.
 function runAblated(state, x, byLayer, ablation) {
   const t = state.ctx.trained;
   const means = ablation === 'mean' ? heldOutMeans(state) : null;
-  const layers = t.layers.map((l, L) => {
-    const { w, add } = ablatedWeights(l.w, l.heads, byLayer[L], means?.[L]);
+  const first =
+    x === t.hs[0]
+      ? Math.max(
+          0,
+          byLayer.findIndex((l) => l.length),
+        )
+      : 0;
+  const layers = t.layers.slice(first).map((l, k) => {
+    const { w, add } = ablatedWeights(l.w, l.heads, byLayer[first + k], means?.[first + k]);
     return { heads: l.heads, w, add };
   });
-  return drive(runModelGen(state.attn, layers, x)).hs.at(-1).data;
+  return drive(runModelGen(state.attn, layers, first ? t.hs[first] : x)).hs.at(-1).data;
 }
 
 export function predictAt(state, { at, knockOut = [], ablation, k = TOP } = {}) {
@@ -262,7 +273,8 @@ export function inductionNames(heads, copy) {
   return (named.length ? named : later.slice(0, 1)).map(({ layer, head }) => ({ layer, head }));
 }
 
-// Per text (state.ctx): the reruns with heads ablated, by key, and the latest headEffects.
+// Per text (state.ctx): the reruns with heads ablated, by key, and the copy probability with
+// every head; and the latest headEffects.
 const runsOf = new WeakMap();
 const effectsOf = new WeakMap();
 export function headEffects(state) {
@@ -274,8 +286,9 @@ export function headEffects(state) {
   const kase = copyCase(state);
   const V = state.model.vocab.length;
   const t = ctx.trained;
-  if (!runsOf.has(ctx)) runsOf.set(ctx, new Map());
-  const runs = runsOf.get(ctx);
+  if (!runsOf.has(ctx)) runsOf.set(ctx, { runs: new Map(), baseCopy: null });
+  const perText = runsOf.get(ctx);
+  const { runs } = perText;
   // H of the text and of the copy case (the same run when the copy case is the text)
   const ran = (key, byLayer, mode) => {
     if (!runs.has(key))
@@ -284,10 +297,14 @@ export function headEffects(state) {
         copy: kase.source === 'text' ? null : runAblated(state, kase.x, byLayer, mode),
       });
     const r = runs.get(key);
-    return { text: r.text, copy: r.copy ?? r.text };
+    // the copy probability of this run, computed once per text (it does not depend on `at`)
+    r.copyP ??= copyProbability(state, r.copy ?? r.text, kase.targets);
+    return r;
   };
-  const baseCopy = kase.source === 'text' ? t.hs.at(-1).data : ran('base', [[], []], 'zero').copy;
-  const copy = copyProbability(state, baseCopy, kase.targets);
+  const copy =
+    kase.source === 'text'
+      ? (perText.baseCopy ??= copyProbability(state, t.hs.at(-1).data, kase.targets))
+      : ran('base', [[], []], 'zero').copyP;
   const [best] = topK(logitsAt(state, t.hs.at(-1).data, [at]), 0, V, 1);
   const predicted = { word: state.model.vocab[best.c], c: best.c, p: best.p };
   const pAt = (H) => softmaxAt(logitsAt(state, H, [at]), 0, V, best.c);
@@ -296,19 +313,20 @@ export function headEffects(state) {
       const byLayer = t.layers.map((_, M) => (M === L ? [k] : []));
       const effect = (mode) => {
         const r = ran(`${L},${k},${mode}`, byLayer, mode);
-        return { copy: copyProbability(state, r.copy, kase.targets), p: pAt(r.text) };
+        return { copy: r.copyP, p: pAt(r.text) };
       };
       return { layer: L, head: k, zero: effect('zero'), mean: effect('mean') };
     }),
   );
   const induction = inductionNames(heads, copy);
   const byLayer = t.layers.map((_, L) => induction.filter((h) => h.layer === L).map((h) => h.head));
-  const jointly = (mode) => copyProbability(state, ran(`induction,${mode}`, byLayer, mode).copy, kase.targets);
+  const jointly = (mode) => ran(`induction,${mode}`, byLayer, mode).copyP;
   const result = {
     at,
     source: kase.source,
     copy,
     copyPositions: kase.targets.length,
+    copyTargets: kase.targets.map(({ at: i, c }) => ({ at: i, word: state.model.vocab[c] })),
     predicted,
     heads,
     induction,

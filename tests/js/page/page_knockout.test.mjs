@@ -333,8 +333,23 @@ test('notes from what is shown: why the default head is one-hot, the zero column
     ),
     note,
   );
-  assert.ok(best.w < 0.5);
-  assert.match(note, /no head of this model links “it” to what it refers to/);
+  // the even share and how many times it the first word gets, from the same weights
+  const top = tiles
+    .flatMap((t) =>
+      norms.slice(0, it - 1).flatMap((w, j) => (/^\p{L}{4,}$/u.test(w) ? [{ w: t.data[it * state.n + j], j, t }] : [])),
+    )
+    .reduce((a, b) => (b.w > a.w ? b : a));
+  assert.ok(
+    note.includes(`Spread evenly over the ${it + 1} tokens it sees, each would get ${Math.round(100 / (it + 1))} %.`),
+    note,
+  );
+  assert.ok(
+    note.includes(
+      `gives “${state.tokens[top.j].text}” (word ${top.j + 1}) ${(top.w * (it + 1)).toFixed(1)} times that`,
+    ),
+    note,
+  );
+  assert.doesNotMatch(note, /no head of this model links/);
   assert.deepEqual(errors(), []);
   await page.close();
 });

@@ -11,6 +11,10 @@ import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.j
 import { stepNumber } from './index.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
 
+// Why positions: attention without a mask is permutation-equivariant; the causal mask breaks that.
+const ORDER =
+  'Without a mask, attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. With the causal mask that no longer holds: each token sees only itself and the tokens before it, so moving a token changes what it and the tokens after it can see (the mask knows positions, though not how far apart two tokens are).';
+
 const FORWARD = 'mha.forward(X, { causal, scale, trace: true })';
 const SINGLE = 'attn.attention(Q, K, V, { causal, scale, trace: true })';
 
@@ -141,11 +145,11 @@ export const FORWARD_STEPS = [
           ? '<p>Three tokens x₁, x₂, x₃, each a row of d_model = 2 numbers. Small enough that you can redo every step on paper; every number shown is still computed by the library.</p>'
           : `<p>Each token becomes a row of ${dModel} numbers: its GloVe word vector, learned from how often words occur near each other. Words used in similar contexts get similar rows, so their dot product is large.</p>` +
             (ctx.positions
-              ? '<p>Attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands.</p>' +
+              ? `<p>${ORDER} Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands, mask or no mask.</p>` +
                 (ctx.trained && ctx.trained.manifest.model.positionScale !== 1
                   ? `<p>The trained model uses the sinusoids × ${ctx.trained.manifest.model.positionScale}, as it was trained.</p>`
                   : '')
-              : '<p>Attention by itself ignores word order. Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>'),
+              : `<p>${ORDER} Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>`),
         sourceHtml: worked
           ? 'Typed in by hand: the page passes it to the library as it is.'
           : `Built by the page: word vectors looked up in the vocabulary${ctx.positions ? ', plus sinusoidal positions' : ''}.`,
