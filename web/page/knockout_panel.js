@@ -51,8 +51,10 @@ function guessTable(caption, list, other, changeWord) {
 
 // The share of the copy probability a knock-out removes, as a signed percentage.
 const removed = (copy, knocked) => (copy > 0 ? (copy - knocked) / copy : 0);
-const removedCell = (share) =>
-  `<td class="num delta${deltaClass(-share)}">${share >= 0 ? '' : '\u2212'}${Math.round(100 * Math.abs(share))} %</td>`;
+const removedCell = (share) => {
+  const v = Math.round(100 * share);
+  return `<td class="num delta${deltaClass(-share)}">${v < 0 ? '\u2212' : ''}${Math.abs(v)} %</td>`;
+};
 const changeCell = (d) => `<td class="num delta${deltaClass(d)}">${signedPct(d)}</td>`;
 
 // One row per head, ranked by the copy its mean ablation removes; each with its bar of the
@@ -76,11 +78,11 @@ function ranking(e, a, labels) {
       const tag = named(h) ? ' <span class="tag">induction</span>' : '';
       return (
         `<tr${mark}><th scope="row"><span aria-hidden="true">L${h.layer + 1} H${h.head + 1}</span><span class="visually-hidden">${headName(h)}</span>${tag}</th>` +
+        bar(part(h).diff) +
         removedCell(removed(e.copy, h.zero.copy)) +
         removedCell(removed(e.copy, h.mean.copy)) +
         changeCell(h.zero.p - e.predicted.p) +
         changeCell(h.mean.p - e.predicted.p) +
-        bar(part(h).diff) +
         `</tr>`
       );
     })
@@ -92,7 +94,7 @@ function ranking(e, a, labels) {
   ]
     .map(([key, name]) => {
       const x = a.parts.find((y) => y.part === key);
-      return `<tr><th scope="row">${name}</th><td colspan="4" class="muted">not a head</td>${bar(x.diff)}</tr>`;
+      return `<tr><th scope="row">${name}</th>${bar(x.diff)}<td colspan="4" class="muted">not a head</td></tr>`;
     })
     .join('');
   const what = quote(esc(a.word)) + ' \u2212 ' + quote(esc(a.against));
@@ -103,14 +105,14 @@ function ranking(e, a, labels) {
   return (
     `<p id="head-rank-caption" class="head-rank-caption">Every head (L layer, H head) knocked out alone, ranked by how much of ${copyWhere} it removes (mean ablation); and its direct part of logit ${what} after ${labels}</p>` +
     `<div class="table-scroll"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
-    `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2" class="num">copy removed</th>` +
-    `<th scope="colgroup" colspan="2" class="num">p(${esc(e.predicted.word)}), points</th>` +
-    `<th scope="colgroup" colspan="2">logit ${what}</th></tr>` +
-    `<tr><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th>` +
-    `<th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th></tr></thead>` +
+    `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2">logit ${what}</th>` +
+    `<th scope="colgroup" colspan="2" class="num">copy removed</th>` +
+    `<th scope="colgroup" colspan="2" class="num">p(${esc(e.predicted.word)}), points</th></tr>` +
+    `<tr><th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th>` +
+    `<th scope="col" class="num">zero</th><th scope="col" class="num">mean</th><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th></tr></thead>` +
     `<tbody>${rows}${rest}</tbody>` +
-    `<tfoot><tr><th scope="row">sum of the parts</th><td colspan="5"></td><td class="num">${fmt(a.total, 2)}</td></tr>` +
-    `<tr><th scope="row">the model's difference</th><td colspan="5"></td><td class="num">${fmt(a.diff, 2)}</td></tr></tfoot></table></div>`
+    `<tfoot><tr><th scope="row">sum of the parts</th><td></td><td class="num">${fmt(a.total, 2)}</td><td colspan="4"></td></tr>` +
+    `<tr><th scope="row">the model's difference</th><td></td><td class="num">${fmt(a.diff, 2)}</td><td colspan="4"></td></tr></tfoot></table></div>`
   );
 }
 
