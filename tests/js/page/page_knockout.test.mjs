@@ -188,6 +188,7 @@ test('bad input to predict and attribution: a message that says what to give, an
     [{ at: 3, knockOut: [{ layer: 0, head: 4 }] }, /layer 0 to 1 and head 0 to 3/],
     [{ at: 3, knockOut: [{ layer: 0 }] }, /each entry is \{ layer, head \}/],
     [{ at: 3, knockOut: 'layer 2 head 3' }, /knockOut must be a list of \{ layer, head \}/],
+    [{ at: 3, knockOut: [{ layer: 1, head: 2 }], ablation: 'half' }, /ablation is "half"; give 'zero'/],
   ];
   for (const [arg, message] of cases) {
     const got = await hook(
@@ -214,6 +215,18 @@ test('bad input to predict and attribution: a message that says what to give, an
     }
   });
   assert.match(attr ?? 'no error', /^attribution: at is 99/);
+  const badWord = await hook(page, () => {
+    try {
+      window.attentionPage.attribution({ at: 3, word: 'zzzqqq' });
+      return null;
+    } catch (e) {
+      return e.message;
+    }
+  });
+  assert.match(
+    badWord ?? 'no error',
+    /^attribution: word is "zzzqqq", which is not one of the model's \d+ output tokens/,
+  );
   const afterwards = await hook(page, () => ({
     version: window.attentionPage.version,
     state: window.attentionPage.state,
