@@ -5,16 +5,17 @@
 //     not a token of the sentence)
 //   checkKnockOut(state, knockOut, where) -> [[head indices] per layer], or throws: knockOut is
 //     [{ layer, head }] 0-based, numbered as the model view's tiles (layer 1 head 1 is { 0, 0 })
-//   predictAt(state, { at, knockOut, k }) -> { at, base, knocked }: the k (10) most likely next
-//     words after token `at`, [{ word, p }] best first, with every head (base) and with the heads
-//     in knockOut zeroed (knocked). A knocked-out head's W_O rows are 0 (model/knockout.js), so
+//   predictAt(state, { at, knockOut, ablation, k }) -> { at, base, knocked }: the k (10) most
+//     likely next tokens after token `at`, [{ word, p }] best first (word: the token's piece),
+//     with every head (base) and with the heads in knockOut zeroed (knocked; ablation: 'zero',
+//     the one kind there is). A knocked-out head's W_O rows are 0 (model/knockout.js), so
 //     both layers rerun through the library: layer 2 reads a residual stream without the layer-1
 //     heads knocked out. Nothing of the state changes.
 //   attributionAt(state, at) -> { at, word, c, heads: [{ layer, head, logit }], input, bias,
 //     logit, total } for the word the model predicts after token `at` (model/knockout.js)
 import { drive, runModelGen } from './compute.js';
 import { attribution, knockedOutWeights } from './model/knockout.js';
-import { forwardHead, headParams, outputWords, topK } from './model/lm.js';
+import { forwardHead, headParams, topK } from './model/lm.js';
 
 export const TOP = 10;
 
@@ -63,27 +64,21 @@ export function checkKnockOut(state, knockOut, where) {
   return byLayer;
 }
 
-// The output classes' vectors W (V,d), made once per model.
-const wordsOf = new WeakMap();
-function outputVectors(state) {
-  const { tensors, vocab } = state.model;
-  if (!wordsOf.has(state.model))
-    wordsOf.set(state.model, outputWords(state.emb, vocab, tensors.unk.data, tensors.wdelta?.data));
-  return wordsOf.get(state.model);
-}
+// The output classes' vectors (V,d): the token embeddings (tied)
+const outputVectors = (state) => state.model.tensors.embed.data;
 
 const guesses = (state, H, at, k) => {
   const { tensors, vocab } = state.model;
-  const d = state.emb.dim,
+  const d = state.model.dim,
     V = vocab.length;
-  const words = outputVectors(state);
-  const { logits } = forwardHead(headParams(tensors), words, H.subarray(at * d, (at + 1) * d), 1, d, V);
+  const { logits } = forwardHead(headParams(tensors), H.subarray(at * d, (at + 1) * d), 1, d, V);
   return topK(logits, 0, V, k).map(({ c, p }) => ({ word: vocab[c], p, c, logit: logits[c] }));
 };
 
-export function predictAt(state, { at, knockOut = [], k = TOP } = {}) {
+export function predictAt(state, { at, knockOut = [], ablation = 'zero', k = TOP } = {}) {
   const where = 'predict';
   checkAt(state, at, where);
+  if (ablation !== 'zero') throw new Error(`${where}: ablation is ${JSON.stringify(ablation)}; give 'zero'`);
   const byLayer = checkKnockOut(state, knockOut, where);
   const t = state.ctx.trained;
   const base = guesses(state, t.hs.at(-1).data, at, k);

@@ -1,7 +1,9 @@
 // window.attentionPage, a debug hook for tests and the curious (read-only):
 //   ready      Promise resolved after the first render (rejected when loading failed)
 //   version    a counter, increased after every render (new input, setting, step or followed row)
-//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, norm, known }],
+//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, id, start, end }]
+//              (the trained model's tokens of the text: text the piece, id the token, start, end
+//              its UTF-16 offsets; the worked example's have id null),
 //              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random'|'trained',
 //              layer (the trained model's layer the steps show, 0-based, or null), predictions
 //              (the trained model's [{ word, p }] × 5 after the followed token, or null),
@@ -22,10 +24,11 @@
 //   compare    the head comparison's { a: { layer, head }, b, n, top, data: { a, b, diff } }, or
 //              null (head_compare.js); compareCellPoint(name, i, j) as cellPoint, for its heatmaps
 //
-//   predict({ at, knockOut }) -> [{ word, p }] × 10: the trained model's most likely next words
-//              after token `at` (0-based), best first, with the heads in knockOut ([{ layer, head }],
-//              0-based, numbered as the model view's tiles) knocked out (ablation.js); throws an
-//              Error that says what to give for a bad `at` or head, and changes nothing
+//   predict({ at, knockOut, ablation }) -> [{ word, p }] × 10: the trained model's most likely
+//              next tokens after token `at` (0-based), best first (word: the token's piece), with
+//              the heads in knockOut ([{ layer, head }], 0-based, numbered as the model view's
+//              tiles) knocked out by `ablation` ('zero', the default; ablation.js); throws an
+//              Error that says what to give for a bad `at`, head or ablation, and changes nothing
 //   attribution({ at }) -> [{ layer, head, logit }]: each head's direct part of the logit of the
 //              word the model predicts after token `at` (model/knockout.js)
 //   training   the live training's { state, step, loss, induction } (its latest step's loss and
@@ -53,14 +56,19 @@ export function installDebugHook(state, stepView, views = {}) {
         mode: s.mode,
         text: s.text,
         n: ctx?.n ?? 0,
-        tokens: input?.tokens ?? [],
+        tokens: (input?.tokens ?? []).map(({ text, id = null, start = null, end = null }) => ({
+          text,
+          id,
+          start,
+          end,
+        })),
         truncatedFrom: input?.truncatedFrom ?? null,
         projection: s.projection,
         seed: s.seed,
         layer: ctx?.layer ?? null,
         predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
         heads: effectiveHeads(state),
-        dK: state.emb ? effectiveDK(state) : null,
+        dK: state.model ? effectiveDK(state) : null,
         head: s.head,
         causal: s.causal,
         scaling: s.scaling,
@@ -97,8 +105,8 @@ export function installDebugHook(state, stepView, views = {}) {
       return views.compare?.snapshot() ?? null;
     },
     compareCellPoint: (name, i, j) => views.compare.cellPoint(name, i, j),
-    predict: ({ at, knockOut = [] } = {}) =>
-      predictAt(state, { at, knockOut }).knocked.map(({ word, p }) => ({ word, p })),
+    predict: ({ at, knockOut = [], ablation = 'zero' } = {}) =>
+      predictAt(state, { at, knockOut, ablation }).knocked.map(({ word, p }) => ({ word, p })),
     attribution: ({ at } = {}) => attributionAt(state, at).heads.map((h) => ({ ...h })),
     get training() {
       const t = window.attentionTraining;

@@ -240,7 +240,7 @@ export function bindTrainPanel({ sentence }) {
     if (!ensureWorker()) return;
     Object.assign(view, { step: 0, losses: [], induction: [], inductionHead: null, perSecond: 0 });
     setState('loading');
-    announce('Loading the library, the word vectors and the text in the training worker…');
+    announce('Loading the library, the trained model and the text in the training worker…');
     schedule();
     worker.postMessage({ type: 'knockout', heads: view.knockOut });
     worker.postMessage({ type: 'start', id: ++runId, ...o, run });

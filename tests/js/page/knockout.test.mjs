@@ -12,19 +12,18 @@ import { after, before, test } from 'node:test';
 
 import { createAttention } from '../../../web/lib/index.js';
 import { attribution, headOutput, knockedOutWeights, logitDirection } from '../../../web/page/model/knockout.js';
-import { forwardHead, headParams, outputWords } from '../../../web/page/model/lm.js';
-import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { forwardHead, headParams } from '../../../web/page/model/lm.js';
+import { makeBatch } from '../../../web/page/model/train.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { loadShippedModel } from '../helpers/shipped_model.mjs';
 
-let attn, emb, model, words, p;
+let attn, model, words, p;
 before(async () => {
   attn = await createAttention({ threads: 1 });
-  emb = loadWordVectors();
   model = loadShippedModel();
   p = headParams(model.tensors);
-  words = outputWords(emb, model.vocab, model.tensors.unk.data, model.tensors.wdelta?.data);
+  words = p.embed; // the output scores the token embeddings (tied)
 });
 after(() => attn?.dispose());
 
@@ -38,16 +37,10 @@ const TEXTS = [
 // text -> { n, d, hs: [X, X₂, H] tensors, concats, layers } with each layer's weights w (knocked
 // out as `knocked` says: [[heads] per layer]), run through the package with trace
 function run(text, knocked = [[], []]) {
-  const norms = tokenize(text, { vocab: emb }).map((t) => t.norm);
-  const n = norms.length,
-    d = emb.dim;
-  const { x } = makeBatch(
-    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
-    n,
-    d,
-    vectorCache(emb),
-    model.manifest.model.positionScale,
-  );
+  const ids = tokenize(text, model.tokenizer).map((t) => t.id);
+  const n = ids.length,
+    d = model.dim;
+  const { x } = makeBatch([{ ids: [...ids, 0] }], n, d, model.tensors.embed.data, model.manifest.model.positionScale);
   const hs = [{ data: x.data, shape: [n, d] }];
   const concats = [];
   const layers = [];
@@ -122,9 +115,9 @@ test('the attribution’s parts add up to the model’s logit, at every token, f
   const V = model.vocab.length;
   for (const text of TEXTS) {
     const r = run(text);
-    const { logits } = forwardHead(p, words, r.hs[2].data, r.n, r.d, V);
+    const { logits } = forwardHead(p, r.hs[2].data, r.n, r.d, V);
     for (let at = 0; at < r.n; ++at)
-      for (const c of [0, 5, V - 1, model.vocab.indexOf('house')]) {
+      for (const c of [0, 5, V - 1, tokenize(' house', model.tokenizer)[0].id]) {
         const a = attribution({ p, words, ...r, wos: r.layers.map((w) => w.wo), heads: HEADS, dV: r.d / HEADS, at, c });
         assert.equal(a.heads.length, 8);
         const model = logits[at * V + c];
@@ -141,11 +134,13 @@ test('the logit direction is the gradient of the logit in the residual stream (f
   const r = run(TEXTS[0]);
   const { d } = r;
   const V = model.vocab.length;
-  const at = 16,
-    c = model.vocab.indexOf('house');
+  // a token of the second copy, and the token that follows it (the copy)
+  const ids = tokenize(TEXTS[0], model.tokenizer).map((t) => t.id);
+  const at = ids.length - 4,
+    c = ids[at + 1];
   const H = Float32Array.from(r.hs[2].data.subarray(at * d, (at + 1) * d));
   const { v } = logitDirection(p, words, H, c, d);
-  const logitAt = (h) => forwardHead(p, words, h, 1, d, V).logits[c];
+  const logitAt = (h) => forwardHead(p, h, 1, d, V).logits[c];
   const eps = 1e-2;
   let largest = 0;
   for (const j of [0, 7, 31, 50, 99]) {
