@@ -21,9 +21,10 @@
 //     held-out windows of the model's corpus, as the manifest ships them (heldOut.headMeans,
 //     written by scripts/train/head_means.mjs); throws when the manifest has none
 //   copyCase(state) -> { source: 'text' | 'twice', n, x, targets: [{ at, c }] }: the positions
-//     where the model can copy, and the token it would copy (c, an output class): every token i
-//     with an earlier occurrence j (induction.js copyAt) predicts the token that followed j. On
-//     a text with none, the text's first half written twice (source 'twice', x its X)
+//     where the next token can be copied, and that token c: on a text S + " " + S, model/copying.js'
+//     copyPositions from the second copy on (the positions deliverable 2's figures use); on any
+//     other text, every token i with an earlier j + 1 < i where ids[j] = ids[i] and ids[j + 1] =
+//     ids[i + 1]. On a text with none, its first tokens written twice (source 'twice', x its X)
 //   headEffects(state) -> { source, copy, copyPositions, copyTargets, at, predicted, heads,
 //     induction, inductionCopy }: what knocking each head out alone does, with both ablations,
 //     made once per text:
@@ -39,11 +40,10 @@
 //     earlier layer's previous-token head wrote) whose mean ablation alone removes at least
 //     NAMED_SHARE of the copy probability, largest first; else the one that removes most
 import { drive, runModelGen } from './compute.js';
-import { copyAt } from './induction.js';
 import { ablatedWeights, logitParts, readout, residualParts } from './model/knockout.js';
-import { feedForward, forwardHead, headParams, outputWords, topK } from './model/lm.js';
-import { repeatedSentence } from './model/head_stats.js';
-import { sinusoidalPositions } from './embeddings.js';
+import { copyPositions, secondCopy } from './model/copying.js';
+import { embedTokens, feedForward, forwardHead, headParams, topK } from './model/lm.js';
+import { sinusoidalPositions } from './positions.js';
 
 export const TOP = 10;
 export const NAMED_SHARE = 0.2;
@@ -102,13 +102,14 @@ export function checkAblation(ablation, where) {
   return ablation;
 }
 
-// Per model: the output classes' vectors W (V,d), each class's index by its word, the head means.
+// Per model: the output tokens' vectors (V,d) (the token embeddings, tied), each token's index
+// by its piece, the head means.
 const perModel = new WeakMap();
 function modelCache(state) {
   if (!perModel.has(state.model)) {
     const { tensors, vocab } = state.model;
     perModel.set(state.model, {
-      words: outputWords(state.emb, vocab, tensors.unk.data, tensors.wdelta?.data),
+      words: tensors.embed.data,
       index: new Map(vocab.map((w, c) => [w, c])),
       means: null,
     });
@@ -116,16 +117,13 @@ function modelCache(state) {
   return perModel.get(state.model);
 }
 
-// norm -> its output class: the word's, or "<unk>" (the last class) for a word outside them
-const classOf = (state, norm) => modelCache(state).index.get(norm) ?? state.model.vocab.length - 1;
-
 // H (n,d) rows -> logits (rows.length, V)
 function logitsAt(state, H, rows) {
-  const d = state.emb.dim,
+  const d = state.model.dim,
     V = state.model.vocab.length;
   const h = new Float32Array(rows.length * d);
   rows.forEach((i, r) => h.set(H.subarray(i * d, (i + 1) * d), r * d));
-  return forwardHead(headParams(state.model.tensors), modelCache(state).words, h, rows.length, d, V).logits;
+  return forwardHead(headParams(state.model.tensors), h, rows.length, d, V).logits;
 }
 
 function softmaxAt(logits, r, V, c) {
@@ -189,7 +187,7 @@ export function attributionAt(state, { at, word } = {}) {
   checkAt(state, at, where);
   const { vocab, tensors } = state.model;
   const t = state.ctx.trained;
-  const d = state.emb.dim,
+  const d = state.model.dim,
     V = vocab.length;
   const H = t.hs.at(-1).data;
   const logits = logitsAt(state, H, [at]);
@@ -235,25 +233,38 @@ export function attributionAt(state, { at, word } = {}) {
   };
 }
 
+// ids -> [{ at, c }]: every i with an earlier j + 1 < i where ids[j] = ids[i], ids[j+1] = ids[i+1]
+function repeatsOf(ids) {
+  const out = [];
+  for (let i = 2; i + 1 < ids.length; ++i)
+    for (let j = i - 2; j >= 0; --j)
+      if (ids[j] === ids[i] && ids[j + 1] === ids[i + 1]) {
+        out.push({ at: i, c: ids[i + 1] });
+        break;
+      }
+  return out;
+}
+
 export function copyCase(state) {
   const ctx = state.ctx;
-  const targetsOf = (norms) =>
-    norms.flatMap((_, i) => {
-      const j = copyAt(norms, i);
-      return j < 0 ? [] : [{ at: i, c: classOf(state, norms[j + 1]) }];
-    });
-  const targets = targetsOf(ctx.norms);
+  const tokens = state.input.tokens;
+  const ids = tokens.map((t) => t.id);
+  const half = (ctx.text.length - 1) / 2;
+  const twice = Number.isInteger(half) && ctx.text.slice(0, half) === ctx.text.slice(half + 1);
+  const from = twice ? secondCopy(ctx.text, tokens) : -1;
+  const targets = from > 0 ? copyPositions(ids, from).map(({ at, target }) => ({ at, c: target })) : repeatsOf(ids);
   if (targets.length) return { source: 'text', n: ctx.n, x: ctx.trained.hs[0], targets };
-  // The text written twice: its tokens' vectors E again, with the positions of 2m tokens.
-  const norms = repeatedSentence(ctx.norms, Math.max(4, Math.min(2 * ctx.n, state.model.manifest.model.n)));
-  const m = norms.length / 2,
-    d = state.emb.dim;
-  const p = sinusoidalPositions(2 * m, d);
-  const scale = state.model.manifest.model.positionScale;
-  const x = new Float32Array(2 * m * d);
-  for (let i = 0; i < 2 * m; ++i)
-    for (let k = 0; k < d; ++k) x[i * d + k] = ctx.e.data[(i % m) * d + k] + scale * p[i * d + k];
-  return { source: 'twice', n: 2 * m, x: { data: x, shape: [2 * m, d] }, targets: targetsOf(norms) };
+  // The text's first m tokens written twice, with the positions of 2m tokens.
+  const m = Math.max(2, Math.min(ctx.n, Math.floor(state.model.manifest.model.n / 2)));
+  const ids2 = [...ids.slice(0, m), ...ids.slice(0, m)];
+  const d = state.model.dim;
+  const P = sinusoidalPositions(2 * m, d).map((v) => v * state.model.manifest.model.positionScale);
+  return {
+    source: 'twice',
+    n: 2 * m,
+    x: { data: embedTokens(state.model.tensors.embed.data, ids2, d, P), shape: [2 * m, d] },
+    targets: copyPositions(ids2, m).map(({ at, target }) => ({ at, c: target })),
+  };
 }
 
 const copyProbability = (state, H, targets) => {

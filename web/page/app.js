@@ -1,4 +1,4 @@
-// The tutorial page's wiring: loads the library and the word vectors, turns each control, key
+// The tutorial page's wiring: loads the library and the trained model, turns each control, key
 // and click into an action on the state (state.js), and redraws what the action changed.
 //
 // Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.runGen -> steps ->
@@ -21,7 +21,6 @@ import { renderChips, setPressed } from './chips.js';
 import { loadLibrary, sgdStep } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
-import { loadEmbeddings } from './embeddings.js';
 import { createHeadCompare } from './head_compare.js';
 import { predictAt } from './ablation.js';
 import { createKnockoutPanel, isOut } from './knockout_panel.js';
@@ -180,9 +179,9 @@ async function showComputed(hasTokens) {
   await showViews();
   if (!hasTokens) return;
   const { settings, input } = state;
-  const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.emb.dim };
+  const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.model.dim };
   showTimings();
-  renderChips($('chips'), input.labels, input.unknown, setFocus);
+  renderChips($('chips'), input.labels, setFocus);
   setPressed($('chips'), settings.focus);
   syncControls(settings, sizes);
   renderWeightsNote($('weights-note'), settings, sizes);
@@ -284,16 +283,15 @@ async function start() {
   });
 
   const t0 = performance.now();
-  let embeddingsMs;
-  const [lib, emb, model] = await Promise.all([
+  let modelMs;
+  const [lib, model] = await Promise.all([
     loadLibrary(),
-    loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => {
-      embeddingsMs = performance.now() - t0;
-      return v;
+    loadModelFiles(new URL('./data/model/', import.meta.url)).then((m) => {
+      modelMs = performance.now() - t0;
+      return m;
     }),
-    loadModelFiles(new URL('./data/model/', import.meta.url)),
   ]);
-  Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
+  Object.assign(state, { attn: lib.attn, model, loadMs: { library: lib.ms, model: modelMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
   // A shared link's settings (the rules of change(), then the followed token, target and step).

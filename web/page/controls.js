@@ -96,7 +96,7 @@ export function syncControls(settings, { dK, dModel }) {
   for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === settings.mode;
   $('sentence-area').hidden = worked;
   $('worked-area').hidden = !worked;
-  $('unknown-legend').hidden = worked;
+  $('token-legend').hidden = worked;
 
   for (const radio of document.querySelectorAll('input[name="projection"]')) {
     radio.checked = radio.value === settings.projection;

@@ -1,7 +1,9 @@
 // window.attentionPage, a debug hook for tests and the curious (read-only):
 //   ready      Promise resolved after the first render (rejected when loading failed)
 //   version    a counter, increased after every render (new input, setting, step or followed row)
-//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, norm, known }],
+//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, id, start, end }]
+//              (the trained model's tokens of the text: text the piece, id the token, start, end
+//              its UTF-16 offsets; the worked example's have id null),
 //              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random'|'trained',
 //              layer (the trained model's layer the steps show, 0-based, or null), predictions
 //              (the trained model's [{ word, p }] × 5 after the followed token, or null),
@@ -23,7 +25,7 @@
 //              null (head_compare.js); compareCellPoint(name, i, j) as cellPoint, for its heatmaps
 //
 //   predict({ at, knockOut, ablation }) -> [{ word, p }] × 10: the trained model's most likely next
-//              tokens after token `at` (0-based), best first, with the heads in knockOut
+//              tokens after token `at` (0-based), best first (word: the token's piece), with the heads in knockOut
 //              ([{ layer, head }], 0-based, numbered as the model view's tiles) knocked out:
 //              ablation 'zero' (the default: their outputs 0) or 'mean' (their mean over held-out
 //              text) (ablation.js); throws an Error that says what to give for a bad `at`, head or
@@ -66,14 +68,19 @@ export function installDebugHook(state, stepView, views = {}) {
         mode: s.mode,
         text: s.text,
         n: ctx?.n ?? 0,
-        tokens: input?.tokens ?? [],
+        tokens: (input?.tokens ?? []).map(({ text, id = null, start = null, end = null }) => ({
+          text,
+          id,
+          start,
+          end,
+        })),
         truncatedFrom: input?.truncatedFrom ?? null,
         projection: s.projection,
         seed: s.seed,
         layer: ctx?.layer ?? null,
         predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
         heads: effectiveHeads(state),
-        dK: state.emb ? effectiveDK(state) : null,
+        dK: state.model ? effectiveDK(state) : null,
         head: s.head,
         causal: s.causal,
         scaling: s.scaling,

@@ -22,8 +22,7 @@
 //     (the previous-word head, or another that does its job on this sentence): its row `after`
 //     (on: its largest weight's column);
 //     induction: the induction head's weight from i on `after`, and its largest (top);
-//     guess: the model's most likely next word after token i; a copied word outside the model's
-//     classes (ctx.trained.classes, a Set) is copied as "<unk>"
+//     guess: the model's most likely next token after token i
 //   compositionHtml(ctx, focus) -> a paragraph: those numbers, or how to see them
 //   inductionStepHtml(ctx) -> the softmax step's note when the steps show the induction head: its
 //     shifted diagonal on a repeated sentence (the sentence's own induction score) and
@@ -31,6 +30,7 @@
 //   sinkSentence(manifest) -> the sentence about the layer-1 heads with >= SINK of their weight
 //     on the first word (an attention sink), or that none has, with the largest share
 import { esc, quote } from './format.js';
+import { pieceLabel } from './tokenize.js';
 import { INDUCTION_HEAD, inductionScore, repeatedSpan } from './model/head_stats.js';
 
 export const SINK = 0.9;
@@ -131,20 +131,14 @@ export function compositionHtml(ctx, focus) {
     h.top === c.after
       ? `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time`
       : `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time, and most (${pct(h.topWeight)}) on ${word(ctx, h.top)}`;
-  // The model's classes are its 2,000 most frequent words and "<unk>" for every other word: the
-  // copy of a word outside them is "<unk>".
-  const copied = ctx.trained.classes && !ctx.trained.classes.has(ctx.norms[c.after]) ? '<unk>' : ctx.norms[c.after];
-  const guessed =
-    guess.word !== copied
-      ? `not ${copied === '<unk>' ? `“&lt;unk&gt;”, the class of ${quote(esc(ctx.labels[c.after]))}` : quote(esc(ctx.labels[c.after]))}`
-      : copied === '<unk>'
-        ? `the copy: ${quote(esc(ctx.labels[c.after]))} is not one of the model's 2,000 output words, so “&lt;unk&gt;” is how it copies it`
-        : 'the word it copied';
+  // every token is one of the model's output classes: the copy is the token itself
+  const copied = ctx.norms[c.after];
+  const guessed = guess.word !== copied ? `not ${quote(esc(ctx.labels[c.after]))}` : 'the token it copied';
   return (
     `<p>${heads}</p><p>On your sentence, ${word(ctx, c.token)} appeared before as ${word(ctx, c.earlier)}. ` +
     `In layer 1, at ${word(ctx, c.after)}, ${prevSays}. ` +
     `In layer 2, at ${word(ctx, c.token)}, the induction head's query matches that key: it ${looked}. ` +
-    `The model's most likely next word after ${word(ctx, c.token)} is ${guess.word === '<unk>' ? 'a rarer word (“&lt;unk&gt;”)' : quote(esc(guess.word))} (${pct(guess.p)}), ${guessed}.</p>`
+    `The model's most likely next word after ${word(ctx, c.token)} is ${quote(esc(pieceLabel(guess.word)))} (${pct(guess.p)}), ${guessed}.</p>`
   );
 }
 

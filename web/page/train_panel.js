@@ -327,7 +327,7 @@ export function bindTrainPanel({ sentence }) {
       perSecond: 0,
     });
     setState('loading');
-    announce('Loading the library, the word vectors and the text in the training worker…');
+    announce('Loading the library, the trained model and the text in the training worker…');
     schedule();
     worker.postMessage({ type: 'knockout', heads: view.knockOut });
     worker.postMessage({ type: 'start', id: ++runId, ...o, run });

@@ -1,6 +1,6 @@
 // The page's live training, in a module Worker so that the page stays responsive: the package
 // (one thread: the single-thread build, which loads with or without cross-origin isolation), the
-// word vectors, the trained model's files and the training text, then model/trainer.js one step
+// trained model's files (its tokenizer and embeddings among them) and the training text, then model/trainer.js one step
 // at a time, yielding between steps so that messages (pause, learning rate) are read.
 //
 // Page -> worker:
@@ -32,33 +32,32 @@
 //   { type: 'paused', step }   no step runs until the next 'run' or 'start'
 //   { type: 'error', message }
 import { createAttention } from '../lib/index.js';
-import { loadEmbeddings } from './embeddings.js';
 import { splitAddresses, tokenizeDocs } from './model/corpus_text.js';
 import { repeatedSentence, repeatedSpan } from './model/head_stats.js';
 import { INDUCTION_RUN, createTrainer, manifestOptions } from './model/trainer.js';
 import { randomWords } from './model/train.js';
 import { seededRandom } from '../lib/index.js';
 import { loadModelFiles } from './model/weights.js';
-import { tokenize } from './tokenize.js';
+import { pieceLabel, tokenize } from './tokenize.js';
 
 const HEADS_EVERY_MS = 1000;
-const PROBE_SPAN = 10; // the random words the prefix-matching and copying scores are measured on
+const PROBE_SPAN = 10; // the random word tokens the prefix-matching and copying scores are measured on
 const PROBE_SEED = 9001;
 let runId = null; // the page's id of the current run, on every message back (stale ones it drops)
 const post = (msg, transfer) => self.postMessage({ ...msg, run: runId }, transfer ?? []);
 
-let assets; // Promise of { attn, emb, model }, loaded once
+let assets; // Promise of { attn, model }, loaded once
 let excerpt; // Promise of the shipped excerpt's tokenized documents, loaded once
 let run = null; // { trainer, gen, model }
 let generation = 0;
 let running = false;
 let lr = 3e-3;
 let sentence = [];
-let repeated = null; // the sentence's norms, repeated, for the induction score
-let shown = { norms: [], labels: [] }; // the tokens the heads are sent on: `repeated`, or the sentence
+let repeated = null; // the sentence's token ids, repeated, for the induction score
+let shown = { norms: [], labels: [] }; // the token ids the heads are sent on (`repeated`, or the sentence's) and their labels
 let lastHeads = 0;
 let knockOut = []; // [{ layer, head }]: the heads knocked out for the copy probability
-let probe = null; // PROBE_SPAN random vocabulary words twice (norms)
+let probe = null; // PROBE_SPAN random word tokens twice (token ids)
 let trainedMs = 0; // the run's training time: wall-clock time while running (steps, measurements, yields), pauses left out
 let lastTick = 0;
 const stepEnds = [];
@@ -66,16 +65,15 @@ const stepEnds = [];
 function loadAssets() {
   assets ??= Promise.all([
     createAttention({ threads: 1 }),
-    loadEmbeddings(new URL('./data/', import.meta.url)),
     loadModelFiles(new URL('./data/model/', import.meta.url)),
-  ]).then(([attn, emb, model]) => ({ attn, emb, model }));
+  ]).then(([attn, model]) => ({ attn, model }));
   return assets;
 }
 
-async function loadExcerpt(emb) {
+async function loadExcerpt(tokenizer) {
   excerpt ??= fetch(new URL('./data/corpus/sotu-excerpt.txt', import.meta.url)).then(async (res) => {
     if (!res.ok) throw new Error(`training text: ${res.status} ${res.statusText}`);
-    return tokenizeDocs(splitAddresses(await res.text()), emb);
+    return tokenizeDocs(splitAddresses(await res.text()), tokenizer);
   });
   return excerpt;
 }
@@ -115,12 +113,12 @@ function sendHeads() {
 }
 
 async function setSentence(text) {
-  const { emb, model } = await loadAssets();
-  const tokens = tokenize(String(text ?? ''), { vocab: emb });
+  const { model } = await loadAssets();
+  const tokens = tokenize(String(text ?? ''), model.tokenizer);
   const n = model.manifest.model.n;
   sentence = tokens.slice(0, n);
-  const norms = tokens.map((t) => t.norm),
-    texts = tokens.map((t) => t.text);
+  const norms = tokens.map((t) => t.id),
+    texts = tokens.map((t) => pieceLabel(t.text));
   const twice = tokens.length ? repeatedSentence(norms, n) : [];
   repeated = repeatedSpan(twice) ? twice : null; // a one-word sentence has no induction score
   // The grid shows the sentence as the induction score reads it: written twice (its first n/2
@@ -151,12 +149,11 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   run?.trainer.dispose();
   run = null;
   lr = rate;
-  const { attn, emb, model } = await loadAssets();
-  const docs = text == null ? await loadExcerpt(emb) : tokenizeDocs([text], emb);
+  const { attn, model } = await loadAssets();
+  const docs = text == null ? await loadExcerpt(model.tokenizer) : tokenizeDocs([text], model.tokenizer);
   if (gen !== generation) return; // a newer start came while this one loaded
   const options = manifestOptions(model.manifest, model.tensors); // as the shipped model was trained
   const trainer = createTrainer(attn, {
-    emb,
     vocab: model.vocab,
     docs,
     tensors: from === 'random' ? null : model.tensors,
@@ -176,9 +173,8 @@ async function start({ id, from, text, lr: rate, sentence: text2, run: go }) {
   stepEnds.length = 0;
   trainedMs = 0;
   if (!probe) {
-    const ids = randomWords(model.vocab, seededRandom(PROBE_SEED))(PROBE_SPAN);
-    const words = Array.from(ids, (c) => model.vocab[c]);
-    probe = [...words, ...words];
+    const ids = Array.from(randomWords(model.vocab, seededRandom(PROBE_SEED))(PROBE_SPAN));
+    probe = [...ids, ...ids];
   }
   post({ type: 'ready', tokens: trainer.tokens, documents: docs.length, from, text: text == null ? 'excerpt' : 'own' });
   await setSentence(text2);

@@ -18,22 +18,21 @@ import { attributionAt, heldOutMeans, predictAt } from '../../../web/page/ablati
 import { ablatedWeights, headOutput, readout } from '../../../web/page/model/knockout.js';
 import { headMeans } from '../../../scripts/train/head_means.mjs';
 import { createModel } from '../../../web/page/model/train.js';
-import { feedForward, forwardHead, headParams, outputWords, topK } from '../../../web/page/model/lm.js';
+import { feedForward, forwardHead, headParams, topK } from '../../../web/page/model/lm.js';
 import { change, createState, recompute } from '../../../web/page/state.js';
-import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { makeBatch } from '../../../web/page/model/train.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { loadShippedModel } from '../helpers/shipped_model.mjs';
 
-let attn, emb, model, words, p, state;
+let attn, model, words, p, state;
 before(async () => {
   attn = await createAttention({ threads: 1 });
-  emb = loadWordVectors();
   model = loadShippedModel();
   state = createState(TEXTS[0]);
-  Object.assign(state, { attn, emb, model });
+  Object.assign(state, { attn, model });
   p = headParams(model.tensors);
-  words = outputWords(emb, model.vocab, model.tensors.unk.data, model.tensors.wdelta?.data);
+  words = p.embed; // the output scores the token embeddings (tied)
 });
 after(() => attn?.dispose());
 
@@ -46,17 +45,16 @@ const TEXTS = [
 
 // text -> { n, d, hs: [X, X₂, H] tensors, concats, layers } with each layer's weights w (knocked
 // out as `knocked` says: [[heads] per layer]), run through the package with trace
-function run(text, knocked = [[], []], means = null) {
-  const norms = tokenize(text, { vocab: emb }).map((t) => t.norm);
-  const n = norms.length,
-    d = emb.dim;
-  const { x } = makeBatch(
-    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
-    n,
-    d,
-    vectorCache(emb),
-    model.manifest.model.positionScale,
+const run = (text, knocked = [[], []], means = null) =>
+  runIds(
+    tokenize(text, model.tokenizer).map((t) => t.id),
+    knocked,
+    means,
   );
+function runIds(ids, knocked = [[], []], means = null) {
+  const n = ids.length,
+    d = model.dim;
+  const { x } = makeBatch([{ ids: [...ids, 0] }], n, d, model.tensors.embed.data, model.manifest.model.positionScale);
   const hs = [{ data: x.data, shape: [n, d] }];
   const concats = [];
   const layers = [];
@@ -135,17 +133,28 @@ test('mean ablation of layer-2 heads puts their mean output (held-out concat mea
 });
 
 test('headMeans (scripts/train/head_means.mjs) is the mean of each head’s columns of concat over every position', () => {
-  const texts = ['my brother bought the small green house near', 'we the people of the united states in order'];
+  const texts = [
+    'My brother bought the small green house near the lake',
+    'We the people of the United States, in order',
+  ];
   const n = 6,
-    d = emb.dim;
-  const windows = texts.map((text) => ({ words: text.split(' ').slice(0, n + 1), ids: new Int32Array(n + 1) }));
+    d = model.dim;
+  const windows = texts.map((text) => ({
+    ids: tokenize(text, model.tokenizer)
+      .map((t) => t.id)
+      .slice(0, n + 1),
+  }));
   const m = createModel(attn, { d, heads: HEADS, layers: 2, tensors: model.tensors });
-  const got = headMeans(m.layers, emb, windows, { n, positionScale: model.manifest.model.positionScale, B: 1 });
+  const got = headMeans(m.layers, model.tensors.embed.data, windows, {
+    n,
+    d,
+    positionScale: model.manifest.model.positionScale,
+    B: 1,
+  });
   for (const l of m.layers) l.dispose();
   const want = [new Float64Array(d), new Float64Array(d)];
-  for (const text of texts) {
-    const r = run(text.split(' ').slice(0, n).join(' '));
-    assert.equal(r.n, n);
+  for (const w of windows) {
+    const r = runIds(Array.from(w.ids.slice(0, n)));
     r.concats.forEach((c, L) => {
       for (let i = 0; i < n; ++i) for (let j = 0; j < d; ++j) want[L][j] += c.data[i * d + j] / (texts.length * n);
     });
@@ -176,10 +185,10 @@ test('the attribution’s parts sum to the model’s logit difference (and logit
     change(state, { text });
     recompute(state);
     const { n, dModel: d } = state.ctx;
-    const { logits } = forwardHead(p, words, state.ctx.trained.hs[2].data, n, d, V);
+    const { logits } = forwardHead(p, state.ctx.trained.hs[2].data, n, d, V);
     for (let at = 0; at < n; ++at) {
       const top = topK(logits, at * V, V, 10);
-      for (const word of [undefined, model.vocab[top[1].c], model.vocab[top[9].c], 'house']) {
+      for (const word of [undefined, model.vocab[top[1].c], model.vocab[top[9].c], ' the']) {
         const a = attributionAt(state, { at, word });
         assert.equal(a.parts.filter((x) => x.part === 'head').length, 8);
         assert.deepEqual(
@@ -203,16 +212,16 @@ test('the attribution’s parts sum to the model’s logit difference (and logit
 });
 
 test('the readout direction u_c is the gradient of the logit in F (finite differences)', () => {
-  const d = emb.dim,
+  const d = model.dim,
     V = model.vocab.length;
   change(state, { text: TEXTS[0] });
   recompute(state);
   const at = 16,
-    c = model.vocab.indexOf('house');
+    c = model.vocab.indexOf(' the');
   const H = state.ctx.trained.hs[2].data.subarray(at * d, (at + 1) * d);
   const F = feedForward(p, H, 1, d).f;
   // the logits of F itself: no feed-forward block after it
-  const logitAt = (f) => forwardHead({ ...p, w1: undefined }, words, f, 1, d, V).logits[c];
+  const logitAt = (f) => forwardHead({ ...p, w1: undefined }, f, 1, d, V).logits[c];
   const u = readout(p, words, c, d);
   const eps = 1e-2;
   let largest = 0;
@@ -230,11 +239,11 @@ test('predict with mean ablation is the reference rerun with the heads’ held-o
   change(state, { text: TEXTS[0] });
   recompute(state);
   const V = model.vocab.length,
-    d = emb.dim;
+    d = model.dim;
   const at = 16;
   const means = heldOutMeans(state);
   const ref = run(TEXTS[0], [[1], [2]], means);
-  const { logits } = forwardHead(p, words, ref.hs[2].data.subarray(at * d, (at + 1) * d), 1, d, V);
+  const { logits } = forwardHead(p, ref.hs[2].data.subarray(at * d, (at + 1) * d), 1, d, V);
   const want = topK(logits, 0, V, 10);
   const knockOut = [
     { layer: 0, head: 1 },

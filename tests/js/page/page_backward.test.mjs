@@ -19,12 +19,12 @@ const FORWARD = 11;
 const BACK_IDS = ['loss', 'dhead', 'dv', 'dA', 'dS', 'dqk', 'dw'];
 const TOL = 1e-5; // relative to the largest |expected| of the matrix
 
-let browser, server, attn, emb;
+let browser, server, attn, model;
 let suite;
 
 before(async () => {
-  suite = await openPageSuite({ port: 9501, attention: true, words: true });
-  ({ browser, server, attn, emb } = suite);
+  suite = await openPageSuite({ port: 9501, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -34,12 +34,12 @@ function inputFor({ text, worked = false, heads = 4, dK, seed = null }) {
   if (worked) {
     return { x: WORKED.x, n: 3, config: { dModel: 2, heads: 1, dK: 2, weights: WORKED.weights } };
   }
-  const toks = tokenize(text, { vocab: emb }).slice(0, MAX_TOKENS);
+  const toks = tokenize(text, model.tokenizer).slice(0, MAX_TOKENS);
   const n = toks.length,
-    d = emb.dim;
+    d = model.dim;
   dK ??= d / heads;
   const x = new Float32Array(n * d);
-  toks.forEach((t, i) => x.set(emb.lookup(t).vector, i * d));
+  toks.forEach((t, i) => x.set(model.tensors.embed.data.subarray(t.id * d, (t.id + 1) * d), i * d));
   const config =
     seed === null
       ? { dModel: d, heads, weights: { wq: eye(d), wk: eye(d), wv: eye(d), wo: eye(d) } }

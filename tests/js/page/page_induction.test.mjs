@@ -15,20 +15,20 @@ import { compositionHtml, keyHeads, sinkSentence } from '../../../web/page/induc
 import { describeHead, inductionScore, repeatedSpan } from '../../../web/page/model/head_stats.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
-import { createModel, makeBatch, vectorCache } from '../../../web/page/model/train.js';
-import { tokenize } from '../../../web/page/tokenize.js';
+import { createModel, makeBatch } from '../../../web/page/model/train.js';
+import { pieceLabel, tokenize } from '../../../web/page/tokenize.js';
 import { openPage } from '../../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
 import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
 const TOL = 1e-4;
 
-let browser, server, attn, emb, model;
+let browser, server, attn, model;
 let suite;
 
 before(async () => {
-  suite = await openPageSuite({ port: 9571, attention: true, words: true, model: true });
-  ({ browser, server, attn, emb, model } = suite);
+  suite = await openPageSuite({ port: 9571, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -37,10 +37,10 @@ const shot = (locator, name) => locator.screenshot({ path: new URL(`induction-${
 
 // The model in Node on a text, as the page's induction note reads it: { ctx } for induction.js
 function expectedFor(text) {
-  const tokens = tokenize(text, { vocab: emb });
-  const norms = tokens.map((t) => t.norm);
+  const tokens = tokenize(text, model.tokenizer);
+  const norms = tokens.map((t) => t.text);
   const n = norms.length,
-    d = emb.dim;
+    d = model.dim;
   const m = createModel(attn, {
     d,
     heads: model.manifest.model.heads,
@@ -48,10 +48,10 @@ function expectedFor(text) {
     tensors: model.tensors,
   });
   const { x } = makeBatch(
-    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
+    [{ ids: [...tokens.map((t) => t.id), 0] }],
     n,
     d,
-    vectorCache(emb),
+    model.tensors.embed.data,
     model.manifest.model.positionScale,
   );
   const { hs, traces } = forwardLayers(m.layers, x, { trace: true });
@@ -60,8 +60,8 @@ function expectedFor(text) {
   return {
     n,
     norms,
-    labels: tokens.map((t) => t.text),
-    trained: { manifest: model.manifest, heads, predictions: predictNext(model, emb, hs.at(-1), n, 1) },
+    labels: tokens.map((t) => pieceLabel(t.text)),
+    trained: { manifest: model.manifest, heads, predictions: predictNext(model, hs.at(-1), n, 1) },
   };
 }
 
@@ -75,7 +75,7 @@ async function open(viewport = { width: 1280, height: 900 }) {
 test('Repeat, the induction scores in the model view, the induction head in the steps and how the heads compose', async () => {
   const { page, errors } = await open();
   const text = (await snapshot(page)).state.text.trim();
-  const n0 = tokenize(text, { vocab: emb }).length;
+  const n0 = tokenize(text, model.tokenizer).length;
 
   // Repeat: the learner's words twice.
   let snap = await act(

@@ -17,7 +17,7 @@ import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
 import { ablatedWeights } from '../../../web/page/model/knockout.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
-import { makeBatch, vectorCache } from '../../../web/page/model/train.js';
+import { makeBatch } from '../../../web/page/model/train.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
 import { openPage } from '../../../scripts/lib/browser.mjs';
@@ -29,11 +29,11 @@ const TOL = 1e-4;
 const INDUCTION = { layer: 1, head: 2 }; // layer 2 head 3: on this sentence the head that copies
 const COPY_AT = 16; // the second "green": the model's next word is the copy, "house"
 
-let browser, server, attn, emb, model;
+let browser, server, attn, model;
 let suite;
 before(async () => {
-  suite = await openPageSuite({ port: 9573, attention: true, words: true, model: true });
-  ({ browser, server, attn, emb, model } = suite);
+  suite = await openPageSuite({ port: 9573, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -43,17 +43,11 @@ const hook = (page, fn, arg) => page.evaluate(fn, arg);
 
 // The model in Node with the heads in knockOut zeroed: the 10 next words after token `at`.
 function expected(text, at, knockOut = []) {
-  const norms = tokenize(text, { vocab: emb }).map((t) => t.norm);
-  const n = norms.length,
-    d = emb.dim,
+  const ids = tokenize(text, model.tokenizer).map((t) => t.id);
+  const n = ids.length,
+    d = model.dim,
     heads = model.manifest.model.heads;
-  const { x } = makeBatch(
-    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
-    n,
-    d,
-    vectorCache(emb),
-    model.manifest.model.positionScale,
-  );
+  const { x } = makeBatch([{ ids: [...ids, 0] }], n, d, model.tensors.embed.data, model.manifest.model.positionScale);
   const layers = [0, 1].map((L) => {
     const out = knockOut.filter((k) => k.layer === L).map((k) => k.head);
     return attn.multiHeadAttention({
@@ -64,7 +58,7 @@ function expected(text, at, knockOut = []) {
   });
   const { hs } = forwardLayers(layers, x);
   for (const l of layers) l.dispose();
-  return predictNext(model, emb, hs.at(-1).subarray(at * d, (at + 1) * d), 1, 10)[0];
+  return predictNext(model, hs.at(-1).subarray(at * d, (at + 1) * d), 1, 10)[0];
 }
 
 async function open(viewport) {

@@ -24,11 +24,11 @@ const WORDS = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', '
 const PLAIN = '?projection=identity&heads=4&causal=0&scaling=1&positions=0';
 const long = (n) => Array.from({ length: n }, (_, i) => WORDS[(i * 7 + (i >> 3)) % WORDS.length]).join(' ');
 
-let browser, server, attn, emb;
+let browser, server, attn, model;
 let suite;
 before(async () => {
-  suite = await openPageSuite({ port: 9541, attention: true, words: true });
-  ({ browser, server, attn, emb } = suite);
+  suite = await openPageSuite({ port: 9541, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -46,11 +46,11 @@ const pageMatrix = (page, id, name) =>
 
 // Head 1's scores and weights for `text` with identity weights and 4 heads, as the page computes them.
 function expectedHead(text) {
-  const toks = tokenize(text, { vocab: emb });
+  const toks = tokenize(text, model.tokenizer);
   const n = toks.length,
-    d = emb.dim;
+    d = model.dim;
   const x = new Float32Array(n * d);
-  toks.forEach((t, i) => x.set(emb.lookup(t).vector, i * d));
+  toks.forEach((t, i) => x.set(model.tensors.embed.data.subarray(t.id * d, (t.id + 1) * d), i * d));
   const mha = attn.multiHeadAttention({
     dModel: d,
     heads: 4,

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
 import { tensor } from '../../../web/lib/index.js';
-import { sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { sinusoidalPositions } from '../../../web/page/positions.js';
 import { describeHead } from '../../../web/page/model/head_stats.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { tokenize } from '../../../web/page/tokenize.js';
@@ -20,12 +20,12 @@ import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers
 const TOL = 1e-4;
 const AXE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-let browser, server, attn, emb, model;
+let browser, server, attn, model;
 let suite;
 
 before(async () => {
-  suite = await openPageSuite({ port: 9531, attention: true, words: true, model: true });
-  ({ browser, server, attn, emb, model } = suite);
+  suite = await openPageSuite({ port: 9531, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -36,13 +36,13 @@ const views = (page) => page.evaluate(() => ({ m: window.attentionPage.modelView
 
 // Every head's weights (n,n) of both layers in Node: X₁ = E + P, X₂ = X₁ + layer 1(X₁).
 function expectedHeads(text) {
-  const toks = tokenize(text, { vocab: emb });
+  const toks = tokenize(text, model.tokenizer);
   const n = toks.length,
-    d = emb.dim;
+    d = model.dim;
   const P = sinusoidalPositions(n, d).map((v) => v * model.manifest.model.positionScale);
   const x = new Float32Array(n * d);
   toks.forEach((t, i) => {
-    const v = emb.lookup(t).vector;
+    const v = model.tensors.embed.data.subarray(t.id * d, (t.id + 1) * d);
     for (let k = 0; k < d; ++k) x[i * d + k] = v[k] + P[i * d + k];
   });
   let h = tensor(x, [n, d]);
