@@ -20,6 +20,7 @@ import { createAttention } from '../../../web/lib/index.js';
 import { describeHead } from '../../../web/page/model/head_stats.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { loadShippedModel } from '../helpers/shipped_model.mjs';
+import { headMeans } from '../../../scripts/train/head_means.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const modelDir = path.join(root, 'web', 'page', 'data', 'model');
@@ -40,7 +41,7 @@ const COPY_P = 0.5;
 const COPY_TOP1 = 0.6;
 
 describe('trained page model', () => {
-  let attn, layers, measured, induction, copy;
+  let attn, layers, measured, induction, copy, windows;
   before(async () => {
     attn = await createAttention();
     const { tensors } = shipped;
@@ -51,7 +52,7 @@ describe('trained page model', () => {
     const p = headParams(tensors);
     const { heldOut } = loadCorpus({ only: 'heldOut' });
     const ids = heldOut.map((text) => Int32Array.from(tokenizer.encode(text), (t) => t.id));
-    const windows = windowsOf(ids, manifest.model.n, manifest.heldOut.windows);
+    windows = windowsOf(ids, manifest.model.n, manifest.heldOut.windows);
     const baseline = manifest.heldOut.baselineGuesses.map((w) => vocab.indexOf(w));
     const wordBaseline = manifest.heldOut.words.baselineGuesses.map((w) => vocab.indexOf(w));
     measured = evaluate({ attn, layers, p }, vocab, windows, {
@@ -71,6 +72,16 @@ describe('trained page model', () => {
   });
   after(() => {
     for (const l of layers ?? []) l.dispose();
+  });
+
+  test('the heads’ mean outputs for mean ablation are their means over the held-out windows', () => {
+    const { dModel: d, n, positionScale } = manifest.model;
+    const want = headMeans(layers, shipped.tensors.embed.data, windows, { n, d, positionScale });
+    const got = manifest.heldOut.headMeans.layers;
+    assert.equal(got.length, want.length);
+    let worst = 0;
+    got.forEach((l, L) => l.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - want[L][j])))));
+    assert.ok(worst < 1e-4, `the manifest's headMeans are ${worst} from the held-out windows' means`);
   });
 
   test('files fit the page: <= 2 MB, one class per token, no unknown token', () => {
