@@ -255,7 +255,7 @@ export function copyCase(state) {
   const targets = from > 0 ? copyPositions(ids, from).map(({ at, target }) => ({ at, c: target })) : repeatsOf(ids);
   if (targets.length) return { source: 'text', n: ctx.n, x: ctx.trained.hs[0], targets };
   // The text's first m tokens written twice, with the positions of 2m tokens.
-  const m = Math.max(2, Math.min(ctx.n, Math.floor(state.model.manifest.model.n / 2)));
+  const m = Math.min(ctx.n, Math.floor(state.model.manifest.model.n / 2));
   const ids2 = [...ids.slice(0, m), ...ids.slice(0, m)];
   const d = state.model.dim;
   const P = sinusoidalPositions(2 * m, d).map((v) => v * state.model.manifest.model.positionScale);

@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { createAttention } from '../../../web/lib/index.js';
-import { attributionAt, heldOutMeans, predictAt } from '../../../web/page/ablation.js';
+import { attributionAt, headEffects, heldOutMeans, predictAt } from '../../../web/page/ablation.js';
 import { ablatedWeights, headOutput, readout } from '../../../web/page/model/knockout.js';
 import { headMeans } from '../../../scripts/train/head_means.mjs';
 import { createModel } from '../../../web/page/model/train.js';
@@ -233,6 +233,18 @@ test('the readout direction u_c is the gradient of the logit in F (finite differ
     largest = Math.max(largest, Math.abs((logitAt(up) - logitAt(down)) / (2 * eps) - u[j]));
   }
   assert.ok(largest < 2e-2, `u differs from the finite differences by ${largest}`);
+});
+
+test('headEffects on texts that repeat nothing (one token, a sentence): measured on the text written twice', () => {
+  for (const text of ['Hello', 'The animal didn’t cross the street because it was too tired.']) {
+    change(state, { text });
+    recompute(state);
+    const e = headEffects(state);
+    assert.equal(e.source, 'twice', text);
+    assert.equal(e.heads.length, 8);
+    assert.ok(e.induction.length >= 1 && e.induction.every((h) => h.layer === 1), text);
+    for (const h of e.heads) for (const k of ['zero', 'mean']) assert.ok(h[k].copy >= 0 && h[k].copy <= 1, text);
+  }
 });
 
 test('predict with mean ablation is the reference rerun with the heads’ held-out means; zero and mean differ', () => {
