@@ -13,6 +13,10 @@
 //     attribution's token changed (the panel has set it)
 import { TOP, attributionAt, headEffects, predictAt } from './ablation.js';
 import { esc, fmt, quote } from './format.js';
+import { pieceLabel } from './tokenize.js';
+
+// a token as the page shows it (" to" is "␣to"), escaped
+const tok = (w) => esc(pieceLabel(w));
 
 const pct = (p) => `${(100 * p).toFixed(1)} %`;
 const signedPct = (d) => {
@@ -37,7 +41,7 @@ function guessTable(caption, list, other, changeWord) {
       const q = other.get(g.word);
       const d = q === undefined ? 0 : changeWord(g.p, q);
       return (
-        `<tr><td class="num">${r + 1}</td><td>${esc(g.word)}</td><td class="num">${pct(g.p)}</td>` +
+        `<tr><td class="num">${r + 1}</td><td>${tok(g.word)}</td><td class="num">${pct(g.p)}</td>` +
         `<td class="num delta${q === undefined ? '' : deltaClass(d)}">${q === undefined ? '<span class="muted" title="not in the other top 10">–</span><span class="visually-hidden">not in the other top 10</span>' : signedPct(d)}</td></tr>`
       );
     })
@@ -97,7 +101,7 @@ function ranking(e, a, labels) {
       return `<tr><th scope="row">${name}</th>${bar(x.diff)}<td colspan="4" class="muted">not a head</td></tr>`;
     })
     .join('');
-  const what = quote(esc(a.word)) + ' \u2212 ' + quote(esc(a.against));
+  const what = quote(tok(a.word)) + ' \u2212 ' + quote(tok(a.against));
   const copyWhere =
     e.source === 'text'
       ? `the copy at ${e.copyPositions} token${e.copyPositions === 1 ? '' : 's'} of your text`
@@ -107,7 +111,7 @@ function ranking(e, a, labels) {
     `<div class="table-scroll"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
     `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2">logit ${what}</th>` +
     `<th scope="colgroup" colspan="2" class="num">copy removed</th>` +
-    `<th scope="colgroup" colspan="2" class="num">p(${esc(e.predicted.word)}), points</th></tr>` +
+    `<th scope="colgroup" colspan="2" class="num">p(${tok(e.predicted.word)}), points</th></tr>` +
     `<tr><th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th>` +
     `<th scope="col" class="num">zero</th><th scope="col" class="num">mean</th><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th></tr></thead>` +
     `<tbody>${rows}${rest}</tbody>` +
@@ -156,7 +160,7 @@ export function createKnockoutPanel(box, { onChange }) {
       `</select></label>`;
     const wordSelect =
       `<label class="inline"><span>Attribution of</span><select id="attr-word">` +
-      base.map((g) => option(g.word, `${esc(g.word)} (${pct(g.p)})`, g.c === a.c)).join('') +
+      base.map((g) => option(g.word, `${tok(g.word)} (${pct(g.p)})`, g.c === a.c)).join('') +
       `</select><span>against the runner-up</span></label>`;
     const pBase = probabilities(base),
       pKnocked = probabilities(knocked);
@@ -185,8 +189,8 @@ export function createKnockoutPanel(box, { onChange }) {
       `<p class="knock-line">${wordSelect}</p>` +
       ranking(e, a, token) +
       `<p id="attr-note" class="field-note">Copy removed: the share of the copy probability gone with the head knocked out alone (zero: its output set to 0; mean: set to its mean over ${state.model.manifest.heldOut.windows} held-out windows of the model's corpus, which keeps what the head adds on any text and removes only what it adds for this one). ` +
-      `p(${esc(e.predicted.word)}): the change of the predicted token's probability after ${token}, in points. ` +
-      `Part: the head's output at ${token} carried straight to the logits (through W<sub>out</sub>, past the feed-forward block, which adds its own part), along ${quote(esc(a.word))} minus ${quote(esc(a.against))}; the parts sum to the model's difference. ` +
+      `p(${tok(e.predicted.word)}): the change of the predicted token's probability after ${token}, in points. ` +
+      `Part: the head's output at ${token} carried straight to the logits (through W<sub>out</sub>, past the feed-forward block, which adds its own part), along ${quote(tok(a.word))} minus ${quote(tok(a.against))}; the parts sum to the model's difference. ` +
       `Largest part: <strong>${headName(byAttr)}</strong> (${fmt(byAttr.diff, 2)}). A part is what a head writes, not what happens without it: a layer-1 head also changes what layer 2 and the feed-forward block compute, which only its knock-out shows.</p>`;
   }
 
