@@ -24,7 +24,8 @@
 //     where the next token can be copied, and that token c: on a text S + " " + S, model/copying.js'
 //     copyPositions from the second copy on (the positions deliverable 2's figures use); on any
 //     other text, every token i with an earlier j + 1 < i where ids[j] = ids[i] and ids[j + 1] =
-//     ids[i + 1]. On a text with none, its first tokens written twice (source 'twice', x its X)
+//     ids[i + 1]; at most COPY_LIMIT of them, evenly spaced. On a text with none, its first
+//     tokens written twice (source 'twice', x its X)
 //   headEffects(state) -> { source, copy, copyPositions, copyTargets, at, predicted, heads,
 //     induction, inductionCopy }: what knocking each head out alone does, with both ablations,
 //     made once per text:
@@ -233,6 +234,14 @@ export function attributionAt(state, { at, word } = {}) {
   };
 }
 
+// At most COPY_LIMIT positions, evenly spaced: each knock-out reads the output layer (V·d_model
+// products a position) at every one, seventeen times, so a long text's copy is measured on a sample.
+export const COPY_LIMIT = 32;
+const spread = (list) =>
+  list.length <= COPY_LIMIT
+    ? list
+    : Array.from({ length: COPY_LIMIT }, (_, k) => list[Math.floor((k * list.length) / COPY_LIMIT)]);
+
 // ids -> [{ at, c }]: every i with an earlier j + 1 < i where ids[j] = ids[i], ids[j+1] = ids[i+1]
 function repeatsOf(ids) {
   const out = [];
@@ -253,7 +262,7 @@ export function copyCase(state) {
   const twice = Number.isInteger(half) && ctx.text.slice(0, half) === ctx.text.slice(half + 1);
   const from = twice ? secondCopy(ctx.text, tokens) : -1;
   const targets = from > 0 ? copyPositions(ids, from).map(({ at, target }) => ({ at, c: target })) : repeatsOf(ids);
-  if (targets.length) return { source: 'text', n: ctx.n, x: ctx.trained.hs[0], targets };
+  if (targets.length) return { source: 'text', n: ctx.n, x: ctx.trained.hs[0], targets: spread(targets) };
   // The text's first m tokens written twice, with the positions of 2m tokens.
   const m = Math.min(ctx.n, Math.floor(state.model.manifest.model.n / 2));
   const ids2 = [...ids.slice(0, m), ...ids.slice(0, m)];

@@ -108,7 +108,7 @@ function ranking(e, a, labels) {
       : 'the copy on your text written twice';
   return (
     `<p id="head-rank-caption" class="head-rank-caption">Every head (L layer, H head) knocked out alone, ranked by how much of ${copyWhere} it removes (mean ablation); and its direct part of logit ${what} after ${labels}</p>` +
-    `<div class="table-scroll"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
+    `<div class="table-scroll" tabindex="0" role="region" aria-labelledby="head-rank-caption"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
     `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2">logit ${what}</th>` +
     `<th scope="colgroup" colspan="2" class="num">copy removed</th>` +
     `<th scope="colgroup" colspan="2" class="num">p(${tok(e.predicted.word)}), points</th></tr>` +
