@@ -199,7 +199,7 @@ test('a typed sentence: the model’s tokens as chips, every step forward and ba
     exp.labels,
   );
   assert.ok(
-    chips.some((c) => c.text === '\u2423cat'),
+    chips.some((c) => c.text === '\u2423the'),
     'a leading space is shown as ␣',
   );
   assert.ok(
