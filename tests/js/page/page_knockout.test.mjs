@@ -192,6 +192,7 @@ test('bad input to predict and attribution: a message that says what to give, an
     [{ at: 3, knockOut: [{ layer: 0, head: 4 }] }, /layer 0 to 1 and head 0 to 3/],
     [{ at: 3, knockOut: [{ layer: 0 }] }, /each entry is \{ layer, head \}/],
     [{ at: 3, knockOut: 'layer 2 head 3' }, /knockOut must be a list of \{ layer, head \}/],
+    [{ at: 3, ablation: 'half' }, /ablation is "half"; give 'zero'/],
   ];
   for (const [arg, message] of cases) {
     const got = await hook(

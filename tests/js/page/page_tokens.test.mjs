@@ -2,7 +2,7 @@
 // the tokenizer's (pieces that spell the text, emoji as bytes), the chips show them; the trained
 // model copies a sentence of words it never saw when it is written twice (the bars:
 // mean P >= 0.5 of the copied token, top guess at >= 60 % of positions), read through
-// window.attentionPage.predict; predict's errors; the followed token found again by its text.
+// window.attentionPage.predict; the followed token found again by its text.
 // run with: node --test tests/js/page/page_tokens.test.mjs (screenshots in tests/artifacts/page/)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -98,33 +98,13 @@ test(
   },
 );
 
-test('predict: tokens as words, the top 10 and more; a bad at, head or ablation is an error that changes nothing', async () => {
+test('predict: tokens as words, the top 10 and more, best first (bad input: page_knockout.test.mjs)', async () => {
   const { page, errors } = await open();
   await type(page, SENTENCES[0]);
-  const before = await hook(page, () => window.attentionPage.predict({ at: 2 }));
-  assert.ok(before.length >= 10);
-  assert.ok(before.every((g) => model.vocab.includes(g.word) && g.p > 0 && g.p <= 1));
-  for (let k = 1; k < before.length; ++k) assert.ok(before[k].p <= before[k - 1].p);
-  for (const [arg, message] of [
-    [{ at: 999 }, /predict: at is 999, but the sentence has \d+ tokens/],
-    [{ at: 2, knockOut: [{ layer: 2, head: 0 }] }, /predict: knockOut has/],
-    [{ at: 2, ablation: 'half' }, /predict: ablation is "half"/],
-  ]) {
-    const got = await hook(
-      page,
-      (a) => {
-        try {
-          window.attentionPage.predict(a);
-          return null;
-        } catch (e) {
-          return e.message;
-        }
-      },
-      arg,
-    );
-    assert.match(got ?? '', message);
-  }
-  assert.deepEqual(await hook(page, () => window.attentionPage.predict({ at: 2 })), before);
+  const guesses = await hook(page, () => window.attentionPage.predict({ at: 2 }));
+  assert.ok(guesses.length >= 10);
+  assert.ok(guesses.every((g) => model.vocab.includes(g.word) && g.p > 0 && g.p <= 1));
+  for (let k = 1; k < guesses.length; ++k) assert.ok(guesses[k].p <= guesses[k - 1].p);
   assert.deepEqual(errors(), []);
   await page.close();
 });
