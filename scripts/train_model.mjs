@@ -6,7 +6,7 @@
 // '{"steps":3,"seed":2}'), TRAIN_OUT (another output folder), TRAIN_TOKENIZER (a tokenizer.json
 // to use instead of training one: the same merges the run would train, faster).
 //
-// 2 layers x 4 heads, d_model 100, n = 40 tokens per window, batches of 10 windows drawn from the
+// 2 layers x 4 heads, d_model 100, n = 64 tokens per window, batches of 6 windows drawn from the
 // training addresses; Adam directions applied with step(), the attention layers at attnLr (0.5
 // for layer 1, 3 for layer 2) times the learning rate. Tokens: V = 3,072 (256 bytes and 2,816
 // merges learned on the training addresses); the model learns their embeddings E (V,d), the
@@ -44,8 +44,8 @@ const OUT = process.env.TRAIN_OUT ? path.resolve(process.env.TRAIN_OUT) : path.j
 export const CONFIG = {
   seed: 3,
   vocab: 3072, // tokens: 256 bytes + 2,816 merges
-  n: 40, // a sentence of 8-10 words written twice is 20-36 tokens
-  batch: 10,
+  n: 64, // a learner's sentence of 8-10 words written twice is 36-56 of these tokens
+  batch: 6,
   heads: 4,
   layers: 2,
   steps: 1500,
@@ -63,11 +63,11 @@ export const CONFIG = {
   // layer 2 head 1 starts as an induction head over it (train.js wireInduction): with the token
   // embeddings learned from random ones, no layer-2 head passed an induction score of 0.07 by
   // step 1,000 of the same run without it (all windows repeated)
-  inductionHead: { layer: 1, head: 0, match: 1.5, copy: 2, out: 5 },
+  inductionHead: { layer: 1, head: 0, match: 1.5, copy: 2, out: 10 },
   // windows with a repeated span (train.js repeatSampler): all of them up to step `hold` (the
   // induction head forms), then a share falling linearly to `share` at step `over`; of those,
   // `text` repeat a span of their own text instead of random word tokens
-  repeat: { share: 0.3, minSpan: 3, maxSpan: 18, from: 1, hold: 500, over: 1000, text: 0.5 },
+  repeat: { share: 0.5, minSpan: 3, maxSpan: 30, from: 1, hold: 500, over: 1000, text: 0.5 },
   // the induction test: sequences of `span` random word tokens twice, drawn from their own seed
   induction: { span: 12, sequences: 256, seed: 9001 },
   warmup: 50,

@@ -2,7 +2,7 @@
 // the tokenizer's (pieces that spell the text, emoji as bytes), the chips show them; the trained
 // model copies a sentence of words it never saw when it is written twice (the issue's bars:
 // mean P >= 0.5 of the copied token, top guess at >= 60 % of positions), read through
-// window.attentionPage.predict; predict's errors; the followed token found again by its text.
+// window.attentionPage.predict; the followed token found again by its text.
 // run with: node --test tests/js/page/page_tokens.test.mjs (screenshots in tests/artifacts/page/)
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -21,6 +21,7 @@ const SENTENCES = [
 ];
 
 let browser, server, model;
+let copied; // the copy test's { meanP, top1, positions }
 let suite;
 before(async () => {
   suite = await openPageSuite({ port: 9581, model: true });
@@ -66,65 +67,51 @@ test('any text: state.tokens are the tokenizer’s, spelling the text; chips sho
   await page.close();
 });
 
-test(
-  'a sentence of unseen words written twice: the model copies its tokens (predict)',
-  { todo: 'issue 36 item 2: the shipped model is below these bars (manifest.copy)' },
-  async () => {
-    const { page, errors } = await open();
-    let positions = 0,
-      sumP = 0,
-      top = 0;
-    for (const s of SENTENCES) {
-      const text = `${s} ${s}`;
-      const { state } = await type(page, text);
-      const ids = state.tokens.map((t) => t.id);
-      const at = copyPositions(ids, secondCopy(text, state.tokens));
-      assert.ok(at.length >= 8, `${s}: ${at.length} copy positions`);
-      for (const { at: i, target } of at) {
-        const guesses = await hook(page, (a) => window.attentionPage.predict(a), { at: i });
-        assert.ok(guesses.length >= 10);
-        const want = model.vocab[target];
-        sumP += guesses.find((g) => g.word === want)?.p ?? 0; // outside the top 10: counted as 0
-        top += guesses[0].word === want;
-        ++positions;
-      }
+test('a sentence of unseen words written twice: the model copies its tokens (predict)', async () => {
+  const { page, errors } = await open();
+  let positions = 0,
+    sumP = 0,
+    top = 0;
+  for (const s of SENTENCES) {
+    const text = `${s} ${s}`;
+    const { state } = await type(page, text);
+    const ids = state.tokens.map((t) => t.id);
+    const at = copyPositions(ids, secondCopy(text, state.tokens));
+    assert.ok(at.length >= 8, `${s}: ${at.length} copy positions`);
+    for (const { at: i, target } of at) {
+      const guesses = await hook(page, (a) => window.attentionPage.predict(a), { at: i });
+      assert.ok(guesses.length >= 10);
+      const want = model.vocab[target];
+      sumP += guesses.find((g) => g.word === want)?.p ?? 0; // outside the top 10: counted as 0
+      top += guesses[0].word === want;
+      ++positions;
     }
-    const meanP = sumP / positions,
-      top1 = top / positions;
-    assert.ok(meanP >= 0.5, `mean P of the copied token ${meanP.toFixed(3)} over ${positions} positions`);
-    assert.ok(top1 >= 0.6, `the copied token is the top guess at ${(100 * top1).toFixed(0)} % of positions`);
-    assert.deepEqual(errors(), []);
-    await page.close();
+  }
+  copied = { meanP: sumP / positions, top1: top / positions, positions };
+  assert.ok(
+    copied.top1 >= 0.6,
+    `the copied token is the top guess at ${(100 * copied.top1).toFixed(0)} % of positions`,
+  );
+  assert.ok(copied.meanP > 0.3, `mean P of the copied token ${copied.meanP.toFixed(3)} over ${positions} positions`);
+  assert.deepEqual(errors(), []);
+  await page.close();
+});
+
+test(
+  "the copied token's mean P >= 0.5 (the issue's bar)",
+  { todo: 'issue 36 item 2: the shipped model gives 0.44 on copying.js COPY_SENTENCES (manifest.copy.meanP)' },
+  () => {
+    assert.ok(copied?.meanP >= 0.5, `mean P ${copied?.meanP}`);
   },
 );
 
-test('predict: tokens as words, the top 10 and more; a bad at, head or ablation is an error that changes nothing', async () => {
+test('predict: tokens as words, the top 10 and more, best first (bad input: page_knockout.test.mjs)', async () => {
   const { page, errors } = await open();
   await type(page, SENTENCES[0]);
-  const before = await hook(page, () => window.attentionPage.predict({ at: 2 }));
-  assert.ok(before.length >= 10);
-  assert.ok(before.every((g) => model.vocab.includes(g.word) && g.p > 0 && g.p <= 1));
-  for (let k = 1; k < before.length; ++k) assert.ok(before[k].p <= before[k - 1].p);
-  for (const [arg, message] of [
-    [{ at: 999 }, /predict: at is 999, but the sentence has \d+ tokens/],
-    [{ at: 2, knockOut: [{ layer: 2, head: 0 }] }, /predict: knockOut has/],
-    [{ at: 2, ablation: 'half' }, /predict: ablation is "half"/],
-  ]) {
-    const got = await hook(
-      page,
-      (a) => {
-        try {
-          window.attentionPage.predict(a);
-          return null;
-        } catch (e) {
-          return e.message;
-        }
-      },
-      arg,
-    );
-    assert.match(got ?? '', message);
-  }
-  assert.deepEqual(await hook(page, () => window.attentionPage.predict({ at: 2 })), before);
+  const guesses = await hook(page, () => window.attentionPage.predict({ at: 2 }));
+  assert.ok(guesses.length >= 10);
+  assert.ok(guesses.every((g) => model.vocab.includes(g.word) && g.p > 0 && g.p <= 1));
+  for (let k = 1; k < guesses.length; ++k) assert.ok(guesses[k].p <= guesses[k - 1].p);
   assert.deepEqual(errors(), []);
   await page.close();
 });

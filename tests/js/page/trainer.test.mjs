@@ -363,6 +363,7 @@ describe('live training', () => {
     assert.equal(inductionScore(prev, n, L), 0);
     assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), 3);
     assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), 0);
+    assert.equal(repeatedSpan(['My', 'b', 'c', ' My', 'b', 'c']), 3); // the first token's leading space
     assert.equal(repeatedSpan(['a', 'a']), 0);
     assert.deepEqual(repeatedSentence(['x', 'y', 'z'], 24), ['x', 'y', 'z', 'x', 'y', 'z']);
     assert.deepEqual(repeatedSentence(['x', 'y', 'x', 'y'], 24), ['x', 'y', 'x', 'y']);

@@ -9,7 +9,8 @@
 //     tokens start..start+span−1 come again right after them (TransformerLens' definition): the mean
 //     over the second copy's tokens i = start+span+k (k = 0..span−1) of w[i][start+k+1], the weight
 //     on the token right after the earlier occurrence; w (n,n) as above
-//   repeatedSpan(norms) -> L when norms is some L >= 2 tokens twice in a row (norms = S S), else 0
+//   repeatedSpan(norms) -> L when norms is some L >= 2 tokens twice in a row (norms = S S; the two
+//     copies' first tokens may differ by their leading space), else 0
 //   repeatedSentence(norms, n) -> norms when they are a repeat that fits in n tokens; else their
 //     first n/2 (at most) twice: the sequence live training measures its induction score on
 //   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
@@ -49,7 +50,9 @@ export function inductionScore(w, n, span, start = 0) {
 export function repeatedSpan(norms) {
   const L = norms.length / 2;
   if (!Number.isInteger(L) || L < 2) return 0;
-  for (let k = 0; k < L; ++k) if (norms[k] !== norms[L + k]) return 0;
+  // the first token may differ: "My" at the start of a text is " My" after the space that joins
+  // the two copies (tokenize.js keeps a word's leading space)
+  for (let k = 1; k < L; ++k) if (norms[k] !== norms[L + k]) return 0;
   return L;
 }
 
