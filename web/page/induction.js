@@ -158,13 +158,18 @@ export function inductionStepHtml(ctx) {
   if (!ctx?.trained || !ctx.norms) return '';
   const { induction } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   if (ctx.layer !== induction.layer || ctx.head !== induction.head) return '';
-  const L = repeatedSpan(ctx.norms);
+  const r = repeatedSpan(ctx.norms);
   const intro = `<p><strong>This is the induction head.</strong> Word i of a repeated text looks at the word that came right after the earlier occurrence of word i, and the model copies it as its guess for what comes next.</p>`;
-  if (!L)
+  if (!r)
     return `${intro}<p>Your sentence is not one text twice: press <em>Repeat</em> above to see its weights form a diagonal.</p>${compositionHtml(ctx, -1)}`;
-  const score = inductionScore(ctx.trained.heads[ctx.layer][ctx.head].data, ctx.n, L);
+  const { start, span, again } = r;
+  const score = inductionScore(ctx.trained.heads[ctx.layer][ctx.head].data, ctx.n, span, start, again);
+  const same =
+    start === 0 && again === span
+      ? `${span} tokens twice`
+      : `one text twice: tokens ${start + 1} to ${start + span} come again as tokens ${again + 1} to ${again + span}`;
   return (
-    `${intro}<p>Your sentence is ${L} tokens twice. In the second copy, row ${L} + k looks at column k + 1 (k = 1 to ${L}): a diagonal from (row ${L + 1}, column 2) to (row ${2 * L}, column ${L + 1}), ` +
+    `${intro}<p>Your sentence is ${same}. In the second copy, row ${again} + k looks at column ${start} + k + 1 (k = 1 to ${span}): a diagonal from (row ${again + 1}, column ${start + 2}) to (row ${again + span}, column ${start + span + 1}), ` +
     `shifted one column right of each word's earlier occurrence. The mean weight on it is ${pct(score)}: the head's induction score on your sentence.</p>` +
     compositionHtml(ctx, -1)
   );

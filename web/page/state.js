@@ -178,7 +178,7 @@ export function* recomputeGen(state, attn = state.attn) {
   if (trained) result.timings.unshift(...trained.timings);
   const n = input.labels.length;
   const norms = input.tokens.map((t) => t.norm);
-  const repeatedAnew = trained && state.ctx && state.ctx.text !== s.text && repeatedSpan(norms) > 0;
+  const repeatedAnew = trained && state.ctx && state.ctx.text !== s.text && repeatedSpan(norms) !== null;
   if (s.focus === null && state.follow) s.focus = followAgain(input.tokens, state.follow);
   state.follow = null;
   if (s.focus === null)
@@ -258,10 +258,19 @@ function identityWeights(dModel) {
   return { wq: eye, wk: eye, wv: eye, wo: eye };
 }
 
-// The default target j for query i: the first other token that is a word of 4 letters or more
-// (" animal" for " it" in the example sentence), else the first other token.
+// The default target j for query i: the first token of the first other word of 4 letters or more
+// (" an" of " an|im|al" for " it" in the example sentence), never a piece inside a word; else the
+// first other token. A word's tokens: one that starts it (the first, one with a leading space, or
+// one after a token without letters) and the letters-only tokens right after it.
 function defaultTarget(state, i) {
-  const word = state.input.tokens.findIndex((t, k) => k !== i && /^\p{L}{4,}$/u.test(t.text.trim()));
+  const pieces = state.input.tokens.map((t) => t.text);
+  const starts = (k) => k === 0 || /^\s/u.test(pieces[k]) || !/\p{L}/u.test(pieces[k - 1]);
+  const wordAt = (k) => {
+    let w = pieces[k].trim();
+    for (let m = k + 1; m < pieces.length && !starts(m) && /^\p{L}+$/u.test(pieces[m]); ++m) w += pieces[m];
+    return w;
+  };
+  const word = pieces.findIndex((p, k) => k !== i && starts(k) && /^\p{L}{4,}$/u.test(wordAt(k)));
   if (word >= 0) return word;
   return state.ctx.n > 1 && i === 0 ? 1 : 0;
 }

@@ -119,16 +119,14 @@ async function setSentence(text) {
   sentence = tokens.slice(0, n);
   const norms = tokens.map((t) => t.id),
     texts = tokens.map((t) => pieceLabel(t.text));
-  const twice = tokens.length ? repeatedSentence(norms, n) : [];
+  const pieces = tokens.map((t) => t.text);
+  const twice = tokens.length ? repeatedSentence(norms, n, pieces) : [];
   repeated = repeatedSpan(twice) ? twice : null; // a one-word sentence has no induction score
-  // The grid shows the sentence as the induction score reads it: written twice (its first n/2
-  // tokens twice when longer), where an induction head's diagonal can form; else as typed.
-  const half = twice.length / 2;
+  // The grid shows the sentence as the induction score reads it: written twice (a text twice
+  // whose copies start with different tokens, "T|h|e" and " The": its second copy twice; else its
+  // first n/2 tokens twice when longer), where an induction head's diagonal can form; else as typed.
   shown = repeated
-    ? {
-        norms: repeated,
-        labels: repeatedSpan(norms) && norms.length <= n ? texts : [...texts.slice(0, half), ...texts.slice(0, half)],
-      }
+    ? { norms: repeated, labels: repeatedSentence(texts, n, pieces) }
     : { norms: norms.slice(0, n), labels: texts.slice(0, n) };
   sendHeads();
 }

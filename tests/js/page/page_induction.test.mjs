@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 
 import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
 import { compositionHtml, keyHeads, sinkSentence } from '../../../web/page/induction.js';
-import { describeHead, inductionScore, repeatedSpan } from '../../../web/page/model/head_stats.js';
+import { describeHead, inductionScore, repeatedSentence, repeatedSpan } from '../../../web/page/model/head_stats.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
 import { createModel, makeBatch } from '../../../web/page/model/train.js';
@@ -112,19 +112,19 @@ test('Repeat, the induction scores in the model view, the induction head in the 
   );
   const want = expectedFor(snap.state.text);
   want.trained.inductionHeads = () => [named];
-  const L = repeatedSpan(want.norms);
-  assert.ok(L > 3, 'the example is a sentence twice');
+  const r = repeatedSpan(want.norms);
+  assert.ok(r && r.span > 3, 'the example is a sentence twice');
   const weights = { data: Float32Array.from(snap.steps[0].matrices.find((m) => m.name === 'weights').data) };
   const expected = want.trained.heads[induction.layer][induction.head].data;
   let worst = 0;
   for (let k = 0; k < expected.length; ++k) worst = Math.max(worst, Math.abs(weights.data[k] - expected[k]));
   assert.ok(worst < TOL, `the induction head's weights differ from the package's by ${worst}`);
-  // its shifted diagonal: the mean weight from the second copy on the word after each word's
-  // earlier occurrence, well above the weight a row would give each word if it spread evenly
+  // its shifted diagonal: the mean weight from the second copy on the token after each token's
+  // earlier occurrence, well above the weight a row would give each token if it spread evenly
   const n = want.n;
-  const score = inductionScore(weights.data, n, L);
+  const score = inductionScore(weights.data, n, r.span, r.start, r.again);
   let even = 0;
-  for (let k = 0; k < L; ++k) even += 1 / (L + k + 1) / L;
+  for (let k = 0; k < r.span; ++k) even += 1 / (r.again + k + 1) / r.span;
   assert.ok(score > 3 * even, `the induction head's diagonal ${score}, spread evenly ${even}`);
   const explain = await page.textContent('#step-explain');
   assert.match(explain, /This is the induction head/);
@@ -173,7 +173,12 @@ test('live training plots the induction score on the repeated sentence after eve
   // from the trained weights: after one step (at a 20th of the rate, the warm-up) the best head's
   // score on the sentence is the shipped weights' (computed here), give or take that step (seen:
   // 0.34 against 0.30; random weights score about 0.08)
-  const want = expectedFor(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`);
+  // the sequence live training measures on (head_stats.js repeatedSentence): the example's
+  // tokens from the second copy's first word (" My", not "M|y") written twice
+  const typed = tokenize(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`, model.tokenizer).map((t) => t.text);
+  const measured = repeatedSentence(typed, model.manifest.model.n);
+  const want = expectedFor(measured.join(''));
+  assert.deepEqual(want.norms, measured);
   const scores = want.trained.heads.flat().map((h) => inductionScore(h.data, want.n, want.n / 2));
   const best = Math.max(...scores);
   assert.ok(Math.abs(t.induction[0] - best) < 0.1, `first step's score ${t.induction[0]}, shipped weights' ${best}`);

@@ -361,10 +361,24 @@ describe('live training', () => {
     const prev = new Float32Array(n * n);
     for (let i = 0; i < n; ++i) prev[i * n + Math.max(0, i - 1)] = 1; // previous word: 0
     assert.equal(inductionScore(prev, n, L), 0);
-    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), 3);
-    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), 0);
-    assert.equal(repeatedSpan(['My', 'b', 'c', ' My', 'b', 'c']), 3); // the first token's leading space
-    assert.equal(repeatedSpan(['a', 'a']), 0);
+    assert.deepEqual(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), { start: 0, span: 3, again: 3 });
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), null);
+    // the copies' first word differs by its leading space: "My" and " My", "T|h|e" and " The"
+    assert.deepEqual(repeatedSpan(['My', 'b', 'c', ' My', 'b', 'c']), { start: 1, span: 2, again: 4 });
+    const the = ['T', 'h', 'e', ' cat', ' sat', '.', ' The', ' cat', ' sat', '.'];
+    assert.deepEqual(repeatedSpan(the), { start: 3, span: 3, again: 7 });
+    assert.equal(repeatedSpan(['T', 'h', 'e', ' cat', ' sat', '.', ' A', ' cat', ' sat', '.']), null);
+    assert.equal(repeatedSpan([7, 1, 2, 8, 1, 2]), null); // ids: the copies' tokens all the same
+    assert.equal(repeatedSpan(['a', 'a']), null);
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b']), null); // an odd count, not a repeat
+    // the score on such a text: the second copy's rows on the first copy's next tokens
+    const m = the.length;
+    const diag = new Float32Array(m * m);
+    for (let k = 0; k < 3; ++k) diag[(7 + k) * m + 3 + k + 1] = 1;
+    assert.equal(inductionScore(diag, m, 3, 3, 7), 1);
+    assert.equal(inductionScore(diag, m, 3, 3), 0);
+    assert.deepEqual(repeatedSentence(the, 24), [' The', ' cat', ' sat', '.', ' The', ' cat', ' sat', '.']);
+    assert.deepEqual(repeatedSentence([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 24, the), [6, 7, 8, 9, 6, 7, 8, 9]);
     assert.deepEqual(repeatedSentence(['x', 'y', 'z'], 24), ['x', 'y', 'z', 'x', 'y', 'z']);
     assert.deepEqual(repeatedSentence(['x', 'y', 'x', 'y'], 24), ['x', 'y', 'x', 'y']);
     assert.equal(repeatedSentence([...'abcdefghijklmnop'], 24).length, 24);

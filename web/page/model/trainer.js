@@ -23,7 +23,7 @@
 //   heads(ids): the sentence's X (n,d) = E[ids] + P as the trainer builds it, then both layers
 //     with trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
 //   induction(ids): each head's induction score (head_stats.js) on ids, a text twice
-//     (repeatedSpan(ids) > 0), in heads' order
+//     (repeatedSpan(ids) not null: ids are S S), in heads' order
 //   copyProbability(ids, knockOut) -> on ids, a text S S of L tokens a copy: the mean over the
 //     second copy's tokens i = L..2L−2 of the probability the model gives the token after i (the
 //     copy of the one after its earlier occurrence), with the heads in knockOut
@@ -162,7 +162,7 @@ export function createTrainer(
     },
     heads: headWeights,
     copyProbability(ids, knockOut = []) {
-      const L = repeatedSpan(ids);
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
       if (!L) throw new RangeError('copyProbability: the text must be some tokens twice');
       const m = ids.length;
       const x = input(ids);
@@ -199,7 +199,7 @@ export function createTrainer(
       }
     },
     scores(ids) {
-      const L = repeatedSpan(ids);
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
       if (!L) throw new RangeError('scores: the text must be some tokens twice');
       const m = ids.length;
       const { traces } = forwardLayers(model.layers, input(ids), { trace: true });
@@ -246,7 +246,7 @@ export function createTrainer(
       return { prefix, copying };
     },
     induction(ids) {
-      const L = repeatedSpan(ids);
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
       if (!L) throw new RangeError('induction: the text must be some tokens twice');
       const { n: m, weights } = headWeights(ids);
       return Array.from({ length: layers * heads }, (_, k) =>
