@@ -81,10 +81,16 @@ test('Repeat, the induction scores in the model view, the induction head in the 
   let snap = await act(
     page,
     () => page.click('#repeat'),
-    (s) => s.text.length > 60 && s.n % 2 === 0,
+    new Function('s', `return s.text === ${JSON.stringify(`${text} ${text}`)}`),
   );
-  assert.equal(snap.state.text, `${text} ${text}`);
-  assert.equal(snap.state.n, 2 * n0);
+  // its tokens: the first copy's n0, then the second's, whose first word may be fewer pieces
+  // ("T|h|e" at the start, " The" after the joining space)
+  const twice = tokenize(`${text} ${text}`, model.tokenizer).map((t) => t.text);
+  assert.equal(snap.state.n, twice.length);
+  const copies = repeatedSpan(twice);
+  assert.ok(copies, 'the repeated text is one text twice');
+  assert.equal(copies.start + copies.span, n0, "the first copy's tokens");
+  assert.equal(copies.again + copies.span, twice.length);
 
   // Every tile's description has its head's induction score (the manifest's), the sink sentence.
   const tiles = await page.evaluate(() => window.attentionPage.modelView.tiles);
