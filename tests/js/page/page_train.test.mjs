@@ -13,11 +13,16 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { openPage } from '../../../scripts/lib/browser.mjs';
+import { repeatedSentence } from '../../../web/page/model/head_stats.js';
+import { createTokenizer } from '../../../web/page/tokenize.js';
 import { busyLoopSeen, longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
 import { ARTIFACTS as ARTIFACTS_URL, closePageSuite, openPageSuite } from '../helpers/page_driver.mjs';
 
 const ARTIFACTS = fileURLToPath(ARTIFACTS_URL);
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const MODEL_DIR = new URL('../../../web/page/data/model/', import.meta.url);
+const MANIFEST = JSON.parse(readFileSync(new URL('manifest.json', MODEL_DIR), 'utf8'));
+const TOKENIZER = JSON.parse(readFileSync(new URL('tokenizer.json', MODEL_DIR), 'utf8'));
 const RULES = { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } };
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -222,9 +227,18 @@ test('phone (390 px) and no cross-origin isolation: trains, no sideways scroll, 
   await page.click('#train-run');
   await waitFor(page, 't.step >= 2 && t.headsShown >= 1');
   // a new sentence on the page: the grid follows it
-  await page.fill('#sentence', 'We the people of the United States');
-  // (written twice: the grid shows what the induction score reads)
-  await page.waitForFunction(() => document.querySelector('#train-heads figure.heatmap').dataset.shape === '14,14');
+  const sentence = 'We the people of the United States';
+  await page.fill('#sentence', sentence);
+  // (written twice: the grid shows what the induction score reads, head_stats.js repeatedSentence)
+  const pieces = createTokenizer(TOKENIZER)
+    .encode(sentence)
+    .map((t) => t.text);
+  const m = repeatedSentence(pieces, MANIFEST.model.n).length;
+  assert.equal(m, 2 * pieces.length);
+  await page.waitForFunction(
+    (shape) => document.querySelector('#train-heads figure.heatmap').dataset.shape === shape,
+    `${m},${m}`,
+  );
   assert.equal(await page.locator('#train-heads figure.heatmap').count(), 8);
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page scrolls sideways by ${overflow} px`);
