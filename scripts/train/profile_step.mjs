@@ -1,6 +1,6 @@
 // npm run train-model:profile: where a training step's time goes, for the page's live training
 // (one thread, batches of 8, as train_worker.js) and for `npm run train-model` (threads 'auto',
-// batches of 16), both on the page's training excerpt with the shipped model's settings.
+// batches of 10), both on the page's training excerpt with the shipped model's settings.
 // Prints the median ms per step and by part (train.js' trainStep timings, plus makeBatch), steps/s
 // from the median step, and a hash of the losses: the same hash before and after a change means
 // bitwise the same training. CPU ms per step (process.cpuUsage, every thread of the process)
@@ -10,31 +10,29 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createAttention } from '../../web/lib/index.js';
-import { parseEmbeddings } from '../../web/page/embeddings.js';
 import { splitAddresses, tokenizeDocs } from '../../web/page/model/corpus_text.js';
 import { createTrainer, manifestOptions } from '../../web/page/model/trainer.js';
-import { unpackTensors } from '../../web/page/model/weights.js';
+import { modelFromFiles } from '../../web/page/model/weights.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const data = path.join(ROOT, 'web/page/data');
 const STEPS = Number(process.env.PROFILE_STEPS ?? 60);
 const SETTINGS = [
   { name: 'page (Worker): 1 thread, batch 8', threads: 1, batch: 8 },
-  { name: 'train-model: threads auto, batch 16', threads: 'auto', batch: 16 },
-  { name: 'train-model batch 16 on 1 thread', threads: 1, batch: 16 },
+  { name: 'train-model: threads auto, batch 10', threads: 'auto', batch: 10 },
+  { name: 'train-model batch 10 on 1 thread', threads: 1, batch: 10 },
 ];
 
-const emb = parseEmbeddings(
-  fs.readFileSync(path.join(data, 'embeddings-100d.bin')),
-  fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
+const read = (name) => fs.readFileSync(path.join(data, 'model', name));
+const { manifest, tensors, tokenizer, vocab } = modelFromFiles(
+  JSON.parse(read('manifest.json')),
+  read('model.bin'),
+  JSON.parse(read('tokenizer.json')),
 );
-const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model/manifest.json'), 'utf8'));
-const tensors = unpackTensors(fs.readFileSync(path.join(data, 'model/model.bin')), manifest);
-const vocab = fs
-  .readFileSync(path.join(data, 'model/vocab.txt'), 'utf8')
-  .split('\n')
-  .filter((w) => w !== '');
-const docs = tokenizeDocs(splitAddresses(fs.readFileSync(path.join(data, 'corpus/sotu-excerpt.txt'), 'utf8')), emb);
+const docs = tokenizeDocs(
+  splitAddresses(fs.readFileSync(path.join(data, 'corpus/sotu-excerpt.txt'), 'utf8')),
+  tokenizer,
+);
 
 // FNV-1a over the losses' float64 bytes
 function hashLosses(losses) {
@@ -46,7 +44,7 @@ function hashLosses(losses) {
 
 for (const { name, threads, batch } of SETTINGS) {
   const attn = await createAttention({ threads });
-  const trainer = createTrainer(attn, { emb, vocab, docs, batch, ...manifestOptions(manifest, tensors) });
+  const trainer = createTrainer(attn, { vocab, docs, batch, ...manifestOptions(manifest, tensors) });
   const losses = [];
   for (let i = 0; i < 5; ++i) losses.push(trainer.step(manifest.training.lr));
   // per step: its parts' ms; the medians stand up to the other work of a shared machine

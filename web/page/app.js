@@ -1,4 +1,4 @@
-// The tutorial page's wiring: loads the library and the word vectors, turns each control, key
+// The tutorial page's wiring: loads the library and the trained model, turns each control, key
 // and click into an action on the state (state.js), and redraws what the action changed.
 //
 // Flow: input (sentence or worked example) -> tokens -> X (n,d_model) -> compute.runGen -> steps ->
@@ -21,7 +21,6 @@ import { renderChips, setPressed } from './chips.js';
 import { loadLibrary, sgdStep } from './compute.js';
 import { bindControls, bindStepKeys, syncControls } from './controls.js';
 import { installDebugHook } from './debug_hook.js';
-import { loadEmbeddings } from './embeddings.js';
 import { createHeadCompare } from './head_compare.js';
 import { predictAt } from './ablation.js';
 import { createKnockoutPanel, isOut } from './knockout_panel.js';
@@ -43,7 +42,7 @@ import {
   recompute,
   recomputeBackward,
 } from './state.js';
-import { composition, compositionHtml, keyHeads, sinkSentence } from './induction.js';
+import { composition, compositionHtml, keyHeads, namedHead, sinkSentence } from './induction.js';
 import { referenceHtml } from './reference_note.js';
 import { createStepView } from './step_view.js';
 import { STEPS } from './steps/index.js';
@@ -69,7 +68,9 @@ const compare = createHeadCompare($('compare'), {
   note: $('compare-note'),
   onChange: () => rendered(),
 });
-const knockPanel = createKnockoutPanel($('knock'), { onChange: () => setKnockOut([]) });
+const knockPanel = createKnockoutPanel($('knock'), {
+  onChange: (what) => (what === 'clear' ? setKnockOut([]) : setKnockOut(state.knockOut)),
+});
 
 // The heads knocked out: the model view's toggles, the steps' toggle and the panel follow them.
 function setKnockOut(list) {
@@ -96,7 +97,7 @@ function showKnockOut() {
   $('knock-step').setAttribute('aria-pressed', String(out));
   $('knock-step').textContent = `Knock out layer ${layer + 1} head ${head + 1}`; // pressed: knocked out
   const at = state.settings.focus;
-  const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut });
+  const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut, ablation: state.ablation });
   const top = base[0];
   const after = knocked.find((g) => g.word === top.word);
   const pct = (p) => `${Math.round(100 * p)} %`;
@@ -178,9 +179,9 @@ async function showComputed(hasTokens) {
   await showViews();
   if (!hasTokens) return;
   const { settings, input } = state;
-  const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.emb.dim };
+  const sizes = { heads: effectiveHeads(state), dK: effectiveDK(state), dModel: state.model.dim };
   showTimings();
-  renderChips($('chips'), input.labels, input.unknown, setFocus);
+  renderChips($('chips'), input.labels, setFocus);
   setPressed($('chips'), settings.focus);
   syncControls(settings, sizes);
   renderWeightsNote($('weights-note'), settings, sizes);
@@ -271,7 +272,7 @@ async function start() {
   $('knock-step').addEventListener('click', () => toggleKnock(state.settings.layer, state.settings.head));
   // The induction head in the steps, following the repeated word the note is about.
   $('follow-induction').addEventListener('click', async () => {
-    const { layer, head } = keyHeads(state.model.manifest).induction;
+    const { layer, head } = keyHeads(state.model.manifest, namedHead(state.ctx)).induction;
     const token = composition(state.ctx, state.settings.focus)?.token ?? -1;
     const patch = { layer, head, step: STEPS.findIndex((s) => s.id === 'softmax') };
     if (change(state, patch)) {
@@ -282,16 +283,15 @@ async function start() {
   });
 
   const t0 = performance.now();
-  let embeddingsMs;
-  const [lib, emb, model] = await Promise.all([
+  let modelMs;
+  const [lib, model] = await Promise.all([
     loadLibrary(),
-    loadEmbeddings(new URL('./data/', import.meta.url)).then((v) => {
-      embeddingsMs = performance.now() - t0;
-      return v;
+    loadModelFiles(new URL('./data/model/', import.meta.url)).then((m) => {
+      modelMs = performance.now() - t0;
+      return m;
     }),
-    loadModelFiles(new URL('./data/model/', import.meta.url)),
   ]);
-  Object.assign(state, { attn: lib.attn, emb, model, loadMs: { library: lib.ms, embeddings: embeddingsMs } });
+  Object.assign(state, { attn: lib.attn, model, loadMs: { library: lib.ms, model: modelMs } });
   renderBuild($('hood-build'), state.attn.backend, globalThis.crossOriginIsolated === true);
   state.settings.text = $('sentence').value;
   // A shared link's settings (the rules of change(), then the followed token, target and step).

@@ -1,7 +1,7 @@
-// The tokens as chips: one button per token, the followed one pressed, unknown words dashed and
-// marked "?" (and said so to screen readers).
+// The tokens as chips: one button per token (its piece, a leading space shown as ␣), the followed
+// one pressed.
 //
-//   renderChips(list, labels, unknown, onSelect)  ->  setPressed(i), markTarget(j | null)
+//   renderChips(list, labels, onSelect)  ->  setPressed(i), markTarget(j | null)
 //
 // On the backward steps the loss's target token j is marked too (a ring and "→ j", and said so).
 import { esc } from './format.js';
@@ -10,18 +10,14 @@ import { LONG_CHIPS } from './limits.js';
 // Past LONG_CHIPS tokens each chip is laid out only near the screen (style.css, .chips.long): a
 // new target mark would otherwise lay out all 512 again.
 
-export function renderChips(list, labels, unknown, onSelect) {
+export function renderChips(list, labels, onSelect) {
   list.classList.toggle('long', labels.length > LONG_CHIPS);
   list.innerHTML = labels
-    .map((label, i) => {
-      const unk = unknown[i];
-      return (
-        `<li><button type="button" class="chip${unk ? ' unknown' : ''}" data-index="${i}" aria-pressed="false"` +
-        ` title="token ${i + 1}${unk ? ', not in the vocabulary' : ''}">` +
-        `<span class="chip-text">${esc(label)}</span>${unk ? '<span class="q" aria-hidden="true">?</span><span class="visually-hidden"> (not in the vocabulary)</span>' : ''}` +
-        '</button></li>'
-      );
-    })
+    .map(
+      (label, i) =>
+        `<li><button type="button" class="chip" data-index="${i}" aria-pressed="false" title="token ${i + 1}">` +
+        `<span class="chip-text">${esc(label)}</span></button></li>`,
+    )
     .join('');
   list.onclick = (e) => {
     const button = e.target.closest('button.chip');

@@ -22,7 +22,9 @@
 //   per head: weights (n,n); concat (n,h·d_v); output (n,d_model)     mha.forward(X, trace)
 //
 //   runModelGen(attn, layers, x) -> { hs: [X₁, X₂, H], heads, concats, timings }  the trained model's
-//     residual stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo } }];
+//     residual stream: X₂ = X₁ + layer 1(X₁), H = X₂ + layer 2(X₂), causal; layers [{ heads, w: { wq, wk, wv, wo },
+//     add }]: add (d_model), optional, a vector the layer adds at every token (a mean-ablated head's
+//     mean output, model/knockout.js);
 //     heads[L][k]: layer L's head k softmax weights (n,n) (the model view, head comparison);
 //     concats[L] (n, h·d_v): layer L's heads' outputs side by side, before W_O (the attribution)
 //   runBackwardGen(attn, forward, { x, heads, dK, causal, head, query, target })
@@ -188,6 +190,7 @@ export function* runModelGen(attn, layers, x) {
       concats.push(concat);
       const next = new Float32Array(n * dModel);
       for (let k = 0; k < next.length; ++k) next[k] = hs[L].data[k] + output.data[k];
+      if (weights.add) for (let k = 0; k < next.length; ++k) next[k] += weights.add[k % dModel];
       hs.push(tensor(next, [n, dModel]));
     } finally {
       yield* time('mha.dispose', 'free the layer', () => mha.dispose());

@@ -13,10 +13,9 @@ import { stepNumber } from './steps/index.js';
 // The heads offered (index.html) are 1, 2, 4, 5, 10 and 20, divisors of d_model (100) so that
 // identity projections can give each head d_model / heads dimensions.
 const $ = (id) => document.getElementById(id);
-// The Repeat example's sentence (written twice): words of the word vectors and of the model's
-// 2,000 output classes (so the copy is a word, not "<unk>"), none twice but "the". Written twice,
-// the model gives "house" after the second "green" 52 % with every head and under 10 % with layer 2
-// head 3 knocked out (page_knockout.test.mjs).
+// The Repeat example's sentence (written twice): no word twice but "the", so that each copied
+// token has one earlier occurrence; what the model copies there, and without its induction head,
+// page_knockout.test.mjs measures.
 export const REPEAT_EXAMPLE = 'My brother bought the small green house near the lake.';
 
 function debounce(fn, ms) {
@@ -96,7 +95,7 @@ export function syncControls(settings, { dK, dModel }) {
   for (const radio of document.querySelectorAll('input[name="mode"]')) radio.checked = radio.value === settings.mode;
   $('sentence-area').hidden = worked;
   $('worked-area').hidden = !worked;
-  $('unknown-legend').hidden = worked;
+  $('token-legend').hidden = worked;
 
   for (const radio of document.querySelectorAll('input[name="projection"]')) {
     radio.checked = radio.value === settings.projection;

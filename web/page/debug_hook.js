@@ -1,7 +1,9 @@
 // window.attentionPage, a debug hook for tests and the curious (read-only):
 //   ready      Promise resolved after the first render (rejected when loading failed)
 //   version    a counter, increased after every render (new input, setting, step or followed row)
-//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, norm, known }],
+//   state      a snapshot: { mode: 'sentence'|'worked', text, n, tokens: [{ text, id, start, end }]
+//              (the trained model's tokens of the text: text the piece, id the token, start, end
+//              its UTF-16 offsets; the worked example's have id null),
 //              truncatedFrom (token count before the cap, or null), projection: 'identity'|'random'|'trained',
 //              layer (the trained model's layer the steps show, 0-based, or null), predictions
 //              (the trained model's [{ word, p }] × 5 after the followed token, or null),
@@ -22,18 +24,31 @@
 //   compare    the head comparison's { a: { layer, head }, b, n, top, data: { a, b, diff } }, or
 //              null (head_compare.js); compareCellPoint(name, i, j) as cellPoint, for its heatmaps
 //
-//   predict({ at, knockOut }) -> [{ word, p }] × 10: the trained model's most likely next words
-//              after token `at` (0-based), best first, with the heads in knockOut ([{ layer, head }],
-//              0-based, numbered as the model view's tiles) knocked out (ablation.js); throws an
-//              Error that says what to give for a bad `at` or head, and changes nothing
-//   attribution({ at }) -> [{ layer, head, logit }]: each head's direct part of the logit of the
-//              word the model predicts after token `at` (model/knockout.js)
-//   training   the live training's { state, step, loss, induction } (its latest step's loss and
-//              best induction score; train_panel.js), or null before Start
+//   predict({ at, knockOut, ablation }) -> [{ word, p }] × 10: the trained model's most likely next
+//              tokens after token `at` (0-based), best first (word: the token's piece), with the heads in knockOut
+//              ([{ layer, head }], 0-based, numbered as the model view's tiles) knocked out:
+//              ablation 'zero' (the default: their outputs 0) or 'mean' (their mean over held-out
+//              text) (ablation.js); throws an Error that says what to give for a bad `at`, head or
+//              ablation, and changes nothing
+//   attribution({ at, word }) -> [{ part, layer, head, logit, diff }]: logit(c) − logit(r) after
+//              token `at` split into its parts (ablation.js attributionAt): c the predicted token
+//              (or `word`), r the runner-up; one entry per head (part 'head'), then 'embedding',
+//              'feed-forward' and 'bias' (layer and head null); the diffs sum to the model's
+//              logit(c) − logit(r), the logits to its logit(c)
+//   inductionHeads  [{ layer, head }]: the induction heads named for the current text by what
+//              knocking them out does to the copy (ablation.js headEffects), or null without the
+//              trained model
+//   headEffects the knock-out table's numbers: { source, copy, copyPositions, predicted, heads:
+//              [{ layer, head, zero: { copy, p }, mean: { copy, p } }], induction, inductionCopy },
+//              or null without the trained model
+//   training   the live training's { state, step, loss, induction (the best head's), copy (the
+//              latest copy probability), seconds (training time), heads: [{ layer, head,
+//              induction, prefix, copying }] (each at its latest measurement) } (train_panel.js),
+//              or null before Start
 //
 //   installDebugHook(state, stepView, views) -> { resolve(), reject(error) }   settles `ready`;
 //   views: { modelView, compare } (their snapshot()s)
-import { attributionAt, predictAt } from './ablation.js';
+import { attributionAt, headEffects, predictAt } from './ablation.js';
 import { allTimings, effectiveDK, effectiveHeads } from './state.js';
 
 export function installDebugHook(state, stepView, views = {}) {
@@ -53,14 +68,19 @@ export function installDebugHook(state, stepView, views = {}) {
         mode: s.mode,
         text: s.text,
         n: ctx?.n ?? 0,
-        tokens: input?.tokens ?? [],
+        tokens: (input?.tokens ?? []).map(({ text, id = null, start = null, end = null }) => ({
+          text,
+          id,
+          start,
+          end,
+        })),
         truncatedFrom: input?.truncatedFrom ?? null,
         projection: s.projection,
         seed: s.seed,
         layer: ctx?.layer ?? null,
         predictions: ctx?.trained ? ctx.trained.predictions[s.focus].map((e) => ({ ...e })) : null,
         heads: effectiveHeads(state),
-        dK: state.emb ? effectiveDK(state) : null,
+        dK: state.model ? effectiveDK(state) : null,
         head: s.head,
         causal: s.causal,
         scaling: s.scaling,
@@ -97,13 +117,27 @@ export function installDebugHook(state, stepView, views = {}) {
       return views.compare?.snapshot() ?? null;
     },
     compareCellPoint: (name, i, j) => views.compare.cellPoint(name, i, j),
-    predict: ({ at, knockOut = [] } = {}) =>
-      predictAt(state, { at, knockOut }).knocked.map(({ word, p }) => ({ word, p })),
-    attribution: ({ at } = {}) => attributionAt(state, at).heads.map((h) => ({ ...h })),
+    predict: ({ at, knockOut = [], ablation } = {}) =>
+      predictAt(state, { at, knockOut, ablation }).knocked.map(({ word, p }) => ({ word, p })),
+    attribution: ({ at, word } = {}) => attributionAt(state, { at, word }).parts.map((x) => ({ ...x })),
+    get inductionHeads() {
+      return state.ctx?.trained ? headEffects(state).induction.map((h) => ({ ...h })) : null;
+    },
+    get headEffects() {
+      return state.ctx?.trained ? structuredClone(headEffects(state)) : null;
+    },
     get training() {
       const t = window.attentionTraining;
       if (!t || t.state === 'idle') return null;
-      return { state: t.state, step: t.step, loss: t.losses.at(-1) ?? null, induction: t.induction.at(-1) ?? null };
+      return {
+        state: t.state,
+        step: t.step,
+        loss: t.losses.at(-1) ?? null,
+        induction: t.induction.at(-1) ?? null,
+        copy: t.copies.at(-1)?.p ?? null,
+        seconds: t.seconds.at(-1) ?? 0,
+        heads: t.heads,
+      };
     },
   };
   return settle;

@@ -107,7 +107,6 @@ export function createHeadCompare(box, { a: selectA, b: selectB, note, onChange 
       const square = {
         rowLabels: ctx.labels,
         colLabels: ctx.labels,
-        unknown: ctx.unknown,
         rowNoun: 'query',
         colNoun: 'key',
         selectableRows: false,

@@ -22,12 +22,10 @@
 //   spec.maxSide    a weight matrix (no token rows): at most this many px a side (default 400)
 //   spec.compact    a small multiple: small cells; token labels small (tile_axes.js) where they fit
 //   spec.targetWidth  about how wide (px) a tokens × dimensions matrix should be (default 600)
-//   spec.unknown    booleans per token: tokens not in the vocabulary get a "?" mark
 //   spec.description  extra words for the canvas's aria-label
 //   A window of a larger matrix (overview.js's zoomed detail) also has:
 //   spec.rowOffset, spec.colOffset  the window's first row and column in the whole matrix: tooltips,
 //                   the readout, onSelectRow and setFocusRow speak in the whole matrix's indices
-//   spec.colUnknown  `unknown` for the column labels (when columns start elsewhere than rows)
 //   spec.maxAbs     the signed scale's ±range (the whole matrix's), instead of this data's
 //   spec.cell       the cell size in px, instead of the one chosen from the size
 //   spec.rowSums    may also be a function r -> the row's sum (of the whole row)
@@ -169,8 +167,6 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   const { cw, ch, values } = layoutFor(spec);
   const labelFont = (bold = false) => `${bold ? '600 ' : ''}${clamp(ch - 2, 9, 12)}px ${SANS}`;
   const tickFont = `10px ${SANS}`;
-  const colUnknown = spec.colUnknown ?? spec.unknown;
-  const tokenLabel = (labels, i, unknown = spec.unknown) => `${labels[i]}${unknown?.[i] ? '?' : ''}`;
   const rowOffset = spec.rowOffset ?? 0,
     colOffset = spec.colOffset ?? 0;
 
@@ -194,17 +190,13 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
   if (compactAxes) padLeft = padTop = AXIS_CSS;
   if (!spec.compact) {
     if (spec.rowLabels) {
-      const widest = Math.max(
-        ...spec.rowLabels.map((t, i) => textWidth(tokenLabel(spec.rowLabels, i), labelFont(true))),
-      );
+      const widest = Math.max(...spec.rowLabels.map((t) => textWidth(t, labelFont(true))));
       padLeft = Math.ceil(Math.min(widest, 96)) + 10;
     } else {
       padLeft = spec.rowGroups ? 30 : Math.ceil(textWidth(String(rows), tickFont)) + 8;
     }
     if (spec.colLabels) {
-      const widest = Math.max(
-        ...spec.colLabels.map((t, i) => textWidth(tokenLabel(spec.colLabels, i, colUnknown), labelFont())),
-      );
+      const widest = Math.max(...spec.colLabels.map((t) => textWidth(t, labelFont())));
       colLabelsFlat = widest <= cw - 6; // short labels over wide cells read better upright
       padTop = colLabelsFlat ? 20 : Math.ceil(Math.min(widest, 88)) + 8;
     } else {
@@ -350,7 +342,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
     else if (compactAxes)
       drawAxes(
         g,
-        spec.rowLabels.map((t, i) => tokenLabel(spec.rowLabels, i)),
+        spec.rowLabels,
         { x0, y0, cell: cw, dpr: 1 }, // g draws in CSS px here
       );
   }
@@ -389,8 +381,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       g.textAlign = 'right';
       g.font = labelFont();
       for (let r = 0; r < rows; ++r) {
-        g.fillStyle = spec.unknown?.[r] ? '#8a4b00' : INK;
-        g.fillText(fitText(tokenLabel(spec.rowLabels, r), labelFont(), padLeft - 8), padLeft - 5, y0 + r * ch + ch / 2);
+        g.fillStyle = INK;
+        g.fillText(fitText(spec.rowLabels[r], labelFont(), padLeft - 8), padLeft - 5, y0 + r * ch + ch / 2);
       }
     } else if (spec.rowGroups) {
       g.textAlign = 'right';
@@ -412,8 +404,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
       g.font = labelFont();
       g.textAlign = 'center';
       for (let c = 0; c < cols; ++c) {
-        g.fillStyle = colUnknown?.[c] ? '#8a4b00' : INK;
-        g.fillText(tokenLabel(spec.colLabels, c, colUnknown), x0 + c * cw + cw / 2, padTop / 2);
+        g.fillStyle = INK;
+        g.fillText(spec.colLabels[c], x0 + c * cw + cw / 2, padTop / 2);
       }
     } else if (spec.colLabels) {
       g.font = labelFont();
@@ -422,8 +414,8 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
         g.save();
         g.translate(x0 + c * cw + cw / 2, padTop - 4);
         g.rotate(-Math.PI / 2);
-        g.fillStyle = colUnknown?.[c] ? '#8a4b00' : INK;
-        g.fillText(fitText(tokenLabel(spec.colLabels, c, colUnknown), labelFont(), padTop - 8), 0, 0);
+        g.fillStyle = INK;
+        g.fillText(fitText(spec.colLabels[c], labelFont(), padTop - 8), 0, 0);
         g.restore();
       }
     } else if (spec.colGroups) {
@@ -480,11 +472,7 @@ export function createHeatmap(spec, { onSelectRow } = {}) {
         ctx.textAlign = 'right';
         ctx.textBaseline = 'middle';
         ctx.fillStyle = ACCENT;
-        ctx.fillText(
-          fitText(tokenLabel(spec.rowLabels, focusRow), labelFont(true), padLeft - 8),
-          padLeft - 5,
-          y + ch / 2,
-        );
+        ctx.fillText(fitText(spec.rowLabels[focusRow], labelFont(true), padLeft - 8), padLeft - 5, y + ch / 2);
       }
       outline(x0, y, gridW + (spec.rowSums ? sumsWidth : 0), ch);
     }

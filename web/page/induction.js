@@ -4,9 +4,12 @@
 // word (an attention sink). Everything from measurements: the manifest's held-out figures and the
 // weights the library computed for this sentence.
 //
-//   keyHeads(manifest) -> { induction: { layer, head, score }, previous: { layer, head, share } }
-//     the head with the largest induction score, and layer 1's head with the largest share on the
-//     previous word
+//   keyHeads(manifest, named) -> { induction: { layer, head, score, named }, previous: { layer,
+//     head, share } }: the induction head, `named` ({ layer, head }: the one whose knock-out removes
+//     most of the copy on the text, ablation.js headEffects) when given, else the head with the
+//     largest induction score (named false); its score is the manifest's. And layer 1's head with
+//     the largest share on the previous word
+//   namedHead(ctx) -> the first of ctx.trained.inductionHeads() (state.js), or undefined
 //   copyAt(norms, i) -> the latest j < i with norms[j] = norms[i] and j + 1 < i, or −1
 //   copyToken(norms, focus, weightAfter) -> the token the explanation is about: focus when it
 //     repeats an earlier word; else, of the words that do with a word after their earlier
@@ -19,8 +22,7 @@
 //     (the previous-word head, or another that does its job on this sentence): its row `after`
 //     (on: its largest weight's column);
 //     induction: the induction head's weight from i on `after`, and its largest (top);
-//     guess: the model's most likely next word after token i; a copied word outside the model's
-//     classes (ctx.trained.classes, a Set) is copied as "<unk>"
+//     guess: the model's most likely next token after token i
 //   compositionHtml(ctx, focus) -> a paragraph: those numbers, or how to see them
 //   inductionStepHtml(ctx) -> the softmax step's note when the steps show the induction head: its
 //     shifted diagonal on a repeated sentence (the sentence's own induction score) and
@@ -28,6 +30,7 @@
 //   sinkSentence(manifest) -> the sentence about the layer-1 heads with >= SINK of their weight
 //     on the first word (an attention sink), or that none has, with the largest share
 import { esc, quote } from './format.js';
+import { pieceLabel } from './tokenize.js';
 import { INDUCTION_HEAD, inductionScore, repeatedSpan } from './model/head_stats.js';
 
 export const SINK = 0.9;
@@ -35,19 +38,21 @@ const pct = (x) => `${Math.round(100 * x)} %`;
 const word = (ctx, j) => `${quote(esc(ctx.labels[j]))} (word ${j + 1})`;
 const headName = ({ layer, head }) => `Layer ${layer + 1} head ${head + 1}`;
 
-export function keyHeads(manifest) {
+export function keyHeads(manifest, named = undefined) {
   const heads = manifest.heads;
   const best = (list, key) => list.reduce((a, b) => ((b[key] ?? -1) > (a[key] ?? -1) ? b : a));
-  const ind = best(heads, 'induction');
+  const ind = named ? heads.find((h) => h.layer === named.layer && h.head === named.head) : best(heads, 'induction');
   const prev = best(
     heads.filter((h) => h.layer === 0),
     'prev',
   );
   return {
-    induction: { layer: ind.layer, head: ind.head, score: ind.induction ?? 0 },
+    induction: { layer: ind.layer, head: ind.head, score: ind.induction ?? 0, named: Boolean(named) },
     previous: { layer: prev.layer, head: prev.head, share: prev.prev },
   };
 }
+
+export const namedHead = (ctx) => ctx.trained.inductionHeads?.()[0];
 
 export function copyAt(norms, i) {
   for (let j = i - 2; j >= 0; --j) if (norms[j] === norms[i]) return j;
@@ -78,7 +83,7 @@ const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0
 
 export function composition(ctx, focus) {
   if (!ctx?.trained || !ctx.norms) return null;
-  const { induction, previous } = keyHeads(ctx.trained.manifest);
+  const { induction, previous } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   const n = ctx.n;
   const rowOf = ({ layer, head }, r) => ctx.trained.heads[layer][head].data.subarray(r * n, (r + 1) * n);
   const i = copyToken(ctx.norms, focus, (r, c) => rowOf(induction, r)[c]);
@@ -106,9 +111,9 @@ export function composition(ctx, focus) {
 export function compositionHtml(ctx, focus) {
   const c = composition(ctx, focus);
   if (!c) return '';
-  const { induction, previous } = keyHeads(ctx.trained.manifest);
+  const { induction, previous } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   const heads =
-    `<strong>${headName(induction)}</strong> is the model's induction head (induction score ${induction.score.toFixed(2)} on held-out repeats of random words${induction.score >= INDUCTION_HEAD ? '' : ': a weak one'}). ` +
+    `<strong>${headName(induction)}</strong> is the model's induction head${induction.named ? ' on your text: knocking it out removes the most of the copy (the table above)' : ''}; its induction score on held-out repeats of random words is ${induction.score.toFixed(2)}${induction.score >= INDUCTION_HEAD ? '' : ', a weak one'}. ` +
     `<strong>${headName(previous)}</strong> is the previous-word head it builds on (${pct(previous.share)} of its weight on the previous word).`;
   if (c.token < 0)
     return `<p>${heads} Your sentence repeats no word, so there is nothing to copy: press <em>Repeat</em> and choose the induction head to see it work.</p>`;
@@ -126,20 +131,14 @@ export function compositionHtml(ctx, focus) {
     h.top === c.after
       ? `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time`
       : `puts ${pct(h.weight)} of its weight on ${word(ctx, c.after)}, the word that followed ${quote(esc(ctx.labels[c.token]))} last time, and most (${pct(h.topWeight)}) on ${word(ctx, h.top)}`;
-  // The model's classes are its 2,000 most frequent words and "<unk>" for every other word: the
-  // copy of a word outside them is "<unk>".
-  const copied = ctx.trained.classes && !ctx.trained.classes.has(ctx.norms[c.after]) ? '<unk>' : ctx.norms[c.after];
-  const guessed =
-    guess.word !== copied
-      ? `not ${copied === '<unk>' ? `“&lt;unk&gt;”, the class of ${quote(esc(ctx.labels[c.after]))}` : quote(esc(ctx.labels[c.after]))}`
-      : copied === '<unk>'
-        ? `the copy: ${quote(esc(ctx.labels[c.after]))} is not one of the model's 2,000 output words, so “&lt;unk&gt;” is how it copies it`
-        : 'the word it copied';
+  // every token is one of the model's output classes: the copy is the token itself
+  const copied = ctx.norms[c.after];
+  const guessed = guess.word !== copied ? `not ${quote(esc(ctx.labels[c.after]))}` : 'the token it copied';
   return (
     `<p>${heads}</p><p>On your sentence, ${word(ctx, c.token)} appeared before as ${word(ctx, c.earlier)}. ` +
     `In layer 1, at ${word(ctx, c.after)}, ${prevSays}. ` +
     `In layer 2, at ${word(ctx, c.token)}, the induction head's query matches that key: it ${looked}. ` +
-    `The model's most likely next word after ${word(ctx, c.token)} is ${guess.word === '<unk>' ? 'a rarer word (“&lt;unk&gt;”)' : quote(esc(guess.word))} (${pct(guess.p)}), ${guessed}.</p>`
+    `The model's most likely next word after ${word(ctx, c.token)} is ${quote(esc(pieceLabel(guess.word)))} (${pct(guess.p)}), ${guessed}.</p>`
   );
 }
 
@@ -157,15 +156,20 @@ export function sinkSentence(manifest) {
 
 export function inductionStepHtml(ctx) {
   if (!ctx?.trained || !ctx.norms) return '';
-  const { induction } = keyHeads(ctx.trained.manifest);
+  const { induction } = keyHeads(ctx.trained.manifest, namedHead(ctx));
   if (ctx.layer !== induction.layer || ctx.head !== induction.head) return '';
-  const L = repeatedSpan(ctx.norms);
+  const r = repeatedSpan(ctx.norms);
   const intro = `<p><strong>This is the induction head.</strong> Word i of a repeated text looks at the word that came right after the earlier occurrence of word i, and the model copies it as its guess for what comes next.</p>`;
-  if (!L)
+  if (!r)
     return `${intro}<p>Your sentence is not one text twice: press <em>Repeat</em> above to see its weights form a diagonal.</p>${compositionHtml(ctx, -1)}`;
-  const score = inductionScore(ctx.trained.heads[ctx.layer][ctx.head].data, ctx.n, L);
+  const { start, span, again } = r;
+  const score = inductionScore(ctx.trained.heads[ctx.layer][ctx.head].data, ctx.n, span, start, again);
+  const same =
+    start === 0 && again === span
+      ? `${span} tokens twice`
+      : `one text twice: tokens ${start + 1} to ${start + span} come again as tokens ${again + 1} to ${again + span}`;
   return (
-    `${intro}<p>Your sentence is ${L} tokens twice. In the second copy, row ${L} + k looks at column k + 1 (k = 1 to ${L}): a diagonal from (row ${L + 1}, column 2) to (row ${2 * L}, column ${L + 1}), ` +
+    `${intro}<p>Your sentence is ${same}. In the second copy, row ${again} + k looks at column ${start} + k + 1 (k = 1 to ${span}): a diagonal from (row ${again + 1}, column ${start + 2}) to (row ${again + span}, column ${start + span + 1}), ` +
     `shifted one column right of each word's earlier occurrence. The mean weight on it is ${pct(score)}: the head's induction score on your sentence.</p>` +
     compositionHtml(ctx, -1)
   );

@@ -12,8 +12,7 @@ export function renderTokenStatus(el, input) {
   } else if (input.truncatedFrom !== null) {
     el.textContent = `${input.truncatedFrom} tokens: the page uses the first ${MAX_TOKENS}, so that every matrix stays readable. Shorten the text to see the rest.`;
   } else {
-    const unknown = input.unknown.filter(Boolean).length;
-    el.textContent = `${plural(input.labels.length, 'token')} (up to ${MAX_TOKENS})${unknown ? `, ${unknown} not in the vocabulary` : ''}.`;
+    el.textContent = `${plural(input.labels.length, 'token')} (up to ${MAX_TOKENS}).`;
   }
 }
 
@@ -24,7 +23,7 @@ export function renderWeightsNote(el, settings, { heads, dK, dModel }) {
       "Weights: the worked example's fixed W<sub>Q</sub> = I, W<sub>K</sub> = [1 1; 0 1], W<sub>V</sub> = I and W<sub>O</sub> = I.";
   } else if (settings.projection === 'identity') {
     text =
-      '<strong>Identity projections:</strong> W<sub>Q</sub> = W<sub>K</sub> = W<sub>V</sub> = I and W<sub>O</sub> = I, so attention runs on the raw similarity of the word vectors.' +
+      '<strong>Identity projections:</strong> W<sub>Q</sub> = W<sub>K</sub> = W<sub>V</sub> = I and W<sub>O</sub> = I, so attention runs on the raw similarity of the token embeddings.' +
       (heads > 1 ? ` With ${heads} heads, each head uses its own ${dK} of the ${dModel} dimensions.` : '');
   } else if (settings.projection === 'trained') {
     text = `<strong>Trained:</strong> a 2-layer, 4-head causal language model trained with this library on US State of the Union addresses (<code>npm run train-model</code>). The steps show layer ${settings.layer + 1}; causal mask and positions are part of the model.`;

@@ -1,15 +1,22 @@
-// The knock-out panel (#knock): the trained model's next-word guesses after the followed token
+// The knock-out panel (#knock): the trained model's next-token guesses after the followed token
 // with every head and with the knocked-out heads (the model view's and the steps' "Knock out"
-// toggles), each guess's change in probability; and the attribution chart: each head's direct
-// part of the predicted word's logit (ablation.js, model/knockout.js).
+// toggles, zero or mean ablation), and every head ranked by what it causes: knocking it out
+// alone (zero and mean ablation) changes the copy probability on the text and the predicted
+// token's probability; beside that, its direct part in logit(predicted) − logit(runner-up), or
+// another of the top 10 against the runner-up (ablation.js, model/knockout.js).
 //
-//   createKnockoutPanel(box, { onChange() }) -> { render(state), toggle(state, layer, head),
-//     clear(state), isOut(state, layer, head) }
+//   createKnockoutPanel(box, { onChange(what) }) -> { render(state) }
 //     state.knockOut: [{ layer, head }] 0-based, the heads knocked out (shared by the model view,
-//     the steps' toggle and this panel); render draws both tables and the chart for
-//     settings.focus, or empties the box without the trained model
-import { TOP, attributionAt, predictAt } from './ablation.js';
+//     the steps' toggle and this panel); state.ablation 'zero' | 'mean'; render draws the
+//     tables for settings.focus, or empties the box without the trained model. onChange('clear')
+//     when "Put every head back" is pressed, onChange('ablation') after the ablation or the
+//     attribution's token changed (the panel has set it)
+import { TOP, attributionAt, headEffects, predictAt } from './ablation.js';
 import { esc, fmt, quote } from './format.js';
+import { pieceLabel } from './tokenize.js';
+
+// a token as the page shows it (" to" is "␣to"), escaped
+const tok = (w) => esc(pieceLabel(w));
 
 const pct = (p) => `${(100 * p).toFixed(1)} %`;
 const signedPct = (d) => {
@@ -18,69 +25,115 @@ const signedPct = (d) => {
   return `${v > 0 ? '+' : '\u2212'}${Math.abs(v).toFixed(1)}`;
 };
 const headName = ({ layer, head }) => `layer ${layer + 1} head ${head + 1}`;
+const same = (a, b) => a.layer === b.layer && a.head === b.head;
 
-export const isOut = (state, layer, head) => state.knockOut.some((k) => k.layer === layer && k.head === head);
+export const isOut = (state, layer, head) => state.knockOut.some((k) => same(k, { layer, head }));
 
 function probabilities(list) {
   return new Map(list.map((g) => [g.word, g.p]));
 }
 
+const deltaClass = (d) => (d < -0.0005 ? ' down' : d > 0.0005 ? ' up' : '');
+
 function guessTable(caption, list, other, changeWord) {
   const rows = list
     .map((g, r) => {
       const q = other.get(g.word);
-      const delta = q === undefined ? '' : signedPct(changeWord(g.p, q));
-      const cls =
-        q === undefined ? '' : changeWord(g.p, q) < -0.0005 ? ' down' : changeWord(g.p, q) > 0.0005 ? ' up' : '';
+      const d = q === undefined ? 0 : changeWord(g.p, q);
       return (
-        `<tr><td class="num">${r + 1}</td><td>${esc(g.word)}</td><td class="num">${pct(g.p)}</td>` +
-        `<td class="num delta${cls}">${q === undefined ? '<span class="muted" title="not in the other top 10">–</span><span class="visually-hidden">not in the other top 10</span>' : delta}</td></tr>`
+        `<tr><td class="num">${r + 1}</td><td>${tok(g.word)}</td><td class="num">${pct(g.p)}</td>` +
+        `<td class="num delta${q === undefined ? '' : deltaClass(d)}">${q === undefined ? '<span class="muted" title="not in the other top 10">–</span><span class="visually-hidden">not in the other top 10</span>' : signedPct(d)}</td></tr>`
       );
     })
     .join('');
   return (
     `<table class="knock-table"><caption>${caption}</caption>` +
-    `<thead><tr><th scope="col" class="num">#</th><th scope="col">next word</th><th scope="col" class="num">p</th>` +
+    `<thead><tr><th scope="col" class="num">#</th><th scope="col">next token</th><th scope="col" class="num">p</th>` +
     `<th scope="col" class="num">change (points)</th></tr></thead><tbody>${rows}</tbody></table>`
   );
 }
 
-// One bar per part, scaled to the largest |logit|; positive right (blue), negative left (red).
-function chart(a, labels) {
-  const rows = [
-    ...a.heads.map((h) => ({ name: `Layer ${h.layer + 1} head ${h.head + 1}`, v: h.logit, head: h })),
-    { name: 'word and position (X = E + P)', v: a.input },
-    { name: 'biases (output, feed-forward)', v: a.bias },
-  ];
-  const top = Math.max(...rows.map((r) => Math.abs(r.v)), 1e-9);
-  const best = a.heads.reduce((x, y) => (y.logit > x.logit ? y : x));
-  const body = rows
-    .map((r) => {
-      const w = (50 * Math.abs(r.v)) / top;
-      const side = r.v >= 0 ? `left:50%;width:${w}%` : `left:${50 - w}%;width:${w}%`;
-      const mark = r.head === best ? ' class="best"' : '';
+// The share of the copy probability a knock-out removes, as a signed percentage.
+const removed = (copy, knocked) => (copy > 0 ? (copy - knocked) / copy : 0);
+const removedCell = (share) => {
+  const v = Math.round(100 * share);
+  return `<td class="num delta${deltaClass(-share)}">${v < 0 ? '\u2212' : ''}${Math.abs(v)} %</td>`;
+};
+const changeCell = (d) => `<td class="num delta${deltaClass(d)}">${signedPct(d)}</td>`;
+
+// One row per head, ranked by the copy its mean ablation removes; each with its bar of the
+// attribution (scaled to the largest |part|; for right, blue; against left, red); then the parts
+// that are not heads, and the sum.
+function ranking(e, a, labels) {
+  const part = (h) => a.parts.find((x) => x.part === 'head' && same(x, h));
+  const parts = a.parts.map((x) => x.diff);
+  const top = Math.max(...parts.map(Math.abs), 1e-9);
+  const bar = (v) => {
+    const w = (50 * Math.abs(v)) / top;
+    const side = v >= 0 ? `left:50%;width:${w}%` : `left:${50 - w}%;width:${w}%`;
+    return `<td class="bar-cell"><span class="zero"></span><span class="bar ${v >= 0 ? 'pos' : 'neg'}" style="${side}"></span></td><td class="num">${fmt(v, 2)}</td>`;
+  };
+  const byAttr = a.parts.filter((x) => x.part === 'head').reduce((x, y) => (y.diff > x.diff ? y : x));
+  const named = (h) => e.induction.some((k) => same(k, h));
+  const rows = [...e.heads]
+    .sort((x, y) => removed(e.copy, y.mean.copy) - removed(e.copy, x.mean.copy))
+    .map((h) => {
+      const mark = same(h, byAttr) ? ' class="best"' : '';
+      const tag = named(h) ? ' <span class="tag">induction</span>' : '';
       return (
-        `<tr${mark}><th scope="row">${r.name}</th><td class="bar-cell"><span class="zero"></span>` +
-        `<span class="bar ${r.v >= 0 ? 'pos' : 'neg'}" style="${side}"></span></td><td class="num">${fmt(r.v, 2)}</td></tr>`
+        `<tr${mark}><th scope="row"><span aria-hidden="true">L${h.layer + 1} H${h.head + 1}</span><span class="visually-hidden">${headName(h)}</span>${tag}</th>` +
+        bar(part(h).diff) +
+        removedCell(removed(e.copy, h.zero.copy)) +
+        removedCell(removed(e.copy, h.mean.copy)) +
+        changeCell(h.zero.p - e.predicted.p) +
+        changeCell(h.mean.p - e.predicted.p) +
+        `</tr>`
       );
     })
     .join('');
+  const rest = [
+    ['embedding', 'token and position (X)'],
+    ['feed-forward', 'feed-forward block'],
+    ['bias', 'output bias'],
+  ]
+    .map(([key, name]) => {
+      const x = a.parts.find((y) => y.part === key);
+      return `<tr><th scope="row">${name}</th>${bar(x.diff)}<td colspan="4" class="muted">not a head</td></tr>`;
+    })
+    .join('');
+  const what = quote(tok(a.word)) + ' \u2212 ' + quote(tok(a.against));
+  const copyWhere =
+    e.source === 'text'
+      ? `the copy at ${e.copyPositions} token${e.copyPositions === 1 ? '' : 's'} of your text`
+      : 'the copy on your text written twice';
   return (
-    `<table class="attr-chart" aria-describedby="attr-note"><caption>Parts of the logit of ${quote(esc(a.word))} after ${labels}</caption>` +
-    `<thead><tr><th scope="col">part</th><th scope="col"><span class="visually-hidden">bar</span>` +
-    `<span aria-hidden="true" class="axis"><span>pushes against</span><span>pushes for</span></span></th>` +
-    `<th scope="col" class="num">logit</th></tr></thead><tbody>${body}</tbody>` +
-    `<tfoot><tr><th scope="row">sum of the parts</th><td></td><td class="num">${fmt(a.total, 2)}</td></tr>` +
-    `<tr><th scope="row">the model's logit</th><td></td><td class="num">${fmt(a.logit, 2)}</td></tr></tfoot></table>`
+    `<p id="head-rank-caption" class="head-rank-caption">Every head (L layer, H head) knocked out alone, ranked by how much of ${copyWhere} it removes (mean ablation); and its direct part of logit ${what} after ${labels}</p>` +
+    `<div class="table-scroll" tabindex="0" role="region" aria-labelledby="head-rank-caption"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
+    `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2">logit ${what}</th>` +
+    `<th scope="colgroup" colspan="2" class="num">copy removed</th>` +
+    `<th scope="colgroup" colspan="2" class="num">p(${tok(e.predicted.word)}), points</th></tr>` +
+    `<tr><th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th>` +
+    `<th scope="col" class="num">zero</th><th scope="col" class="num">mean</th><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th></tr></thead>` +
+    `<tbody>${rows}${rest}</tbody>` +
+    `<tfoot><tr><th scope="row">sum of the parts</th><td></td><td class="num">${fmt(a.total, 2)}</td><td colspan="4"></td></tr>` +
+    `<tr><th scope="row">the model's difference</th><td></td><td class="num">${fmt(a.diff, 2)}</td><td colspan="4"></td></tr></tfoot></table></div>`
   );
 }
 
 export function createKnockoutPanel(box, { onChange }) {
+  let state = null;
   box.addEventListener('click', (e) => {
     if (e.target.closest('#knock-clear')) onChange('clear');
   });
+  box.addEventListener('change', (e) => {
+    if (e.target.id === 'knock-ablation') state.ablation = e.target.value;
+    else if (e.target.id === 'attr-word') state.attrWord = { at: state.settings.focus, word: e.target.value };
+    else return;
+    onChange('ablation');
+  });
 
-  function render(state) {
+  function render(s) {
+    state = s;
     const ctx = state.ctx;
     if (!ctx?.trained) {
       box.innerHTML = '';
@@ -89,18 +142,38 @@ export function createKnockoutPanel(box, { onChange }) {
     }
     box.hidden = false;
     const at = state.settings.focus;
-    const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut, k: TOP });
-    const a = attributionAt(state, at);
-    const token = `${quote(esc(ctx.labels[at]))} (word ${at + 1})`;
+    const ablation = state.ablation ?? 'zero';
+    const { base, knocked } = predictAt(state, { at, knockOut: state.knockOut, ablation, k: TOP });
+    const chosen = state.attrWord?.at === at && base.some((g) => g.word === state.attrWord.word);
+    const a = attributionAt(state, { at, word: chosen ? state.attrWord.word : undefined });
+    const e = headEffects(state);
+    const token = `${quote(esc(ctx.labels[at]))} (token ${at + 1})`;
     const out = state.knockOut.length
       ? `Knocked out: ${state.knockOut.map((k) => `<strong>${headName(k)}</strong>`).join(', ')}. ` +
         `<button type="button" id="knock-clear" class="small-button">Put every head back</button>`
       : 'No head is knocked out: press <em>Knock out</em> under a head above, or in the steps, to switch it off.';
+    const option = (v, label, on) => `<option value="${esc(v)}"${on ? ' selected' : ''}>${label}</option>`;
+    const ablationSelect =
+      `<label class="inline"><span>Knocked out means</span><select id="knock-ablation">` +
+      option('zero', 'its output set to zero', ablation === 'zero') +
+      option('mean', 'its mean output on held-out text', ablation === 'mean') +
+      `</select></label>`;
+    const wordSelect =
+      `<label class="inline"><span>Attribution of</span><select id="attr-word">` +
+      base.map((g) => option(g.word, `${tok(g.word)} (${pct(g.p)})`, g.c === a.c)).join('') +
+      `</select><span>against the runner-up</span></label>`;
     const pBase = probabilities(base),
       pKnocked = probabilities(knocked);
-    const best = a.heads.reduce((x, y) => (y.logit > x.logit ? y : x));
+    const byAttr = a.parts.filter((x) => x.part === 'head').reduce((x, y) => (y.diff > x.diff ? y : x));
+    const names = e.induction.map(headName);
+    const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} and ${names.at(-1)}` : names[0];
+    const copyNote =
+      `With every head the copy has p ${pct(e.copy)} on ${e.source === 'text' ? 'your text' : 'your text written twice (it repeats no token of its own)'}. ` +
+      `Named the induction head${names.length > 1 ? 's' : ''} by that effect: <strong>${list}</strong> (a head after layer 1 whose mean ablation alone removes at least 20 % of it, else the one that removes most); ` +
+      `knocking ${names.length > 1 ? 'them' : 'it'} out removes ${Math.round(100 * removed(e.copy, e.inductionCopy.mean))} % of the copy (mean ablation; ${Math.round(100 * removed(e.copy, e.inductionCopy.zero))} % with zero).`;
     box.innerHTML =
-      `<p class="knock-line">Next word after ${token}: click another token above to ask about it. ${out}</p>` +
+      `<p class="knock-line">Next token after ${token}: click another token above to ask about it. ${out}</p>` +
+      `<p class="knock-line">${ablationSelect}</p>` +
       `<div class="knock-tables">` +
       guessTable('With every head', base, pKnocked, (p, q) => q - p) +
       guessTable(
@@ -110,13 +183,15 @@ export function createKnockoutPanel(box, { onChange }) {
         (p, q) => p - q,
       ) +
       `</div>` +
-      `<p class="field-note">Change: the word's probability with the heads knocked out minus with every head, in percentage points (left: where each of the model's own guesses went; right: where each new guess came from); –: the word is not in the other top 10.</p>` +
-      `<h4 class="sub-label">Which head pushed ${quote(esc(a.word))}? Each head's direct part of its logit</h4>` +
-      chart(a, token) +
-      `<p id="attr-note" class="field-note">Largest push: <strong>${headName(best)}</strong> (${fmt(best.logit, 2)}). ` +
-      `Each bar is one head's output at ${token} (its row of the head's output times its rows of W<sub>O</sub>) carried straight to the logit: through the residual stream, the feed-forward block and W<sub>out</sub> to the word's output vector. ` +
-      `The feed-forward block is not linear: the split holds its ReLU gates as they are at this token (which of its ${state.model.tensors.b1?.data.length ?? 0} hidden units are on), so the parts add up to the model's logit, but a head's part does not say what would happen without it (that is the knock-out). ` +
-      `A layer-1 head's bar is only its direct path: what it changes in layer 2's attention is not in it.</p>`;
+      `<p class="field-note">Change: the token's probability with the heads knocked out minus with every head, in percentage points (left: where each of the model's own guesses went; right: where each new guess came from); –: the token is not in the other top 10.</p>` +
+      `<h4 class="sub-label">Heads ranked by what they cause</h4>` +
+      `<p class="field-note">${copyNote}</p>` +
+      `<p class="knock-line">${wordSelect}</p>` +
+      ranking(e, a, token) +
+      `<p id="attr-note" class="field-note">Copy removed: the share of the copy probability gone with the head knocked out alone (zero: its output set to 0; mean: set to its mean over ${state.model.manifest.heldOut.windows} held-out windows of the model's corpus, which keeps what the head adds on any text and removes only what it adds for this one). ` +
+      `p(${tok(e.predicted.word)}): the change of the predicted token's probability after ${token}, in points. ` +
+      `Part: the head's output at ${token} carried straight to the logits (through W<sub>out</sub>, past the feed-forward block, which adds its own part), along ${quote(tok(a.word))} minus ${quote(tok(a.against))}; the parts sum to the model's difference. ` +
+      `Largest part: <strong>${headName(byAttr)}</strong> (${fmt(byAttr.diff, 2)}). A part is what a head writes, not what happens without it: a layer-1 head also changes what layer 2 and the feed-forward block compute, which only its knock-out shows.</p>`;
   }
 
   return { render };

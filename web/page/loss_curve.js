@@ -1,11 +1,16 @@
-// The live training's curves on a <canvas>, step on x, the value on y, with the range written at
-// the axes:
-//   drawLossCurve(canvas, losses, width)   each step's loss (thin, grey) and the mean of the last
-//     MEAN steps (thick, accent), on the range of the losses; redraws, width CSS px wide; sets its
-//     aria-label
-//   drawInductionCurve(canvas, scores, width)   each step's induction score on the repeated
-//     sentence (thick, accent) on the fixed range 0 to 1, with the INDUCTION_HEAD line dashed
+// The live training's curves on a <canvas>: the run's training time in seconds on x (a wall-clock
+// axis: pauses left out), the value on y, with the ranges written at the axes:
+//   drawLossCurve(canvas, losses, seconds, width)   each step's loss (thin, grey) and the mean of
+//     the last MEAN steps (thick, accent), on the range of the losses; seconds[i]: when step i
+//     ended; redraws, width CSS px wide; sets its aria-label
+//   drawHeadCurves(canvas, { name, what, seconds, values, heads }, width)   one line per head
+//     (values[i][k]: head k's score at point i, heads [{ layer, head }]) on the fixed range 0 to
+//     1, with the INDUCTION_HEAD line dashed; colours HEAD_COLOURS (layer 1's heads dashed)
+//   drawCopyCurve(canvas, points, width)   the copy probability [{ seconds, p }] on 0 to 1, the
+//     COPY_GUIDE line dashed
 //   runningMean(losses, k) -> the mean of the last k losses (fewer at the start)
+//   HEAD_COLOURS: Okabe and Ito's palette, readable with colour-blind eyes, one colour per head
+//     of a layer
 import { fmt } from './format.js';
 import { INDUCTION_HEAD } from './model/head_stats.js';
 
@@ -15,36 +20,78 @@ const RAW = '#9aa0ab';
 const ACCENT = '#3451b2';
 const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 export const MEAN = 20;
+export const COPY_GUIDE = 0.4;
+export const HEAD_COLOURS = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000', '#F0E442'];
 
 export function runningMean(losses, k = MEAN) {
   const tail = losses.slice(-k);
   return tail.length ? tail.reduce((a, b) => a + b, 0) / tail.length : NaN;
 }
 
-export const drawLossCurve = (canvas, losses, cssWidth) =>
-  drawCurve(canvas, losses, cssWidth, {
+const secs = (s) => `${fmt(s, s < 10 ? 1 : 0)} s`;
+
+export function drawLossCurve(canvas, losses, seconds, cssWidth) {
+  const count = losses.length;
+  const means = new Float64Array(count);
+  let sum = 0;
+  for (let i = 0; i < count; ++i) {
+    sum += losses[i] - (i >= MEAN ? losses[i - MEAN] : 0);
+    means[i] = sum / Math.min(i + 1, MEAN);
+  }
+  const finite = losses.filter(Number.isFinite);
+  drawCurve(canvas, cssWidth, {
+    seconds,
+    series: [
+      { values: losses, colour: RAW, width: 1 },
+      { values: means, colour: ACCENT, width: 2.5 },
+    ],
     empty: 'The loss of each step appears here.',
     emptyLabel: 'Loss curve: no steps yet.',
-    mean: true,
-    label: (count, means, lo, hi) =>
-      `Loss curve over ${count} step${count > 1 ? 's' : ''}: the mean of ${MEAN} steps went from ${fmt(means[Math.min(count, MEAN) - 1], 2)} to ${fmt(means[count - 1], 2)}; each step's loss ranged from ${fmt(lo, 2)} to ${fmt(hi, 2)}.`,
+    label: () =>
+      `Loss curve over ${count} step${count > 1 ? 's' : ''} in ${secs(seconds[count - 1])}: the mean of ${MEAN} steps went from ${fmt(means[Math.min(count, MEAN) - 1], 2)} to ${fmt(means[count - 1], 2)}; each step's loss ranged from ${fmt(Math.min(...finite), 2)} to ${fmt(Math.max(...finite), 2)}.`,
   });
+}
 
-export const drawInductionCurve = (canvas, scores, cssWidth) =>
-  drawCurve(canvas, scores, cssWidth, {
-    empty: 'The induction score of each step appears here.',
-    emptyLabel: 'Induction score: no steps yet.',
+export function drawHeadCurves(canvas, { name, what, seconds, values, heads }, cssWidth) {
+  const count = values.length;
+  drawCurve(canvas, cssWidth, {
+    seconds,
     range: [0, 1],
     guide: INDUCTION_HEAD,
-    label: (count) =>
-      `Induction score over ${count} step${count > 1 ? 's' : ''}: ${fmt(scores[0], 2)} after step 1, ${fmt(Math.max(...scores), 2)} at most, ${fmt(scores[count - 1], 2)} now.`,
+    series: heads.map((h, k) => ({
+      values: values.map((v) => v?.[k] ?? null),
+      colour: HEAD_COLOURS[h.head % HEAD_COLOURS.length],
+      width: h.layer === 0 ? 1.5 : 2.5,
+      dash: h.layer === 0 ? [5, 3] : null,
+    })),
+    empty: `The ${what} of each head appears here.`,
+    emptyLabel: `${name}: no steps yet.`,
+    label: () => {
+      const last = values[count - 1] ?? [];
+      const best = heads.reduce((a, h, k) => ((last[k] ?? -1) > (last[a] ?? -1) ? k : a), 0);
+      return `${name} over ${count} ${what === 'induction score' ? 'steps' : 'measurements'} in ${secs(seconds[count - 1])}, one line per head: highest now layer ${heads[best].layer + 1} head ${heads[best].head + 1}, ${fmt(last[best] ?? 0, 2)}.`;
+    },
   });
+}
 
-// losses (any values) -> the curve; { empty, emptyLabel } the text and label with no values yet; mean: the
-// running mean drawn over the raw values (else the values themselves, thick); range: [lo, hi]
-// fixed (else the values'); guide: a value marked by a dashed line; label(count, means, lo, hi)
-// -> the aria-label
-function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, range = null, guide = null, label }) {
+export function drawCopyCurve(canvas, points, cssWidth) {
+  const count = points.length;
+  drawCurve(canvas, cssWidth, {
+    seconds: points.map((q) => q.seconds),
+    range: [0, 1],
+    guide: COPY_GUIDE,
+    series: [{ values: points.map((q) => q.p), colour: ACCENT, width: 2.5 }],
+    empty: 'The copy probability appears here.',
+    emptyLabel: 'Copy probability: no measurement yet.',
+    label: () =>
+      `Copy probability over ${secs(points[count - 1].seconds)} of training: ${fmt(points[0].p, 2)} first, ${fmt(Math.max(...points.map((q) => q.p)), 2)} at most, ${fmt(points[count - 1].p, 2)} now.`,
+  });
+}
+
+// seconds (one per point), series [{ values (null: no value at that point), colour, width, dash }]
+// -> the curves; { empty, emptyLabel } the text and label with no points yet; range: [lo, hi]
+// fixed (else the values'); guide: a value marked by a dashed line; label() -> the aria-label
+function drawCurve(canvas, cssWidth, { seconds, series, empty, emptyLabel, range = null, guide = null, label }) {
   const width = Math.max(120, Math.round(cssWidth));
   const height = 180;
   const dpr = Math.max(1, Math.round(window.devicePixelRatio || 1));
@@ -65,7 +112,7 @@ function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, 
   g.strokeRect(pad.left + 0.5, pad.top + 0.5, w, h);
   g.font = `12px ${SANS}`;
   g.fillStyle = MUTED;
-  const count = losses.length;
+  const count = seconds.length;
   if (!count) {
     g.textAlign = 'center';
     g.textBaseline = 'middle';
@@ -73,24 +120,18 @@ function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, 
     canvas.setAttribute('aria-label', emptyLabel);
     return;
   }
-  const finite = losses.filter(Number.isFinite);
+  const finite = series.flatMap((s) => Array.from(s.values).filter(Number.isFinite));
   let [lo, hi] = range ?? [Math.min(...finite), Math.max(...finite)];
-  if (hi - lo < 0.1) [lo, hi] = [lo - 0.05, hi + 0.05];
-  const x = (i) => pad.left + (count > 1 ? (i / (count - 1)) * w : w / 2);
+  if (!(hi - lo >= 0.1)) [lo, hi] = [lo - 0.05, hi + 0.05];
+  const t0 = 0,
+    t1 = Math.max(seconds[count - 1], 1e-3);
+  const x = (i) => pad.left + ((seconds[i] - t0) / (t1 - t0)) * w;
   const y = (v) => pad.top + (1 - (Math.min(hi, Math.max(lo, v)) - lo) / (hi - lo)) * h;
-  // At most about one point per pixel: every stride-th loss.
+  // At most about one point per pixel: every stride-th value.
   const stride = Math.max(1, Math.ceil(count / w));
-  const line = (values, colour, lineWidth) => {
-    g.strokeStyle = colour;
-    g.lineWidth = lineWidth;
-    g.beginPath();
-    for (let i = 0; i < count; i += stride) {
-      const v = values(i);
-      if (i === 0) g.moveTo(x(i), y(v));
-      else g.lineTo(x(i), y(v));
-    }
-    g.stroke();
-  };
+  const points = [];
+  for (let i = 0; i < count; i += stride) points.push(i);
+  if (points.at(-1) !== count - 1) points.push(count - 1);
   if (guide !== null) {
     g.strokeStyle = RAW;
     g.setLineDash([4, 4]);
@@ -100,16 +141,25 @@ function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, 
     g.stroke();
     g.setLineDash([]);
   }
-  const means = new Float64Array(count);
-  if (mean) {
-    line((i) => losses[i], RAW, 1);
-    let sum = 0;
-    for (let i = 0; i < count; ++i) {
-      sum += losses[i] - (i >= MEAN ? losses[i - MEAN] : 0);
-      means[i] = sum / Math.min(i + 1, MEAN);
+  for (const { values, colour, width: lineWidth, dash = null } of series) {
+    g.strokeStyle = colour;
+    g.lineWidth = lineWidth;
+    g.setLineDash(dash ?? []);
+    g.beginPath();
+    let open = false;
+    for (const i of points) {
+      const v = values[i];
+      if (v === null || v === undefined || !Number.isFinite(v)) {
+        open = false;
+        continue;
+      }
+      if (open) g.lineTo(x(i), y(v));
+      else g.moveTo(x(i), y(v));
+      open = true;
     }
-    line((i) => means[i], ACCENT, 2.5);
-  } else line((i) => losses[i], ACCENT, 2.5);
+    g.stroke();
+  }
+  g.setLineDash([]);
   g.fillStyle = INK;
   g.textAlign = 'right';
   g.textBaseline = 'top';
@@ -118,8 +168,8 @@ function drawCurve(canvas, losses, cssWidth, { empty, emptyLabel, mean = false, 
   g.fillText(fmt(lo, 2), pad.left - 6, pad.top + h);
   g.textBaseline = 'top';
   g.textAlign = 'left';
-  g.fillText('step 1', pad.left, pad.top + h + 6);
+  g.fillText('0 s', pad.left, pad.top + h + 6);
   g.textAlign = 'right';
-  g.fillText(`step ${count}`, pad.left + w, pad.top + h + 6);
-  canvas.setAttribute('aria-label', label(count, means, lo, hi));
+  g.fillText(secs(t1), pad.left + w, pad.top + h + 6);
+  canvas.setAttribute('aria-label', label());
 }

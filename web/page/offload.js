@@ -20,9 +20,9 @@ import { MAX_TOKENS } from './limits.js';
 import { recomputeBackwardGen, recomputeGen } from './state.js';
 import { tokenize } from './tokenize.js';
 
-export function tokenCount({ settings, emb }) {
+export function tokenCount({ settings, model }) {
   if (settings.mode === 'worked') return 0;
-  return Math.min(MAX_TOKENS, tokenize(settings.text, { vocab: emb }).length);
+  return Math.min(MAX_TOKENS, tokenize(settings.text, model.tokenizer).length);
 }
 
 export function createOffload(state) {
@@ -58,7 +58,7 @@ export function createOffload(state) {
 
   function recompute() {
     const id = ++generation;
-    // Reads fall through to the state (settings, library, word vectors, model); what recompute
+    // Reads fall through to the state (settings, library, model); what recompute
     // writes (input, ctx, steps, sgd) stays on the shadow until it is done.
     return offloaded(
       recomputeGen,

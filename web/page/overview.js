@@ -136,8 +136,6 @@ export function createOverviewHeatmap(spec, { onSelectRow, focusRow = null } = {
       shape: [wr, wc],
       rowLabels: spec.rowLabels.slice(r0, r0 + wr),
       colLabels: square ? spec.colLabels.slice(c0, c0 + wc) : spec.colLabels,
-      unknown: spec.unknown?.slice(r0, r0 + wr),
-      colUnknown: square ? spec.unknown?.slice(c0, c0 + wc) : undefined,
       rowOffset: r0,
       colOffset: c0,
       maxAbs: scale.maxAbs,

@@ -24,7 +24,7 @@ import { predictNext } from './model/predict.js';
 import { layerWeights } from './model/weights.js';
 import { repeatedSpan } from './model/head_stats.js';
 import { copyAt, copyToken } from './induction.js';
-import { predictAt } from './ablation.js';
+import { headEffects, predictAt } from './ablation.js';
 import { isWord } from './model/train.js';
 import { buildSteps } from './steps/index.js';
 import { WORKED } from './worked_example.js';
@@ -47,23 +47,25 @@ export function createState(text) {
       compareB: '1,0',
     },
     attn: null, // the library, once loaded
-    emb: null, // the word vectors, once loaded (emb.dim is d_model)
-    model: null, // the trained model, once loaded: { manifest, tensors, vocab } (model/weights.js)
-    loadMs: null, // { library, embeddings }: how long each took to load
+    model: null, // the trained model, once loaded: { manifest, tensors, tokenizer, vocab, dim } (model/weights.js);
+    // its tokenizer and token embeddings give every preset its tokens and X (model.dim is d_model)
+    loadMs: null, // { library, model }: how long each took to load
     input: null, // prepareInput's (input.js)
     ctx: null, // the current input and results (steps/index.js)
     steps: [], // buildSteps(ctx)
     sgd: null, // { weights, losses, rates, timings } after SGD steps on the current loss
     knockOut: [], // [{ layer, head }] 0-based: the trained model's heads knocked out (knockout_panel.js)
+    ablation: 'zero', // how they are knocked out: 'zero' or 'mean' (ablation.js)
+    attrWord: null, // { at, word }: the token the attribution explains at token `at`; else the predicted one
     untrained: { ...UNTRAINED }, // the settings Trained fixes, as they were before it: given back on leaving it
     version: 0, // increased after every render (window.attentionPage.version)
   };
 }
 
 export const effectiveHeads = ({ settings: s }) => (s.mode === 'worked' ? WORKED.heads : s.heads);
-export function effectiveDK({ settings: s, emb }) {
+export function effectiveDK({ settings: s, model }) {
   if (s.mode === 'worked') return WORKED.dK;
-  return s.projection === 'identity' || s.dK === null ? emb.dim / s.heads : s.dK;
+  return s.projection === 'identity' || s.dK === null ? model.dim / s.heads : s.dK;
 }
 
 export function change(state, patch) {
@@ -73,8 +75,15 @@ export function change(state, patch) {
   if (Object.entries(patch).every(([k, val]) => s[k] === val)) return false;
   // A new mode starts on its first token (the worked example) or on "it" (a sentence).
   if ('mode' in patch && patch.mode !== s.mode) s.focus = patch.mode === 'worked' ? 0 : null;
-  // New tokens: the target's index would point at another word.
+  // New tokens: the target's index would point at another word; the followed token is found
+  // again by its text (followAgain), not kept by its index.
   if ('mode' in patch || 'text' in patch) s.target = null;
+  if ('text' in patch && patch.text !== s.text && s.mode === 'sentence' && !('mode' in patch)) {
+    const tokens = state.input?.tokens ?? [];
+    const t = tokens[s.focus];
+    state.follow = t ? { norm: t.norm, nth: tokens.slice(0, s.focus).filter((u) => u.norm === t.norm).length } : null;
+    s.focus = null;
+  }
   // The trained model was trained causal, with positions and 4 heads: it runs only that way. The
   // settings it fixes are kept aside while it runs (a sentence with Trained weights) and given
   // back when another preset or the worked example takes over.
@@ -97,7 +106,7 @@ const TRAINED_FIXED = { heads: TRAINED_HEADS, dK: null, causal: true, scaling: t
 export const UNTRAINED = { heads: 4, dK: null, causal: false, scaling: true, positions: false };
 export const isTrained = ({ settings: s }) => s.projection === 'trained' && s.mode !== 'worked';
 
-// Row i's entry, computed when first read: the model's output layer costs n × vocabulary × d_model,
+// Row i's entry, computed when first read: the model's output layer costs n × V tokens × d_model,
 // and the page shows one row's guesses at a time.
 function lazyRows(n, rowOf) {
   const cache = new Map();
@@ -132,8 +141,7 @@ function* runTrained(state, x, attn) {
     concats, // concats[L] (n, h·d_v): layer L's heads' outputs before W_O
     timings,
     manifest,
-    classes: state.model.classes ?? (state.model.classes = new Set(state.model.vocab)), // the output classes' words
-    predictions: lazyRows(n, (i) => predictNext(state.model, state.emb, last.subarray(i * d, (i + 1) * d), 1)[0]),
+    predictions: lazyRows(n, (i) => predictNext(state.model, last.subarray(i * d, (i + 1) * d), 1)[0]),
   };
 }
 
@@ -141,7 +149,7 @@ export const recompute = (state) => drive(recomputeGen(state));
 
 export function* recomputeGen(state, attn = state.attn) {
   const s = state.settings;
-  state.input = prepareInput(s, state.emb, isTrained(state) ? state.model.manifest.model.positionScale : 1);
+  state.input = prepareInput(s, state.model, isTrained(state) ? state.model.manifest.model.positionScale : 1);
   const input = state.input;
   if (!input) return false;
   const heads = effectiveHeads(state),
@@ -170,11 +178,13 @@ export function* recomputeGen(state, attn = state.attn) {
   if (trained) result.timings.unshift(...trained.timings);
   const n = input.labels.length;
   const norms = input.tokens.map((t) => t.norm);
-  const repeatedAnew = trained && state.ctx && state.ctx.text !== s.text && repeatedSpan(norms) > 0;
+  const repeatedAnew = trained && state.ctx && state.ctx.text !== s.text && repeatedSpan(norms) !== null;
+  if (s.focus === null && state.follow) s.focus = followAgain(input.tokens, state.follow);
+  state.follow = null;
   if (s.focus === null)
     s.focus = Math.max(
       0,
-      input.tokens.findIndex((t) => t.norm === 'it'),
+      input.tokens.findIndex((t) => t.norm.trim().toLowerCase() === 'it'),
     );
   s.focus = Math.min(s.focus, n - 1);
   state.ctx = {
@@ -182,7 +192,6 @@ export function* recomputeGen(state, attn = state.attn) {
     text: s.text,
     labels: input.labels,
     norms: input.tokens.map((t) => t.norm),
-    unknown: input.unknown,
     n,
     dModel: input.x.shape[1],
     heads,
@@ -202,6 +211,9 @@ export function* recomputeGen(state, attn = state.attn) {
     layer: trained ? s.layer : null,
     trained,
   };
+  // The induction heads named for this text by their knock-outs' effect on the copy, made when
+  // first asked for (ablation.js headEffects; induction.js, the panel and the hook read them).
+  if (trained) trained.inductionHeads = () => headEffects(state).induction;
   // A new text that is one text twice (Repeat): follow the word of the second copy whose copy
   // the model predicts most (where the knock-out and the induction note have something to show).
   if (repeatedAnew) s.focus = bestCopy(state, norms);
@@ -209,15 +221,23 @@ export function* recomputeGen(state, attn = state.attn) {
   return true;
 }
 
+// The followed token of the text before, { norm, nth } (its piece and how many of the same came
+// before it), found in the new tokens: the same occurrence, else the last one there is, else null
+// (the default: "it", or the first token).
+function followAgain(tokens, { norm, nth }) {
+  const at = [];
+  tokens.forEach((t, k) => t.norm === norm && at.push(k));
+  return at.length ? at[Math.min(nth, at.length - 1)] : null;
+}
+
 const COPY_CANDIDATES = 64;
 
-// norms: a text twice -> the token i of the second copy whose copied word (the word after its
-// earlier occurrence, "<unk>" when that is not one of the model's classes) has the largest
+// norms: a text twice -> the token i of the second copy whose copied token (the token after its
+// earlier occurrence) has the largest
 // probability after i (of the first COPY_CANDIDATES repeated words: a long text's first ones); a
 // word (not punctuation) when one is in the top 10 anywhere; else the token copyToken
 // (induction.js) picks.
 function bestCopy(state, norms) {
-  const { classes } = state.ctx.trained;
   let best = -1,
     bestP = 0,
     tried = 0;
@@ -226,7 +246,7 @@ function bestCopy(state, norms) {
     const j = copyAt(norms, i);
     if (j < 0 || !isWord(norms[j + 1])) continue;
     ++tried;
-    const copied = classes.has(norms[j + 1]) ? norms[j + 1] : '<unk>';
+    const copied = norms[j + 1];
     const p = predictAt(state, { at: i }).base.find((g) => g.word === copied)?.p ?? 0;
     if (p > bestP) [best, bestP] = [i, p];
   }
@@ -238,10 +258,19 @@ function identityWeights(dModel) {
   return { wq: eye, wk: eye, wv: eye, wo: eye };
 }
 
-// The default target j for query i: the first other token that is a known word of 4 letters or
-// more ("animal" for "it" in the example sentence), else the first other token.
+// The default target j for query i: the first token of the first other word of 4 letters or more
+// (" an" of " an|im|al" for " it" in the example sentence), never a piece inside a word; else the
+// first other token. A word's tokens: one that starts it (the first, one with a leading space, or
+// one after a token without letters) and the letters-only tokens right after it.
 function defaultTarget(state, i) {
-  const word = state.input.tokens.findIndex((t, k) => k !== i && t.known && /^\p{L}{4,}$/u.test(t.text));
+  const pieces = state.input.tokens.map((t) => t.text);
+  const starts = (k) => k === 0 || /^\s/u.test(pieces[k]) || !/\p{L}/u.test(pieces[k - 1]);
+  const wordAt = (k) => {
+    let w = pieces[k].trim();
+    for (let m = k + 1; m < pieces.length && !starts(m) && /^\p{L}+$/u.test(pieces[m]); ++m) w += pieces[m];
+    return w;
+  };
+  const word = pieces.findIndex((p, k) => k !== i && starts(k) && /^\p{L}{4,}$/u.test(wordAt(k)));
   if (word >= 0) return word;
   return state.ctx.n > 1 && i === 0 ? 1 : 0;
 }

@@ -135,10 +135,10 @@ export function createStepView(state, { onSelectRow }) {
     drawn = inPieces(pieces, apart()).then((done) => {
       if (!done) return false;
       renderMs = ms;
-      const { library, embeddings } = state.loadMs;
+      const { library, model } = state.loadMs;
       $('hood-extra').textContent =
         `Drawing step ${index + 1} took ${renderMs.toFixed(1)} ms (page code, not the library). ` +
-        `Loading: the library ${library.toFixed(0)} ms, the word vectors ${embeddings.toFixed(0)} ms.`;
+        `Loading: the library ${library.toFixed(0)} ms, the trained model and its tokenizer ${model.toFixed(0)} ms.`;
       return true;
     });
     return drawn;

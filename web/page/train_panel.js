@@ -7,33 +7,62 @@
 //   bindTrainPanel({ sentence })   sentence: the page's <textarea>; its text is followed live.
 //     The worker starts on the first press of Start, never before.
 //
+// The curves have the run's training time in seconds on x (loss_curve.js): the loss; every head's
+// induction score (each step, on the sentence written twice), prefix-matching or copying score
+// (about once a second, on random words written twice: trainer.js scores), one line per head;
+// and the copy probability (about once a second).
+//
 // window.attentionTraining, read-only, for tests and the curious: { state: 'idle' | 'loading' |
-// 'running' | 'paused' | 'error', step, losses (every step's), induction (every step's best
-// induction score on the repeated sentence, null without one), inductionHead ({ layer, head } of
-// the last step's best), perSecond, headsShown (how many times the grid was drawn), headsStep
-// (the step the grid shows), copy ({ step, all, knocked }: the mean probability of the right copy
-// on the repeated sentence with every head and with the knocked-out ones, or null), knockOut
-// ([{ layer, head }] knocked out by the panel's toggles) }
+// 'running' | 'paused' | 'error', step, losses (every step's), seconds (every step's training
+// time), induction (every step's best induction score on the repeated sentence, null without
+// one), inductionHead ({ layer, head } of the last step's best), heads (the latest [{ layer,
+// head, induction, prefix, copying }], null before the first step), copies ([{ step, seconds, p }]
+// every copy probability measured), perSecond, headsShown (how many times the grid was drawn),
+// headsStep (the step the grid shows), copy ({ step, all, knocked }: the latest mean probability
+// of the right copy on the repeated sentence with every head and with the knocked-out ones, or
+// null), knockOut ([{ layer, head }] knocked out by the panel's toggles) }
 import { fmt } from './format.js';
 import { createHeadGrid } from './head_grid.js';
-import { drawInductionCurve, drawLossCurve, MEAN, runningMean } from './loss_curve.js';
+import { HEAD_COLOURS, drawCopyCurve, drawHeadCurves, drawLossCurve, MEAN, runningMean } from './loss_curve.js';
 
 const $ = (id) => document.getElementById(id);
 const MIN_OWN_WORDS = 200;
+const HEADS = 4; // per layer, as the page's model
 const FROM = {
   induction: 'the trained weights with layer 2 random, only layer 2 learning, every window a repeated span',
   random: 'random weights',
   trained: 'the trained weights',
 };
 const RENDER_MS = 500;
+const SCORES = {
+  induction: {
+    name: 'Induction score',
+    what: 'induction score',
+    note: "on your sentence written twice (its first 12 tokens, or the sentence itself when it already is one text twice): the head's mean weight from each word of the second copy on the word after its earlier occurrence, after every step.",
+  },
+  prefix: {
+    name: 'Prefix-matching score',
+    what: 'prefix-matching score',
+    note: 'the same weight on 10 random words written twice (the same words all run), about once a second: where the head looks, whatever the words.',
+  },
+  copying: {
+    name: 'Copying score',
+    what: 'copying score',
+    note: "on those random words: the share of the second copy's words whose own word the head's output for the word it should look at, read straight through the output layer, raises most of the text's words; about once a second.",
+  },
+};
 
 export function bindTrainPanel({ sentence }) {
   const view = {
     state: 'idle',
     step: 0,
     losses: [],
+    seconds: [],
     induction: [],
     inductionHead: null,
+    headInduction: [], // every step's induction score of every head (or null)
+    scores: [], // [{ step, seconds, prefix, copying }]
+    copies: [], // [{ step, seconds, p }]
     perSecond: 0,
     headsShown: 0,
     headsStep: null,
@@ -55,6 +84,25 @@ export function bindTrainPanel({ sentence }) {
     },
     get losses() {
       return view.losses.slice();
+    },
+    get seconds() {
+      return view.seconds.slice();
+    },
+    get copies() {
+      return view.copies.map((c) => ({ ...c }));
+    },
+    get heads() {
+      const ind = view.headInduction.at(-1);
+      const sc = view.scores.at(-1);
+      if (!ind && !sc) return null;
+      const count = (ind ?? sc.prefix).length;
+      return Array.from({ length: count }, (_, k) => ({
+        layer: Math.floor(k / HEADS),
+        head: k % HEADS,
+        induction: ind?.[k] ?? null,
+        prefix: sc?.prefix[k] ?? null,
+        copying: sc?.copying[k] ?? null,
+      }));
     },
     get induction() {
       return view.induction.slice();
@@ -119,8 +167,9 @@ export function bindTrainPanel({ sentence }) {
     $('train-loss-now').textContent = view.losses.length ? fmt(runningMean(view.losses), 3) : '–';
     $('train-rate').textContent = view.perSecond ? fmt(view.perSecond, 1) : '–';
     curveWidth ||= $('train-loss').clientWidth; // before the first resize report
-    drawLossCurve($('train-loss'), view.losses, curveWidth);
-    drawInductionCurve($('train-induction'), view.induction, curveWidth);
+    drawLossCurve($('train-loss'), view.losses, view.seconds, curveWidth);
+    drawScores();
+    drawCopyCurve($('train-copy-curve'), view.copies, curveWidth);
     const last = view.induction.at(-1);
     $('train-induction-now').textContent =
       last == null
@@ -129,6 +178,27 @@ export function bindTrainPanel({ sentence }) {
     if (pendingHeads) drawHeads(pendingHeads);
     pendingHeads = null;
   }
+  // Every head's chosen score (#train-score), one line each, and the legend (made once).
+  function drawScores() {
+    const key = $('train-score').value;
+    const { name, what, note } = SCORES[key];
+    const heads = Array.from({ length: 2 * HEADS }, (_, k) => ({ layer: Math.floor(k / HEADS), head: k % HEADS }));
+    const series =
+      key === 'induction'
+        ? { seconds: view.seconds, values: view.headInduction }
+        : { seconds: view.scores.map((x) => x.seconds), values: view.scores.map((x) => x[key]) };
+    drawHeadCurves($('train-induction'), { name, what, heads, ...series }, curveWidth);
+    $('train-score-note').textContent = note;
+    const legend = $('train-legend');
+    if (!legend.childElementCount)
+      legend.innerHTML = heads
+        .map(
+          (h) =>
+            `<li><span class="swatch${h.layer === 0 ? ' dashed' : ''}" style="--c:${HEAD_COLOURS[h.head]}" aria-hidden="true"></span>layer ${h.layer + 1} head ${h.head + 1}</li>`,
+        )
+        .join('');
+  }
+  $('train-score').addEventListener('change', () => schedule());
   new ResizeObserver(([entry]) => {
     curveWidth = Math.round(entry.contentRect.width);
     schedule();
@@ -187,12 +257,19 @@ export function bindTrainPanel({ sentence }) {
     } else if (m.type === 'step') {
       view.step = m.step;
       view.losses.push(m.loss);
+      view.seconds.push(m.seconds);
+      view.headInduction.push(m.heads);
       view.induction.push(m.induction?.score ?? null);
       if (m.induction) view.inductionHead = { layer: m.induction.layer, head: m.induction.head };
       if (m.perSecond) view.perSecond = m.perSecond;
       if (view.state !== 'running') setState('running');
       schedule();
+    } else if (m.type === 'scores') {
+      view.scores.push({ step: m.step, seconds: m.seconds, prefix: m.prefix, copying: m.copying });
+      schedule();
     } else if (m.type === 'heads') {
+      if (m.copy && m.copy.seconds > (view.copies.at(-1)?.seconds ?? -1))
+        view.copies.push({ step: m.step, seconds: m.copy.seconds, p: m.copy.all });
       pendingHeads = m;
       schedule();
     } else if (m.type === 'paused') {
@@ -238,9 +315,19 @@ export function bindTrainPanel({ sentence }) {
       return;
     }
     if (!ensureWorker()) return;
-    Object.assign(view, { step: 0, losses: [], induction: [], inductionHead: null, perSecond: 0 });
+    Object.assign(view, {
+      step: 0,
+      losses: [],
+      seconds: [],
+      induction: [],
+      inductionHead: null,
+      headInduction: [],
+      scores: [],
+      copies: [],
+      perSecond: 0,
+    });
     setState('loading');
-    announce('Loading the library, the word vectors and the text in the training worker…');
+    announce('Loading the library, the trained model and the text in the training worker…');
     schedule();
     worker.postMessage({ type: 'knockout', heads: view.knockOut });
     worker.postMessage({ type: 'start', id: ++runId, ...o, run });

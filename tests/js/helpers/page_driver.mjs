@@ -1,10 +1,10 @@
 // The page suites' setup, and a driver of the tutorial page.
 //
-//   openPageSuite({ port, isolation = true, plainPort, attention, words, model })
-//     -> { browser, server, plain, attn, emb, model }, for a suite's before(): headless Chromium,
+//   openPageSuite({ port, isolation = true, plainPort, attention, model })
+//     -> { browser, server, plain, attn, model }, for a suite's before(): headless Chromium,
 //     the dev server (scripts/serve.mjs) on port, cross-origin isolated unless isolation is false,
 //     and with plainPort a second one without isolation (plain); with attention the package in
-//     Node on one thread, with words the page's word vectors, with model the shipped model
+//     Node on one thread, with model the shipped model, its tokenizer and embeddings
 //     (helpers/shipped_model.mjs). tests/artifacts/page/ (ARTIFACTS), where the suites write
 //     their screenshots, exists afterwards.
 //   closePageSuite(suite)   for its after(): closes and disposes what openPageSuite opened
@@ -17,11 +17,11 @@ import fs from 'node:fs';
 import { launchBrowser } from '../../../scripts/lib/browser.mjs';
 import { startServer } from '../../../scripts/serve.mjs';
 import { createAttention } from '../../../web/lib/index.js';
-import { loadShippedModel, loadWordVectors } from './shipped_model.mjs';
+import { loadShippedModel } from './shipped_model.mjs';
 
 export const ARTIFACTS = new URL('../../artifacts/page/', import.meta.url);
 
-export async function openPageSuite({ port, isolation = true, plainPort, attention, words, model }) {
+export async function openPageSuite({ port, isolation = true, plainPort, attention, model }) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const suite = {};
   try {
@@ -29,7 +29,6 @@ export async function openPageSuite({ port, isolation = true, plainPort, attenti
     suite.server = await startServer({ port, isolation, quiet: true });
     if (plainPort) suite.plain = await startServer({ port: plainPort, isolation: false, quiet: true });
     if (attention) suite.attn = await createAttention({ threads: 1 });
-    if (words) suite.emb = loadWordVectors();
     if (model) suite.model = loadShippedModel();
     return suite;
   } catch (error) {

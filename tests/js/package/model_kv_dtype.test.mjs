@@ -5,13 +5,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 
-import { loadCorpus, toIds } from '../../../scripts/train/corpus.mjs';
+import { loadCorpus } from '../../../scripts/train/corpus.mjs';
 import { createAttention } from '../../../web/lib/index.js';
-import { crossEntropy, headParams, outputWords } from '../../../web/page/model/lm.js';
-import { headForward, makeBatch, vectorCache, windowsOf } from '../../../web/page/model/train.js';
+import { crossEntropy, headParams } from '../../../web/page/model/lm.js';
+import { headForward, makeBatch, windowsOf } from '../../../web/page/model/train.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
 import { relativeRms } from '../../../scripts/lib/reference.mjs';
-import { loadShippedModel, loadWordVectors } from '../helpers/shipped_model.mjs';
+import { loadShippedModel } from '../helpers/shipped_model.mjs';
 
 // Each compressed dtype against a float32 cache: the held-out loss's relative difference, and the
 // attention layers' outputs' relative RMS over every decoded token.
@@ -21,20 +21,19 @@ const KV_DTYPES = [
 ];
 
 describe('the shipped model decoding over compressed kv caches', () => {
-  let attn, model, emb, windows;
+  let attn, model, windows;
   before(async () => {
     attn = await createAttention({ threads: 1 });
-    emb = loadWordVectors();
-    const { manifest, vocab, tensors } = loadShippedModel();
+    const { manifest, vocab, tensors, tokenizer } = loadShippedModel();
     const { dModel, heads, n, positionScale } = manifest.model;
     const layers = Array.from({ length: manifest.model.layers }, (_, L) =>
       attn.multiHeadAttention({ dModel, heads, weights: layerWeights(tensors, L) }),
     );
     const p = headParams(tensors);
-    const { heldOut } = loadCorpus(emb, { only: 'heldOut' });
-    const ids = heldOut.map((doc) => toIds(doc, vocab));
-    windows = windowsOf(heldOut, ids, n, manifest.heldOut.windows);
-    model = { manifest, vocab, layers, p, words: outputWords(emb, vocab, p.unk, p.wdelta), n, positionScale };
+    const { heldOut } = loadCorpus({ only: 'heldOut' });
+    const ids = heldOut.map((text) => Int32Array.from(tokenizer.encode(text), (t) => t.id));
+    windows = windowsOf(ids, n, manifest.heldOut.windows);
+    model = { manifest, vocab, layers, p, d: dModel, n, positionScale };
   });
   after(() => {
     for (const l of model?.layers ?? []) l.dispose();
@@ -46,17 +45,15 @@ describe('the shipped model decoding over compressed kv caches', () => {
   // input and attention output, in order }. With `given` (another run's inputs), each layer
   // takes those inputs instead of the previous layer's output here.
   function decodeHeldOut(dtype, given = null, B = 16) {
-    const { layers, p, words, n, positionScale, vocab } = model;
-    const d = emb.dim,
-      V = vocab.length;
-    const vec = vectorCache(emb);
+    const { layers, p, d, n, positionScale, vocab } = model;
+    const V = vocab.length;
     const outputs = layers.map(() => []),
       inputs = layers.map(() => []);
     const taken = layers.map(() => 0); // floats of given[L] used so far
     let loss = 0,
       count = 0;
     for (let s = 0; s < windows.length; s += B) {
-      const { x, targets } = makeBatch(windows.slice(s, s + B), n, d, vec, positionScale);
+      const { x, targets } = makeBatch(windows.slice(s, s + B), n, d, p.embed, positionScale);
       const b = x.shape[0];
       const caches = layers.map(({ config: { kvHeads, dK, dV } }) =>
         attn.kvCache({ batch: b, kvHeads, dK, dV, capacity: n, dtype }),
@@ -73,7 +70,7 @@ describe('the shipped model decoding over compressed kv caches', () => {
             outputs[L].push(output.data);
             h = h.map((e, j) => e + output.data[j]);
           });
-          const { logits } = headForward(attn, p, words, h, b, d, V);
+          const { logits } = headForward(attn, p, h, b, d, V);
           const step = Int32Array.from({ length: b }, (_, w) => targets[w * n + i]);
           loss += crossEntropy(logits, step, b, V).loss * b;
           count += b;

@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { tensor } from '../../../web/lib/index.js';
-import { sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { sinusoidalPositions } from '../../../web/page/positions.js';
 import { MAX_TOKENS } from '../../../web/page/limits.js';
-import { tokenize } from '../../../web/page/tokenize.js';
+import { pieceLabel, tokenize } from '../../../web/page/tokenize.js';
 import { openPage } from '../../../scripts/lib/browser.mjs';
 import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 import { columns, eye } from '../../../scripts/lib/tensors.mjs';
@@ -19,20 +19,20 @@ const STEP_IDS = ['x', 'qkv', 'scores', 'scale', 'mask', 'softmax', 'weighted', 
 const SENTENCE = 'I saw a cat on the mat with 3 dogs, and it purred.';
 const TOL = 1e-5; // relative to max(1, max |expected|)
 
-let browser, attn, emb;
+let browser, attn, model;
 let suite;
 const servers = {};
 
 before(async () => {
-  suite = await openPageSuite({ port: 9401, plainPort: 9421, attention: true, words: true });
-  ({ browser, attn, emb } = suite);
+  suite = await openPageSuite({ port: 9401, plainPort: 9421, attention: true, model: true });
+  ({ browser, attn, model } = suite);
   servers.isolated = suite.server;
   servers.plain = suite.plain;
 });
 after(() => closePageSuite(suite));
 
 // ---- the same computation in Node ----------------------------------------------------------
-// What the page should show for `text` and these settings: { n, labels, unknown, m: name -> { data, shape } }.
+// What the page should show for `text` and these settings: { n, texts (the pieces), labels (as shown), m: name -> { data, shape } }.
 function expectedFor({
   text,
   heads = 4,
@@ -43,16 +43,13 @@ function expectedFor({
   positions = false,
   head = 0,
 }) {
-  const toks = tokenize(text, { vocab: emb }).slice(0, MAX_TOKENS);
+  const toks = tokenize(text, model.tokenizer).slice(0, MAX_TOKENS);
   const n = toks.length,
-    d = emb.dim;
+    d = model.dim;
   dK ??= d / heads;
+  // E (n,d): each token's row of the trained model's embeddings
   const e = new Float32Array(n * d);
-  const unknown = toks.map((t, i) => {
-    const l = emb.lookup(t);
-    e.set(l.vector, i * d);
-    return !l.known;
-  });
+  toks.forEach((t, i) => e.set(model.tensors.embed.data.subarray(t.id * d, (t.id + 1) * d), i * d));
   let x = e,
     p = null;
   if (positions) {
@@ -92,7 +89,7 @@ function expectedFor({
   f.heads.forEach((hd, k) => {
     m[`weights_head${k + 1}`] = hd.weights;
   });
-  return { n, labels: toks.map((t) => t.text), unknown, m };
+  return { n, texts: toks.map((t) => t.text), labels: toks.map((t) => pieceLabel(t.text)), m };
 }
 
 function assertClose(actual, expected, what) {
@@ -163,7 +160,7 @@ const figureShapes = (page) =>
   );
 
 // ---- tests -----------------------------------------------------------------------------------
-test('a typed sentence: chips, unknown words, every step forward and back, numbers equal to the package', async () => {
+test('a typed sentence: the model’s tokens as chips, every step forward and back, numbers equal to the package', async () => {
   const { page, errors } = await openPage(browser, servers.isolated.url);
   await page.setViewportSize({ width: 1280, height: 900 });
   await page.evaluate(() => window.attentionPage.ready);
@@ -176,7 +173,8 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
     assert.match(hood.text, /cross-origin isolated/);
   }
   let { state } = await snapshot(page);
-  assert.equal(state.n, 13, 'the prefilled example has 13 tokens');
+  const prefilled = "The animal didn't cross the street because it was too tired.";
+  assert.equal(state.n, tokenize(prefilled, model.tokenizer).length, 'the prefilled example, tokenized');
   assert.equal(state.isolated, true);
 
   ({ state } = await act(
@@ -186,10 +184,13 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
   ));
   const exp = expectedFor({ text: SENTENCE });
   assert.equal(state.n, exp.n);
+  // the model's tokens: pieces that spell the sentence, shown with a visible leading space
   assert.deepEqual(
     state.tokens.map((t) => t.text),
-    exp.labels,
+    exp.texts,
   );
+  assert.equal(state.tokens.map((t) => t.text).join(''), SENTENCE);
+  assert.ok(state.tokens.every((t) => Number.isInteger(t.id)));
   const chips = await page.$$eval('#chips .chip', (cs) =>
     cs.map((c) => ({ text: c.querySelector('.chip-text').textContent, unknown: c.classList.contains('unknown') })),
   );
@@ -197,15 +198,16 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
     chips.map((c) => c.text),
     exp.labels,
   );
-  assert.deepEqual(
-    chips.map((c) => c.unknown),
-    exp.unknown,
+  assert.ok(
+    chips.some((c) => c.text === '\u2423the'),
+    'a leading space is shown as ␣',
   );
-  for (const word of ['I', 'a', '3'])
-    assert.ok(chips.find((c) => c.text === word).unknown, `${word} is flagged unknown`);
-  assert.ok(await page.isVisible('#unknown-legend'), 'the unknown-word legend is shown');
-  const unknownCount = exp.unknown.filter(Boolean).length;
-  assert.match(await page.textContent('#token-status'), new RegExp(`${unknownCount} not in the vocabulary`));
+  assert.ok(
+    chips.every((c) => !c.unknown),
+    'no token is unknown',
+  );
+  assert.ok(await page.isVisible('#token-legend'), 'the tokens legend is shown');
+  assert.doesNotMatch(await page.textContent('#token-status'), /not in the vocabulary/);
 
   const snap = await snapshot(page);
   assertPageMatches(snap.steps, exp);
@@ -307,7 +309,7 @@ test('a typed sentence: chips, unknown words, every step forward and back, numbe
   );
   assert.equal(await page.getAttribute('#chips li:nth-child(4) .chip', 'aria-pressed'), 'true');
   let inspector = await page.textContent('#inspector');
-  assert.match(inspector, /Following \u201ccat\u201d/);
+  assert.ok(inspector.includes(`Following \u201c${exp.labels[3]}\u201d`), inspector.slice(0, 60));
   assert.match(inspector, /Row maximum/);
   assert.match(inspector, /= 1\.0000/);
   const rowText = await page.$$eval('#inspector tbody tr', (trs) => trs.map((tr) => tr.lastElementChild.textContent));
@@ -437,17 +439,15 @@ test('causal mask, heads, scaling, positions and random weights change what the 
   assertPageMatches(snap.steps, expectedFor({ text, heads: 2, dK: 8, seed: 7 }));
   assert.match(await page.textContent('#weights-note'), /seed 7/);
 
-  // Long inputs: 70 tokens fit, drawn as an overview and a zoom (page_share.test.mjs has more,
-  // up to the cap of 512).
+  // Long inputs: 70 words (their tokens) fit, drawn as an overview and a zoom (page_share.test.mjs
+  // has more, up to the cap of 512).
   const words = (k) =>
     Array.from({ length: k }, (_, i) => ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls'][i % 7]).join(' ');
   await page.check('input[name="projection"][value="identity"]');
-  snap = await act(
-    page,
-    () => page.fill('#sentence', words(70)),
-    (s) => s.n === 70,
-  );
-  assert.deepEqual(matrix(snap.steps, 'scores', 'scores').shape, [70, 70]);
+  const long = tokenize(words(70), model.tokenizer).length;
+  assert.ok(long >= 70);
+  snap = await act(page, () => page.fill('#sentence', words(70)), new Function('s', `return s.n === ${long}`));
+  assert.deepEqual(matrix(snap.steps, 'scores', 'scores').shape, [long, long]);
   assert.ok(Number.isFinite(snap.state.renderMs), `a 70-token step drew (renderMs ${snap.state.renderMs})`);
   await goToStep(page, 5);
   assert.equal(await page.locator('figure.heatmap[data-name="weights"] .hm-overview').count(), 1);

@@ -112,7 +112,8 @@ for (const [name, viewport] of [
     await page.setViewportSize(viewport);
     await page.evaluate(() => window.attentionPage.ready);
     await page.addScriptTag({ content: AXE });
-    const words = ['the', 'river', 'runs', 'past', 'old', 'stone', 'walls', 'and', 'it', 'sings'];
+    // words that are one token each, with and without a leading space: 150 words, 150 tokens
+    const words = ['the', 'old', 'man', 'and', 'it', 'of', 'day', 'new', 'land', 'way'];
     const text = Array.from({ length: 150 }, (_, i) => words[i % words.length]).join(' ');
     let version = await page.evaluate(() => window.attentionPage.version);
     await page.fill('#sentence', text);

@@ -1,6 +1,7 @@
 // The trained model's induction head on the tutorial page, in headless Chromium: the Repeat
 // control and its example write the sentence twice; every model-view tile names its head's
-// induction score from the manifest; "Follow the induction head" opens it in the steps, whose
+// induction score from the manifest; "Follow the induction head" opens the head the page named by
+// its knock-out (window.attentionPage.inductionHeads) in the steps, whose
 // weights (equal to the package run here in Node) form the shifted diagonal the step describes;
 // the note on how the two heads compose says what this sentence's numbers say (recomputed here);
 // the attention sink's sentence; and live training plots the induction score after every step
@@ -11,23 +12,23 @@ import { after, before, test } from 'node:test';
 
 import { REPEAT_EXAMPLE } from '../../../web/page/controls.js';
 import { compositionHtml, keyHeads, sinkSentence } from '../../../web/page/induction.js';
-import { describeHead, inductionScore, repeatedSpan } from '../../../web/page/model/head_stats.js';
+import { describeHead, inductionScore, repeatedSentence, repeatedSpan } from '../../../web/page/model/head_stats.js';
 import { forwardLayers } from '../../../web/page/model/lm.js';
 import { predictNext } from '../../../web/page/model/predict.js';
-import { createModel, makeBatch, vectorCache } from '../../../web/page/model/train.js';
-import { tokenize } from '../../../web/page/tokenize.js';
+import { createModel, makeBatch } from '../../../web/page/model/train.js';
+import { pieceLabel, tokenize } from '../../../web/page/tokenize.js';
 import { openPage } from '../../../scripts/lib/browser.mjs';
 import { longTasksSince, now, watchLongTasks } from '../helpers/long_tasks.mjs';
 import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers/page_driver.mjs';
 
 const TOL = 1e-4;
 
-let browser, server, attn, emb, model;
+let browser, server, attn, model;
 let suite;
 
 before(async () => {
-  suite = await openPageSuite({ port: 9571, attention: true, words: true, model: true });
-  ({ browser, server, attn, emb, model } = suite);
+  suite = await openPageSuite({ port: 9571, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -36,10 +37,10 @@ const shot = (locator, name) => locator.screenshot({ path: new URL(`induction-${
 
 // The model in Node on a text, as the page's induction note reads it: { ctx } for induction.js
 function expectedFor(text) {
-  const tokens = tokenize(text, { vocab: emb });
-  const norms = tokens.map((t) => t.norm);
+  const tokens = tokenize(text, model.tokenizer);
+  const norms = tokens.map((t) => t.text);
   const n = norms.length,
-    d = emb.dim;
+    d = model.dim;
   const m = createModel(attn, {
     d,
     heads: model.manifest.model.heads,
@@ -47,10 +48,10 @@ function expectedFor(text) {
     tensors: model.tensors,
   });
   const { x } = makeBatch(
-    [{ words: [...norms, ''], ids: new Int32Array(n + 1) }],
+    [{ ids: [...tokens.map((t) => t.id), 0] }],
     n,
     d,
-    vectorCache(emb),
+    model.tensors.embed.data,
     model.manifest.model.positionScale,
   );
   const { hs, traces } = forwardLayers(m.layers, x, { trace: true });
@@ -59,8 +60,8 @@ function expectedFor(text) {
   return {
     n,
     norms,
-    labels: tokens.map((t) => t.text),
-    trained: { manifest: model.manifest, heads, predictions: predictNext(model, emb, hs.at(-1), n, 1) },
+    labels: tokens.map((t) => pieceLabel(t.text)),
+    trained: { manifest: model.manifest, heads, predictions: predictNext(model, hs.at(-1), n, 1) },
   };
 }
 
@@ -74,16 +75,22 @@ async function open(viewport = { width: 1280, height: 900 }) {
 test('Repeat, the induction scores in the model view, the induction head in the steps and how the heads compose', async () => {
   const { page, errors } = await open();
   const text = (await snapshot(page)).state.text.trim();
-  const n0 = tokenize(text, { vocab: emb }).length;
+  const n0 = tokenize(text, model.tokenizer).length;
 
   // Repeat: the learner's words twice.
   let snap = await act(
     page,
     () => page.click('#repeat'),
-    (s) => s.text.length > 60 && s.n % 2 === 0,
+    new Function('s', `return s.text === ${JSON.stringify(`${text} ${text}`)}`),
   );
-  assert.equal(snap.state.text, `${text} ${text}`);
-  assert.equal(snap.state.n, 2 * n0);
+  // its tokens: the first copy's n0, then the second's, whose first word may be fewer pieces
+  // ("T|h|e" at the start, " The" after the joining space)
+  const twice = tokenize(`${text} ${text}`, model.tokenizer).map((t) => t.text);
+  assert.equal(snap.state.n, twice.length);
+  const copies = repeatedSpan(twice);
+  assert.ok(copies, 'the repeated text is one text twice');
+  assert.equal(copies.start + copies.span, n0, "the first copy's tokens");
+  assert.equal(copies.again + copies.span, twice.length);
 
   // Every tile's description has its head's induction score (the manifest's), the sink sentence.
   const tiles = await page.evaluate(() => window.attentionPage.modelView.tiles);
@@ -102,26 +109,28 @@ test('Repeat, the induction scores in the model view, the induction head in the 
     () => page.click('#repeat-example'),
     new Function('s', `return s.text === ${JSON.stringify(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`)}`),
   );
-  const { induction } = keyHeads(model.manifest);
+  const [named] = await page.evaluate(() => window.attentionPage.inductionHeads);
+  const { induction } = keyHeads(model.manifest, named);
   snap = await act(
     page,
     () => page.click('#follow-induction'),
     new Function('s', `return s.layer === ${induction.layer} && s.head === ${induction.head} && s.step === 5`),
   );
   const want = expectedFor(snap.state.text);
-  const L = repeatedSpan(want.norms);
-  assert.ok(L > 3, 'the example is a sentence twice');
+  want.trained.inductionHeads = () => [named];
+  const r = repeatedSpan(want.norms);
+  assert.ok(r && r.span > 3, 'the example is a sentence twice');
   const weights = { data: Float32Array.from(snap.steps[0].matrices.find((m) => m.name === 'weights').data) };
   const expected = want.trained.heads[induction.layer][induction.head].data;
   let worst = 0;
   for (let k = 0; k < expected.length; ++k) worst = Math.max(worst, Math.abs(weights.data[k] - expected[k]));
   assert.ok(worst < TOL, `the induction head's weights differ from the package's by ${worst}`);
-  // its shifted diagonal: the mean weight from the second copy on the word after each word's
-  // earlier occurrence, well above the weight a row would give each word if it spread evenly
+  // its shifted diagonal: the mean weight from the second copy on the token after each token's
+  // earlier occurrence, well above the weight a row would give each token if it spread evenly
   const n = want.n;
-  const score = inductionScore(weights.data, n, L);
+  const score = inductionScore(weights.data, n, r.span, r.start, r.again);
   let even = 0;
-  for (let k = 0; k < L; ++k) even += 1 / (L + k + 1) / L;
+  for (let k = 0; k < r.span; ++k) even += 1 / (r.again + k + 1) / r.span;
   assert.ok(score > 3 * even, `the induction head's diagonal ${score}, spread evenly ${even}`);
   const explain = await page.textContent('#step-explain');
   assert.match(explain, /This is the induction head/);
@@ -170,7 +179,12 @@ test('live training plots the induction score on the repeated sentence after eve
   // from the trained weights: after one step (at a 20th of the rate, the warm-up) the best head's
   // score on the sentence is the shipped weights' (computed here), give or take that step (seen:
   // 0.34 against 0.30; random weights score about 0.08)
-  const want = expectedFor(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`);
+  // the sequence live training measures on (head_stats.js repeatedSentence): the example's
+  // tokens from the second copy's first word (" My", not "M|y") written twice
+  const typed = tokenize(`${REPEAT_EXAMPLE} ${REPEAT_EXAMPLE}`, model.tokenizer).map((t) => t.text);
+  const measured = repeatedSentence(typed, model.manifest.model.n);
+  const want = expectedFor(measured.join(''));
+  assert.deepEqual(want.norms, measured);
   const scores = want.trained.heads.flat().map((h) => inductionScore(h.data, want.n, want.n / 2));
   const best = Math.max(...scores);
   assert.ok(Math.abs(t.induction[0] - best) < 0.1, `first step's score ${t.induction[0]}, shipped weights' ${best}`);

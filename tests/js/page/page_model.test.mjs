@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 
 import { tensor } from '../../../web/lib/index.js';
-import { sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { sinusoidalPositions } from '../../../web/page/positions.js';
 import { describeHead } from '../../../web/page/model/head_stats.js';
 import { predictNext } from '../../../web/page/model/predict.js';
 import { layerWeights } from '../../../web/page/model/weights.js';
@@ -17,12 +17,12 @@ import { ARTIFACTS, closePageSuite, openPageSuite, pageDriver } from '../helpers
 const STEP = { x: 0, heads: 7, output: 10 };
 const TOL = 1e-4; // relative to the largest |expected| of the matrix
 
-let browser, server, attn, emb, model;
+let browser, server, attn, model;
 let suite;
 
 before(async () => {
-  suite = await openPageSuite({ port: 9507, attention: true, words: true, model: true });
-  ({ browser, server, attn, emb, model } = suite);
+  suite = await openPageSuite({ port: 9507, attention: true, model: true });
+  ({ browser, server, attn, model } = suite);
 });
 after(() => closePageSuite(suite));
 
@@ -33,13 +33,13 @@ const shot = (page, name) =>
 // The model in Node: X₁ = E + P, both layers with the package, each layer's head weights, and
 // the next-word guesses of every row.
 function expectedFor(text) {
-  const toks = tokenize(text, { vocab: emb });
+  const toks = tokenize(text, model.tokenizer);
   const n = toks.length,
-    d = emb.dim;
+    d = model.dim;
   const P = sinusoidalPositions(n, d).map((v) => v * model.manifest.model.positionScale);
   const x = new Float32Array(n * d);
   toks.forEach((t, i) => {
-    const v = emb.lookup(t).vector;
+    const v = model.tensors.embed.data.subarray(t.id * d, (t.id + 1) * d);
     for (let k = 0; k < d; ++k) x[i * d + k] = v[k] + P[i * d + k];
   });
   const hs = [tensor(x, [n, d])],
@@ -56,7 +56,7 @@ function expectedFor(text) {
       ),
     );
   }
-  return { n, hs, heads, predictions: predictNext(model, emb, hs[2].data, n) };
+  return { n, hs, heads, predictions: predictNext(model, hs[2].data, n) };
 }
 
 function assertClose(actual, expected, what) {

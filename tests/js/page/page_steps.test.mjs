@@ -2,17 +2,16 @@
 // (web/page/steps/), and the rules the state follows (web/page/state.js, web/page/input.js),
 // run on the package in Node.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { before, describe, test } from 'node:test';
 
 import { createAttention } from '../../../web/lib/index.js';
-import { parseEmbeddings } from '../../../web/page/embeddings.js';
 import { prepareInput } from '../../../web/page/input.js';
 import { MAX_TOKENS } from '../../../web/page/limits.js';
 import { UNTRAINED, change, createState, effectiveDK, goTo, isRow, recompute } from '../../../web/page/state.js';
 import { STEPS } from '../../../web/page/steps/index.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { loadShippedModel } from '../helpers/shipped_model.mjs';
 
-const DATA = new URL('../../../web/page/data/', import.meta.url);
 const SENTENCE = "The animal didn't cross the street because it was too tired.";
 const IDS = [
   'x',
@@ -35,20 +34,17 @@ const IDS = [
   'dw',
 ];
 
-let attn, emb;
+let attn;
+const model = loadShippedModel();
 before(async () => {
   attn = await createAttention({ threads: 1 });
-  emb = parseEmbeddings(
-    fs.readFileSync(new URL('embeddings-100d.bin', DATA)),
-    fs.readFileSync(new URL('embeddings-vocab.txt', DATA), 'utf8'),
-  );
 });
 
 // A state as the page has it after loading and choosing Identity weights (the page opens on the
 // trained model), with the settings patched.
 function loaded(patch = {}) {
   const state = createState(SENTENCE);
-  Object.assign(state, { attn, emb });
+  Object.assign(state, { attn, model });
   change(state, { projection: 'identity' });
   Object.assign(state.settings, patch);
   recompute(state);
@@ -170,25 +166,59 @@ describe('step descriptors', () => {
 });
 
 describe('page state', () => {
-  test('a sentence: "it" is followed, "animal" is the target, X is the 100-d word vectors', () => {
+  test('a sentence: " it" is followed, the first token of a word of 4 letters is the target, X is the model\'s token embeddings', () => {
     const { ctx, settings, input } = loaded();
-    assert.equal(ctx.n, 13);
-    assert.equal(ctx.dModel, emb.dim);
-    assert.equal(input.labels[settings.focus], 'it');
-    assert.equal(input.labels[ctx.back.target], 'animal');
-    assert.deepEqual(Array.from(ctx.x.data.subarray(100, 200)), Array.from(emb.vector('animal')));
+    const tokens = tokenize(SENTENCE, model.tokenizer);
+    assert.equal(ctx.n, tokens.length);
+    assert.equal(ctx.dModel, model.dim);
+    assert.equal(input.labels[settings.focus], '\u2423it');
+    // the target starts a word (" an" of " an|im|al"), never a piece inside one
+    const j = ctx.back.target;
+    assert.ok(j === 0 || /^\s/u.test(tokens[j].text), `target ${JSON.stringify(tokens[j].text)}`);
+    let word = tokens[j].text.trim();
+    for (let m = j + 1; m < tokens.length && /^\p{L}+$/u.test(tokens[m].text); ++m) word += tokens[m].text;
+    assert.match(word, /^\p{L}{4,}$/u, `target's word ${JSON.stringify(word)}`);
+    const d = model.dim,
+      id = tokens[1].id;
+    assert.deepEqual(
+      Array.from(ctx.x.data.subarray(d, 2 * d)),
+      Array.from(model.tensors.embed.data.subarray(id * d, (id + 1) * d)),
+    );
+  });
+
+  test('a new text: the followed token is found again by its text, or reset', () => {
+    const state = loaded();
+    const label = () => state.input.labels[state.settings.focus];
+    // follow " street", then put words before it: still " street"
+    state.settings.focus = state.input.tokens.findIndex((t) => t.text === ' the');
+    change(state, { text: `Yesterday, sadly, ${SENTENCE}` });
+    recompute(state);
+    assert.equal(label(), '\u2423the');
+    assert.equal(state.input.tokens.slice(0, state.settings.focus).filter((t) => t.text === ' the').length, 0);
+    // the second " the" followed, a text with one: the last there is
+    state.settings.focus = state.input.tokens.findLastIndex((t) => t.text === ' the');
+    change(state, { text: 'It was the end.' });
+    recompute(state);
+    assert.equal(label(), '\u2423the');
+    // a text without it: the default (" it", else the first token)
+    change(state, { text: 'Nothing here is it.' });
+    recompute(state);
+    assert.equal(label(), '\u2423it');
+    change(state, { text: 'No such word.' });
+    recompute(state);
+    assert.equal(state.settings.focus, 0);
   });
 
   test('d_k follows d_model / heads until it is typed', () => {
     const state = loaded({ projection: 'random' });
-    assert.equal(effectiveDK(state), emb.dim / 4);
+    assert.equal(effectiveDK(state), model.dim / 4);
     assert.equal(change(state, { heads: 5 }), true);
-    assert.equal(effectiveDK(state), emb.dim / 5);
+    assert.equal(effectiveDK(state), model.dim / 5);
     change(state, { dK: 8 });
     change(state, { heads: 2 });
     assert.equal(effectiveDK(state), 8);
     change(state, { projection: 'identity' });
-    assert.equal(effectiveDK(state), emb.dim / 2);
+    assert.equal(effectiveDK(state), model.dim / 2);
   });
 
   test('a patch that changes nothing is no action; a new input forgets the target', () => {
@@ -238,17 +268,21 @@ describe('page state', () => {
     assert.equal(goTo(state, 99), true);
     assert.equal(state.settings.step, IDS.length - 1);
     assert.deepEqual(
-      [isRow(state, 0), isRow(state, 12), isRow(state, 13), isRow(state, 1.5), isRow(state, -1)],
+      [isRow(state, 0), isRow(state, state.ctx.n - 1), isRow(state, state.ctx.n), isRow(state, 1.5), isRow(state, -1)],
       [true, true, false, false, false],
     );
   });
 
   test(`input: at most ${MAX_TOKENS} tokens, X = E + P with positions, nothing for no tokens`, () => {
-    const long = prepareInput({ mode: 'sentence', text: 'word '.repeat(MAX_TOKENS + 4), positions: true }, emb);
-    assert.equal(long.truncatedFrom, MAX_TOKENS + 4);
-    assert.deepEqual(long.x.shape, [MAX_TOKENS, emb.dim]);
+    const text = 'word '.repeat(MAX_TOKENS + 4);
+    const long = prepareInput({ mode: 'sentence', text, positions: true }, model);
+    assert.equal(long.truncatedFrom, tokenize(text, model.tokenizer).length);
+    assert.ok(long.truncatedFrom > MAX_TOKENS);
+    assert.deepEqual(long.x.shape, [MAX_TOKENS, model.dim]);
     for (const k of [0, 1, 4321, long.x.data.length - 1])
       assert.equal(long.x.data[k], Math.fround(long.e.data[k] + long.p.data[k]));
-    assert.equal(prepareInput({ mode: 'sentence', text: ' \n ' }, emb), null);
+    assert.equal(prepareInput({ mode: 'sentence', text: '' }, model), null);
+    // whitespace is text too: the tokenizer gives it tokens
+    assert.equal(prepareInput({ mode: 'sentence', text: ' \n ' }, model).labels.join(''), '\u2423\u21b5\u2423');
   });
 });

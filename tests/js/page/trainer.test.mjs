@@ -10,46 +10,40 @@ import { fileURLToPath } from 'node:url';
 
 import { corpusDir } from '../../../scripts/train/corpus.mjs';
 import { createAttention, seededRandom } from '../../../web/lib/index.js';
-import { parseEmbeddings, sinusoidalPositions } from '../../../web/page/embeddings.js';
+import { sinusoidalPositions } from '../../../web/page/positions.js';
 import { splitAddresses, tokenizeDocs } from '../../../web/page/model/corpus_text.js';
 import { createAdam } from '../../../web/page/model/adam.js';
-import { crossEntropy, forwardHead, forwardLayers, outputWords } from '../../../web/page/model/lm.js';
+import { crossEntropy, forwardHead, forwardLayers } from '../../../web/page/model/lm.js';
 import {
   createModel,
+  inductionTest,
   headBackward,
   headForward,
   makeBatch,
   repeatSampler,
-  toIds,
   trainStep,
-  vectorCache,
   windowSampler,
 } from '../../../web/page/model/train.js';
 import { inductionScore, repeatedSentence, repeatedSpan } from '../../../web/page/model/head_stats.js';
 import { INDUCTION_RUN, createTrainer, manifestOptions } from '../../../web/page/model/trainer.js';
-import { layerWeights, unpackTensors } from '../../../web/page/model/weights.js';
+import { layerWeights } from '../../../web/page/model/weights.js';
+import { tokenize } from '../../../web/page/tokenize.js';
+import { loadShippedModel } from '../helpers/shipped_model.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const data = path.join(root, 'web', 'page', 'data');
-const manifest = JSON.parse(fs.readFileSync(path.join(data, 'model', 'manifest.json'), 'utf8'));
-const tensors = unpackTensors(fs.readFileSync(path.join(data, 'model', 'model.bin')), manifest);
-const vocab = fs
-  .readFileSync(path.join(data, 'model', 'vocab.txt'), 'utf8')
-  .split('\n')
-  .filter((w) => w !== '');
-const emb = parseEmbeddings(
-  fs.readFileSync(path.join(data, 'embeddings-100d.bin')),
-  fs.readFileSync(path.join(data, 'embeddings-vocab.txt'), 'utf8'),
-);
+const { manifest, tensors, tokenizer, vocab, dim } = loadShippedModel();
+const E = tensors.embed.data;
 const excerptText = fs.readFileSync(path.join(data, 'corpus', 'sotu-excerpt.txt'), 'utf8');
-const SENTENCE = ['the', 'animal', 'did', 'not', 'cross', 'the', 'street', 'because', 'it', 'was', 'too', 'tired'];
+// a sentence's token ids
+const SENTENCE = tokenize('The animal did not cross the street because it was too tired', tokenizer).map((t) => t.id);
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 describe('live training', () => {
   let attn;
   const trainers = [];
   const make = (options) => {
-    const t = createTrainer(attn, { emb, vocab, ...options });
+    const t = createTrainer(attn, { vocab, d: dim, ...options });
     trainers.push(t);
     return t;
   };
@@ -80,19 +74,19 @@ describe('live training', () => {
 
   test('from the trained weights, the heads are the shipped model heads', () => {
     const t = make({
-      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb),
+      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], tokenizer),
       tensors,
       positionScale: manifest.model.positionScale,
     });
     const n = SENTENCE.length,
-      d = emb.dim;
+      d = dim;
     const { n: m, weights } = t.heads(SENTENCE);
     assert.equal(m, n);
     // The page's trained forward, built by hand: X = E + P, then layer by layer with residuals.
     const P = sinusoidalPositions(n, d);
     let h = new Float32Array(n * d);
-    SENTENCE.forEach((w, i) => {
-      const v = emb.lookup(w).vector;
+    SENTENCE.forEach((c, i) => {
+      const v = E.subarray(c * d, (c + 1) * d);
       for (let k = 0; k < d; ++k) h[i * d + k] = v[k] + manifest.model.positionScale * P[i * d + k];
     });
     let worst = 0;
@@ -110,7 +104,7 @@ describe('live training', () => {
   });
 
   test('a run is deterministic from its seed', () => {
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
     const a = make({ docs, seed: 7, batch: 2 }),
       b = make({ docs, seed: 7, batch: 2 });
     const la = [a.step(3e-3), a.step(3e-3), a.step(3e-3)];
@@ -121,17 +115,17 @@ describe('live training', () => {
   });
 
   test('from random weights it learns a short text: the loss falls to a quarter', () => {
-    const text = 'we the people of the united states , in order to form a more perfect union . '.repeat(6);
-    const t = make({ docs: tokenizeDocs([text], emb), batch: 4, warmup: 5 });
+    const text = 'We the people of the United States, in order to form a more perfect union. '.repeat(6);
+    const t = make({ docs: tokenizeDocs([text], tokenizer), batch: 4, warmup: 5 });
     const losses = Array.from({ length: 30 }, () => t.step(1e-2));
     const first = mean(losses.slice(0, 3)),
       last = mean(losses.slice(-3));
-    // seen: 4.5 -> 0.5 (with lr 0 it stays at 5.4)
+    // the embeddings learn too
     assert.ok(last < 0.25 * first, `mean loss of the first 3 steps ${first}, of the last 3 ${last}`);
   });
 
   test('the trained weights start lower than random ones on the excerpt', () => {
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 2), emb);
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 2), tokenizer);
     // the shipped model's settings (positions × 4 above all), on the text alone
     const settings = { ...manifestOptions(manifest, tensors), repeat: null };
     const random = make({ docs, batch: 4, ...settings }),
@@ -142,31 +136,24 @@ describe('live training', () => {
     assert.ok(t < r - 0.2, `trained ${t}, random ${r}`);
   });
 
-  test("a step's loss is lm.js' plain forward with the current output vectors, step after step", () => {
-    // trainStep keeps the vocabulary's vectors per model and adds unk and wdelta each step; here
-    // the plain lm.js path (outputWords, forwardHead) from the model's weights before each step
-    const d = emb.dim,
+  test("a step's loss is lm.js' plain forward with the current embeddings, step after step", () => {
+    // trainStep's products run on the package's matmul; here the plain lm.js path (forwardHead)
+    // from the model's weights before each step
+    const d = dim,
       V = vocab.length,
       n = 12,
       B = 2;
     const model = createModel(attn, { d, heads: 4, layers: 2, tensors });
     const adam = createAdam();
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
-    const sample = windowSampler(
-      docs,
-      docs.map((doc) => toIds(doc, vocab)),
-      n,
-      seededRandom(3),
-    );
-    const vec = vectorCache(emb);
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
+    const sample = windowSampler(docs, n, seededRandom(3));
     try {
       for (let step = 0; step < 3; ++step) {
-        const batch = makeBatch(Array.from({ length: B }, sample), n, d, vec, manifest.model.positionScale);
-        const words = outputWords(emb, vocab, model.p.unk, model.p.wdelta);
+        const batch = makeBatch(Array.from({ length: B }, sample), n, d, model.p.embed, manifest.model.positionScale);
         const { hs } = forwardLayers(model.layers, batch.x);
-        const { logits } = forwardHead(model.p, words, hs.at(-1), B * n, d, V);
+        const { logits } = forwardHead(model.p, hs.at(-1), B * n, d, V);
         const expected = crossEntropy(logits, batch.targets, B * n, V).loss;
-        const loss = trainStep(model, emb, vocab, batch, adam, 1e-2, { attnLr: 3 });
+        const loss = trainStep(model, batch, adam, 1e-2, { attnLr: 3 });
         assert.ok(Math.abs(loss - expected) < 1e-4, `step ${step + 1}: loss ${loss}, plain ${expected}`);
       }
     } finally {
@@ -174,7 +161,7 @@ describe('live training', () => {
     }
   });
 
-  test("the feed-forward block's gradients match finite differences of the loss", () => {
+  test("the output layer's gradients (the block, W_out, the tied embeddings) match finite differences of the loss", () => {
     // a small output layer (d 6, m 5, V 7, T 4) in float32: central differences of the mean loss
     const d = 6,
       m = 5,
@@ -182,14 +169,13 @@ describe('live training', () => {
       T = 4;
     const next = seededRandom(11);
     const u = (k, s = 1) => Float32Array.from({ length: k }, () => s * (2 * next() - 1));
-    const p = { wout: u(d * d), bout: u(V), w1: u(d * m), b1: u(m, 0.5), w2: u(m * d), b2: u(d) };
-    const words = u(V * d),
-      h = u(T * d);
+    const p = { embed: u(V * d), wout: u(d * d), bout: u(V), w1: u(d * m), b1: u(m, 0.5), w2: u(m * d), b2: u(d) };
+    const h = u(T * d);
     const targets = Int32Array.from({ length: T }, (_, t) => t % V);
-    const lossOf = () => crossEntropy(headForward(attn, p, words, h, T, d, V).logits, targets, T, V).loss;
-    const fwd = headForward(attn, p, words, h, T, d, V);
+    const lossOf = () => crossEntropy(headForward(attn, p, h, T, d, V).logits, targets, T, V).loss;
+    const fwd = headForward(attn, p, h, T, d, V);
     const { dlogits } = crossEntropy(fwd.logits, targets, T, V);
-    const g = headBackward(attn, p, words, h, fwd, dlogits, T, d, V);
+    const g = headBackward(attn, p, h, fwd, dlogits, T, d, V);
     let worst = 0;
     for (const [name, grad] of [
       ['w1', g.dw1],
@@ -197,6 +183,8 @@ describe('live training', () => {
       ['w2', g.dw2],
       ['b2', g.db2],
       ['wout', g.dwout],
+      ['embed', g.dembed],
+      ['bout', g.dbout],
     ]) {
       for (const i of [0, 3, grad.length - 1]) {
         const keep = p[name][i];
@@ -222,23 +210,19 @@ describe('live training', () => {
     assert.ok(worst < 2e-3, `largest difference from finite differences ${worst}`);
   });
 
-  test('repeated spans: random words, then the same words right after, in a share of the windows', () => {
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
-    const ids = docs.map((doc) => toIds(doc, vocab));
+  test('repeated spans: random word tokens, then the same tokens right after, in a share of the windows', () => {
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
+    const ids = docs;
     const n = 24;
     const make = (seed, share) => {
       const next = seededRandom(seed);
-      return repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, { share, minSpan: 3, maxSpan: 12 });
+      return repeatSampler(windowSampler(ids, n, next), vocab, n, next, { share, minSpan: 3, maxSpan: 12 });
     };
     const sample = make(5, 0.5);
     let repeated = 0;
     for (let k = 0; k < 200; ++k) {
       const w = sample(k + 1);
       assert.equal(w.ids.length, n + 1);
-      assert.deepEqual(
-        w.words,
-        Array.from(w.ids, (c, i) => (c === vocab.length - 1 ? w.words[i] : vocab[c])),
-      );
       // a span of L >= 3 followed by itself somewhere
       let found = false;
       for (let L = 3; L <= 12 && !found; ++L)
@@ -255,7 +239,7 @@ describe('live training', () => {
     for (let k = 0; k < 20; ++k) assert.deepEqual(a(k + 1).ids, b(k + 1).ids);
     // a schedule: every window repeats at first, none from step `over` on
     const next = seededRandom(4);
-    const ramp = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
+    const ramp = repeatSampler(windowSampler(ids, n, next), vocab, n, next, {
       share: 0,
       from: 1,
       over: 100,
@@ -270,53 +254,49 @@ describe('live training', () => {
     const plain = make(9, 0),
       text = (() => {
         const next = seededRandom(9);
-        return windowSampler(docs, ids, n, next);
+        return windowSampler(ids, n, next);
       })();
     for (let k = 0; k < 5; ++k) assert.deepEqual(plain(k + 1).ids, text().ids);
   });
 
   test("repeated spans of the window's own text: its tokens at the start, then the same tokens", () => {
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
-    const ids = docs.map((doc) => toIds(doc, vocab));
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
+    const ids = docs;
     const n = 24;
     const next = seededRandom(6),
       plainNext = seededRandom(6);
-    const sample = repeatSampler(windowSampler(docs, ids, n, next), vocab, n, next, {
+    const sample = repeatSampler(windowSampler(ids, n, next), vocab, n, next, {
       share: 1,
       minSpan: 12,
       maxSpan: 12,
       text: 1,
     });
     // the same generator draws the same window first: each sample() below replays its draws
-    const plain = windowSampler(docs, ids, n, plainNext);
+    const plain = windowSampler(ids, n, plainNext);
     for (let k = 0; k < 20; ++k) {
       const w = sample(k + 1);
       const t = plain();
       for (let j = 0; j < 3; ++j) plainNext(); // share, L, start (text's own draw after them)
       const s = [0, 1].find((s) => w.ids.subarray(s, s + 12).every((c, i) => c === w.ids[s + 12 + i]));
       assert.ok(s !== undefined, `window ${k} repeats no 12 tokens`);
-      // the first copy is the text's, words and all ("<unk>" words keep their own vectors)
+      // the first copy is the text's, the second the same tokens
       assert.deepEqual(w.ids.subarray(0, s + 12), t.ids.subarray(0, s + 12));
-      assert.deepEqual(w.words.slice(s + 12, s + 24), t.words.slice(s, s + 12));
-      assert.deepEqual(w.words.slice(0, s + 12), t.words.slice(0, s + 12));
+      assert.deepEqual(w.ids.subarray(s + 12, s + 24), t.ids.subarray(s, s + 12));
       plainNext(); // text: the random words' draw is skipped
     }
   });
 
   test('previousHead: that head starts looking one word back, the others as seeded', () => {
-    const d = emb.dim,
+    const d = dim,
       n = 24,
       positionScale = 4;
     const options = { d, heads: 4, layers: 2, seed: 3, logPrior: new Array(vocab.length).fill(0), qkScale: 0.1 };
     const plain = createModel(attn, options);
     const back = createModel(attn, { ...options, previousHead: { layer: 0, head: 1, strength: 1 } });
     // on held-out-like text: the training excerpt's first windows, positions × 4
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
-    const windows = Array.from({ length: 8 }, (_, k) => ({
-      words: docs[0].slice(k * (n + 1), (k + 1) * (n + 1)),
-      ids: new Int32Array(n + 1),
-    }));
-    const { x } = makeBatch(windows, n, d, vectorCache(emb), positionScale);
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
+    const windows = Array.from({ length: 8 }, (_, k) => ({ ids: docs[0].slice(k * (n + 1), (k + 1) * (n + 1)) }));
+    const { x } = makeBatch(windows, n, d, E, positionScale);
     const trace = (m) => forwardLayers(m.layers, x, { trace: true }).traces[0];
     const [a, b] = [trace(plain), trace(back)];
     let prev = 0,
@@ -328,8 +308,32 @@ describe('live training', () => {
     for (const m of [plain, back]) for (const l of m.layers) l.dispose();
   });
 
+  test('inductionHead: layer 2 head 1 starts as an induction head over the previous-token head', () => {
+    const d = dim,
+      span = 12,
+      options = { d, heads: 4, layers: 2, seed: 3, logPrior: new Array(vocab.length).fill(0), qkScale: 0.1 };
+    const previousHead = { layer: 0, head: 0, strength: 1 };
+    const wired = createModel(attn, {
+      ...options,
+      previousHead,
+      inductionHead: { layer: 1, head: 0, match: 1.5, copy: 2, out: 5 },
+    });
+    const plain = createModel(attn, { ...options, previousHead });
+    const test = { span, sequences: 32, seed: 9001, positionScale: 4 };
+    const [a, b] = [wired, plain].map((m) => inductionTest(m, vocab, test));
+    assert.ok(a.heads[4].induction > 0.5, `wired: layer 2 head 1 scores ${a.heads[4].induction}`);
+    assert.ok(b.heads[4].induction < 0.2, `seeded: ${b.heads[4].induction}`);
+    assert.ok(
+      a.lossSecond < a.lossFirst - 1,
+      `wired: the second copy's loss ${a.lossSecond}, the first's ${a.lossFirst}`,
+    );
+    // layer 1's W_Q, W_K (head 1 looking one token back) are the seeded model's
+    for (const w of ['wq', 'wk']) assert.deepEqual(wired.layers[0].weights[w].data, plain.layers[0].weights[w].data, w);
+    for (const m of [wired, plain]) for (const l of m.layers) l.dispose();
+  });
+
   test('attnLr per layer: a factor of 0 leaves that layer as it was', () => {
-    const d = emb.dim,
+    const d = dim,
       n = 8;
     const m = createModel(attn, {
       d,
@@ -340,9 +344,9 @@ describe('live training', () => {
       qkScale: 0.1,
     });
     const before = m.layers.map((l) => l.weights.wq.data.slice());
-    const words = 'we the people of the united states in order to form'.split(' ');
-    const batch = makeBatch([{ words, ids: toIds(words, vocab) }], n, d, vectorCache(emb), 4);
-    trainStep(m, emb, vocab, batch, createAdam(), 1e-2, { attnLr: [0, 1] });
+    const ids = tokenize('We the people of the United States, in order to form', tokenizer).map((t) => t.id);
+    const batch = makeBatch([{ ids }], n, d, m.p.embed, 4);
+    trainStep(m, batch, createAdam(), 1e-2, { attnLr: [0, 1] });
     assert.deepEqual(m.layers[0].weights.wq.data, before[0]);
     assert.notDeepEqual(m.layers[1].weights.wq.data, before[1]);
     for (const l of m.layers) l.dispose();
@@ -357,9 +361,24 @@ describe('live training', () => {
     const prev = new Float32Array(n * n);
     for (let i = 0; i < n; ++i) prev[i * n + Math.max(0, i - 1)] = 1; // previous word: 0
     assert.equal(inductionScore(prev, n, L), 0);
-    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), 3);
-    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), 0);
-    assert.equal(repeatedSpan(['a', 'a']), 0);
+    assert.deepEqual(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'c']), { start: 0, span: 3, again: 3 });
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b', 'd']), null);
+    // the copies' first word differs by its leading space: "My" and " My", "T|h|e" and " The"
+    assert.deepEqual(repeatedSpan(['My', 'b', 'c', ' My', 'b', 'c']), { start: 1, span: 2, again: 4 });
+    const the = ['T', 'h', 'e', ' cat', ' sat', '.', ' The', ' cat', ' sat', '.'];
+    assert.deepEqual(repeatedSpan(the), { start: 3, span: 3, again: 7 });
+    assert.equal(repeatedSpan(['T', 'h', 'e', ' cat', ' sat', '.', ' A', ' cat', ' sat', '.']), null);
+    assert.equal(repeatedSpan([7, 1, 2, 8, 1, 2]), null); // ids: the copies' tokens all the same
+    assert.equal(repeatedSpan(['a', 'a']), null);
+    assert.equal(repeatedSpan(['a', 'b', 'c', 'a', 'b']), null); // an odd count, not a repeat
+    // the score on such a text: the second copy's rows on the first copy's next tokens
+    const m = the.length;
+    const diag = new Float32Array(m * m);
+    for (let k = 0; k < 3; ++k) diag[(7 + k) * m + 3 + k + 1] = 1;
+    assert.equal(inductionScore(diag, m, 3, 3, 7), 1);
+    assert.equal(inductionScore(diag, m, 3, 3), 0);
+    assert.deepEqual(repeatedSentence(the, 24), [' The', ' cat', ' sat', '.', ' The', ' cat', ' sat', '.']);
+    assert.deepEqual(repeatedSentence([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 24, the), [6, 7, 8, 9, 6, 7, 8, 9]);
     assert.deepEqual(repeatedSentence(['x', 'y', 'z'], 24), ['x', 'y', 'z', 'x', 'y', 'z']);
     assert.deepEqual(repeatedSentence(['x', 'y', 'x', 'y'], 24), ['x', 'y', 'x', 'y']);
     assert.equal(repeatedSentence([...'abcdefghijklmnop'], 24).length, 24);
@@ -367,7 +386,7 @@ describe('live training', () => {
 
   test("the trainer's induction scores are its heads' on the repeated sentence", () => {
     const t = make({
-      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], emb),
+      docs: tokenizeDocs(['a short text that is long enough '.repeat(10)], tokenizer),
       tensors,
       positionScale: manifest.model.positionScale,
     });
@@ -383,7 +402,7 @@ describe('live training', () => {
 
   test('INDUCTION_RUN: layer 2 starts seeded and learns; layer 1, the feed-forward block and the output stay as trained', () => {
     const options = { ...manifestOptions(manifest, tensors), ...INDUCTION_RUN };
-    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), emb);
+    const docs = tokenizeDocs(splitAddresses(excerptText).slice(0, 1), tokenizer);
     const t = make({ docs, tensors, seed: 1, ...options });
     const shipped = make({ docs, tensors, seed: 1, ...manifestOptions(manifest, tensors) });
     const twice = repeatedSentence(SENTENCE, manifest.model.n);
@@ -410,6 +429,6 @@ describe('live training', () => {
   });
 
   test('a text shorter than one window is a RangeError', () => {
-    assert.throws(() => make({ docs: tokenizeDocs(['too short'], emb) }), RangeError);
+    assert.throws(() => make({ docs: tokenizeDocs(['too short'], tokenizer) }), RangeError);
   });
 });

@@ -3,8 +3,8 @@
 //   splitAddresses(text) -> [string]   the shipped excerpt (data/corpus/sotu-excerpt.txt, written by
 //                                      scripts/extract_corpus_excerpt.mjs): a line "# <name>" starts
 //                                      each address; text with no such line is one document
-//   tokenizeDocs(texts, emb) -> [[norm]]   each document tokenized as the trainer and the page do
-//                                      (tokenize.js with the word vectors' vocabulary), keeping norms
+//   tokenizeDocs(texts, tokenizer) -> [Int32Array]   each document's token ids, as the trainer
+//                                      and the page tokenize it (tokenize.js)
 import { tokenize } from '../tokenize.js';
 
 export function splitAddresses(text) {
@@ -15,6 +15,6 @@ export function splitAddresses(text) {
     .filter((t) => t !== '');
 }
 
-export function tokenizeDocs(texts, emb) {
-  return texts.map((t) => tokenize(t, { vocab: emb }).map((tok) => tok.norm));
+export function tokenizeDocs(texts, tokenizer) {
+  return texts.map((t) => Int32Array.from(tokenize(t, tokenizer), (tok) => tok.id));
 }

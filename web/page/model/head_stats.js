@@ -5,13 +5,20 @@
 //     every query i >= 2 of every sequence (from 2 on, previous, self and first are three tokens):
 //       prev = w[i][i−1], self = w[i][i], first = w[i][0], meanDistance = Σ_j w[i][j]·(i−j),
 //       entropyBits = −Σ_j w[i][j]·log2 w[i][j]
-//   inductionScore(w, n, span, start = 0) -> the induction score of one head on a sequence whose
-//     tokens start..start+span−1 come again right after them (TransformerLens' definition): the mean
-//     over the second copy's tokens i = start+span+k (k = 0..span−1) of w[i][start+k+1], the weight
-//     on the token right after the earlier occurrence; w (n,n) as above
-//   repeatedSpan(norms) -> L when norms is some L >= 2 tokens twice in a row (norms = S S), else 0
-//   repeatedSentence(norms, n) -> norms when they are a repeat that fits in n tokens; else their
-//     first n/2 (at most) twice: the sequence live training measures its induction score on
+//   inductionScore(w, n, span, start = 0, again = start + span) -> the induction score of one head
+//     on a sequence whose tokens start..start+span−1 come again at again..again+span−1
+//     (TransformerLens' definition, where again = start + span): the mean over k = 0..span−1 of
+//     w[again+k][start+k+1], the weight on the token right after the earlier occurrence; w (n,n)
+//     as above
+//   repeatedSpan(norms) -> { start, span, again } when norms is one text twice: its tokens
+//     start..start+span−1 are its last span tokens (again = norms.length − span), span >= 2; the
+//     tokens before start and those between the copies (the two copies' first word: "The" at the
+//     start of a text is "T|h|e", after the joining space " The") are the same word when the
+//     norms are strings, none when they are ids; the largest span; else null
+//   repeatedSentence(norms, n, pieces = norms) -> norms when they are a text twice as ids (start
+//     0, again = span) that fits in n tokens; else, when pieces (each norm's piece) are a text
+//     twice, its second copy twice if that fits; else the first n/2 (at most) twice: the sequence
+//     live training measures its induction score on
 //   describeHead(stats) -> a sentence from those numbers, never a hand-written claim: the largest
 //     of the three shares when it is at least 50 % (and the next one); else, for a sharp head
 //     (entropy under 1 bit), that it looks at one word at a time, how far back on average, and the
@@ -40,21 +47,41 @@ export function headStats(weightsList, n) {
   return Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, v / count]));
 }
 
-export function inductionScore(w, n, span, start = 0) {
+export function inductionScore(w, n, span, start = 0, again = start + span) {
   let sum = 0;
-  for (let k = 0; k < span; ++k) sum += w[(start + span + k) * n + start + k + 1];
+  for (let k = 0; k < span; ++k) sum += w[(again + k) * n + start + k + 1];
   return sum / span;
 }
 
-export function repeatedSpan(norms) {
-  const L = norms.length / 2;
-  if (!Number.isInteger(L) || L < 2) return 0;
-  for (let k = 0; k < L; ++k) if (norms[k] !== norms[L + k]) return 0;
-  return L;
+// the tokens a and b are one word, told apart only by a leading space (strings), or none (ids)
+function sameWord(a, b) {
+  if (!a.length && !b.length) return true;
+  if (![...a, ...b].every((x) => typeof x === 'string')) return false;
+  return a.join('').trim() === b.join('').trim() && a.join('').trim() !== '';
 }
 
-export function repeatedSentence(norms, n) {
-  if (repeatedSpan(norms) && norms.length <= n) return norms;
+export function repeatedSpan(norms) {
+  const N = norms.length;
+  // p tokens before the first copy's span, q between the copies: N = p + q + 2·span
+  for (let extra = 0; extra <= N - 4; ++extra)
+    for (let p = 0; p <= extra; ++p) {
+      const q = extra - p,
+        span = (N - extra) / 2;
+      if (!Number.isInteger(span) || span < 2) continue;
+      const again = N - span;
+      let same = true;
+      for (let k = 0; k < span && same; ++k) same = norms[p + k] === norms[again + k];
+      if (same && sameWord(norms.slice(0, p), norms.slice(p + span, p + span + q))) return { start: p, span, again };
+    }
+  return null;
+}
+
+export function repeatedSentence(norms, n, pieces = norms) {
+  const exact = repeatedSpan(norms);
+  if (exact && exact.start === 0 && exact.again === exact.span && norms.length <= n) return norms;
+  const r = repeatedSpan(pieces);
+  const second = r ? norms.slice(r.start + r.span) : [];
+  if (r && 2 * second.length <= n) return [...second, ...second];
   const first = norms.slice(0, Math.floor(n / 2));
   return [...first, ...first];
 }

@@ -1,15 +1,16 @@
 // The page's small causal language model, outside its attention layers: plain JS float32.
 // Shared by the trainer (scripts/train_model.mjs), its test and the page.
 //
-//   x = E + P                       E (n,d) the page's word vectors, P (n,d) sinusoidal positions
-//                                   × the manifest's positionScale
+//   x = E[ids] + P                  E (V,d) the model's token embeddings (row c: token c of the
+//                                   tokenizer, tokenize.js), P (n,d) sinusoidal positions × the
+//                                   manifest's positionScale
 //   h1 = x + attn1(x), h2 = h1 + attn2(h1)      attn = the package's multiHeadAttention, causal
 //   f = h2 + relu(h2·w1 + b1)·w2 + b2            layer 2's feed-forward block (w1 (d,m), w2 (m,d)),
 //                                                when the model has one; else f = h2
-//   z = f·wout (n,d);  logits = z·Wᵀ + bout (n,V)    W (V,d): row c the word vector of class c
-//                                                   (the last class, "<unk>", has a learned row)
+//   z = f·wout (n,d);  logits = z·Eᵀ + bout (n,V)    the output scores the same embeddings E
+//                                                   (tied, as GPT-2): logits are linear in f
 //   loss = mean over rows of −log softmax(logits)[target]
-// T = batch·n rows; d = d_model = 100; V output classes.
+// T = batch·n rows; d = d_model = 100; V tokens, every one an output class.
 
 // a (T,d) · b (d,m) -> (T,m); out accumulates in float32, row by row.
 export function matmul(a, b, T, d, m) {
@@ -42,16 +43,15 @@ export function scoreWords(z, words, bias, T, d, V) {
   return out;
 }
 
-// The output classes' word vectors W (V,d): the page's vectors of vocab[0..V-2], then `unk`;
-// plus the learned corrections wdelta (V,d) when the model has them.
-export function outputWords(emb, vocab, unk, wdelta = null) {
-  const d = emb.dim,
-    V = vocab.length;
-  const words = new Float32Array(V * d);
-  for (let c = 0; c < V - 1; ++c) words.set(emb.vector(vocab[c]), c * d);
-  words.set(unk, (V - 1) * d);
-  if (wdelta) for (let i = 0; i < words.length; ++i) words[i] += wdelta[i];
-  return words;
+// ids (n) of token embeddings E (V,d), P (n,d) -> X (n,d) = E[ids] + P (P null: E[ids] alone)
+export function embedTokens(E, ids, d, P = null) {
+  const n = ids.length;
+  const x = new Float32Array(n * d);
+  for (let i = 0; i < n; ++i) {
+    const o = ids[i] * d;
+    for (let k = 0; k < d; ++k) x[i * d + k] = E[o + k] + (P ? P[i * d + k] : 0);
+  }
+  return x;
 }
 
 // layers [attn1, attn2], x (B,n,d) tensor -> { hs: [x, h1, h2] } (each (B·n·d) data)
@@ -92,18 +92,17 @@ export function feedForward(p, h, T, d, mm = matmul) {
 
 // The output parameters as forwardHead takes them, from weights.js' tensors
 export const headParams = (tensors) => ({
+  embed: tensors.embed.data,
   wout: tensors.wout.data,
   bout: tensors.bout.data,
-  unk: tensors.unk.data,
-  wdelta: tensors.wdelta?.data,
   ...(tensors.w1 && { w1: tensors.w1.data, b1: tensors.b1.data, w2: tensors.w2.data, b2: tensors.b2.data }),
 });
 
 // The head: h (T,d) -> { z (T,d), logits (T,V) } (through the feed-forward block when p has w1)
-export function forwardHead(p, words, h, T, d, V) {
+export function forwardHead(p, h, T, d, V) {
   const f = p.w1 ? feedForward(p, h, T, d).f : h;
   const z = matmul(f, p.wout, T, d, d);
-  return { z, logits: scoreWords(z, words, p.bout, T, d, V) };
+  return { z, logits: scoreWords(z, p.embed, p.bout, T, d, V) };
 }
 
 // logits (T,V), targets (T) -> { loss (mean), dlogits (T,V) = (softmax − onehot)/T }; softmax
@@ -128,41 +127,6 @@ export function crossEntropy(logits, targets, T, V, out = null) {
     dlogits[o + targets[t]] -= 1 / T;
   }
   return { loss: loss / T, dlogits };
-}
-
-// Backward of forwardHead, given dlogits (T,V):
-//   logits = z·Wᵀ + b:  dbout = Σ_t dlogits, dz = dlogits·W (T,d), dunk = dlogits[:,V−1]ᵀ·z (d)
-//   z = h·wout:         dwout = hᵀ·dz (d,d), dh = dz·woutᵀ (T,d)
-export function backwardHead(p, words, h, z, dlogits, T, d, V) {
-  const dbout = new Float32Array(V);
-  const dz = new Float32Array(T * d);
-  const dunk = new Float32Array(d);
-  for (let t = 0; t < T; ++t) {
-    const o = t * V,
-      zo = t * d;
-    for (let c = 0; c < V; ++c) {
-      const g = dlogits[o + c];
-      dbout[c] += g;
-      const wo = c * d;
-      for (let k = 0; k < d; ++k) dz[zo + k] += g * words[wo + k];
-    }
-    const gu = dlogits[o + V - 1];
-    for (let k = 0; k < d; ++k) dunk[k] += gu * z[zo + k];
-  }
-  const dwout = new Float32Array(d * d);
-  const dh = new Float32Array(T * d);
-  for (let t = 0; t < T; ++t) {
-    for (let i = 0; i < d; ++i) {
-      const hv = h[t * d + i];
-      let s = 0;
-      for (let j = 0; j < d; ++j) {
-        dwout[i * d + j] += hv * dz[t * d + j];
-        s += dz[t * d + j] * p.wout[i * d + j];
-      }
-      dh[t * d + i] = s;
-    }
-  }
-  return { dbout, dz, dunk, dwout, dh };
 }
 
 // logits row (V) -> the k best classes [{ c, p }] by probability, best first.

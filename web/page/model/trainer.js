@@ -2,51 +2,50 @@
 // one step at a time, for the page's live training (train_worker.js) and its tests.
 //
 //   manifestOptions(manifest, tensors) -> the shipped model's settings below, from its manifest
-//   createTrainer(attn, { emb, vocab, docs, tensors, seed, n, batch, positionScale, heads, layers,
-//                         warmup, outputDelta, ffn, qkScale, previousHead, attnLr, repeat, fresh,
+//   createTrainer(attn, { vocab, docs, d, tensors, seed, n, batch, positionScale, heads, layers,
+//                         warmup, embedScale, ffn, qkScale, previousHead, attnLr, repeat, fresh,
 //                         learnHead })
-//     emb     the page's word vectors (embeddings.js);  vocab  the output classes (vocab.txt)
-//     docs    [[norm]] the training text's documents, tokenized (corpus_text.js)
-//     tensors null: start from seeded random layers and the text's unigram distribution, as
-//             train_model.mjs does; else the trained model's tensors (weights.js), copied
+//     vocab   the tokens' pieces (the tokenizer's, weights.js);  d  d_model
+//     docs    [Int32Array] the training text's documents as token ids (corpus_text.js)
+//     tensors null: start from seeded random layers and embeddings and the text's unigram
+//             distribution, as train_model.mjs does; else the trained model's tensors
+//             (weights.js), copied
 //     warmup  steps over which the learning rate rises linearly to the one asked for
-//     outputDelta, ffn, qkScale, previousHead, attnLr, repeat  as train_model.mjs (learned
-//             output-vector corrections; layer 2's feed-forward width; the starting W_Q, W_K
-//             scale; the head that starts looking one word back, or null; the attention layers'
+//     embedScale, ffn, qkScale, previousHead, attnLr, repeat  as train_model.mjs (the starting
+//             embeddings' size; layer 2's feed-forward width; the starting W_Q, W_K scale; the
+//             head that starts looking one token back, or null; the attention layers'
 //             learning-rate factor; the repeated spans mixed into the windows, or null)
 //     fresh   with tensors: the layers (0-based) that start from seeded random weights instead
 //     learnHead false: the output layer and the feed-forward block keep their starting weights
-//   -> { step(lr, timings) -> loss of the batch before the step, heads(norms) -> { n, weights },
-//        induction(norms) -> [score] (layers·heads), steps, tokens, dispose() }
+//   -> { step(lr, timings) -> loss of the batch before the step, heads(ids) -> { n, weights },
+//        induction(ids) -> [score] (layers·heads), steps, tokens, dispose() }
 //   timings (optional): ms by part, as train.js' trainStep adds them, plus batch (makeBatch)
-//   heads(norms): the sentence's X (n,d) = E + P as the trainer builds it, then both layers with
-//     trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
-//   induction(norms): each head's induction score (head_stats.js) on norms, a text twice
-//     (repeatedSpan(norms) > 0), in heads' order
-//   copyProbability(norms, knockOut) -> on norms, a text S S of L tokens a copy: the mean over
-//     the second copy's tokens i = L..2L−2 of the probability the model gives the token after i
-//     (the copy of the one after its earlier occurrence; "<unk>" for a word outside the classes),
-//     with the heads in knockOut ([{ layer, head }], 0-based) zeroed (knockout.js)
+//   heads(ids): the sentence's X (n,d) = E[ids] + P as the trainer builds it, then both layers
+//     with trace: weights (layers·heads·n·n) Float32Array, block [L][h] the (n,n) causal weights
+//   induction(ids): each head's induction score (head_stats.js) on ids, a text twice
+//     (repeatedSpan(ids) not null: ids are S S), in heads' order
+//   copyProbability(ids, knockOut) -> on ids, a text S S of L tokens a copy: the mean over the
+//     second copy's tokens i = L..2L−2 of the probability the model gives the token after i (the
+//     copy of the one after its earlier occurrence), with the heads in knockOut
+//     ([{ layer, head }], 0-based) zeroed (knockout.js)
+//   scores(ids) -> { prefix, copying }, each (layers·heads) in heads' order, on ids = S S (L
+//     tokens a copy; the page gives random word tokens), the two halves of an induction head
+//     (Olsson et al. 2022) measured apart: prefix, prefix matching: the head's mean weight from
+//     each token i of the second copy on t = i − L + 1, the token after i's earlier occurrence
+//     (the induction score on these tokens); copying: the share of those i at which the head's
+//     output for t alone (its value row v[t] · W_O,k, read straight through W_out, past the
+//     feed-forward block) scores t's own token highest of the text's tokens
 //
 // INDUCTION_RUN: the live training's default, an induction head forming in a few hundred steps
 // (about a minute in a browser Worker on a loaded 2-core machine; page_train.test.mjs): the
-// trained model's word vectors, layer 1 (its previous-word head) and output, layer 2 from seeded
+// trained model's embeddings, layer 1 (its previous-token head) and output, layer 2 from seeded
 // random weights, and only layer 2 learning, on windows that all repeat a span of random words.
 import { seededRandom } from '../../lib/index.js';
 import { createAdam } from './adam.js';
 import { inductionScore, repeatedSpan } from './head_stats.js';
-import { knockedOutWeights } from './knockout.js';
-import { forwardHead, forwardLayers, outputWords } from './lm.js';
-import {
-  classCounts,
-  createModel,
-  makeBatch,
-  repeatSampler,
-  toIds,
-  trainStep,
-  vectorCache,
-  windowSampler,
-} from './train.js';
+import { ablatedWeights } from './knockout.js';
+import { forwardHead, forwardLayers } from './lm.js';
+import { classCounts, createModel, makeBatch, repeatSampler, trainStep, windowSampler } from './train.js';
 
 // The trained model's settings as createTrainer takes them, from its manifest (and tensors, for
 // the feed-forward width): a run that trains the same model the same way as train_model.mjs.
@@ -58,10 +57,12 @@ export function manifestOptions(manifest, tensors) {
     heads: m.heads,
     layers: m.layers,
     positionScale: m.positionScale,
-    outputDelta: Boolean(tensors.wdelta),
+    d: m.dModel,
+    embedScale: t.embedScale,
     ffn: tensors.b1?.data.length ?? 0,
     qkScale: t.qkScale ?? 1,
     previousHead: t.previousHead ?? null,
+    inductionHead: t.inductionHead ?? null,
     attnLr: t.attnLr ?? 1,
     repeat: t.repeatedSpans ?? null,
   };
@@ -69,9 +70,10 @@ export function manifestOptions(manifest, tensors) {
 
 export const INDUCTION_RUN = {
   fresh: [1], // layer 2 starts from random weights: its induction head forms live
+  n: 24, // windows of 24 tokens (the shipped model's 40 cost more a step; the spans fit in 24)
   attnLr: [0, 3], // layer 1 (the previous-word head an induction head reads) stays as trained
   learnHead: false, // the output layer and the feed-forward block stay as trained
-  // every window repeats a span of 3 to 12 random vocabulary words: copying is all there is to
+  // every window repeats a span of 3 to 12 random word tokens: copying is all there is to
   // learn beyond what the trained parts already predict (the shipped run had every window so for
   // its first 1,500 steps; here a layer-2 head's score passed 0.4 after 290 to 350 training steps,
   // seeds 1 and 2, in Node and in Chromium)
@@ -81,9 +83,9 @@ export const INDUCTION_RUN = {
 export function createTrainer(
   attn,
   {
-    emb,
     vocab,
     docs,
+    d = 100,
     tensors = null,
     seed = 1,
     n = 24,
@@ -92,42 +94,43 @@ export function createTrainer(
     heads = 4,
     layers = 2,
     warmup = 20,
-    outputDelta = false,
+    embedScale = 0.6,
     ffn = 0,
     qkScale = 1,
     previousHead = null,
+    inductionHead = null,
     attnLr = 1,
     repeat = null,
     fresh = [],
     learnHead = true,
   },
 ) {
-  const V = vocab.length,
-    d = emb.dim;
-  const idDocs = docs.map((doc) => toIds(doc, vocab));
-  const { counts, total: tokens } = classCounts(idDocs, V);
+  const V = vocab.length;
+  const { counts, total: tokens } = classCounts(docs, V);
   const next = seededRandom(seed);
   // RangeError when the text is too short
-  const sample = repeatSampler(windowSampler(docs, idDocs, n, next), vocab, n, next, repeat);
+  const sample = repeatSampler(windowSampler(docs, n, next), vocab, n, next, repeat);
   const model = createModel(attn, {
     d,
     heads,
     layers,
     seed,
     logPrior: Array.from(counts, (c) => Math.log((c + 1) / (tokens + V))),
-    outputDelta,
+    embedScale,
     ffn,
     qkScale,
     previousHead,
+    inductionHead,
     tensors,
     fresh,
   });
   const adam = createAdam();
-  const vec = vectorCache(emb);
   let steps = 0;
-  function headWeights(norms) {
-    const m = norms.length;
-    const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
+  // ids (m) -> X (1,m,d) = E[ids] + P as a training batch builds it
+  const input = (ids) => makeBatch([{ ids: [...ids, 0] }], ids.length, d, model.p.embed, positionScale).x;
+  function headWeights(ids) {
+    const m = ids.length;
+    const x = input(ids);
     const { traces } = forwardLayers(model.layers, x, { trace: true });
     const weights = new Float32Array(layers * heads * m * m);
     traces.forEach((hs, L) => hs.forEach((hd, h) => weights.set(hd.weights.data, (L * heads + h) * m * m)));
@@ -144,12 +147,12 @@ export function createTrainer(
         Array.from({ length: batch }, () => sample(steps + 1)),
         n,
         d,
-        vec,
+        model.p.embed,
         positionScale,
       );
       if (timings) timings.batch = (timings.batch ?? 0) + performance.now() - t;
       // linear warm-up, as train_model.mjs: Adam's first directions are full size for every weight
-      const loss = trainStep(model, emb, vocab, b, adam, lr * Math.min(1, (steps + 1) / warmup), {
+      const loss = trainStep(model, b, adam, lr * Math.min(1, (steps + 1) / warmup), {
         attnLr,
         learnHead,
         timings,
@@ -158,11 +161,11 @@ export function createTrainer(
       return loss;
     },
     heads: headWeights,
-    copyProbability(norms, knockOut = []) {
-      const L = repeatedSpan(norms);
-      if (!L) throw new RangeError('copyProbability: the text must be some words twice');
-      const m = norms.length;
-      const { x } = makeBatch([{ words: [...norms, ''], ids: new Int32Array(m + 1) }], m, d, vec, positionScale);
+    copyProbability(ids, knockOut = []) {
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
+      if (!L) throw new RangeError('copyProbability: the text must be some tokens twice');
+      const m = ids.length;
+      const x = input(ids);
       // the layers with the knocked-out heads' W_O rows zeroed (knockout.js), made for this call
       const knocked = model.layers.map((layer, Lr) => {
         const out = knockOut.filter((k) => k.layer === Lr).map((k) => k.head);
@@ -171,7 +174,7 @@ export function createTrainer(
               dModel: d,
               heads,
               bias: false,
-              weights: knockedOutWeights(layer.weights, heads, out),
+              weights: ablatedWeights(layer.weights, heads, out).w,
             })
           : null;
       });
@@ -180,9 +183,7 @@ export function createTrainer(
           knocked.map((k, Lr) => k ?? model.layers[Lr]),
           x,
         );
-        const words = outputWords(emb, vocab, model.p.unk, model.p.wdelta);
-        const { logits } = forwardHead(model.p, words, hs.at(-1), m, d, V);
-        const ids = toIds(norms, vocab);
+        const { logits } = forwardHead(model.p, hs.at(-1), m, d, V);
         let sum = 0;
         for (let i = L; i < 2 * L - 1; ++i) {
           const o = i * V;
@@ -197,10 +198,57 @@ export function createTrainer(
         for (const k of knocked) k?.dispose();
       }
     },
-    induction(norms) {
-      const L = repeatedSpan(norms);
-      if (!L) throw new RangeError('induction: the text must be some words twice');
-      const { n: m, weights } = headWeights(norms);
+    scores(ids) {
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
+      if (!L) throw new RangeError('scores: the text must be some tokens twice');
+      const m = ids.length;
+      const { traces } = forwardLayers(model.layers, input(ids), { trace: true });
+      // u_c = W_out · E[c] (d) for each token of the text (the output scores the embeddings E)
+      const words = model.p.embed;
+      const classes = [...new Set(ids)];
+      const u = classes.map((c) => {
+        const out = new Float64Array(d);
+        for (let i = 0; i < d; ++i) {
+          let sum = 0;
+          for (let j = 0; j < d; ++j) sum += model.p.wout[i * d + j] * words[c * d + j];
+          out[i] = sum;
+        }
+        return out;
+      });
+      const prefix = [],
+        copying = [];
+      traces.forEach((hs, Lr) => {
+        const wo = model.layers[Lr].weights.wo.data;
+        hs.forEach((hd, k) => {
+          prefix.push(inductionScore(hd.weights.data, m, L));
+          const dV = hd.v.shape.at(-1);
+          let hits = 0;
+          for (let i = L; i < 2 * L; ++i) {
+            const t = i - L + 1;
+            // o (d) = v[t] · W_O[k·d_v : (k+1)·d_v, :]
+            const o = new Float64Array(d);
+            for (let r = 0; r < dV; ++r) {
+              const z = hd.v.data[t * dV + r];
+              for (let j = 0; j < d; ++j) o[j] += z * wo[(k * dV + r) * d + j];
+            }
+            let best = 0,
+              bestScore = -Infinity;
+            u.forEach((uc, q) => {
+              let sc = 0;
+              for (let j = 0; j < d; ++j) sc += o[j] * uc[j];
+              if (sc > bestScore) [best, bestScore] = [q, sc];
+            });
+            if (classes[best] === ids[t]) ++hits;
+          }
+          copying.push(hits / L);
+        });
+      });
+      return { prefix, copying };
+    },
+    induction(ids) {
+      const L = repeatedSpan(ids)?.span; // ids: S S, the copies' tokens the same
+      if (!L) throw new RangeError('induction: the text must be some tokens twice');
+      const { n: m, weights } = headWeights(ids);
       return Array.from({ length: layers * heads }, (_, k) =>
         inductionScore(weights.subarray(k * m * m, (k + 1) * m * m), m, L),
       );

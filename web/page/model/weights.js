@@ -1,10 +1,15 @@
 // The trained model's files (web/page/data/model/):
-//   manifest.json  corpus, licence, seed, steps, held-out figures, per-head stats, and `tensors`:
-//                  [{ name, shape, offset }] where offset counts float32s into model.bin
+//   manifest.json  corpus, licence, tokenizer, seed, steps, held-out figures, per-head stats, and
+//                  `tensors`: [{ name, shape, offset }] where offset counts float32s into model.bin
 //   model.bin      every tensor, float32 little-endian, back to back in `tensors` order
-//   vocab.txt      the output classes, one a line; the last is "<unk>" (every other word)
-// Tensor names: layers.L.wq|wk|wv|wo (L = 0, 1; no biases), wout (d,d), bout (V), unk (d), and
-// wdelta (V,d) when the model learned corrections to its output word vectors (lm.js outputWords).
+//   tokenizer.json { pattern, merges }: the byte-level BPE (tokenize.js createTokenizer); token c
+//                  is the model's input row c and output class c
+// Tensor names: layers.L.wq|wk|wv|wo (L = 0, 1; no biases), embed (V,d) the token embeddings,
+// wout (d,d), bout (V), and w1 (d,m), b1 (m), w2 (m,d), b2 (d) for layer 2's feed-forward block.
+//
+//   modelFromFiles(manifest, bin, tokenizerSpec) -> { manifest, tensors, tokenizer, vocab, dim }
+//     vocab: the tokens' pieces (tokenizer.pieces), dim: d_model
+//   loadModelFiles(baseUrl) -> Promise of the same, fetched
 
 // { name: Float32Array } with shapes -> { bin: Uint8Array, tensors: [{ name, shape, offset }] }
 export function packTensors(entries) {
@@ -21,6 +26,8 @@ export function packTensors(entries) {
   for (let i = 0; i < all.length; ++i) view.setFloat32(4 * i, all[i], true);
   return { bin, tensors };
 }
+
+import { createTokenizer } from '../tokenize.js';
 
 // (model.bin bytes, manifest) -> { name: { data, shape } }
 export function unpackTensors(bin, manifest) {
@@ -44,6 +51,14 @@ export function layerWeights(tensors, L) {
   return Object.fromEntries(names.map((k) => [k, tensors[`layers.${L}.${k}`]]));
 }
 
+export function modelFromFiles(manifest, bin, spec) {
+  const tokenizer = createTokenizer(spec);
+  const tensors = unpackTensors(bin, manifest);
+  if (tensors.embed?.shape[0] !== tokenizer.size)
+    throw new Error(`model: embed has ${tensors.embed?.shape[0]} rows but the tokenizer ${tokenizer.size} tokens`);
+  return { manifest, tensors, tokenizer, vocab: tokenizer.pieces, dim: manifest.model.dModel };
+}
+
 // Fetch the three files (browser, or any fetch that can read baseUrl).
 export async function loadModelFiles(baseUrl = new URL('../data/model/', import.meta.url)) {
   const base = new URL(
@@ -55,8 +70,6 @@ export async function loadModelFiles(baseUrl = new URL('../data/model/', import.
     if (!res.ok) throw new Error(`model: ${res.status} ${res.statusText} for ${name}`);
     return res;
   };
-  const [m, b, v] = await Promise.all([get('manifest.json'), get('model.bin'), get('vocab.txt')]);
-  const manifest = await m.json();
-  const vocab = (await v.text()).split('\n').filter((w) => w !== '');
-  return { manifest, tensors: unpackTensors(await b.arrayBuffer(), manifest), vocab };
+  const [m, b, t] = await Promise.all([get('manifest.json'), get('model.bin'), get('tokenizer.json')]);
+  return modelFromFiles(await m.json(), await b.arrayBuffer(), await t.json());
 }

@@ -5,11 +5,16 @@ import { weightTop } from '../colors.js';
 import { esc, fmt, fmtList, quote } from '../format.js';
 import { HAND, HAND_CAVEAT, byHand, handHolds } from '../worked_example.js';
 import { describeHead } from '../model/head_stats.js';
+import { pieceLabel } from '../tokenize.js';
 import { inductionStepHtml } from '../induction.js';
 import { scaleNoteHtml, softmaxNoteHtml, zeroColumnsHtml } from './measured.js';
 import { T, W, dims, headGroups, tokenMatrix, v, weightMatrix } from './markup.js';
 import { stepNumber } from './index.js';
 import { keyCell, row, sub, table, vectorList } from './readout.js';
+
+// Why positions: attention without a mask is permutation-equivariant; the causal mask breaks that.
+const ORDER =
+  'Without a mask, attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. With the causal mask that no longer holds: each token sees only itself and the tokens before it, so moving a token changes what it and the tokens after it can see (the mask knows positions, though not how far apart two tokens are).';
 
 const FORWARD = 'mha.forward(X, { causal, scale, trace: true })';
 const SINGLE = 'attn.attention(Q, K, V, { causal, scale, trace: true })';
@@ -67,7 +72,7 @@ function secondLayerInput(ctx, matrices) {
     formulaHtml: `${v('X')}<sub>2</sub> = ${v('X')}<sub>1</sub> + ${v('Y')}<sub>1</sub> &nbsp; (${v('X')}<sub>1</sub> = ${v('E')} + ${v('P')}, ${v('Y')}<sub>1</sub> = layer 1's output)`,
     shapes: [`X₂ ${dims(ctx.x.shape)}  (n × d_model)`],
     explainHtml:
-      '<p>The trained model stacks two attention layers with <strong>residual connections</strong>: each layer adds its output to its input instead of replacing it. So layer 2 reads the word vectors and positions plus whatever layer 1 gathered from earlier words (choose Layer 1 above to see that step by step).</p>',
+      '<p>The trained model stacks two attention layers with <strong>residual connections</strong>: each layer adds its output to its input instead of replacing it. So layer 2 reads the token embeddings and positions plus whatever layer 1 gathered from earlier words (choose Layer 1 above to see that step by step).</p>',
     sourceHtml: "Built by the page: X₁ plus layer 1's output, from <code>mha.forward(X₁, { causal: true })</code>.",
     matrices,
   };
@@ -86,7 +91,7 @@ function nextWordNote(manifest) {
   const block = ff
     ? `, passes each row through layer 2's feed-forward block (F = H + relu(H·W<sub>1</sub> + b<sub>1</sub>)·W<sub>2</sub> + b<sub>2</sub>, ${ff.hidden} hidden units)`
     : '';
-  return `<p>The trained model adds both layers' outputs to X₁ (the residual stream H)${block}, maps each row through a 100×100 matrix and scores it against the word vectors of its ${manifest.model.classes.toLocaleString('en')} words: a softmax over those scores is its guess of the next word. The side panel shows the five most likely words after the followed token.</p>`;
+  return `<p>The trained model adds both layers' outputs to X₁ (the residual stream H)${block}, maps each row through a 100×100 matrix and scores it against the embeddings of its ${manifest.model.classes.toLocaleString('en')} tokens (the same rows X₁ started from): a softmax over those scores is its guess of the next token. The side panel shows the five most likely tokens after the followed token.</p>`;
 }
 
 // The trained model's five most likely next words after token i, from the whole model.
@@ -94,7 +99,7 @@ function nextWords(ctx, i) {
   const items = ctx.trained.predictions[i]
     .map(
       ({ word, p }) =>
-        `<li><span class="next-word">${word === '<unk>' ? '<em>a rarer word</em>' : esc(word)}</span> <span class="next-p">${(100 * p).toFixed(1)} %</span></li>`,
+        `<li><span class="next-word">${esc(pieceLabel(word))}</span> <span class="next-p">${(100 * p).toFixed(1)} %</span></li>`,
     )
     .join('');
   return `<h3>Next word after ${quote(esc(ctx.labels[i]))}</h3><ol class="next-words" aria-label="The model's five most likely next words">${items}</ol>`;
@@ -106,13 +111,16 @@ export const FORWARD_STEPS = [
     id: 'x',
     part: 'one',
     label: 'X',
-    source: null, // the page's own code: word vectors and positions
+    source: null, // the page's own code: token embeddings and positions
     view(ctx) {
       const { n, dModel, worked } = ctx;
       const matrices = [];
       if (ctx.positions) {
         matrices.push(
-          tokenMatrix(ctx, 'E', 'E (word vectors)', `${v('E')} word vectors`, { data: ctx.e.data, shape: ctx.e.shape }),
+          tokenMatrix(ctx, 'E', 'E (token embeddings)', `${v('E')} token embeddings`, {
+            data: ctx.e.data,
+            shape: ctx.e.shape,
+          }),
         );
         matrices.push(
           tokenMatrix(
@@ -139,28 +147,24 @@ export const FORWARD_STEPS = [
           : [`X ${n}\u00d7${dModel}  (n \u00d7 d_model)`],
         explainHtml: worked
           ? '<p>Three tokens x₁, x₂, x₃, each a row of d_model = 2 numbers. Small enough that you can redo every step on paper; every number shown is still computed by the library.</p>'
-          : `<p>Each token becomes a row of ${dModel} numbers: its GloVe word vector, learned from how often words occur near each other. Words used in similar contexts get similar rows, so their dot product is large.</p>` +
+          : `<p>The text is cut into tokens: a byte-level BPE tokenizer, as GPT-2's, keeps frequent words whole (with their leading space, shown as ␣) and splits rarer ones into pieces, so any text you type has tokens. Each token becomes a row of ${dModel} numbers: its embedding, learned by the trained model along with its other weights (tokens used in similar places get similar rows).</p>` +
             (ctx.positions
-              ? '<p>Attention by itself ignores word order: shuffle the tokens and each one gets the same output as before, only in another row. Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands.</p>' +
+              ? `<p>${ORDER} Adding the sinusoidal position vectors P (sine and cosine waves of different lengths, one row per position) makes each row depend on where its token stands, mask or no mask.</p>` +
                 (ctx.trained && ctx.trained.manifest.model.positionScale !== 1
                   ? `<p>The trained model uses the sinusoids × ${ctx.trained.manifest.model.positionScale}, as it was trained.</p>`
                   : '')
-              : '<p>Attention by itself ignores word order. Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>'),
+              : `<p>${ORDER} Turn on <em>Add positions</em> to add sinusoidal position vectors P to each row.</p>`),
         sourceHtml: worked
           ? 'Typed in by hand: the page passes it to the library as it is.'
-          : `Built by the page: word vectors looked up in the vocabulary${ctx.positions ? ', plus sinusoidal positions' : ''}.`,
+          : `Built by the page: each token's row of the trained model's embeddings${ctx.positions ? ', plus sinusoidal positions' : ''}.`,
         matrices,
       };
     },
     inspect(ctx, i) {
       const I = i + 1;
-      const name = ctx.labels[i];
-      const note = ctx.unknown[i]
-        ? `<p class="note unknown-note">${quote(esc(name))} is not in the vocabulary: this row is a stand-in vector (see the legend under the tokens), not a learned one.</p>`
-        : '';
       return ctx.positions
-        ? `${note}<p>x${sub(I)} = e${sub(I)} + p${sub(I)} (word vector plus position ${I}), ${ctx.dModel} numbers:</p>${vectorList(row(ctx.x, i))}`
-        : `${note}<p>x${sub(I)}, ${ctx.dModel} numbers:</p>${vectorList(row(ctx.x, i))}`;
+        ? `<p>x${sub(I)} = e${sub(I)} + p${sub(I)} (token embedding plus position ${I}), ${ctx.dModel} numbers:</p>${vectorList(row(ctx.x, i))}`
+        : `<p>x${sub(I)}, ${ctx.dModel} numbers:</p>${vectorList(row(ctx.x, i))}`;
     },
   },
 

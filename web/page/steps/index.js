@@ -18,7 +18,7 @@
 //   hand(ctx) -> HTML | null    optional: the worked example's values by hand (worked_example.js)
 //   sgd       optional, true: the gradient-descent panel (sgd_panel.js) shows under the step
 //
-// ctx: { worked, labels (n tokens), unknown, n, dModel, heads, dK, dV, head, causal, scaling,
+// ctx: { worked, labels (n tokens), n, dModel, heads, dK, dV, head, causal, scaling,
 //        positions, projection, seed, e (n,d_model) | null, p (n,d_model) | null, x (n,d_model),
 //        result (compute.runGen's), back (compute.runBackwardGen's) }
 import { BACKWARD_STEPS } from './backward.js';

@@ -38,7 +38,6 @@ export function tokenMatrix(
   return matrixSpec(name, label, labelHtml, t, {
     scale,
     rowLabels: ctx.labels,
-    unknown: ctx.unknown,
     rowNoun,
     colLabels: square ? ctx.labels : undefined,
     colNoun: square ? 'key' : colNoun,
