@@ -173,11 +173,12 @@ float block_unit(float amax) {
   return std::ldexp(1.0f, std::clamp(e, -kUnitExp, kUnitExp));
 }
 
-// a (R, 4 lanes) += x (R, 2·pairs) row stride ldx · half a pair panel: step pair i (steps 2i,
-// 2i+1) at p + i·2·kNR, 8 bytes, lanes 0..3 each with its two steps side by side. The int8
-// become floats in registers (simd::load_i8x8), exactly; each product is the float x·v, so
-// the sums err as float32's do, whatever the steps' magnitudes. Lane l's two sums stay apart
-// in a[r][l / 2] (lanes 2·(l % 2), 2·(l % 2) + 1) until add_pairs joins them.
+// a (R, 4 lanes) += 2^24 · x (R, 2·pairs) row stride ldx · half a pair panel: step pair i
+// (steps 2i, 2i+1) at p + i·2·kNR, 8 bytes, lanes 0..3 each with its two steps side by side.
+// The int8 become floats 2^24 times their value in registers (simd::load_i8x8_top), exactly;
+// each product is the float x·v·2^24, so the sums err as float32's do, whatever the steps'
+// magnitudes. Lane l's two sums stay apart in a[r][l / 2] (lanes 2·(l % 2), 2·(l % 2) + 1)
+// until add_pairs joins them.
 template <size_t R>
 [[gnu::noinline]] void pair_product(const int8_t* p, size_t pairs, const float* x, size_t ldx,
                                     f32x4 (&a)[kMR][2]) {
@@ -185,7 +186,7 @@ template <size_t R>
   for (size_t r = 0; r < R; ++r) acc[r][0] = a[r][0], acc[r][1] = a[r][1];
   for (size_t i = 0; i < pairs; ++i) {
     f32x4 lo, hi;  // lanes 0, 1 and 2, 3, each lane's steps 2i, 2i+1
-    simd::load_i8x8(p + i * 2 * kNR, lo, hi);
+    simd::load_i8x8_top(p + i * 2 * kNR, lo, hi);
     for (size_t r = 0; r < R; ++r) {
       const f32x4 xr = simd::load_pair_splat(x + r * ldx + 2 * i);
       acc[r][0] = simd::muladd(xr, lo, acc[r][0]);
@@ -210,12 +211,13 @@ void pair_rows(size_t m, const int8_t* p, size_t pairs, const float* x, size_t l
   }
 }
 
-// out (m, 4) row stride ld [+]= the first nc (<= 4) lanes of add_pairs(a[r]) times f[r]
-void store_lanes(const f32x4 (&a)[kMR][2], size_t m, const f32x4* f, size_t nc, float* out,
+// out (m, 4) row stride ld [+]= the first nc (<= 4) lanes of add_pairs(a[r]) times g (a power
+// of two: 2^-24 takes pair_product's sums back to x·v) times f[r]
+void store_lanes(const f32x4 (&a)[kMR][2], size_t m, f32x4 g, const f32x4* f, size_t nc, float* out,
                  size_t ld, bool fresh) {
   for (size_t r = 0; r < m; ++r) {
     float* o = out + r * ld;
-    const f32x4 sum = simd::add_pairs(a[r][0], a[r][1]);
+    const f32x4 sum = simd::mul(simd::add_pairs(a[r][0], a[r][1]), g);
     if (nc == 4) {
       simd::store(o, simd::muladd(sum, f[r], fresh ? simd::splat(0) : simd::load(o)));
       continue;
@@ -246,7 +248,7 @@ void score_tile(const I8Head& h, size_t panel, size_t d_k, const float* xq, size
       const f32x4 scale = simd::load_bf16x4(sp + b * kNR + half * 4);
       for (size_t r = 0; r < m; ++r)
         f[r] = simd::min(simd::mul(scale, simd::splat(qu[r * nb + b])), most);
-      store_lanes(a, m, f, 4, out + half * 4, lds, b == 0);
+      store_lanes(a, m, simd::splat(0x1p-24f), f, 4, out + half * 4, lds, b == 0);
     }
   }
 }
@@ -291,8 +293,8 @@ constexpr size_t kChunk = kKeyBlock;
 
 // p (rows,cols), v rows [j0, j0 + cols) -> acc (rows,d_v) [+]= p·v. Per step of kChunk keys and
 // row, p taken times 1 / unit (its unit from the step's max|p|); per block b of columns, w = p·s
-// (s: the keys' scales of block b) in float, against the int8 values made floats in
-// registers: each key's product is its own, so a key with a large scale or weight leaves
+// (s: the keys' scales of block b, times 1 / their unit) in float, against the int8 values made
+// floats in registers: each key's product is its own, so a key with a large scale or weight leaves
 // every other key's share, in every column, as float32 has it.
 void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t rows, size_t j0,
                         size_t cols, float* acc, size_t ld_acc, bool accumulate) {
@@ -318,6 +320,11 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
         size_t i = 0;
         for (; i + 4 <= n; i += 4) simd::store(sc + i, simd::load_bf16x4(scale + i));
         for (; i < n; ++i) sc[i] = simd::bf16_to_float(scale[i]);
+        // sc taken times 1 / u, u = the block's unit of the scales (exact), so that w·v·2^24
+        // stays far below the largest float; g takes the sums back
+        const float u = block_unit(max_abs(sc, n)), down_sc = 1 / u;
+        for (i = 0; i < n; ++i) sc[i] *= down_sc;
+        const f32x4 g = simd::splat(0x1p-24f * u);
         for (size_t r = 0; r < m; ++r) {
           const float* pr = pc + r * ldp;
           float* wr = w + r * kChunk;
@@ -341,7 +348,7 @@ void i8_weighted_values(const PackedKV& kv, const float* p, size_t ldp, size_t r
               pair_rows(m, vp, (piece + 1) / 2, w + e, kChunk, a);
               e += piece;
             }
-            store_lanes(a, m, f, std::min<size_t>(4, nc - half * 4),
+            store_lanes(a, m, g, f, std::min<size_t>(4, nc - half * 4),
                         acc + r0 * ld_acc + c0 + half * 4, ld_acc, fresh);
           }
         }
