@@ -3,16 +3,26 @@
 // (kv_cache.js), and the factory for multi-head attention layers, over one module instance.
 import { checkDOutput, parseAttention, resolveAttention } from './attention_options.js';
 import { headsBackward, headsForward } from './attention_heads.js';
-import { KvCache } from './kv_cache.js';
+import { KvCache, parseCacheConfig } from './kv_cache.js';
+import { checkLayerConfig } from './layer_config.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
 import { checkBoolean, checkOptions, checkOut, checkTensor, showShape } from './validate.js';
+
+// Each call is read by a parse* function (pure: no wasm memory, no module) into a snapshot and
+// run by a run* function on the runtime: the direct form calls both, the worker form the first
+// on the calling side and the second in its worker (operations.js).
+
+// An Attention -> its runtime, for the worker form's host (worker_host.js).
+const runtimes = new WeakMap();
+export const runtimeOf = (attn) => runtimes.get(attn);
 
 export class Attention {
   #rt;
 
   constructor(module) {
     this.#rt = new Runtime(module, this);
+    runtimes.set(this, this.#rt);
   }
 
   // Which build runs: { threads, isa, gemmKernel }: the threads in use (more than 1 only on the
@@ -44,7 +54,7 @@ export class Attention {
     rt.checkAlive(where);
     const parsed = parseAttention(where, q, k, v, options);
     rt.checkAlive(where);
-    return headsForward(rt, where, resolveAttention(rt, where, parsed));
+    return runAttention(rt, where, parsed);
   }
 
   // The gradients of attention(q, k, v, options) for dOutput [nQ,dV] = ∂L/∂output:
@@ -59,10 +69,9 @@ export class Attention {
     const where = 'attentionBackward';
     const rt = this.#rt;
     rt.checkAlive(where);
-    const c = parseAttention(where, q, k, v, options, true);
-    const dOut = checkDOutput(where, c, dOutput);
+    const parsed = parseAttentionBackward(where, q, k, v, dOutput, options);
     rt.checkAlive(where);
-    return headsBackward(rt, where, resolveAttention(rt, where, c), dOut);
+    return runAttentionBackward(rt, where, parsed);
   }
 
   // a [m,k], b [k,n] -> a·b [m,n]. transposeA: a is given as [k,m]; transposeB: b as [n,k].
@@ -70,41 +79,27 @@ export class Attention {
     const where = 'matmul';
     const rt = this.#rt;
     rt.checkAlive(where);
-    const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
-    const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
-    const o = checkOptions(where, options, ['transposeA', 'transposeB', 'out']);
-    const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
-    const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
+    const parsed = parseMatmul(where, aArg, bArg, options);
     rt.checkAlive(where);
-    const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
-    const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
-    if (kb !== k) {
-      const aIs = `${showShape(a.shape)}${transposeA ? ' (transposed)' : ''}`;
-      const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
-      throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
-    }
-    const out = checkOut(where, o.out, { count: m * n, format: a.format, input: 'a', what: `the product [${m},${n}]` });
-    const { heap } = rt;
-    return heap.scoped(where, (s) => {
-      const pa = s.putFinite(a.data, 'a.data'),
-        pb = s.putFinite(b.data, 'b.data');
-      const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
-      // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
-      rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
-      return heap.readResult(pc, [m, n], a.format, where, 'the product', out);
-    });
+    return runMatmul(rt, where, parsed);
   }
 
   // A key/value cache in wasm memory for attention(q, k, v, { cache }); see KvCache.
   kvCache(config) {
-    this.#rt.checkAlive('kvCache');
-    return this.#rt.keepsOwnerAlive(new KvCache(this.#rt, config));
+    const rt = this.#rt;
+    rt.checkAlive('kvCache');
+    const parsed = parseCacheConfig('kvCache', config);
+    rt.checkAlive('kvCache'); // config's getters have run
+    return rt.keepsOwnerAlive(new KvCache(rt, parsed));
   }
 
   // A multi-head attention layer; see MultiHeadAttention.
   multiHeadAttention(config) {
-    this.#rt.checkAlive('multiHeadAttention');
-    return this.#rt.keepsOwnerAlive(new MultiHeadAttention(this.#rt, config));
+    const rt = this.#rt;
+    rt.checkAlive('multiHeadAttention');
+    const parsed = checkLayerConfig('multiHeadAttention', config);
+    rt.checkAlive('multiHeadAttention'); // config's getters have run
+    return rt.keepsOwnerAlive(new MultiHeadAttention(rt, parsed));
   }
 
   // Stops the threads and lets the module go; every later call throws. Layers made by this
@@ -112,4 +107,45 @@ export class Attention {
   dispose() {
     this.#rt.dispose();
   }
+}
+
+export const runAttention = (rt, where, c) => headsForward(rt, where, resolveAttention(rt, where, c));
+
+// attentionBackward's arguments -> { c (parseAttention's call), dOut (dOutput's snapshot) }.
+export function parseAttentionBackward(where, q, k, v, dOutput, options) {
+  const c = parseAttention(where, q, k, v, options, true);
+  return { c, dOut: checkDOutput(where, c, dOutput) };
+}
+
+export const runAttentionBackward = (rt, where, { c, dOut }) =>
+  headsBackward(rt, where, resolveAttention(rt, where, c), dOut);
+
+// matmul's arguments -> { a, b (snapshots), transposeA, transposeB, m, n, k, out }.
+export function parseMatmul(where, aArg, bArg, options) {
+  const a = checkTensor(where, 'a', aArg, [2], '[m,k]');
+  const b = checkTensor(where, 'b', bArg, [2], '[k,n]');
+  const o = checkOptions(where, options, ['transposeA', 'transposeB', 'out']);
+  const transposeA = checkBoolean(where, 'transposeA', o.transposeA);
+  const transposeB = checkBoolean(where, 'transposeB', o.transposeB);
+  const [m, k] = transposeA ? [a.shape[1], a.shape[0]] : a.shape;
+  const [kb, n] = transposeB ? [b.shape[1], b.shape[0]] : b.shape;
+  if (kb !== k) {
+    const aIs = `${showShape(a.shape)}${transposeA ? ' (transposed)' : ''}`;
+    const bIs = `${showShape(b.shape)}${transposeB ? ' (transposed)' : ''}`;
+    throw new RangeError(`${where}: a is ${aIs} and b is ${bIs}: the inner sizes ${k} and ${kb} must match`);
+  }
+  const out = checkOut(where, o.out, { count: m * n, format: a.format, input: 'a', what: `the product [${m},${n}]` });
+  return { a, b, transposeA, transposeB, m, n, k, out };
+}
+
+export function runMatmul(rt, where, { a, b, transposeA, transposeB, m, n, k, out }) {
+  const { heap } = rt;
+  return heap.scoped(where, (s) => {
+    const pa = s.putFinite(a.data, 'a.data'),
+      pb = s.putFinite(b.data, 'b.data');
+    const pc = s.alloc(m * n * 4, `the product [${m},${n}]`);
+    // wa::gemm: c (m,n) = op(a)·op(b), each dense: row strides a.shape[1], b.shape[1], n
+    rt.call(where, 'gemm', transposeA, transposeB, m, n, k, pa, a.shape[1], pb, b.shape[1], pc, n);
+    return heap.readResult(pc, [m, n], a.format, where, 'the product', out);
+  });
 }

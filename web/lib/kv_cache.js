@@ -21,7 +21,15 @@
 import { ErrorKind, heads4d, throwIfFailed } from './binding.js';
 import { formatBytes } from './heap.js';
 import { Owned } from './owned.js';
-import { cacheForms, checkInteger, checkOneOf, checkOptions, checkPositiveInteger, notACache } from './validate.js';
+import {
+  cacheForms,
+  checkCacheOption,
+  checkInteger,
+  checkOneOf,
+  checkOptions,
+  checkPositiveInteger,
+  DISPOSED,
+} from './validate.js';
 import { plainTensor as tensor } from './tensor.js';
 
 // The cache element types, one row each in wa::KvType's order (the index is what the core
@@ -52,19 +60,24 @@ function cacheBytes(module, { batch, kvHeads, dK, dV, capacity, dtype }) {
 
 const internals = new WeakMap(); // KvCache -> its state, for attention() (cacheInternals)
 
+// config { batch, kvHeads, dK, dV, capacity }, each a positive integer, and dtype (KV_DTYPES,
+// 'float32' when left out), read once -> { batch, kvHeads, dK, dV, capacity, dtype }.
+export function parseCacheConfig(where, config) {
+  if (config === undefined) throw new TypeError(`${where}: needs { batch, kvHeads, dK, dV, capacity }`);
+  const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity', 'dtype']);
+  for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
+  const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
+  checkOneOf(where, 'dtype', dtype, KV_DTYPES);
+  return { batch, kvHeads, dK, dV, capacity, dtype };
+}
+
 export class KvCache {
   #state;
 
-  // config { batch, kvHeads, dK, dV, capacity }, each a positive integer, and dtype (KV_DTYPES,
-  // 'float32' when left out).
-  constructor(rt, config) {
+  // c: parseCacheConfig's, on a live runtime rt.
+  constructor(rt, c) {
     const where = 'kvCache';
-    if (config === undefined) throw new TypeError(`${where}: needs { batch, kvHeads, dK, dV, capacity }`);
-    const o = checkOptions(where, config, ['batch', 'kvHeads', 'dK', 'dV', 'capacity', 'dtype']);
-    for (const name of ['batch', 'kvHeads', 'dK', 'dV', 'capacity']) checkPositiveInteger(where, name, o[name]);
-    const { batch, kvHeads, dK, dV, capacity, dtype = 'float32' } = o;
-    checkOneOf(where, 'dtype', dtype, KV_DTYPES);
-    rt.checkAlive(where); // config's getters have run
+    const { batch, kvHeads, dK, dV, capacity, dtype } = c;
     // Refused before the core allocates: a block larger than what wasm memory has left fails
     // there too, with a message that cannot say what did not fit.
     const what = `${where}: keys [${batch},${kvHeads},${capacity},${dK}] and values [${batch},${kvHeads},${capacity},${dV}]`;
@@ -173,36 +186,17 @@ export class KvCache {
 
   #check(what) {
     const s = this.#state;
-    if (s.disposed) throw new TypeError(`kvCache.${what}: this cache was disposed`);
+    if (s.disposed) throw DISPOSED.cache(`kvCache.${what}`);
     s.rt.checkAlive(`kvCache.${what}`);
     return s;
   }
-}
-
-// An object cacheFor() rejects as a disposed cache, or (disposed false) as another
-// instance's: what the worker form's host (worker_host.js) passes for a reference that is not
-// one of its live caches, so that the synchronous form's message comes out. With form
-// 'direct': an object cacheFor() rejects as a cache of the direct form, for a reference
-// to one (a direct form's cache is never sent to a worker).
-export function cacheStandIn({ disposed, form }) {
-  if (form) {
-    const standIn = {};
-    cacheForms.set(standIn, form);
-    return standIn;
-  }
-  const standIn = {};
-  internals.set(standIn, { disposed, rt: null });
-  return standIn;
 }
 
 // A cache passed to attention() -> its state, or a TypeError (not a cache, one of the worker
 // form, disposed, or made by another instance).
 function cacheFor(where, value, rt) {
   const s = typeof value === 'object' && value !== null ? internals.get(value) : undefined;
-  if (s === undefined) throw notACache(where, value);
-  if (s.disposed) throw new TypeError(`${where}: the cache was disposed`);
-  if (s.rt !== rt) throw new TypeError(`${where}: the cache belongs to another attention instance`);
-  return s;
+  return checkCacheOption(where, value, s, s?.rt === rt);
 }
 
 // One step over a cache, the one place a failed step is undone: step() appends the new rows

@@ -19,10 +19,13 @@ function savedForward(layer, where) {
   return layer.saved;
 }
 
+// The saved forward's output shape, for messages ('[3,4]'), or savedForward's TypeError.
+export const savedShape = (layer, where) => showShape(savedForward(layer, where).xShape);
+
 // dOutput (a tensor), read once (no getter of it runs later) -> its snapshot; its sizes are
 // held to the saved forward by layerBackward. The forward saved now words the messages.
 export function parseBackward(layer, where, dOutput) {
-  return readTensor(where, 'dOutput', dOutput, showShape(savedForward(layer, where).xShape));
+  return readTensor(where, 'dOutput', dOutput, savedShape(layer, where));
 }
 
 // dOut: parseBackward's snapshot -> { dx, dContext, dw…, db… }. Differentiates the forward

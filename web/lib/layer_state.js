@@ -5,7 +5,7 @@
 import { rotary as rotaryStruct, scoreMask } from './binding.js';
 import { Owned } from './owned.js';
 import { plainTensor as tensor } from './tensor.js';
-import { largest, weightsBlame } from './validate.js';
+import { DISPOSED, largest, weightsBlame } from './validate.js';
 
 // A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's
 // { config, shapes, values } -> its state:
@@ -32,12 +32,14 @@ export function createLayer(rt, owner, where, { config, shapes, values }) {
   return layer;
 }
 
-// The public layer (MultiHeadAttention) -> its state, for holdForward; module-internal.
+// The public layer (MultiHeadAttention) -> its state, for holdForward and the worker form's
+// host (worker_host.js: layerOf).
 const layers = new WeakMap();
+export const layerOf = (owner) => layers.get(owner);
 
 export function checkLayerAlive(layer, where) {
   layer.rt.checkAlive(where);
-  if (!layer.ptrs) throw new TypeError(`${where}: this layer was disposed`);
+  if (!layer.ptrs) throw DISPOSED.layer(where);
 }
 
 // The layer's rotary, window and softcap with a call's causal and mask, as the core's

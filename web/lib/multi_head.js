@@ -15,7 +15,6 @@
 // Every call checks the layer is alive, then reads its arguments once (parse*), then touches wasm
 // memory; the constructor reads its config before it checks the instance is alive.
 import { layerBackward, parseBackward } from './layer_backward.js';
-import { checkLayerConfig } from './layer_config.js';
 import { layerForward, parseForward } from './layer_forward.js';
 import { layerForwardCached } from './layer_forward_cached.js';
 import { checkLayerAlive, createLayer, disposeLayer, readWeights } from './layer_state.js';
@@ -24,11 +23,9 @@ import { layerStep, parseStep } from './layer_step.js';
 export class MultiHeadAttention {
   #layer; // layer_state.js
 
-  constructor(rt, config) {
-    const where = 'multiHeadAttention';
-    const parsed = checkLayerConfig(where, config);
-    rt.checkAlive(where);
-    this.#layer = createLayer(rt, this, where, parsed);
+  // parsed: checkLayerConfig's, on a live runtime rt.
+  constructor(rt, parsed) {
+    this.#layer = createLayer(rt, this, 'multiHeadAttention', parsed);
     this.config = parsed.config;
   }
 
@@ -46,8 +43,7 @@ export class MultiHeadAttention {
     const where = 'multiHeadAttention.forward';
     const layer = this.#layer;
     checkLayerAlive(layer, where);
-    const call = parseForward(layer.config, where, x, options);
-    return call.cache !== undefined ? layerForwardCached(layer, where, call) : layerForward(layer, where, call);
+    return runForward(layer, where, parseForward(layer.config, where, x, options));
   }
 
   // Gradients of the most recent forward: dOutput (the output's shape) = ∂L/∂output ->
@@ -83,3 +79,7 @@ export class MultiHeadAttention {
     disposeLayer(this.#layer);
   }
 }
+
+// parseForward's call c on the layer's state -> its result, over a cache or not.
+export const runForward = (layer, where, c) =>
+  c.cache !== undefined ? layerForwardCached(layer, where, c) : layerForward(layer, where, c);

@@ -1,46 +1,48 @@
-// The worker form's operations: one row per member of the direct form that
-// createAttention({ worker: true }) mirrors. worker_client.js makes its classes' members from
-// these rows and worker_host.js its dispatch; a new method of Attention, MultiHeadAttention or
-// KvCache is one row here (or one DIRECT_ONLY entry saying why the worker form lacks it),
-// beside its direct implementation and its types (index.d.ts: the Async* types are mapped
-// from the direct ones).
+// The operations of both forms: one row per public member of Attention, MultiHeadAttention and
+// KvCache. Each call is read on the calling side by its row's parse (pure: the direct form's
+// parser, no wasm memory) into a snapshot of plain data, and run by its row's run on the
+// object's state: in the direct form one after the other, in the worker form
+// (createAttention({ worker: true })) parse in the caller's thread and run in the worker.
+// See web/docs/loading.md#the-worker-form; how a new member is added: web/docs/developing.md.
 //
 // Columns:
-//   on       the class the member is on: 'attention' (Attention, what createAttention()
-//            resolves to), 'layer' (MultiHeadAttention), 'cache' (KvCache)
+//   on       the class: 'attention' (Attention), 'layer' (MultiHeadAttention), 'cache' (KvCache)
 //   name     the member's name, the same in both forms
-//   form     'method': a call answered by the worker, a Promise here
-//            'getter': a property read in the worker, a Promise here
-//            'local':  a value the worker sent when the object was made (a layer's config, a
-//                      cache's shape, the backend), read here with no request; checks: it
-//                      throws once the instance was disposed, as the direct form's does;
-//                      own: an own property of each object, as in the direct form (else a
-//                      getter of the class)
+//   form     'method': a call, a Promise in the worker form; 'getter': a property read in the
+//            worker, a Promise there; 'local': a value known on the calling side (checks: it
+//            throws once the instance was disposed; own: an own property of each object);
 //            'dispose': frees the object in the worker once the calls made before it ran
-//   args     how many arguments are sent as given (those left out as undefined); a caller's
-//            extra ones are not sent
-//   options  what the argument after them is:
-//            'options':  the direct form's options, sent with the worker form's transfer key
-//                        taken out, and out replaced by a fresh array of its type and length
-//                        (worker_client.js, takeOptions)
-//            'transfer': the worker form's own { transfer }, read here, not sent
-//            absent:     none (a call of this member never transfers)
-//   out      with options.out, where the answer's main result is, whose values go into out:
-//            'output' (answer.output) or 'answer' (the answer itself)
-//   cacheOption  the options key that takes a KvCache in the direct form: here it takes a
-//            cache of this form, sent as a reference to its cache in the worker (any cache of
-//            this form among a call's arguments goes as one, so that a misplaced one gets the
-//            direct form's message there)
-//   hold     a call with out that changes the worker's state is held (the undo protocol,
-//            worker_client.js): 'always' (a layer's forward replaces its saved forward), or
-//            'cache' (when its cacheOption holds a cache of this form, which it appends to)
-//   makes    the answer is a new object in the worker ('layer' or 'cache'), given here as a
-//            proxy of this form holding its local values
-//   returns  'arrays': the answer holds typed arrays, each a fresh copy out of wasm memory
-//            that nobody in the worker keeps, so they are transferred back (detached there);
-//            absent: nothing to transfer (numbers, undefined)
-//   gone     a getter's value once its object or its instance was disposed (the direct
-//            form's value then) instead of a rejection
+//   args     how many arguments parse takes as given
+//   options  the argument after them: 'options' (the direct form's, less the worker form's
+//            transfer key) or 'transfer' (the worker form's own { transfer }); absent: none
+//   parse    (where, args, local) -> the call's snapshot (local: the object's local values);
+//            absent: args as given
+//   run      (state, where, snapshot) -> the result (state: the instance's runtime or the
+//            layer's state); absent: the direct form's member, called with the snapshot
+//   out      the result whose data goes into the options' out: 'output' or 'answer' (itself)
+//   cacheOption  the snapshot's key that holds a KvCache (one of the worker form there)
+//   hold     when a call with out is held in the worker (the undo protocol, worker_host.js):
+//            'always' (a layer's forward), 'cache' (with a cache, which it appends to)
+//   makes    the result is a new object ('layer' or 'cache'); locals(snapshot): its local values
+//   returns  'arrays': the result's typed arrays are fresh, transferred back from the worker
+//   gone     a getter's value once its object or instance was disposed, instead of an error
+import { parseAttentionBackward, parseMatmul, runAttention, runAttentionBackward, runMatmul } from './attention.js';
+import { parseAttention } from './attention_options.js';
+import { KvCache, parseCacheConfig } from './kv_cache.js';
+import { layerBackward, savedShape } from './layer_backward.js';
+import { checkLayerConfig } from './layer_config.js';
+import { parseForward } from './layer_forward.js';
+import { layerStep, parseStep } from './layer_step.js';
+import { MultiHeadAttention, runForward } from './multi_head.js';
+import { checkInteger, readTensor } from './validate.js';
+
+// The worker form reads dOutput before it knows the saved forward: its messages name the
+// saved forward's shape by this, which the worker's answer replaces (backward's run).
+export const SAVED_SHAPE = '\u0000the saved forward\u0000';
+
+// Each class's prefix of its members' names in messages ('kvCache.read').
+const WHERE = { attention: '', layer: 'multiHeadAttention.', cache: 'kvCache.' };
+
 export const OPERATIONS = Object.freeze(
   [
     { on: 'attention', name: 'backend', form: 'local', checks: true },
@@ -50,17 +52,57 @@ export const OPERATIONS = Object.freeze(
       form: 'method',
       args: 3,
       options: 'options',
+      parse: (where, [q, k, v, o]) => parseAttention(where, q, k, v, o),
+      run: runAttention,
       out: 'output',
       hold: 'cache',
       cacheOption: 'cache',
       returns: 'arrays',
     },
-    { on: 'attention', name: 'attentionBackward', form: 'method', args: 4, options: 'options', returns: 'arrays' },
-    { on: 'attention', name: 'matmul', form: 'method', args: 2, options: 'options', out: 'answer', returns: 'arrays' },
+    {
+      on: 'attention',
+      name: 'attentionBackward',
+      form: 'method',
+      args: 4,
+      options: 'options',
+      parse: (where, [q, k, v, d, o]) => parseAttentionBackward(where, q, k, v, d, o),
+      run: runAttentionBackward,
+      returns: 'arrays',
+    },
+    {
+      on: 'attention',
+      name: 'matmul',
+      form: 'method',
+      args: 2,
+      options: 'options',
+      parse: (where, [a, b, o]) => parseMatmul(where, a, b, o),
+      run: runMatmul,
+      out: 'answer',
+      returns: 'arrays',
+    },
     { on: 'attention', name: 'memory', form: 'method', args: 0 },
-    { on: 'attention', name: 'kvCache', form: 'method', args: 1, makes: 'cache' },
+    {
+      on: 'attention',
+      name: 'kvCache',
+      form: 'method',
+      args: 1,
+      parse: (where, [config]) => parseCacheConfig(where, config),
+      run: (rt, where, c) => rt.keepsOwnerAlive(new KvCache(rt, c)),
+      makes: 'cache',
+      locals: (c) => c,
+    },
     // config is the options argument: it may say { transfer: true }, for its weights
-    { on: 'attention', name: 'multiHeadAttention', form: 'method', args: 0, options: 'options', makes: 'layer' },
+    {
+      on: 'attention',
+      name: 'multiHeadAttention',
+      form: 'method',
+      args: 0,
+      options: 'options',
+      parse: (where, [config]) => checkLayerConfig(where, config),
+      run: (rt, where, parsed) => rt.keepsOwnerAlive(new MultiHeadAttention(rt, parsed)),
+      makes: 'layer',
+      locals: ({ config, shapes }) => ({ config, shapes }),
+    },
     { on: 'attention', name: 'dispose', form: 'dispose' },
 
     { on: 'layer', name: 'config', form: 'local', own: true },
@@ -70,13 +112,41 @@ export const OPERATIONS = Object.freeze(
       form: 'method',
       args: 1,
       options: 'options',
+      parse: (where, [x, o], local) => parseForward(local.config, where, x, o),
+      run: runForward,
       out: 'output',
       hold: 'always',
       cacheOption: 'cache',
       returns: 'arrays',
     },
-    { on: 'layer', name: 'backward', form: 'method', args: 1, options: 'transfer', returns: 'arrays' },
-    { on: 'layer', name: 'step', form: 'method', args: 2, options: 'transfer' },
+    {
+      on: 'layer',
+      name: 'backward',
+      form: 'method',
+      args: 1,
+      options: 'transfer',
+      // what reading dOutput throws comes after the saved forward's error (the direct form's
+      // order): refused goes back to the caller once the worker found a saved forward
+      parse: (where, [dOutput]) => {
+        try {
+          return { dOut: readTensor(where, 'dOutput', dOutput, SAVED_SHAPE) };
+        } catch (refused) {
+          return { refused };
+        }
+      },
+      run: (layer, where, { dOut, refused }) =>
+        refused ? savedShape(layer, where) : layerBackward(layer, where, dOut),
+      returns: 'arrays',
+    },
+    {
+      on: 'layer',
+      name: 'step',
+      form: 'method',
+      args: 2,
+      options: 'transfer',
+      parse: (where, [grads, learningRate], local) => parseStep(local, where, grads, learningRate),
+      run: layerStep,
+    },
     { on: 'layer', name: 'weights', form: 'getter', returns: 'arrays' },
     { on: 'layer', name: 'dispose', form: 'dispose' },
 
@@ -88,10 +158,17 @@ export const OPERATIONS = Object.freeze(
     { on: 'cache', name: 'dtype', form: 'local' },
     { on: 'cache', name: 'length', form: 'getter', gone: 0 },
     { on: 'cache', name: 'read', form: 'method', args: 0, returns: 'arrays' },
-    { on: 'cache', name: 'truncate', form: 'method', args: 1 },
+    {
+      on: 'cache',
+      name: 'truncate',
+      form: 'method',
+      args: 1,
+      // n's kind here; its range (the cache's length) where the cache is
+      parse: (where, [n]) => [typeof n === 'number' ? n : checkInteger(where, 'n', n, 0)],
+    },
     { on: 'cache', name: 'reset', form: 'method', args: 0 },
     { on: 'cache', name: 'dispose', form: 'dispose' },
-  ].map((row) => Object.freeze({ ...row, op: `${row.on}.${row.name}` })),
+  ].map((row) => Object.freeze({ ...row, op: `${row.on}.${row.name}`, where: `${WHERE[row.on]}${row.name}` })),
 );
 
 // Members of the direct form the worker form does not have, 'on.name' -> why. Empty: the
@@ -103,3 +180,15 @@ export const OPERATION = new Map(OPERATIONS.map((row) => [row.op, row]));
 
 // The rows of one class's members, in the table's order.
 export const operationsOn = (on) => OPERATIONS.filter((row) => row.on === on);
+
+// The ArrayBuffers behind the typed arrays in a snapshot or a result (plain objects and
+// arrays), for transfer; SharedArrayBuffers are shared, never transferred.
+export function buffersOf(value, into = new Set(), depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8) return into;
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer && value.buffer.byteLength > 0) into.add(value.buffer);
+  } else {
+    for (const v of Object.values(value)) buffersOf(v, into, depth + 1);
+  }
+  return into;
+}

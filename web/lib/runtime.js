@@ -7,6 +7,7 @@
 import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 import { Owned } from './owned.js';
+import { DISPOSED } from './validate.js';
 
 const ownerOf = new WeakMap(); // layer -> the owner it keeps alive
 
@@ -36,9 +37,7 @@ export class Runtime {
   }
 
   checkAlive(where) {
-    if (this.disposed) {
-      throw new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
-    }
+    if (this.disposed) throw DISPOSED.instance(where);
   }
 
   // Calls a binding, which returns a Status, and throws a failed one (see throwIfFailed),

@@ -227,6 +227,31 @@ export function notACache(where, value) {
   return new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
 }
 
+// The errors of a call on what was disposed, in every form (the direct form's objects and the
+// worker form's, worker_client.js): where is the call, e.g. 'kvCache.read'.
+export const DISPOSED = Object.freeze({
+  instance: (where) =>
+    new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`),
+  layer: (where) => new TypeError(`${where}: this layer was disposed`),
+  cache: (where) => new TypeError(`${where}: this cache was disposed`),
+});
+
+// A cache option (value) in either form -> state, or the TypeError of one that is not a cache
+// of this form (state undefined), was disposed, or is another instance's (mine false).
+export function checkCacheOption(where, value, state, mine) {
+  if (state === undefined) throw notACache(where, value);
+  if (state.disposed) throw new TypeError(`${where}: the cache was disposed`);
+  if (!mine) throw new TypeError(`${where}: the cache belongs to another attention instance`);
+  return state;
+}
+
+// checkOut's snapshot of a fresh array for `count` values of `format` (the worker form's out
+// in the worker: the result goes back in it, and its values into the caller's out).
+export function freshOut(format, count) {
+  const array = new OUT_TYPES[format.array](count);
+  return Object.freeze({ array, view: ownView(array, format.array), format });
+}
+
 // The TypeError of an out whose length changed from `count`, the result's values, to `length`
 // (when: e.g. 'while the call ran'): its buffer was detached or shrunk (fewer values), or it
 // is a length-tracking view of a resizable ArrayBuffer that grew (more).

@@ -385,8 +385,8 @@ test("a detached or shrunk typed array in the worker form: the synchronous form'
   await remote.dispose();
 });
 
-// The worker form, where a call's arguments are read (encoded for postMessage) on the main
-// side: a getter that disposes what the call is about gets the synchronous form's error, as a
+// The worker form, where a call's arguments are read on the calling side by the direct form's
+// parser: a getter that disposes what the call is about gets the direct form's error, as a
 // rejection, and never a Promise that settles neither way.
 describe('the worker form: a getter that disposes the instance, the layer or the cache', () => {
   const next = rng(14);
@@ -430,26 +430,36 @@ describe('the worker form: a getter that disposes the instance, the layer or the
     }
   });
 
-  test('the instance, by a getter deeper than the client copies (postMessage runs it)', async () => {
-    for (let i = 0; i < 4; ++i) {
-      const attn = await createAttention({ worker: true, threads: 1 });
-      const root = {};
-      let deep = root;
-      for (let depth = 0; depth < 12; ++depth) deep = deep.x = {};
-      const y = () => {
+  test("a getter deeper than the parser reads never runs: the direct form's error, the instance alive", async () => {
+    const local = await createAttention({ threads: 1 });
+    const attn = await createAttention({ worker: true, threads: 1 });
+    const root = {};
+    let deep = root;
+    for (let depth = 0; depth < 12; ++depth) deep = deep.x = {};
+    let ran = false;
+    Object.defineProperty(deep, 'y', {
+      enumerable: true,
+      get: () => {
+        ran = true;
         attn.dispose();
         return 1;
-      };
-      Object.defineProperty(deep, 'y', { enumerable: true, get: y });
-      assert.equal(
-        await rejection(attn.attention(q, k, v, { window: root })),
-        'TypeError: attention: this attention instance was disposed; create a new one with createAttention()',
-      );
-      await attn.dispose();
+      },
+    });
+    let direct;
+    try {
+      local.attention(q, k, v, { window: root });
+    } catch (e) {
+      direct = `${e.constructor.name}: ${e.message}`;
     }
+    assert.equal(direct, 'TypeError: attention: window: unknown option "x" (known: left, right)');
+    assert.equal(await rejection(attn.attention(q, k, v, { window: root })), direct);
+    assert.equal(ran, false);
+    assert.equal((await attn.memory()).wasmBytes > 0, true);
+    local.dispose();
+    await attn.dispose();
   });
 
-  test("a layer, during its forward; a cache, during truncate's argument", async () => {
+  test("a layer, during its forward; a cache's truncate reads no getter of n", async () => {
     const attn = await createAttention({ worker: true, threads: 1 });
     const layer = await attn.multiHeadAttention({ dModel: 4, heads: 1 });
     const forward = layer.forward(
@@ -458,29 +468,57 @@ describe('the worker form: a getter that disposes the instance, the layer or the
     );
     assert.equal(await rejection(forward), 'TypeError: multiHeadAttention.forward: this layer was disposed');
     const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    let ran = false;
     const n = {
       get valueOf() {
+        ran = true;
         cache.dispose();
         return () => 0;
       },
     };
-    assert.equal(await rejection(cache.truncate(n)), 'TypeError: kvCache.truncate: this cache was disposed');
+    assert.equal(await rejection(cache.truncate(n)), 'TypeError: kvCache.truncate: n must be a number, got an Object');
+    assert.equal(ran, false);
+    const c = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    assert.equal(
+      await rejection(
+        c.truncate(
+          disposing(
+            () => c.dispose(),
+            'valueOf',
+            () => 0,
+          ),
+        ),
+      ),
+      'TypeError: kvCache.truncate: n must be a number, got an Object',
+    );
     await attn.dispose();
   });
 
-  test('a getter that throws: a rejection, never a throw', async () => {
+  test('a getter that throws: a rejection with its own error, never a throw', async () => {
     const attn = await createAttention({ worker: true, threads: 1 });
     const cache = await attn.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: 4 });
+    const thrown = new RangeError('from the getter');
     const throwing = {
-      get n() {
-        throw new RangeError('from the getter');
+      get batch() {
+        throw thrown;
       },
     };
-    let truncated;
+    let made;
     assert.doesNotThrow(() => {
-      truncated = cache.truncate(throwing);
+      made = attn.kvCache(throwing);
     });
-    assert.equal(await rejection(truncated), 'RangeError: from the getter');
+    assert.equal(await made.catch((e) => e), thrown);
+    const layer = await attn.multiHeadAttention({ dModel: 4, heads: 1 });
+    let forward;
+    assert.doesNotThrow(() => {
+      forward = layer.forward(tensor(new Float32Array(4), [1, 4]), {
+        cache,
+        get causal() {
+          throw thrown;
+        },
+      });
+    });
+    assert.equal(await forward.catch((e) => e), thrown);
     assert.equal(await cache.length, 0);
     await attn.dispose();
   });
