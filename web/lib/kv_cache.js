@@ -28,7 +28,7 @@ import {
   checkOneOf,
   checkOptions,
   checkPositiveInteger,
-  DISPOSED,
+  disposedError,
 } from './validate.js';
 import { plainTensor as tensor } from './tensor.js';
 
@@ -186,8 +186,8 @@ export class KvCache {
 
   #check(what) {
     const s = this.#state;
-    if (s.disposed) throw DISPOSED.cache(`kvCache.${what}`);
-    s.rt.checkAlive(`kvCache.${what}`);
+    const error = disposedError('cache', `kvCache.${what}`, s.rt.disposed, s.disposed);
+    if (error) throw error;
     return s;
   }
 }

@@ -5,7 +5,7 @@
 import { rotary as rotaryStruct, scoreMask } from './binding.js';
 import { Owned } from './owned.js';
 import { plainTensor as tensor } from './tensor.js';
-import { DISPOSED, largest, weightsBlame } from './validate.js';
+import { disposedError, largest, weightsBlame } from './validate.js';
 
 // A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's
 // { config, shapes, values } -> its state:
@@ -38,8 +38,8 @@ const layers = new WeakMap();
 export const layerOf = (owner) => layers.get(owner);
 
 export function checkLayerAlive(layer, where) {
-  layer.rt.checkAlive(where);
-  if (!layer.ptrs) throw DISPOSED.layer(where);
+  const error = disposedError('layer', where, layer.rt.disposed, !layer.ptrs);
+  if (error) throw error;
 }
 
 // The layer's rotary, window and softcap with a call's causal and mask, as the core's

@@ -7,7 +7,7 @@
 import { throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 import { Owned } from './owned.js';
-import { DISPOSED } from './validate.js';
+import { disposedError } from './validate.js';
 
 const ownerOf = new WeakMap(); // layer -> the owner it keeps alive
 
@@ -37,7 +37,7 @@ export class Runtime {
   }
 
   checkAlive(where) {
-    if (this.disposed) throw DISPOSED.instance(where);
+    if (this.disposed) throw disposedError('attention', where, true);
   }
 
   // Calls a binding, which returns a Status, and throws a failed one (see throwIfFailed),

@@ -227,14 +227,15 @@ export function notACache(where, value) {
   return new TypeError(`${where}: cache must be a cache from attn.kvCache({ batch, kvHeads, dK, dV, capacity })`);
 }
 
-// The errors of a call on what was disposed, in every form (the direct form's objects and the
-// worker form's, worker_client.js): where is the call, e.g. 'kvCache.read'.
-export const DISPOSED = Object.freeze({
-  instance: (where) =>
-    new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`),
-  layer: (where) => new TypeError(`${where}: this layer was disposed`),
-  cache: (where) => new TypeError(`${where}: this cache was disposed`),
-});
+// The error of a call on an object of kind `on` ('attention', 'layer' or 'cache') once it
+// (disposed) or its instance (instanceDisposed) was disposed, in the order both forms check;
+// null while both are alive. where: the call, e.g. 'kvCache.read'.
+export function disposedError(on, where, instanceDisposed, disposed = false) {
+  if (on === 'cache' && disposed) return new TypeError(`${where}: this cache was disposed`);
+  if (instanceDisposed)
+    return new TypeError(`${where}: this attention instance was disposed; create a new one with createAttention()`);
+  return disposed ? new TypeError(`${where}: this layer was disposed`) : null;
+}
 
 // A cache option (value) in either form -> state, or the TypeError of one that is not a cache
 // of this form (state undefined), was disposed, or is another instance's (mine false).

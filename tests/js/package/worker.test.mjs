@@ -603,6 +603,65 @@ describe('the worker form', () => {
     }
   });
 
+  // The worker form reads a call with the direct form's parser where the call was made: what
+  // postMessage cannot carry (functions, symbols, Proxies, objects with getters on their
+  // prototype) is read as the direct form reads it, and an error rejects at once, before the
+  // answers of calls sent earlier (which the worker would answer first).
+  test("a call's arguments are read on the calling side: the direct form's errors, before any answer", async () => {
+    const next = rng(33);
+    const [q, k, v] = [randomTensor(next, [5, 4]), randomTensor(next, [6, 4]), randomTensor(next, [6, 3])];
+    const detached = q.data.slice();
+    structuredClone(detached.buffer, { transfer: [detached.buffer] });
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const thrown = new RangeError('from a getter');
+    const calls = {
+      'a function as causal': (a) => a.attention(q, k, v, { causal: () => true }),
+      'a function as q': (a) => a.attention(() => q, k, v),
+      'a symbol as the mask': (a) => a.attention(q, k, v, { mask: Symbol('mask') }),
+      'a Proxy of a Float32Array as q.data': (a) => a.attention({ data: new Proxy(q.data, {}), shape: [5, 4] }, k, v),
+      'an object inheriting from Float32Array.prototype as out': (a) =>
+        a.attention(q, k, v, { out: Object.create(Float32Array.prototype) }),
+      'a detached q.data': (a) => a.attention({ data: detached, shape: [5, 4] }, k, v),
+      'a revoked Proxy as the options': (a) => a.attention(q, k, v, revoked),
+      'a getter that throws': (a) =>
+        a.attention(q, k, v, {
+          get causal() {
+            throw thrown;
+          },
+        }),
+      'a function as a cache dimension': (a) => a.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: () => 4 }),
+      'a function as matmul transposeA': (a) => a.matmul(q, k, { transposeA: () => false }),
+    };
+    for (const [title, call] of Object.entries(calls)) {
+      const expected = await errorOf(() => call(local));
+      const order = [];
+      const earlier = remote.attention(q, k, v).then(() => order.push('the earlier call'));
+      const got = await errorOf(() => call(remote));
+      order.push('the bad call');
+      await earlier;
+      assert.deepEqual(order, ['the bad call', 'the earlier call'], `${title}: rejected by the worker`);
+      assert.equal(got.constructor, expected.constructor, `${title}: ${got.message}`);
+      assert.equal(got.message, expected.message, title);
+    }
+    assert.equal(await errorOf(() => calls['a getter that throws'](remote)), thrown);
+
+    // a tensor whose data and shape are getters of its class: read as the direct form reads it
+    class Lazy {
+      constructor(t) {
+        this.t = t;
+      }
+      get data() {
+        return this.t.data;
+      }
+      get shape() {
+        return this.t.shape;
+      }
+    }
+    const args = [new Lazy(q), new Lazy(k), new Lazy(v)];
+    assertSameBits(await remote.attention(...args), local.attention(...args), 'attention of class instances');
+  });
+
   test('locateFile is asked up front and its answers are what the worker loads', async () => {
     const asked = [];
     const located = await createAttention({
