@@ -13,7 +13,8 @@
 // the layer holds (layer_state.js), forward (layer_forward.js), forward over a cache
 // (layer_forward_cached.js), backward (layer_backward.js), the SGD step (layer_step.js).
 // Every call checks the layer is alive, then reads its arguments once (parse*), then touches wasm
-// memory; the constructor reads its config before it checks the instance is alive.
+// memory; attn.multiHeadAttention() reads the config (checkLayerConfig) before it checks the
+// instance is alive again and makes the layer.
 import { layerBackward, parseBackward } from './layer_backward.js';
 import { layerForward, parseForward } from './layer_forward.js';
 import { layerForwardCached } from './layer_forward_cached.js';
