@@ -1,10 +1,25 @@
-// The operations of both forms: one row per public member of Attention, MultiHeadAttention and
-// KvCache. Each call is read on the calling side by its row's parse (pure: the direct form's
-// parser, no wasm memory) into a snapshot of plain data, and run by its row's run on the
-// object's state: in the direct form one after the other, in the worker form
-// (createAttention({ worker: true })) parse in the caller's thread and run in the worker.
-// See web/docs/loading.md#the-worker-form; how a new member is added: web/docs/developing.md.
-//
+// The table of operations of both forms: one row per public member of Attention,
+// MultiHeadAttention and KvCache, naming the direct form's parser (pure) and run, so that the
+// worker form (worker_client.js, worker_host.js) reads each call on the calling side as the
+// direct form does and runs it in its worker. See web/docs/loading.md#the-worker-form and
+// web/docs/developing.md#adding-an-operation.
+import { parseAttentionBackward, parseMatmul, runAttention, runAttentionBackward, runMatmul } from './attention.js';
+import { parseAttention } from './attention_options.js';
+import { KvCache, parseCacheConfig } from './kv_cache.js';
+import { layerBackward, savedShape } from './layer_backward.js';
+import { checkLayerConfig } from './layer_config.js';
+import { parseForward } from './layer_forward.js';
+import { layerStep, parseStep } from './layer_step.js';
+import { MultiHeadAttention, runForward } from './multi_head.js';
+import { checkInteger, readTensor } from './validate.js';
+
+// The worker form reads dOutput before it knows the saved forward: its messages name the
+// saved forward's shape by this, which the worker's answer replaces (backward's run).
+export const SAVED_SHAPE = '\u0000the saved forward\u0000';
+
+// Each class's prefix of its members' names in messages ('kvCache.read').
+const WHERE = { attention: '', layer: 'multiHeadAttention.', cache: 'kvCache.' };
+
 // Columns:
 //   on       the class: 'attention' (Attention), 'layer' (MultiHeadAttention), 'cache' (KvCache)
 //   name     the member's name, the same in both forms
@@ -26,23 +41,6 @@
 //   makes    the result is a new object ('layer' or 'cache'); locals(snapshot): its local values
 //   returns  'arrays': the result's typed arrays are fresh, transferred back from the worker
 //   gone     a getter's value once its object or instance was disposed, instead of an error
-import { parseAttentionBackward, parseMatmul, runAttention, runAttentionBackward, runMatmul } from './attention.js';
-import { parseAttention } from './attention_options.js';
-import { KvCache, parseCacheConfig } from './kv_cache.js';
-import { layerBackward, savedShape } from './layer_backward.js';
-import { checkLayerConfig } from './layer_config.js';
-import { parseForward } from './layer_forward.js';
-import { layerStep, parseStep } from './layer_step.js';
-import { MultiHeadAttention, runForward } from './multi_head.js';
-import { checkInteger, readTensor } from './validate.js';
-
-// The worker form reads dOutput before it knows the saved forward: its messages name the
-// saved forward's shape by this, which the worker's answer replaces (backward's run).
-export const SAVED_SHAPE = '\u0000the saved forward\u0000';
-
-// Each class's prefix of its members' names in messages ('kvCache.read').
-const WHERE = { attention: '', layer: 'multiHeadAttention.', cache: 'kvCache.' };
-
 export const OPERATIONS = Object.freeze(
   [
     { on: 'attention', name: 'backend', form: 'local', checks: true },

@@ -494,6 +494,44 @@ describe('the worker form', () => {
     }
   });
 
+  // backward reads dOutput on the calling side, where the saved forward is not known: its
+  // errors come after the worker's "no forward" (the direct form's order) and name the saved
+  // forward's shape; a getter's own error is rejected with as it was thrown.
+  test("errors of backward's dOutput: after the saved forward's, naming its shape", async () => {
+    const config = { dModel: 4, heads: 2, seed: 2 };
+    const layers = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const thrown = new RangeError('from a getter');
+    const bad = [
+      null,
+      () => 1,
+      Symbol('d'),
+      {
+        get data() {
+          throw thrown;
+        },
+      },
+      { data: new Float32Array(8), shape: [2, 4] },
+    ];
+    const messages = async (layer) => {
+      const seen = [];
+      for (const d of bad) {
+        const e = await errorOf(() => layer.backward(d));
+        seen.push(e === thrown ? 'the getter' : `${e.constructor.name}: ${e.message}`);
+      }
+      return seen;
+    };
+    assert.deepEqual(await messages(layers[1]), await messages(layers[0]), 'before any forward');
+    const x = randomTensor(rng(34), [3, 4]);
+    layers[0].forward(x);
+    await layers[1].forward(x);
+    const after = await messages(layers[1]);
+    assert.deepEqual(after, await messages(layers[0]), 'after a forward');
+    assert.match(after[0], /dOutput must be a tensor .* \[3,4\], got null$/);
+    assert.equal(after[3], 'the getter');
+    layers[0].dispose();
+    await layers[1].dispose();
+  });
+
   test('the worker option itself is checked', async () => {
     const e = await errorOf(() => createAttention({ worker: 'yes' }));
     assert.equal(e.constructor, TypeError);
