@@ -671,6 +671,7 @@ describe('the worker form', () => {
       'a function as a cache dimension': (a) => a.kvCache({ batch: 1, kvHeads: 1, dK: 4, dV: 4, capacity: () => 4 }),
       'a function as matmul transposeA': (a) => a.matmul(q, k, { transposeA: () => false }),
     };
+    const allocated = (await remote.memory()).allocatedBytes;
     for (const [title, call] of Object.entries(calls)) {
       const expected = await errorOf(() => call(local));
       const order = [];
@@ -683,6 +684,7 @@ describe('the worker form', () => {
       assert.equal(got.message, expected.message, title);
     }
     assert.equal(await errorOf(() => calls['a getter that throws'](remote)), thrown);
+    assert.equal((await remote.memory()).allocatedBytes, allocated, 'the worker holds more memory');
 
     // a tensor whose data and shape are getters of its class: read as the direct form reads it
     class Lazy {
