@@ -35,10 +35,11 @@ function targetOf(on, target) {
 
 // A row's snapshot with a fresh out of the caller's out's format and length, and its cache.
 function incoming(row, snapshot) {
-  if (!row.out && !row.cacheOption) return snapshot;
+  const [out, ref] = [row.out && snapshot.out, row.cacheOption && snapshot[row.cacheOption]];
+  if (!out && !ref) return snapshot;
   const call = { ...snapshot };
-  if (row.out && snapshot.out) call.out = freshOut(snapshot.out.format, snapshot.out.count);
-  if (snapshot[row.cacheOption]) call[row.cacheOption] = targetOf('cache', snapshot[row.cacheOption].cacheId);
+  if (out) call.out = freshOut(out.format, out.count);
+  if (ref) call[row.cacheOption] = targetOf('cache', ref.cacheId);
   return call;
 }
 
@@ -58,9 +59,8 @@ function run(row, target, call) {
   if (row.form === 'getter') return object[row.name];
   if (!row.run) return object[row.name](...call);
   const value = row.run(row.on === 'layer' ? layerOf(object) : runtimeOf(object), row.where, call);
-  if (!row.makes) return value;
-  objects[row.makes].set(nextId, value);
-  return nextId++;
+  if (row.makes) objects[row.makes].set(nextId, value); // its id, nextId, is the answer
+  return row.makes ? nextId++ : value;
 }
 
 // A held request run -> { value, settle(keep) }; keep false undoes it: the cache it appended
