@@ -102,7 +102,8 @@ function checkLayerSinks(where, sinks, heads) {
 }
 
 // config (multiHeadAttention's argument), read once -> { config: the layer's (frozen), shapes
-// (name -> sizes), values (name -> Float32Array, the first value of each parameter it has) }.
+// (name -> sizes), given (name -> Float32Array: the first values the config gives), seed (the
+// seed the other weights are drawn from, or null when config.weights gives them) }.
 export function checkLayerConfig(where, config) {
   const c = checkOptions(where, config, CONFIG_OPTIONS);
   checkPositiveInteger(where, 'dModel', c.dModel);
@@ -149,14 +150,13 @@ export function checkLayerConfig(where, config) {
   });
   const shapes = parameterShapes(layer);
   checkLayerFits(where, layer, shapes); // before any array is made
-  const values = firstValues(where, layer, shapes, c.weights, c.seed, firstSinks);
-  return { config: layer, shapes, values };
+  const given = givenValues(where, layer, shapes, c.weights, firstSinks);
+  return { config: layer, shapes, given, seed: c.weights === undefined ? (c.seed ?? 0) : null };
 }
 
-// The parameters' first values: weights (config.weights, each checked against its shape) or
-// Xavier-uniform from the seed (default 0), config.sinks' values (firstSinks), and zeros for
-// those none gives.
-function firstValues(where, c, shapes, weights, seed, firstSinks) {
+// The parameters' first values the config gives: weights (config.weights, each checked against
+// its shape) and config.sinks' values (firstSinks) -> name -> Float32Array.
+function givenValues(where, c, shapes, weights, firstSinks) {
   const has = layerParameters(c);
   const values = firstSinks ? { sinks: firstSinks } : {};
   if (weights !== undefined) {
@@ -189,8 +189,18 @@ function firstValues(where, c, shapes, weights, seed, firstSinks) {
         );
       }
     }
-  } else {
-    const next = seededRandom(seed ?? 0);
+  }
+  return values;
+}
+
+// checkLayerConfig's -> every parameter's first values: those given, else Xavier-uniform from
+// the seed (when no weights were given), else zeros. Drawn where the layer is made (in the
+// worker form, in its worker).
+export function firstValues({ config, shapes, given, seed }) {
+  const has = layerParameters(config);
+  const values = { ...given };
+  if (seed !== null) {
+    const next = seededRandom(seed);
     for (const { name, xavier } of has)
       if (xavier) values[name] = xavierUniform(shapes[name][0], shapes[name][1], next);
   }

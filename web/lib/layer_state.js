@@ -3,12 +3,13 @@
 // memory (an Owned, freed at dispose() or by the finalizer), the forward saved for backward(),
 // and the layer's attention options as the core's structs.
 import { rotary as rotaryStruct, scoreMask } from './binding.js';
+import { firstValues } from './layer_config.js';
 import { Owned } from './owned.js';
 import { plainTensor as tensor } from './tensor.js';
 import { disposedError, largest, weightsBlame } from './validate.js';
 
 // A layer of runtime rt, owned by `owner` (the public object), from checkLayerConfig's
-// { config, shapes, values } -> its state:
+// { config, shapes, given, seed } (its first values: firstValues) -> its state:
 //   rt, config, shapes (name -> sizes), owned (the parameters and saved buffers),
 //   ptrs: parameter name -> offset in wasm memory, in PARAMETERS' order; null once disposed
 //   saved: what the most recent forward left for backward(): offsets of x, context, mask, and
@@ -17,7 +18,9 @@ import { disposedError, largest, weightsBlame } from './validate.js';
 //   cachedLast: the most recent forward ran over a cache (backward() says so)
 //   stepped: step() has changed its weights (a non-finite result then blames the learning rate)
 //   held: null, or while a forward may still be undone (holdForward), what it replaced
-export function createLayer(rt, owner, where, { config, shapes, values }) {
+export function createLayer(rt, owner, where, parsed) {
+  const { config, shapes } = parsed;
+  const values = firstValues(parsed);
   const owned = new Owned(owner, rt);
   const ptrs = {};
   try {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../../web/lib/index.js';
-import { DIRECT_ONLY, operationsOn } from '../../../web/lib/operations.js';
+import { buffersOf, DIRECT_ONLY, OPERATION, operationsOn } from '../../../web/lib/operations.js';
 import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
 
@@ -530,6 +530,19 @@ describe('the worker form', () => {
     assert.equal(after[3], 'the getter');
     layers[0].dispose();
     await layers[1].dispose();
+  });
+
+  // The calling side reads a layer's config; a seed's weights are drawn where the layer is made
+  // (in the worker), so a page's main thread neither draws nor copies them.
+  test("a seeded layer's snapshot holds its config, not its weights", () => {
+    const { parse } = OPERATION.get('attention.multiHeadAttention');
+    const seeded = parse('multiHeadAttention', [{ dModel: 256, heads: 4, bias: true, seed: 3 }]);
+    assert.equal(seeded.seed, 3);
+    assert.equal(buffersOf(seeded).size, 0, 'a seeded config posts arrays');
+    const wq = tensor(new Float32Array(16).fill(0.5), [4, 4]);
+    const given = parse('multiHeadAttention', [{ dModel: 4, heads: 1, weights: { wq, wk: wq, wv: wq, wo: wq } }]);
+    assert.equal(given.seed, null);
+    assert.deepEqual([...buffersOf(given)], [wq.data.buffer], 'the given weights are read in place');
   });
 
   test('the worker option itself is checked', async () => {
