@@ -4,7 +4,8 @@
 // Deterministic from the seed.
 // Environment: TRAIN_STEPS (steps), TRAIN_CONFIG (JSON overriding CONFIG's fields, e.g.
 // '{"steps":3,"seed":2}'), TRAIN_OUT (another output folder), TRAIN_TOKENIZER (a tokenizer.json
-// to use instead of training one: the same merges the run would train, faster).
+// to use instead of training one: the same merges the run would train, faster), TRAIN_CORPUS
+// ('sotu', the default, or 'austen': scripts/train/corpus.mjs).
 //
 // 2 layers x 4 heads, d_model 100, n = 64 tokens per window, batches of 6 windows drawn from the
 // training addresses; Adam directions applied with step(), the attention layers at attnLr (0.5
@@ -88,7 +89,7 @@ const V = vocab.length,
   d = 100,
   { n } = CONFIG;
 log(
-  `tokenizer: ${V} tokens (${given ? 'given' : `merges trained in ${data.bpeSeconds.toFixed(0)} s`}); ${files.length} addresses: ${total} training tokens in ${trainIds.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldIds.length}`,
+  `tokenizer: ${V} tokens (${given ? 'given' : `merges trained in ${data.bpeSeconds.toFixed(0)} s`}); ${files.length} documents (${CORPUS.name}): ${total} training tokens in ${trainIds.length}, held out ${heldIds.reduce((a, x) => a + x.length, 0)} in ${heldIds.length}`,
 );
 
 const attn = await createAttention({ threads: CONFIG.threads });
@@ -188,8 +189,7 @@ const manifest = {
   corpus: {
     ...CORPUS,
     version: corpusVersion(),
-    addresses: files.length,
-    heldOut: 'every 10th address by year (index % 10 === 9)',
+    documents: files.length,
     trainingTokens: total,
   },
   tokenizer: {
@@ -197,7 +197,7 @@ const manifest = {
     tokens: V,
     merges: spec.merges.length,
     file: 'tokenizer.json',
-    trainedOn: 'the training addresses (scripts/train/bpe.mjs)',
+    trainedOn: 'the training documents (scripts/train/bpe.mjs)',
     heldOutCharsPerToken: data.heldChars / heldTokens,
   },
   model: {
