@@ -74,8 +74,8 @@ export const INDUCTION_RUN = {
   attnLr: [0, 3], // layer 1 (the previous-word head an induction head reads) stays as trained
   // layer 2's seeded W_Q, W_K at full size (the shipped run starts them at a tenth): with the
   // default learning rate (0.003) a layer-2 head's score on the page's sentence twice passed 0.4
-  // at step 374 (seed 1) and 398 (seed 2) in Node; at a tenth, step 516; at twice, none in 600
-  // steps, nor with a larger layer-2 learning rate (attnLr 10)
+  // after 374 training steps (seed 1) and 398 (seed 2) in Node; at a tenth, after 516; at twice,
+  // none within 600, nor with a larger layer-2 learning rate (attnLr 10)
   qkScale: 1,
   learnHead: false, // the output layer and the feed-forward block stay as trained
   // every window repeats a span of 3 to 12 random word tokens: copying is all there is to
