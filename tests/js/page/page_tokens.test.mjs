@@ -97,13 +97,9 @@ test('a sentence of unseen words written twice: the model copies its tokens (pre
   await page.close();
 });
 
-test(
-  "the copied token's mean P >= 0.5 (the issue's bar)",
-  { todo: 'issue 36 item 2: the shipped model gives 0.44 on copying.js COPY_SENTENCES (manifest.copy.meanP)' },
-  () => {
-    assert.ok(copied?.meanP >= 0.5, `mean P ${copied?.meanP}`);
-  },
-);
+test("the copied token's mean P >= 0.5 (the issue's bar)", () => {
+  assert.ok(copied?.meanP >= 0.5, `mean P ${copied?.meanP}`);
+});
 
 test('predict: tokens as words, the top 10 and more, best first (bad input: page_knockout.test.mjs)', async () => {
   const { page, errors } = await open();

@@ -115,7 +115,7 @@ test('trains in a worker: loss falls, pause stops, reset repeats, trained starts
 // The default run (trainer.js INDUCTION_RUN: layer 2 from random weights, only it learning, every
 // window a repeated span) from seed 1, for up to INDUCTION_BY steps: the live hook, the per-head
 // curves and knock-out on the model being trained. The time it took is printed, never asserted.
-const INDUCTION_BY = 700;
+const INDUCTION_BY = 500;
 let inductionPassedAt = null; // the step the default run passed 0.4 at, for the bar's own test below
 test('Start: the default run trains layer 2 from random weights; the live hook, the per-head curves, knock-out on the model being trained', async () => {
   const { page, errors } = await open(servers.isolated.url);
@@ -206,15 +206,12 @@ test('Start: the default run trains layer 2 from random weights; the live hook, 
   await page.close();
 });
 
-// The issue's bar for the default run: an induction head by step INDUCTION_BY. The BPE model's
-// run does not reach it yet (0.26 at best on the default sentence, seed 1, in Node).
-test(
-  `Start: a layer-2 induction score passes 0.4 by step ${INDUCTION_BY}`,
-  { todo: 'the default run is not yet tuned for the BPE model (web/docs/page.md, Train it yourself)' },
-  () => {
-    assert.ok(inductionPassedAt !== null, `the induction score stayed under 0.4 for ${INDUCTION_BY} steps`);
-  },
-);
+// The issue's bar for the default run: an induction head within 120 s, held as a step count so
+// that the verdict does not depend on the machine's speed (the run is deterministic from seed 1:
+// in Node it passes 0.4 at step 374; the time it took is printed above).
+test(`Start: a layer-2 induction score passes 0.4 by step ${INDUCTION_BY}`, () => {
+  assert.ok(inductionPassedAt !== null, `the induction score stayed under 0.4 for ${INDUCTION_BY} steps`);
+});
 
 test('your own text: too short is refused with a message, long enough is trained on', async () => {
   const { page, errors } = await open(servers.isolated.url);
