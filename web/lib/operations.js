@@ -190,3 +190,20 @@ export function buffersOf(value, into = new Set(), depth = 0) {
   }
   return into;
 }
+
+// A snapshot as it is posted: each typed array whose buffer the worker would see beyond the
+// values it holds at the call replaced by a copy of them: one on a SharedArrayBuffer (the
+// caller may write it while the call waits) and, unless transfer, one on part of a larger
+// ArrayBuffer (a structured clone copies the whole buffer). Plain objects and arrays rebuilt.
+const slice = Object.getPrototypeOf(Uint8Array.prototype).slice; // the engine's own
+export function postable(value, transfer, depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8 || value instanceof DataView) return value;
+  if (ArrayBuffer.isView(value)) {
+    const partial = !transfer && value.byteLength !== value.buffer.byteLength;
+    return partial || !(value.buffer instanceof ArrayBuffer) ? Reflect.apply(slice, value, []) : value;
+  }
+  if (Array.isArray(value)) return value.map((v) => postable(v, transfer, depth + 1));
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, postable(v, transfer, depth + 1)]));
+}
