@@ -17,6 +17,17 @@ import { checkInteger, readTensor } from './validate.js';
 // saved forward's shape by this, which the worker's answer replaces (backward's run).
 export const SAVED_SHAPE = '\u0000the saved forward\u0000';
 
+// What reading dOutput threw (refused), SAVED_SHAPE in its message replaced by shape; a value
+// the caller's getter threw (frozen, a Proxy, not an Error) goes back untouched.
+export function withSavedShape(refused, shape) {
+  try {
+    if (refused.message.includes(SAVED_SHAPE)) refused.message = refused.message.replaceAll(SAVED_SHAPE, shape);
+  } catch {
+    // not the package's error: the caller's own, as the direct form throws it
+  }
+  return refused;
+}
+
 // Each class's prefix of its members' names in messages ('kvCache.read').
 const WHERE = { attention: '', layer: 'multiHeadAttention.', cache: 'kvCache.' };
 

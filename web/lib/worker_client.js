@@ -3,7 +3,7 @@
 // a Worker. The transfer rule and the undo of held calls: web/docs/loading.md#the-worker-form.
 import { BUILDS } from './builds.js';
 import { isNode, nodeBuiltin, process } from './host.js';
-import { buffersOf, OPERATIONS, operationsOn, postable, SAVED_SHAPE } from './operations.js';
+import { buffersOf, OPERATIONS, operationsOn, postable, withSavedShape } from './operations.js';
 import { cacheForms, checkBoolean, checkCacheOption, disposedError, isArray, isRevoked } from './validate.js';
 import { outChanged, typedArrayLength as lengthOf } from './validate.js';
 
@@ -181,8 +181,7 @@ function callOf(row, side, args) {
   if (snapshot.refused) {
     const { refused } = snapshot;
     return channel.send(where, row.op, { refused: true }, { target: side.id }).then((shape) => {
-      if (refused instanceof Error) refused.message = refused.message.replaceAll(SAVED_SHAPE, shape);
-      throw refused;
+      throw withSavedShape(refused, shape);
     });
   }
   let sent = snapshot;

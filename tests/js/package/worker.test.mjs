@@ -534,6 +534,26 @@ describe('the worker form', () => {
 
   // The calling side reads a layer's config; a seed's weights are drawn where the layer is made
   // (in the worker), so a page's main thread neither draws nor copies them.
+  test("what dOutput's getter throws (a frozen Error, a string) comes back as the direct form throws it", async () => {
+    const config = { dModel: 4, heads: 2, seed: 5 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const x = randomTensor(rng(19), [3, 4]);
+    direct.forward(x);
+    await layer.forward(x);
+    for (const thrown of [Object.freeze(new RangeError('frozen')), 'a string']) {
+      const dOutput = () => ({
+        get data() {
+          throw thrown;
+        },
+        shape: [3, 4],
+      });
+      assert.equal(await errorOf(() => direct.backward(dOutput())), thrown);
+      assert.equal(await errorOf(() => layer.backward(dOutput())), thrown);
+    }
+    direct.dispose();
+    await layer.dispose();
+  });
+
   test("a seeded layer's snapshot holds its config, not its weights", () => {
     const { parse } = OPERATION.get('attention.multiHeadAttention');
     const seeded = parse('multiHeadAttention', [{ dModel: 256, heads: 4, bias: true, seed: 3 }]);
