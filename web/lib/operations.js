@@ -11,7 +11,7 @@ import { checkLayerConfig } from './layer_config.js';
 import { parseForward } from './layer_forward.js';
 import { layerStep, parseStep } from './layer_step.js';
 import { MultiHeadAttention, runForward } from './multi_head.js';
-import { checkInteger, readTensor } from './validate.js';
+import { checkInteger, readTensor, typedArrayLength } from './validate.js';
 
 // The worker form reads dOutput before it knows the saved forward: its messages name the
 // saved forward's shape by this, which the worker's answer replaces (backward's run).
@@ -210,6 +210,9 @@ const slice = Object.getPrototypeOf(Uint8Array.prototype).slice; // the engine's
 export function postable(value, transfer, depth = 0) {
   if (value === null || typeof value !== 'object' || depth > 8 || value instanceof DataView) return value;
   if (ArrayBuffer.isView(value)) {
+    // inputs are never empty: none left means detached or shrunk since parse read it, which
+    // the worker's run refuses as the direct form's does
+    if (typedArrayLength(value) === 0) return new value.constructor(0);
     const partial = !transfer && value.byteLength !== value.buffer.byteLength;
     return partial || !(value.buffer instanceof ArrayBuffer) ? Reflect.apply(slice, value, []) : value;
   }

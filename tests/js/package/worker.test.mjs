@@ -682,6 +682,46 @@ describe('the worker form', () => {
     assert.ok(postable({ onShared }, true).onShared.buffer instanceof ArrayBuffer, 'a SharedArrayBuffer is posted');
   });
 
+  test("an input detached or shrunk by a later argument's getter: the direct form's error, nothing left in the worker", async () => {
+    const next = rng(20);
+    const config = { dModel: 4, heads: 2, seed: 6 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const before = (await remote.memory()).allocatedBytes;
+    const detach = (t) => structuredClone(t.data.buffer, { transfer: [t.data.buffer] });
+    const shrink = (t) => t.data.buffer.resize(8);
+    for (const [how, spoil] of [
+      ['detached', detach],
+      ['shrunk', shrink],
+    ]) {
+      // x [3,4] on a resizable buffer; the options' getter spoils it after x was read
+      const input = () => {
+        const data = new Float32Array(new ArrayBuffer(48, { maxByteLength: 96 }));
+        data.set(randomTensor(next, [3, 4]).data);
+        const x = { data, shape: [3, 4] };
+        const options = {
+          get causal() {
+            spoil(x);
+            return true;
+          },
+        };
+        return [x, options];
+      };
+      const calls = [
+        ['attention', (attn, [x, o]) => attn.attention(x, x, x, o)],
+        ['forward', (attn, [x, o], l) => l.forward(x, o)],
+      ];
+      for (const [name, call] of calls) {
+        const expected = await errorOf(() => call(local, input(), direct));
+        const got = await errorOf(() => call(remote, input(), layer));
+        assert.equal(expected.constructor, TypeError, `${name}, ${how}`);
+        assert.equal(`${got.constructor.name}: ${got.message}`, `TypeError: ${expected.message}`, `${name}, ${how}`);
+      }
+    }
+    assert.equal((await remote.memory()).allocatedBytes, before);
+    direct.dispose();
+    await layer.dispose();
+  });
+
   test("options are read as the direct form reads them: their own keys; a Proxy's has trap is not asked", async () => {
     const next = rng(18);
     const [q, k, v] = [
