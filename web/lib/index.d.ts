@@ -537,7 +537,8 @@ export interface TransferOption {
   /** Transfer the ArrayBuffers behind the typed arrays this call reads in place (tensors' float32
    *  data, a layer's weights) to the worker instead of copying them: they are detached here
    *  once the call is made (default false); what the call copies anyway (masks, sinks, widened
-   *  float16 data, step's gradients) goes as that copy, leaving yours. Results are always
+   *  float16 data, step's gradients, views on a SharedArrayBuffer) goes as that copy, leaving
+   *  yours. Results are always
    *  transferred back. out is never sent: the result comes back in a fresh array and is copied
    *  into it here (one surface with the direct form; no allocation saved). An out on a buffer
    *  this would send is a TypeError; a call whose out is detached while it runs is undone. */

@@ -11,11 +11,22 @@ import { checkLayerConfig } from './layer_config.js';
 import { parseForward } from './layer_forward.js';
 import { layerStep, parseStep } from './layer_step.js';
 import { MultiHeadAttention, runForward } from './multi_head.js';
-import { checkInteger, readTensor } from './validate.js';
+import { checkInteger, readTensor, typedArrayLength } from './validate.js';
 
 // The worker form reads dOutput before it knows the saved forward: its messages name the
 // saved forward's shape by this, which the worker's answer replaces (backward's run).
 export const SAVED_SHAPE = '\u0000the saved forward\u0000';
+
+// What reading dOutput threw (refused), SAVED_SHAPE in its message replaced by shape; a value
+// the caller's getter threw (frozen, a Proxy, not an Error) goes back untouched.
+export function withSavedShape(refused, shape) {
+  try {
+    if (refused.message.includes(SAVED_SHAPE)) refused.message = refused.message.replaceAll(SAVED_SHAPE, shape);
+  } catch {
+    // not the package's error: the caller's own, as the direct form throws it
+  }
+  return refused;
+}
 
 // Each class's prefix of its members' names in messages ('kvCache.read').
 const WHERE = { attention: '', layer: 'multiHeadAttention.', cache: 'kvCache.' };
@@ -189,4 +200,24 @@ export function buffersOf(value, into = new Set(), depth = 0) {
     for (const v of Object.values(value)) buffersOf(v, into, depth + 1);
   }
   return into;
+}
+
+// A snapshot as it is posted: each typed array whose buffer the worker would see beyond the
+// values it holds at the call replaced by a copy of them: one on a SharedArrayBuffer (the
+// caller may write it while the call waits) and, unless transfer, one on part of a larger
+// ArrayBuffer (a structured clone copies the whole buffer). Plain objects and arrays rebuilt.
+const slice = Object.getPrototypeOf(Uint8Array.prototype).slice; // the engine's own
+export function postable(value, transfer, depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8 || value instanceof DataView) return value;
+  if (ArrayBuffer.isView(value)) {
+    // inputs are never empty: none left means detached or shrunk since parse read it, which
+    // the worker's run refuses as the direct form's does
+    if (typedArrayLength(value) === 0) return new value.constructor(0);
+    const partial = !transfer && value.byteLength !== value.buffer.byteLength;
+    return partial || !(value.buffer instanceof ArrayBuffer) ? Reflect.apply(slice, value, []) : value;
+  }
+  if (Array.isArray(value)) return value.map((v) => postable(v, transfer, depth + 1));
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, postable(v, transfer, depth + 1)]));
 }

@@ -3,7 +3,7 @@
 // a Worker. The transfer rule and the undo of held calls: web/docs/loading.md#the-worker-form.
 import { BUILDS } from './builds.js';
 import { isNode, nodeBuiltin, process } from './host.js';
-import { buffersOf, OPERATIONS, operationsOn, SAVED_SHAPE } from './operations.js';
+import { buffersOf, OPERATIONS, operationsOn, postable, withSavedShape } from './operations.js';
 import { cacheForms, checkBoolean, checkCacheOption, disposedError, isArray, isRevoked } from './validate.js';
 import { outChanged, typedArrayLength as lengthOf } from './validate.js';
 
@@ -147,7 +147,7 @@ function proxyOf(on, channel, id, local) {
 // options -> [options less its transfer key (undefined when nothing else is left), transfer].
 function splitTransfer(where, options) {
   const object = options !== null && typeof options === 'object' && !isArray(options) && !isRevoked(options);
-  if (!object || !('transfer' in options)) return [options, false];
+  if (!object || !Object.keys(options).includes('transfer')) return [options, false]; // its keys as parse reads them
   const { transfer, ...rest } = options; // every getter runs once, here
   return [Object.keys(rest).length ? rest : undefined, checkBoolean(where, 'transfer', transfer)];
 }
@@ -181,8 +181,7 @@ function callOf(row, side, args) {
   if (snapshot.refused) {
     const { refused } = snapshot;
     return channel.send(where, row.op, { refused: true }, { target: side.id }).then((shape) => {
-      if (refused instanceof Error) refused.message = refused.message.replaceAll(SAVED_SHAPE, shape);
-      throw refused;
+      throw withSavedShape(refused, shape);
     });
   }
   let sent = snapshot;
@@ -204,7 +203,7 @@ function callOf(row, side, args) {
     const hold = row.hold === 'always' || (row.hold === 'cache' && cache !== undefined);
     held = { accept: acceptOut(where, out, row.out), hold };
   }
-  const answer = channel.send(where, row.op, sent, { target: side.id, transfer, ...held });
+  const answer = channel.send(where, row.op, postable(sent, transfer), { target: side.id, transfer, ...held });
   return row.makes ? answer.then((id) => proxyOf(row.makes, channel, id, row.locals(snapshot))) : answer;
 }
 

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { createAttention, tensor } from '../../../web/lib/index.js';
-import { buffersOf, DIRECT_ONLY, OPERATION, operationsOn } from '../../../web/lib/operations.js';
+import { buffersOf, DIRECT_ONLY, OPERATION, operationsOn, postable } from '../../../web/lib/operations.js';
 import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
 
@@ -534,6 +534,26 @@ describe('the worker form', () => {
 
   // The calling side reads a layer's config; a seed's weights are drawn where the layer is made
   // (in the worker), so a page's main thread neither draws nor copies them.
+  test("what dOutput's getter throws (a frozen Error, a string) comes back as the direct form throws it", async () => {
+    const config = { dModel: 4, heads: 2, seed: 5 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const x = randomTensor(rng(19), [3, 4]);
+    direct.forward(x);
+    await layer.forward(x);
+    for (const thrown of [Object.freeze(new RangeError('frozen')), 'a string']) {
+      const dOutput = () => ({
+        get data() {
+          throw thrown;
+        },
+        shape: [3, 4],
+      });
+      assert.equal(await errorOf(() => direct.backward(dOutput())), thrown);
+      assert.equal(await errorOf(() => layer.backward(dOutput())), thrown);
+    }
+    direct.dispose();
+    await layer.dispose();
+  });
+
   test("a seeded layer's snapshot holds its config, not its weights", () => {
     const { parse } = OPERATION.get('attention.multiHeadAttention');
     const seeded = parse('multiHeadAttention', [{ dModel: 256, heads: 4, bias: true, seed: 3 }]);
@@ -621,6 +641,100 @@ describe('the worker form', () => {
     const e = await errorOf(() => remote.matmul(q, q, { transfer: 1 }));
     assert.equal(e.constructor, TypeError);
     assert.equal(e.message, 'matmul: transfer must be true or false, got the number 1');
+  });
+
+  test('an input on a SharedArrayBuffer is read when the call is made: writing it while the call waits changes nothing', async () => {
+    const next = rng(17);
+    const onShared = (t) => {
+      const data = new Float32Array(new SharedArrayBuffer(t.data.byteLength));
+      data.set(t.data);
+      return { data, shape: t.shape };
+    };
+    const [q, k, v] = [
+      [5, 4],
+      [7, 4],
+      [7, 3],
+    ].map((shape) => onShared(randomTensor(next, shape)));
+    const expected = [local.attention(q, k, v, { causal: true }), local.matmul(q, k, { transposeB: true })];
+    const calls = [remote.attention(q, k, v, { causal: true }), remote.matmul(q, k, { transposeB: true })];
+    for (const t of [q, k, v]) t.data.fill(7);
+    assertSameBits(await calls[0], expected[0], 'attention');
+    assertSameBits(await calls[1], expected[1], 'matmul');
+    const config = { dModel: 4, heads: 2, seed: 3 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const x = onShared(randomTensor(next, [6, 4]));
+    const forward = [direct.forward(x), layer.forward(x)];
+    x.data.fill(-3);
+    assertSameBits(await forward[1], forward[0], 'forward');
+    direct.dispose();
+    await layer.dispose();
+  });
+
+  test('a view on part of a larger buffer posts a copy of its values, or with transfer: true the buffer', () => {
+    const arena = new Float32Array(1 << 16);
+    const view = arena.subarray(8, 12);
+    const snapshot = { q: { data: view, shape: Object.freeze([2, 2]) }, list: [view] };
+    const sent = postable(snapshot, false);
+    assert.equal(sent.q.data.buffer.byteLength, 16, 'the whole buffer is posted');
+    assert.deepEqual([...sent.list[0]], [...view]);
+    assert.equal(postable(snapshot, true).q.data, view, 'transfer: true sends the buffer itself');
+    const onShared = new Float32Array(new SharedArrayBuffer(16));
+    assert.ok(postable({ onShared }, true).onShared.buffer instanceof ArrayBuffer, 'a SharedArrayBuffer is posted');
+  });
+
+  test("an input detached or shrunk by a later argument's getter: the direct form's error, nothing left in the worker", async () => {
+    const next = rng(20);
+    const config = { dModel: 4, heads: 2, seed: 6 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    const before = (await remote.memory()).allocatedBytes;
+    const detach = (t) => structuredClone(t.data.buffer, { transfer: [t.data.buffer] });
+    const shrink = (t) => t.data.buffer.resize(8);
+    for (const [how, spoil] of [
+      ['detached', detach],
+      ['shrunk', shrink],
+    ]) {
+      // x [3,4] on a resizable buffer; the options' getter spoils it after x was read
+      const input = () => {
+        const data = new Float32Array(new ArrayBuffer(48, { maxByteLength: 96 }));
+        data.set(randomTensor(next, [3, 4]).data);
+        const x = { data, shape: [3, 4] };
+        const options = {
+          get causal() {
+            spoil(x);
+            return true;
+          },
+        };
+        return [x, options];
+      };
+      const calls = [
+        ['attention', (attn, [x, o]) => attn.attention(x, x, x, o)],
+        ['forward', (attn, [x, o], l) => l.forward(x, o)],
+      ];
+      for (const [name, call] of calls) {
+        const expected = await errorOf(() => call(local, input(), direct));
+        const got = await errorOf(() => call(remote, input(), layer));
+        assert.equal(expected.constructor, TypeError, `${name}, ${how}`);
+        assert.equal(`${got.constructor.name}: ${got.message}`, `TypeError: ${expected.message}`, `${name}, ${how}`);
+      }
+    }
+    assert.equal((await remote.memory()).allocatedBytes, before);
+    direct.dispose();
+    await layer.dispose();
+  });
+
+  test("options are read as the direct form reads them: their own keys; a Proxy's has trap is not asked", async () => {
+    const next = rng(18);
+    const [q, k, v] = [
+      [5, 4],
+      [7, 4],
+      [7, 3],
+    ].map((shape) => randomTensor(next, shape));
+    const hasThrows = () => new Proxy({ causal: true }, { has: () => assert.fail('has asked') });
+    assertSameBits(await remote.attention(q, k, v, hasThrows()), local.attention(q, k, v, hasThrows()), 'a Proxy');
+    const inherited = Object.assign(Object.create({ transfer: true }), { causal: true });
+    const moved = remote.attention(q, k, v, inherited);
+    assert.equal(q.data.byteLength, 5 * 4 * 4, 'an inherited transfer key detached q');
+    assertSameBits(await moved, local.attention(q, k, v, { causal: true }), 'inherited transfer');
   });
 
   test('values structured cloning cannot copy: extra fields are ignored and checks word them as the direct form', async () => {
