@@ -1,38 +1,13 @@
 #!/usr/bin/env node
-// `npm run bench`: our attention kernels against tfjs-wasm, onnxruntime-web and plain JS
-// loops, on the same inputs, with the machine's wasm SIMD peak for scale.
-//
-//   node scripts/bench.mjs            everything (about 6 minutes on a 2-core machine)
-//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section (under a minute)
+// `npm run bench`: our attention kernels against tfjs-wasm, onnxruntime-web and plain JS loops on
+// the same inputs, each stated as a share of this machine's wasm SIMD peak measured in the same run.
+//   node scripts/bench.mjs            everything (about 6 minutes on 2 cores)
+//   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section
 //   node scripts/bench.mjs --only matmul,attention
-//   node scripts/bench.mjs --only scaling [--threads 1,2,4,8,16] [--peers ort]  (not in the
-//                                    default run: a process per thread count; scaling.mjs)
-//   node scripts/bench.mjs --browser[=chromium|firefox|webkit]  the kernel sections in that
-//                                    browser engine (browser_run.mjs)
-//
-// Prints a table on stdout (progress goes to stderr) and writes build/bench/results.json
-// and build/bench/results.svg (--browser: results-browser.json and .svg; --browser=firefox or
-// webkit: results-firefox, results-webkit; --only scaling: results-scaling). The peers are installed on first use into build/bench-peers/
-// (they are not dependencies of the package). How each part works is in scripts/bench/:
-//   cases, inputs, flops        what is measured, on what, counted how
-//   impl_*                      each implementation (ours, tfjs, ort, js) and its formulations
-//   timing, runner              warm-up + median; one row per case and implementation
-//   groups                      which configurations share a process (a browser frame)
-//   kernels, startup, longseq   the sections (startup: a ready module and its first call);
-//                               child.mjs/spawn.mjs for the ones that need processes of their own
-//   platform                    what differs between Node and a browser page (loading the peers);
-//                               every other module above runs in both (web/bench.html)
-//   browser_run, browser_bundles  --browser: a browser (scripts/lib/browser.mjs) driving web/bench.html
-//   onnx_graphs                 the ONNX models onnxruntime-web runs (encoded by onnx-proto)
-//   peak                        the SIMD peak probe, a module in the wasm text format (wabt);
-//                               its relaxed_madd (FMA) twin is printed beside it
-//   bandwidth                   the memory read probe decoding is measured against (same way)
-//   scaling, scaling_child      the scaling section: 1 .. 16 threads, a process per count
-//   scaling_model, pool_trace   its model of time at T threads, from the pool's trace
-//   table, svg, compare         the report
-// The GEMM forensics tools run on their own, from scripts/forensics/ (see their headers):
-// kernel_code.mjs prints V8's x64 code for the GEMM micro-kernels, gemm_probe.mjs splits a
-// 1-thread 512³ matmul's time, gemm_kernels.mjs times every micro-kernel side by side.
+//   node scripts/bench.mjs --only scaling [--threads 1,2,4,8,16] [--peers ort]   a process per thread count
+//   node scripts/bench.mjs --browser[=chromium|firefox|webkit]   the kernel sections in a browser page
+// A table on stdout, build/bench/results*.json and .svg; the peers install on first use into
+// build/bench-peers/. Each module of scripts/bench/ says what it does; scripts/LAB.md what the runs found.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { caseIdsOf, parseArgs } from './bench/args.mjs';

@@ -11,12 +11,20 @@ bash scripts/build/build.sh || exit 1
 # holds the trace the scaling model reads to the pool.
 bash scripts/build/build.sh pool_trace || exit 1
 
+# Files and ctest suites run at once: as many as the cores, at least 2.
+jobs=$(nproc)
+[ "$jobs" -ge 2 ] || jobs=2
+
 status=0
 # Formats and lints (scripts/lint.sh): checks, never rewrites; `npm run format` rewrites.
 bash scripts/lint.sh || status=1
 ctest --test-dir build/native --output-on-failure || status=1
-ctest --test-dir build/wasm --output-on-failure || status=1
+# The three wasm suites (SIMD128, its threaded build, relaxed SIMD threaded) side by side.
+ctest --test-dir build/wasm --output-on-failure -j"$jobs" || status=1
 # Every JS suite, folder by folder (tests/js/: package, page, tools, engines; helpers/ holds
-# what they share and no suite).
-node --test tests/js/*/*.test.mjs || status=1
+# what they share and no suite), $jobs files at a time: node's default, one fewer than the
+# cores, leaves a core of 2 idle while a suite waits on a browser, a bundler or npm. No verdict
+# depends on the time a file takes (a wait is for an event; a timeout only guards a hang), and
+# each file's servers, folders and ports are its own (web/docs/developing.md, "Testing").
+node --test --test-concurrency="$jobs" tests/js/*/*.test.mjs || status=1
 exit $status

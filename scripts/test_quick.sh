@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm run test:quick`: the loop to run while working on the package, with the build in place
-# (`npm run build`; this script builds nothing). Under 3 minutes on 2 cores. `npm test` still
+# (`npm run build`; this script builds nothing). About 2 minutes on 2 idle cores (3 minutes of
+# CPU; web/docs/developing.md, "Testing"), longer under load. `npm test` still
 # runs everything (scripts/test.sh); this leaves out the wasm ctest suites (the same C++ suite
 # as the native one, compiled to wasm) and every JS folder but tests/js/package/: the page's
 # suites (page/), the tools' (tools/), and the package in browsers, Deno, Bun, bundlers and
@@ -20,5 +21,8 @@ build/native/wa_tests || status=1
 # The package's Node suites (each file's header says what it covers): the API against the
 # float64 reference, gradients, float16 tensors and compressed caches, every error and its
 # message, the host left as found, the worker form, the packed tarball, the docs' examples.
-node --test tests/js/package/*.test.mjs || status=1
+# As many files at a time as the cores, at least 2, as npm test runs them (scripts/test.sh).
+jobs=$(nproc)
+[ "$jobs" -ge 2 ] || jobs=2
+node --test --test-concurrency="$jobs" tests/js/package/*.test.mjs || status=1
 exit $status

@@ -1,29 +1,12 @@
-// The scaling model: a call's time at T threads from what one thread does, measured on any
-// machine (2 cores are enough). A call is its serial part (everything outside the pool's
-// parallel sections: the JS copies in and out, the finiteness scans, the result's first touch,
-// packing, …) plus its parallel sections, each a list of tasks, as the pool trace records them
-// (pool_trace.mjs: the bench-only modules, cpp/src/runtime/pool_trace.h). The pool runs a
-// section as
+// The scaling model: a call's time at T threads from a 1- and a 2-thread pool trace, so that a
+// 2-core machine can say what 4-16 cores would do. A call is its serial part plus its parallel
+// sections (pool_trace.mjs); the pool runs a section's tasks
 //   for (i = 0; i < n; ++i) task(i)
-// with every thread taking the next index from one atomic counter: list scheduling in index
-// order, on at most the section's max_threads threads (parallel_for wakes no more). The caller
-// starts at once, the workers after the pool's wake-up time, and the caller returns the join
-// time after the last task ends; both measured on a 2-thread trace.
-//
-// Tasks slow down as more threads run beside them: they share the last-level cache and the
-// memory bandwidth (and, on some machines, a core's two hyper-threads and the clock the chip
-// can hold). The model takes each section's slowdown as linear in the threads running it,
-//   task time at T = task time at 1 thread × (1 + c·(active − 1)),  active = min(T, tasks, max_threads)
-// with c measured per section from a trace on 2 threads (contentionOf): what the second thread
-// costs the first is what each further one costs. That is the one contention term 2 cores can
-// measure; a machine whose cores run out of bandwidth at some count (a knee), lose clock speed
-// as they wake, or pair threads on hyper-threads slows down faster than the line through 1 and
-// 2 threads, and the model then still predicts more speed-up than it gets.
-//
-// Left out, and so never predicted: that knee, the clock, hyper-threads and the operating
-// system's scheduling. Waking and joining are taken as the same at every thread count (the
-// caller wakes all workers with one broadcast; they join in parallel).
-//
+// by list scheduling in index order on min(T, max_threads) threads, the workers starting after
+// the pool's wake-up. Each task slows linearly with the threads beside it, by c per thread,
+// measured per section on 2 threads (contentionOf): the one contention term 2 cores can measure.
+// Not modelled: a bandwidth knee, clock changes, hyper-threads, the OS's scheduling; each makes
+// the model predict more speed-up than a machine gives (scripts/LAB.md, "The scaling model").
 // Everything here is a pure function of its arguments (tests/js/tools/scaling_model.test.mjs).
 
 // -> the median of a non-empty list of numbers

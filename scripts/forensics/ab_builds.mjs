@@ -1,33 +1,12 @@
-// Two or three built copies of the package side by side, in Node and in each browser engine, at
-// 1 and 2 threads: issue 29's cases (and issue 30's "speed unchanged") as a before/after check.
-// Every build is imported into ONE process (Node) or ONE page (Chromium, Firefox, WebKitGTK with
-// SharedArrayBuffer on), and its calls are interleaved with the others' round by round, so the
-// machine's load falls on all builds alike. Per engine x threads x case it prints each build's
-// median and best ms and the first build's time over each other build's (> 1: the first is
-// slower). The first calls (each case's first call on a fresh instance, after the earlier cases)
-// are printed apart.
-//
-//   node scripts/forensics/ab_builds.mjs \
-//     --build new=/work/main --build today=/tmp/old31 [--build base=/tmp/base29] \
+// Two or three built copies of the package side by side, in Node and in each browser engine, at 1
+// and 2 threads: a before/after check that a change made nothing slower. All builds load into ONE
+// process or page and take turns round by round, so the machine's load falls on all alike.
+//   node scripts/forensics/ab_builds.mjs --build new=DIR --build old=DIR [--build base=DIR] \
 //     [--engines node,chromium,firefox,webkit] [--threads 1,2] [--isa simd128|relaxed-simd]
-//     [--cases matmul1024,mha512,mha1024,decode8192,causal2048,prefill1024,bwd1024,small16]
-//     [--warm-ms 1500] [--rounds 5] [--round-ms 150] [--json out.json]
-//
-// --build LABEL=DIR: a repository checkout whose web/lib/ is built (DIR/web/lib/index.js), or a
-//   web/lib folder itself; the first is the one compared (NEW), in the order given.
-// Per (threads, case): each build's case state is made once (inputs, layer, cache), its first
-//   call timed, then the builds are called in turn until each had warm-ms of calls (past the
-//   engines' tier-up), then `rounds` rounds: per round each build (in a rotated order) is called
-//   until round-ms have passed (one call at least), the round's value is the median of its
-//   calls. A build's figure: the median of its round values ("med") and its fastest call
-//   ("min"); "spread" is its slowest round value over its fastest, the run's own noise.
-//   Between builds the script waits 5 ms (busy): the previous build's pool workers spin 2 ms after a
-//   call before they sleep, and would take a core from the next build's first call.
-// Builds run one thread count at a time (3 instances alive, not 6). In a browser the trees are
-// served under one origin with COOP/COEP (/b0/, /b1/, ... -> each web/lib), and the measuring
-// function below runs in a blank page there; its progress is polled and printed as it goes.
-// About 8.6 minutes (2-2.3 per engine) on a 2-core EPYC for 3 builds x 4 engines x 1, 2 threads x
-// the 8 cases; results in scripts/LAB.md ("Before and after").
+//     [--cases matmul1024,mha512,...] [--warm-ms 1500] [--rounds 5] [--round-ms 150] [--json out.json]
+// DIR: a checkout whose web/lib/ is built, or a web/lib folder; the first build is the one
+// compared. Prints each build's median and best ms and the first's time over each other's
+// (> 1: the first is slower); first calls apart. Results: scripts/LAB.md ("Before and after").
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';

@@ -1,33 +1,13 @@
 #!/usr/bin/env node
-// Where a 1-thread 512³ matmul's time goes, per engine, side by side in one process or page:
+// Where a 1-thread 512³ matmul's time goes, per engine: the bench times the call, this splits it
+// (the k loop alone in wasm text, the kernel on cache-resident panels, packing, the whole GEMM,
+// the public matmul) against the peak probe, all interleaved in one process or page.
 //   node scripts/forensics/gemm_probe.mjs [--rounds N] [--also DIR] [--tiles] [--json]   V8 (Node)
 //   node_modules/.bin/bun scripts/forensics/gemm_probe.mjs [...]                        JavaScriptCore (Bun)
 //   node scripts/forensics/gemm_probe.mjs --browser chromium|firefox|webkit [...]        a browser's page
-// For the SIMD128 and (where the engine runs it) the relaxed-SIMD builds, as GFLOP/s, ms per
-// 512³ at that rate and % of the mul+add peak:
-//   loop     the kernel's k loop alone, written in wasm text (kernel_shape.mjs): the ceiling of
-//            its instruction mix in this engine
-//   hot      gemm_packed_b on 16x16x256, everything in L1/L2 (four 4x8 tiles of 256 steps; its
-//            pack_a is ~2 % of the work): the kernel as gemm.cpp runs it, call and c stores
-//            included, without cache misses
-//   packed   gemm_packed_b 512³ on b packed beforehand: the kernel over the blocking, with
-//            cache misses and pack_a
-//   gemm     pack_b + gemm_packed_b 512³: everything matmul runs inside the module
-//   matmul   the package's attn.matmul (1 thread): the gemm plus copies in and out of JS
-//   pack_b   packing b alone, as a share of gemm's time
-// from the bench-only modules of gemm_probe.cpp (build/wasm/bench/, built on demand: bench_modules.mjs;
-// bench_modules.mjs loads them), and the peak probes (peak_probe.mjs: mul+add chains in its
-// three loops, the fastest each round; relaxed_madd chains likewise). Rounds interleave
-// everything. In Node and Bun times are this process's CPU time (process.cpuUsage: a neighbour
-// that takes the core away then costs nothing, so the figures compare even when the machine is
-// busy) and medians of the rounds are printed, best in brackets; in a page the clock is wall
-// time and a neighbour only ever adds time, so the bests are printed, median in brackets.
-// --tiles: also the k loop of other tiles (kernel_shape.mjs), mul+add and FMA: 4x8, 4x8 with
-// XNNPACK's "splat" broadcasts, 4x8 on an a panel packed broadcast (plain loads), 2x16 (the
-// 8-accumulator ones), 5x8, 3x12, 6x8, 4x12 (more accumulators, fewer loads per multiply-add).
-// --also DIR (Node and Bun): the probe modules of another build too (a copy of
-// build/wasm/bench/ from before a change), measured in the same rounds, to compare side by
-// side; its rows are marked with DIR's name and have no loop or matmul row (this checkout's).
+// Node and Bun count this process's CPU time (a busy neighbour then costs nothing: medians), a page
+// wall time (a neighbour only adds: bests). --tiles: other tiles' k loops too (kernel_shape.mjs);
+// --also DIR: another build's probe modules in the same rounds. Findings: scripts/LAB.md.
 import { relaxedSimdAvailable } from '../../web/lib/internal.js';
 import { createAttention, tensor } from '../../web/lib/index.js';
 // now(): CPU time in Node and Bun (an engine's compiler threads count while they work), else wall

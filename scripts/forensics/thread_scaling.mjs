@@ -1,31 +1,12 @@
-// 2 threads over 1, per engine, side by side in one process or page, on one of
-//   --case matmul      matmul 512³ (the default)
-//   --case mha         a multi-head attention forward, n 512, dModel 512, h 8
-//   --case attention   single-head attention, q, k, v (512,64): attn.attention(q, k, v)
-//   --case causal      the same, causal
-// --queries R: q (R,64) in the single-head cases; R = 32 is one row block of kAttentionRowBlock
-// rows (tuning.h): the kv packing, serial for one head, and one block, so one thread's time
-// at 32 and 64 queries sets the packing plus the call's fixed cost apart from a block's.
-//
-//   node scripts/forensics/thread_scaling.mjs [--case C] [--queries R] [--rounds N] [--isa simd128|relaxed-simd] [--json]
+// 2 threads over 1, per engine, side by side in one process or page: what the second thread
+// gains on a call, and how much of what it does not gain is the split's and how much the pool's.
+//   node scripts/forensics/thread_scaling.mjs [--case matmul|mha|attention|causal] [--queries R]
+//     [--rounds N] [--isa simd128|relaxed-simd] [--read reused] [--baseline DIR] [--json]
 //   node scripts/forensics/thread_scaling.mjs --browser chromium|firefox [--case C] [--rounds N] ...
-//
-// Four instances for matmul and mha: 1 and 2 threads, each with the kernel the engine gets
-// (gemm_select.cpp) and with the 4x8 kernel pinned (useGemmKernel); two for the single-head
-// cases (their tasks are row blocks, not a GEMM's, so the pin tells nothing there). A GEMM's
-// tasks on 2 threads are 8 row blocks of whole tiles over every column (gemm_split, gemm.cpp):
-// 64 rows each with 4x8 tiles at 512 rows, 60 or 66 rows with 6x8 tiles (10 or 11 tiles), so
-// 2 threads split the work 1 : 1 with 4x8, within a tile with 6x8. Pinning 4x8 tells the
-// split's share from the engine's (the pool's wake-ups and waits). Every round runs each
-// instance `calls` times in turn; per call: the whole call, and the wasm call alone
-// (Runtime.call), medians and bests of the rounds. A round's first call on an instance is
-// reported apart: its workers have slept meanwhile (thread_pool.cpp's kSpin is 2 ms), so it
-// pays their wake-up; the later ones find them spinning.
-// --read reused: this checkout's package reads results into an array made once (call_overhead.mjs),
-// as an output buffer passed in would: the scaling a call would have without the fresh array's pages.
-// --baseline DIR: another build's package (a copy of web/lib/ with its wasm/, inside the
-// repository, served to the page as it is; for Node with a package.json of "type": "module")
-// adds its 1- and 2-thread instances to the same rounds.
+// matmul and mha also run with the 4x8 kernel pinned (useGemmKernel), whose split is 1 : 1, to
+// tell the split's share from the engine's. A round's first call on an instance is reported
+// apart: it pays the sleeping workers' wake-up. --read reused: results into an array made
+// once; --baseline DIR: another build's 1- and 2-thread instances in the same rounds.
 
 const N = 512;
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))];

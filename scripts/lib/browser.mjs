@@ -29,6 +29,8 @@
 //                                text of each console.warn. init (a function) runs in the page
 //                                before its own scripts (Chromium and Firefox; WebDriver without
 //                                BiDi cannot, so WebKit throws).
+//   freePort() -> port           a TCP port free on 127.0.0.1 when asked (another process may
+//                                take it before the caller does: a server given it moves on)
 //   serveBlankPage({ port, isolation })
 //                                scripts/serve.mjs's startServer for an empty page at / and the
 //                                package at /lib/ (where the dev server has it): for tests of
@@ -232,7 +234,7 @@ async function startXvfb() {
   return { xvfb, display: `:${display}` };
 }
 
-const freePort = () =>
+export const freePort = () =>
   new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

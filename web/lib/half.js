@@ -20,9 +20,8 @@ const HALF_MAX = 65504;
 const TWO_POW_24 = 16777216; // 1 / (the smallest subnormal half)
 
 // bits (Uint16Array, n halves) -> a new Float32Array (n), exact: widening never rounds.
-// A lookup of each half's float32 bits in a table of all 65536 (256 KB, made on first use):
-// integer loads and stores only, 1.2× (Node 20) to 2.7× (Bun) faster than decoding each half
-// (scripts/bench/half.mjs).
+// A lookup of each half's float32 bits in a table of all 65536 (256 KB, made on first use),
+// faster than decoding each half (scripts/LAB.md, "Copies and conversions in the small").
 let widened = null;
 export function halfToFloat32(bits) {
   widened ??= float32BitsOfEveryHalf();

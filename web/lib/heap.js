@@ -89,9 +89,8 @@ export class Heap {
   }
 
   // A fresh Float32Array copy of `length` floats at ptr: never a view the caller could hold
-  // past a memory growth or a free. What it costs is the fresh array's pages, touched for the
-  // first time (~0.4 ms per MB: 256 page faults), not the copy (~0.02 ms per MB); new + set()
-  // costs the same or more in every engine (scripts/forensics/call_overhead.mjs).
+  // past a memory growth or a free. slice(): its cost is the new pages, not the copy
+  // (scripts/LAB.md, "Copies and conversions in the small").
   read(ptr, length) {
     return this.f32(ptr, length).slice();
   }

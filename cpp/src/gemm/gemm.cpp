@@ -51,8 +51,8 @@ void pack_a(Transpose ta, const float* a, size_t lda, size_t m, size_t i0, size_
     const size_t mr = std::min(tile_mr, m - i);
     size_t r0 = 0;  // rows [0, r0) of the panel are packed
     if (mr == tile_mr && ta == Transpose::yes) {
-      // a stored (k,m): the tile_mr values of a step are contiguous; copied a vector at a time
-      // (a memcpy of tile_mr floats is a call per step in wasm: 8 % of a backward's time)
+      // a stored (k,m): a step's tile_mr values are contiguous, copied a vector at a time (a
+      // memcpy is a call per step in wasm: scripts/LAB.md, "Copies and conversions in the small")
       const size_t vec = tile_mr / kLanes * kLanes;
       for (size_t p = 0; p < kc; ++p) {
         const float* src = a + (p0 + p) * lda + i;

@@ -79,14 +79,17 @@ async function project(v) {
   return dir;
 }
 
-// Loads url in Chromium -> { text: the page's body once main() wrote it (or after 60 s), errors }.
+// Loads url in Chromium -> { text: the page's body once main() wrote it, or once the package's
+// error went uncaught (main() then writes nothing; 60 s at most), errors }.
 async function shows(url) {
   browser ??= launchBrowser('chromium');
   const { page, errors } = await openPage(await browser, url);
   try {
-    await page
-      .waitForFunction(() => document.body.textContent.trim() !== 'running…', null, { timeout: 60_000 })
-      .catch(() => {});
+    const ended = [
+      page.waitForFunction(() => document.body.textContent.trim() !== 'running…', null, { timeout: 60_000 }),
+      page.waitForEvent('pageerror', { predicate: (e) => /wasm-attention:/.test(e.message), timeout: 60_000 }),
+    ];
+    await Promise.race(ended.map((p) => p.catch(() => {})));
     return { text: await page.evaluate(() => document.body.textContent), errors: errors() };
   } finally {
     await page.close();

@@ -2,11 +2,17 @@
 //   withVite(dir, args, fn) -> fn(url)'s result: runs dir's node_modules/.bin/vite with args
 //     (['preview'], or [] for the dev server) on a free port, calls fn with the URL it prints,
 //     and stops it whatever fn does.
+// The port: one free when asked, without --strictPort, so Vite moves on to the next if another
+// process took it meanwhile (the URL read is the one Vite prints). Not --port 0: Vite 5's dev
+// server reads 0 as unset and takes 5173.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 
+import { freePort } from '../../../scripts/lib/browser.mjs';
+
 export async function withVite(dir, args, fn) {
-  const vite = spawn(process.execPath, [join(dir, 'node_modules/.bin/vite'), ...args, '--port', '0', '--strictPort'], {
+  const port = String(await freePort());
+  const vite = spawn(process.execPath, [join(dir, 'node_modules/.bin/vite'), ...args, '--port', port], {
     cwd: dir,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -11,38 +11,10 @@ import { createAttention, fromFloat16Bits, tensor, toFloat16Bits } from '../../.
 import { float32ToHalfInto, halfToFloat32 } from '../../../web/lib/half.js';
 import { rng, uniform } from '../../../scripts/lib/reference.mjs';
 import { rawTensor } from '../helpers/assertions.mjs';
+import { POSITIVE_HALVES as POSITIVE, halfValue, nearestHalfBits as nearestHalf } from '../helpers/float16.mjs';
 
 const NO_F16 =
   typeof globalThis.Float16Array !== 'function' && 'this engine has no Float16Array (Node 20): Deno and Bun run it';
-
-// float16 bits -> its value, from the definition (a double).
-function halfValue(h) {
-  const sign = h & 0x8000 ? -1 : 1;
-  const e = (h >> 10) & 0x1f,
-    m = h & 0x3ff;
-  if (e === 31) return m ? NaN : sign * Infinity;
-  return sign * (e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15));
-}
-
-// x (a double) -> the float16 bits nearest to it, ties to the even mantissa, by binary search
-// over the finite halves in order (0x7c00, Infinity, standing as 65536 for the tie at 65520).
-const POSITIVE = Array.from({ length: 0x7c01 }, (_, h) => (h === 0x7c00 ? 65536 : halfValue(h)));
-function nearestHalf(x) {
-  if (Number.isNaN(x)) return 0x7e00;
-  const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-  const a = Math.abs(x);
-  if (a >= 65536) return sign | 0x7c00;
-  let lo = 0,
-    hi = 0x7c00; // POSITIVE[lo] <= a < POSITIVE[hi]
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (POSITIVE[mid] <= a) lo = mid;
-    else hi = mid;
-  }
-  const below = a - POSITIVE[lo],
-    above = POSITIVE[hi] - a;
-  return sign | (below < above || (below === above && lo % 2 === 0) ? lo : hi);
-}
 
 const f32 = (values) => Float32Array.from(values);
 function toHalf(values) {

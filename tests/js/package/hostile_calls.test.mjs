@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { createAttention, seededRandom, xavierUniform } from '../../../web/lib/index.js';
+import { halfValue, nearestHalf, nearestHalfBits } from '../helpers/float16.mjs';
 
 const rows = [];
 let section = '';
@@ -103,34 +104,6 @@ function attendRef(q, shape, key, value, sinks = null) {
             out[((b * Hq + h) * nQ + i) * dV + t] += (s[j] / sum) * value.data[(kv * n + j) * dV + t];
       }
   return out;
-}
-// bits of a float16 -> value
-function halfValue(h) {
-  const e = (h >> 10) & 0x1f,
-    m = h & 0x3ff;
-  return (h & 0x8000 ? -1 : 1) * (e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15));
-}
-const HALVES = Array.from({ length: 0x7c00 }, (_, h) => halfValue(h));
-function nearestHalf(x) {
-  const a = Math.abs(x);
-  let lo = 0,
-    hi = HALVES.length - 1;
-  if (a >= HALVES[hi]) return Math.sign(x) * HALVES[hi];
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (HALVES[mid] <= a) lo = mid;
-    else hi = mid;
-  }
-  const below = a - HALVES[lo],
-    above = HALVES[hi] - a;
-  const h = below < above || (below === above && lo % 2 === 0) ? lo : hi;
-  return x < 0 ? -HALVES[h] : HALVES[h];
-}
-function toHalfBits(x) {
-  const v = nearestHalf(x);
-  let h = HALVES.indexOf(Math.abs(v));
-  if (v < 0 || Object.is(v, -0)) h |= 0x8000;
-  return h;
 }
 
 const KV_DTYPES = ['float32', 'float16', 'int8'];
@@ -722,9 +695,9 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       keep.every((x) => x === 7),
     );
     // float16 out
-    const qh = Uint16Array.from(q, toHalfBits),
-      kh = Uint16Array.from(k, toHalfBits),
-      vh = Uint16Array.from(v, toHalfBits);
+    const qh = Uint16Array.from(q, nearestHalfBits),
+      kh = Uint16Array.from(k, nearestHalfBits),
+      vh = Uint16Array.from(v, nearestHalfBits);
     const outH = new Uint16Array(n * d);
     const rh = await attn.attention(T(qh, [n, d], 'float16'), T(kh, [n, d], 'float16'), T(vh, [n, d], 'float16'), {
       out: outH,
@@ -1523,9 +1496,9 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
   const q = rand(61, n * d),
     k = rand(62, n * d),
     v = rand(63, n * d);
-  const qh = Uint16Array.from(q, toHalfBits),
-    kh = Uint16Array.from(k, toHalfBits),
-    vh = Uint16Array.from(v, toHalfBits);
+  const qh = Uint16Array.from(q, nearestHalfBits),
+    kh = Uint16Array.from(k, nearestHalfBits),
+    vh = Uint16Array.from(v, nearestHalfBits);
   const qf = Float32Array.from(qh, halfValue),
     kf = Float32Array.from(kh, halfValue),
     vf = Float32Array.from(vh, halfValue);
@@ -1538,7 +1511,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       for (const opts of [{}, { causal: true }, { sinks: Float32Array.of(0.5) }, { softcap: 2 }]) {
         const r = await attn.attention(qa, ka, va, opts);
         const rf = await attn.attention(T(qf, [n, d]), T(kf, [n, d]), T(vf, [n, d]), opts);
-        const want = qa.dtype === 'float16' ? Uint16Array.from(rf.output.data, toHalfBits) : rf.output.data;
+        const want = qa.dtype === 'float16' ? Uint16Array.from(rf.output.data, nearestHalfBits) : rf.output.data;
         eq(
           `${name} ${tag} ${JSON.stringify(opts)}: = float32 call on the same values, rounded once`,
           true,
@@ -1547,13 +1520,13 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       }
     }
     // result beyond float16's range
-    const big = Uint16Array.from({ length: 4 }, () => toHalfBits(300));
+    const big = Uint16Array.from({ length: 4 }, () => nearestHalfBits(300));
     await expectError(
       `${name}: matmul half product 180000`,
       () =>
         attn.matmul(
-          T(Uint16Array.of(toHalfBits(600)), [1, 1], 'float16'),
-          T(Uint16Array.of(toHalfBits(300)), [1, 1], 'float16'),
+          T(Uint16Array.of(nearestHalfBits(600)), [1, 1], 'float16'),
+          T(Uint16Array.of(nearestHalfBits(300)), [1, 1], 'float16'),
         ),
       RangeError,
       /float16/,
@@ -1562,8 +1535,8 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
       `${name}: matmul half product 65504 exactly ok`,
       () =>
         attn.matmul(
-          T(Uint16Array.of(toHalfBits(65504)), [1, 1], 'float16'),
-          T(Uint16Array.of(toHalfBits(1)), [1, 1], 'float16'),
+          T(Uint16Array.of(nearestHalfBits(65504)), [1, 1], 'float16'),
+          T(Uint16Array.of(nearestHalfBits(1)), [1, 1], 'float16'),
         ),
       (r) => r.data[0] === 0x7bff,
     );
@@ -1782,7 +1755,7 @@ async function int8Case(attn, { d = 32, n = 256, key, value, query, dtype = 'int
           () =>
             attn.attention(
               T(
-                Uint16Array.from({ length: d }, () => toHalfBits(1)),
+                Uint16Array.from({ length: d }, () => nearestHalfBits(1)),
                 [1, 1, 1, d],
                 'float16',
               ),

@@ -13,31 +13,8 @@ import assert from 'node:assert/strict';
 
 import { createAttention, tensor } from '../../../web/lib/index.js';
 import { rejectsWith, throwsWith } from '../helpers/assertions.mjs';
+import { nearestHalf } from '../helpers/float16.mjs';
 import { relativeRms, rng } from '../../../scripts/lib/reference.mjs';
-
-// float16 bits -> its value, from the definition.
-function halfValue(h) {
-  const e = (h >> 10) & 0x1f,
-    m = h & 0x3ff;
-  return (h & 0x8000 ? -1 : 1) * (e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15));
-}
-// x (a double, |x| <= 65504) -> the nearest float16's value, ties to the even mantissa, by
-// binary search over the finite halves in order.
-const HALVES = Array.from({ length: 0x7c00 }, (_, h) => halfValue(h));
-function nearestHalf(x) {
-  const a = Math.abs(x);
-  let lo = 0,
-    hi = HALVES.length - 1; // HALVES[lo] <= a <= HALVES[hi]
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (HALVES[mid] <= a) lo = mid;
-    else hi = mid;
-  }
-  const below = a - HALVES[lo],
-    above = HALVES[hi] - a;
-  const h = below < above || (below === above && lo % 2 === 0) ? lo : hi;
-  return x < 0 ? -HALVES[h] : HALVES[h];
-}
 
 const KV_DTYPES = ['float32', 'float16', 'int8'];
 const an = (dtype) => (dtype === 'int8' ? 'an int8' : `a ${dtype}`);

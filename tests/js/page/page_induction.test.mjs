@@ -188,7 +188,12 @@ test('live training plots the induction score on the repeated sentence after eve
   const scores = want.trained.heads.flat().map((h) => inductionScore(h.data, want.n, want.n / 2));
   const best = Math.max(...scores);
   assert.ok(Math.abs(t.induction[0] - best) < 0.1, `first step's score ${t.induction[0]}, shipped weights' ${best}`);
-  await page.waitForTimeout(700); // the panel redraws at most every 500 ms
+  // the panel redraws at most every 500 ms: its first drawing of the score
+  await page.waitForFunction(() =>
+    /^Induction score over \d+ steps/.test(
+      document.querySelector('#train-induction')?.getAttribute('aria-label') ?? '',
+    ),
+  );
   assert.match(await page.getAttribute('#train-induction', 'aria-label'), /^Induction score over \d+ steps/);
   assert.match(await page.textContent('#train-induction-now'), /^\d\.\d\d \(layer \d head \d\)$/);
   await shot(page.locator('#train'), 'train-desktop');

@@ -75,6 +75,15 @@ function assertClose(actual, expected, what, tol = 1e-5) {
 
 const windowText = (page, name) =>
   page.$eval(`figure.heatmap[data-name="${name}"] .hm-window-text`, (el) => el.textContent);
+// Waits until the zoom's text of heatmap `name` satisfies ok(text) (the window redraws on the
+// next frame) -> the text.
+async function windowTextOnce(page, name, ok) {
+  await page.waitForFunction(
+    ([selector, src]) => new Function('t', `return (${src})(t)`)(document.querySelector(selector)?.textContent ?? ''),
+    [`figure.heatmap[data-name="${name}"] .hm-window-text`, ok.toString()],
+  );
+  return windowText(page, name);
+}
 
 test('a 256-token sentence: computed in a worker, overview and zoom', async (ctx) => {
   const { page, errors } = await openPage(browser, server.url + PLAIN);
@@ -139,22 +148,21 @@ test('a 256-token sentence: computed in a worker, overview and zoom', async (ctx
   await page.focus(`${fig} .hm-overview`);
   await page.keyboard.press('PageDown');
   await page.keyboard.press('ArrowRight');
-  await page.waitForTimeout(100);
-  const after = await windowText(page, 'scores');
+  const after = await windowTextOnce(page, 'scores', new Function('t', `return t !== ${JSON.stringify(before)}`));
   assert.notEqual(after, before);
   assert.equal((await snapshot(page)).state.step, 2, 'the arrow key changed the step');
   await page.keyboard.press('End');
-  await page.waitForTimeout(100);
-  assert.match(await windowText(page, 'scores'), /rows \d+–256, columns \d+–256\./);
+  const ended = await windowTextOnce(page, 'scores', (t) => /rows \d+–256, columns \d+–256\./.test(t));
+  assert.match(ended, /rows \d+–256, columns \d+–256\./);
   // Dragging on the overview centres the window on the pointer.
   const box = await page.locator(`${fig} .hm-overview canvas`).boundingBox();
   await page.mouse.move(box.x + 5, box.y + box.height / 2);
   await page.mouse.down();
   await page.mouse.move(box.x + 8, box.y + box.height / 2 + 4, { steps: 3 });
   await page.mouse.up();
-  await page.waitForTimeout(100);
-  assert.match(await windowText(page, 'scores'), /columns 1–/);
-  assert.doesNotMatch(await windowText(page, 'scores'), /rows 1–/);
+  const dragged = await windowTextOnce(page, 'scores', (t) => /columns 1–/.test(t) && !/rows 1–/.test(t));
+  assert.match(dragged, /columns 1–/);
+  assert.doesNotMatch(dragged, /rows 1–/);
   // Following token 250 (its chip) brings its row into the zoom.
   await act(
     page,
