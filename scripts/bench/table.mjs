@@ -30,8 +30,9 @@ function grid(header, rows, rightAligned) {
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
 }
 
-// bandwidth: the read probe (bandwidth.mjs) by thread count, or null where none ran
-function notes(r, bandwidth) {
+// bandwidth: the read probe (bandwidth.mjs) by thread count, or null where none ran; flops:
+// the case's nominal FLOPs; peak: the SIMD peak probe (peak_probe.mjs)
+function notes(r, bandwidth, flops, peak) {
   const parts = [];
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
   if (r.status === 'ok' && r.case.startsWith('decode-')) {
@@ -41,6 +42,13 @@ function notes(r, bandwidth) {
     parts.push(`${tokenBytes(spec)} bytes per token per kv head`);
     parts.push(
       `${gbs.toFixed(1)} GB/s of cache read${probe ? `, ${Math.round((100 * gbs) / probe)}% of the ${r.threads}-thread read probe` : ''}`,
+    );
+    // the other limit: the multiply-adds a byte of cache takes (2 FLOPs per float32 value and
+    // query head of its group), at the mul+add peak of the row's thread count
+    const perByte = flops / cacheBytes(spec);
+    const computeGbs = peak.forThreads(r.threads) / perByte;
+    parts.push(
+      `${perByte.toFixed(1)} FLOPs per byte: the mul+add peak reads at most ${computeGbs.toFixed(1)} GB/s${probe ? ` (${Math.round((100 * computeGbs) / probe)}% of the probe)` : ''}`,
     );
   }
   if (r.formulation) parts.push(r.formulation);
@@ -60,7 +68,7 @@ function caseBlock(label, flops, rows, peak, bandwidth) {
     r.status === 'ok' ? `${Math.round((100 * r.gflops) / peak.forThreads(r.threads))}%` : '',
     r.oursSpeedup ? `${r.oursSpeedup.factor.toFixed(2)}×` : '',
     r.check ? (r.check.reference ? 'ref' : r.check.ok ? 'ok' : 'DIFF') : '',
-    notes(r, bandwidth),
+    notes(r, bandwidth, flops, peak),
   ]);
   lines.push(
     ...grid(

@@ -3,7 +3,7 @@
 // process or page and take turns round by round, so the machine's load falls on all alike.
 //   node scripts/forensics/ab_builds.mjs --build new=DIR --build old=DIR [--build base=DIR] \
 //     [--engines node,chromium,firefox,webkit] [--threads 1,2] [--isa simd128|relaxed-simd]
-//     [--cases matmul1024,mha512,...] [--warm-ms 1500] [--rounds 5] [--round-ms 150] [--json out.json]
+//     [--cases matmul1024,mha512,...,layerdecode4096] [--warm-ms 1500] [--rounds 5] [--round-ms 150] [--json out.json]
 // DIR: a checkout whose web/lib/ is built, or a web/lib folder; the first build is the one
 // compared. Prints each build's median and best ms and the first's time over each other's
 // (> 1: the first is slower); first calls apart. Results: scripts/LAB.md ("Before and after").
@@ -58,6 +58,35 @@ export async function measure(arg, log = (s) => (globalThis.abLog ??= []).push(s
     const x = T(lib, [n, dm], 7);
     return { run: () => layer.forward(x), dispose: () => layer.dispose() };
   };
+  const cachedLayer = (past, n) => (attn, lib) => {
+    const dm = 1024,
+      heads = 16,
+      kvHeads = 4,
+      d = dm / heads;
+    const w = (cols, seed) => T(lib, [dm, cols], seed);
+    const layer = attn.multiHeadAttention({
+      dModel: dm,
+      heads,
+      kvHeads,
+      weights: { wq: w(dm, 26), wk: w(kvHeads * d, 27), wv: w(kvHeads * d, 28), wo: w(dm, 29) },
+    });
+    const cache = attn.kvCache({ batch: 1, kvHeads, dK: d, dV: d, capacity: past + n });
+    attn.attention(T(lib, [1, heads, 1, d], 30), T(lib, [1, kvHeads, past, d], 31), T(lib, [1, kvHeads, past, d], 32), {
+      cache,
+    });
+    const x = T(lib, [n, dm], 33);
+    return {
+      run: () => {
+        const r = layer.forward(x, { cache, causal: true });
+        cache.truncate(past);
+        return r;
+      },
+      dispose: () => {
+        cache.dispose();
+        layer.dispose();
+      },
+    };
+  };
   const CASES = {
     matmul1024: (attn, lib) => {
       const a = T(lib, [1024, 1024], 1),
@@ -102,6 +131,10 @@ export async function measure(arg, log = (s) => (globalThis.abLog ??= []).push(s
         d = T(lib, s, 22);
       return { run: () => attn.attentionBackward(q, k, v, d, {}) };
     },
+    // a layer's cached forward (dModel 1024, 16 query heads over 4 kv heads, d 64): one new token
+    // over 4096 cached, and a causal prompt of 128 over 1024 cached; the cache is cut back after each call
+    layerdecode4096: cachedLayer(4096, 1),
+    layerprefill1024: cachedLayer(1024, 128),
     small16: (attn, lib) => {
       const q = T(lib, [16, 16], 23),
         k = T(lib, [16, 16], 24),

@@ -108,11 +108,21 @@ __attribute__((always_inline)) inline void f32_gemm_one_tile(size_t mr, size_t n
       }
     }
   };
-  size_t p = 0;
+  // The k loop steps the two panel pointers and stops at a's precomputed end: no counter, each
+  // step's loads at constant offsets from the pointers (the wasm loop kernel_shape.mjs writes).
+  // Emscripten passes clang -mllvm -disable-lsr, so the wasm keeps the loop in the form written
+  // here (scripts/LAB.md, "Decode at one thread: the compute limit").
   constexpr size_t A = MR * kACopies<S>;  // floats of a per step
-  for (; p + KU <= kc; p += KU, a += KU * A, b += KU * kNR)
-    for (size_t u = 0; u < KU; ++u) step(a + u * A, b + u * kNR);
-  for (; p < kc; ++p, a += A, b += kNR) step(a, b);
+  const float* __restrict ap = a;
+  const float* __restrict bp = b;
+  const float* const a_body = a + kc / KU * KU * A;
+  if (ap != a_body) {
+    do {
+      for (size_t u = 0; u < KU; ++u) step(ap + u * A, bp + u * kNR);
+      ap += KU * A, bp += KU * kNR;
+    } while (ap != a_body);
+  }
+  for (const float* const a_end = a + kc * A; ap != a_end; ap += A, bp += kNR) step(ap, bp);
 
   for (size_t i = 0; i < MR; ++i) {
     simd::store(ct + i * ldt, acc[i][0]);

@@ -1,0 +1,57 @@
+// The bench's text report (scripts/bench/table.mjs) on a made-up run: each decode row states both
+// of its limits, its share of the read probe at its thread count and the GB/s the mul+add peak
+// allows at its FLOPs per cache byte (float32 2, int8 7.5: the same FLOPs on fewer bytes).
+// Nothing here runs a kernel or asserts a speed.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { caseById } from '../../../scripts/bench/cases.mjs';
+import { forwardFlops } from '../../../scripts/bench/flops.mjs';
+import { peakRecord } from '../../../scripts/bench/peak_probe.mjs';
+import { renderReport } from '../../../scripts/bench/table.mjs';
+
+// A run with one decode row per case id, each 6 ms on `threads` threads, a 41 GFLOP/s peak per
+// core and read probes of 23 (1 thread) and 38 GB/s (2) -> the report's lines
+function report(ids, threads) {
+  const peak = peakRecord({ perCoreGflops: 41, allCoresGflops: 80, cores: 2 });
+  const rows = ids.map((id) => {
+    const spec = caseById(id);
+    const flops = forwardFlops(spec);
+    return {
+      case: id,
+      impl: `ours-${threads}`,
+      threads,
+      status: 'ok',
+      ms: 6,
+      flops,
+      gflops: flops / 6e6,
+      label: spec.label,
+    };
+  });
+  const machine = { cpuModel: 'a CPU', cores: 2, memoryGB: 8, node: '20', v8: '11', loadAverage: [0, 0, 0] };
+  const bandwidth = { gbPerSecond: 23, byThreads: { 1: 23, 2: 38 }, methods: {} };
+  return renderReport({ machine, peak, rows, notes: [], options: {}, startedAt: 'now', bandwidth }).split('\n');
+}
+
+test('a float32 decode row states its % of the read probe and the mul+add peak as GB/s at 2 FLOPs per byte', () => {
+  const [line] = report(['decode-8192'], 1).filter((l) => l.includes('bytes per token per kv head'));
+  // 8 kv heads × 8193 tokens × 1024 bytes in 6 ms
+  const gbs = (8 * 8193 * 1024) / 6e6;
+  assert.match(
+    line,
+    new RegExp(`${gbs.toFixed(1)} GB/s of cache read, ${Math.round((100 * gbs) / 23)}% of the 1-thread read probe`),
+  );
+  assert.match(line, /2\.0 FLOPs per byte: the mul\+add peak reads at most 20\.5 GB\/s \(89% of the probe\)/);
+});
+
+test('an int8 row does the same FLOPs on 272 bytes per token: 7.5 FLOPs per byte; 2 threads take two cores of peak', () => {
+  const [line] = report(['decode-8192-int8'], 2).filter((l) => l.includes('bytes per token per kv head'));
+  const perByte = (4 * 32 * 128) / (8 * 272);
+  assert.match(line, /272 bytes per token per kv head/);
+  assert.match(
+    line,
+    new RegExp(
+      `${perByte.toFixed(1)} FLOPs per byte: the mul\\+add peak reads at most ${(80 / perByte).toFixed(1)} GB/s \\(${Math.round((100 * 80) / perByte / 38)}% of the probe\\)`,
+    ),
+  );
+});
