@@ -399,8 +399,14 @@ export function readTensor(where, name, t, shapeNames) {
   const { format, view } = tensorData(where, name, rawData, rawDtype);
   // the bits copied: a getter read later in the call cannot change the values the call uses
   const data = format.dtype === 'float16' ? new Uint16Array(typedArrayBytes(view).slice().buffer) : view;
+  if (data !== view) packageCopies.add(data.buffer);
   return Object.freeze({ data, shape, format });
 }
+
+// The ArrayBuffers of copies the package made of an argument's values (readTensor's float16
+// bits, operations.js's postable's): no caller holds them, so the worker form moves them to its
+// worker instead of copying them again.
+export const packageCopies = new WeakSet();
 
 // A tensor snapshot's values: its Float32Array, or its float16 bits widened into a new one
 // (exact; a half ±Infinity or NaN widens to the same float32 at the same index, which

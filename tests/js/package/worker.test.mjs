@@ -352,8 +352,8 @@ describe('the worker form', () => {
     await theirs.dispose();
   });
 
-  // What the calling thread posts for float16 inputs: their bits (2 bytes a value), widened to
-  // float32 by the run in the worker, never here.
+  // What the calling thread posts for float16 inputs: a copy of their bits (2 bytes a value),
+  // transferred, widened to float32 by the run in the worker, never here.
   test("float16 inputs go to the worker as their 16-bit data, and give the synchronous form's results bitwise", async () => {
     const next = rng(24);
     const half = (shape) => tensor(toFloat16Bits(randomTensor(next, shape).data), shape, { dtype: 'float16' });
@@ -391,6 +391,7 @@ describe('the worker form', () => {
         assert.ok(sent.length >= 2, `${name}: its inputs were posted`);
         for (const [path, array] of sent) {
           assert.ok(array instanceof Uint16Array, `${name}: ${path} is posted as a ${array.constructor.name}`);
+          assert.equal(array.buffer.byteLength, 0, `${name}: ${path}, the package's copy, is moved, not copied again`);
         }
       }
       posted.length = 0;
