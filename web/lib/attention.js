@@ -7,7 +7,7 @@ import { KvCache, parseCacheConfig } from './kv_cache.js';
 import { checkLayerConfig } from './layer_config.js';
 import { MultiHeadAttention } from './multi_head.js';
 import { Runtime } from './runtime.js';
-import { checkBoolean, checkOptions, checkOut, checkTensor, showShape } from './validate.js';
+import { checkBoolean, checkOptions, checkOut, checkTensor, showShape, widenHalves } from './validate.js';
 
 // Each call is read by a parse* function (pure: no wasm memory, no module) into a snapshot and
 // run by a run* function on the runtime: the direct form calls both, the worker form the first
@@ -109,7 +109,9 @@ export class Attention {
   }
 }
 
-export const runAttention = (rt, where, c) => headsForward(rt, where, resolveAttention(rt, where, c));
+// Each run* first widens the snapshot's float16 inputs (widenHalves), in the direct form's
+// call and in the worker form's worker alike.
+export const runAttention = (rt, where, c) => headsForward(rt, where, resolveAttention(rt, where, widenHalves(c)));
 
 // attentionBackward's arguments -> { c (parseAttention's call), dOut (dOutput's snapshot) }.
 export function parseAttentionBackward(where, q, k, v, dOutput, options) {
@@ -117,8 +119,10 @@ export function parseAttentionBackward(where, q, k, v, dOutput, options) {
   return { c, dOut: checkDOutput(where, c, dOutput) };
 }
 
-export const runAttentionBackward = (rt, where, { c, dOut }) =>
-  headsBackward(rt, where, resolveAttention(rt, where, c), dOut);
+export function runAttentionBackward(rt, where, call) {
+  const { c, dOut } = widenHalves(call);
+  return headsBackward(rt, where, resolveAttention(rt, where, c), dOut);
+}
 
 // matmul's arguments -> { a, b (snapshots), transposeA, transposeB, m, n, k, out }.
 export function parseMatmul(where, aArg, bArg, options) {
@@ -138,7 +142,8 @@ export function parseMatmul(where, aArg, bArg, options) {
   return { a, b, transposeA, transposeB, m, n, k, out };
 }
 
-export function runMatmul(rt, where, { a, b, transposeA, transposeB, m, n, k, out }) {
+export function runMatmul(rt, where, call) {
+  const { a, b, transposeA, transposeB, m, n, k, out } = widenHalves(call);
   const { heap } = rt;
   return heap.scoped(where, (s) => {
     const pa = s.putFinite(a.data, 'a.data'),

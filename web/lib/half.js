@@ -1,7 +1,9 @@
 // Half precision (IEEE 754 binary16, 'float16') in and out of the package: tensors whose data
 // is a Float16Array (where the engine has one) or a Uint16Array holding the bits with
-// dtype: 'float16' are widened to float32 when they are checked (validate.js), computed on in
-// float32, and results are narrowed back to the input's kind when they are read (heap.js).
+// dtype: 'float16' have their bits copied when they are checked (validate.js's readTensor),
+// are widened to float32 as the call's run starts (widenHalves; in the worker form, in its
+// worker), are computed on in float32, and results are narrowed back to the input's kind when
+// they are read (heap.js).
 //   binary16: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits; largest 65504,
 //   smallest normal 2^-14, smallest subnormal 2^-24. Every half is exactly a float32.
 

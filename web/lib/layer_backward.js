@@ -4,7 +4,7 @@ import { mhaGrads, mhaShape, mhaSaved, mhaWeights } from './binding.js';
 import { layerParameters } from './layer_config.js';
 import { attentionArgs, checkLayerAlive } from './layer_state.js';
 import { FORMATS } from './half.js';
-import { fitTensor, readTensor, showShape } from './validate.js';
+import { fitTensor, readTensor, showShape, tensorValues } from './validate.js';
 
 // The saved forward, or a TypeError saying why there is none.
 function savedForward(layer, where) {
@@ -49,7 +49,7 @@ export function layerBackward(layer, where, dOut) {
   if (saved.contextShape) sizes.dContext = saved.contextShape;
   for (const { name } of layerParameters(layer.config)) sizes[`d${name}`] = layer.shapes[name];
   return heap.scoped(where, (s) => {
-    const dOutPtr = s.putFinite(dOut.data, 'dOutput.data');
+    const dOutPtr = s.putFinite(tensorValues(dOut), 'dOutput.data'); // float16 widened here, in both forms
     const grads = {};
     for (const [name, shape] of Object.entries(sizes))
       grads[name] = s.alloc(4 * shape.reduce((a, b) => a * b, 1), `the gradient ${name}`);

@@ -15,6 +15,7 @@ import {
   checkWindow,
   describe,
   showShape,
+  tensorValues,
 } from './validate.js';
 
 // The layer's parameters, in the order of the core's MhaWeights (and of MhaGrads, each as d<name>):
@@ -180,7 +181,7 @@ function givenValues(where, c, shapes, weights, firstSinks) {
             `dModel ${dModel}, heads ${heads}, ${kvHeads === heads ? '' : `kvHeads ${kvHeads}, `}dK ${dK}, dV ${dV} need ${showShape(shapes[name])}`,
         );
       }
-      values[name] = given.data;
+      values[name] = tensorValues(given); // float16 widened: weights are stored as float32
     }
     for (const { name, flag } of PARAMETERS) {
       if (flag && !c[flag] && w[name] !== undefined) {

@@ -2,7 +2,7 @@
 // gradient given; all or nothing.
 import { layerParameters } from './layer_config.js';
 import { checkLayerAlive, releaseSaved } from './layer_state.js';
-import { checkFinite, checkFiniteNumber, checkOptions, checkTensor, showShape } from './validate.js';
+import { checkFinite, checkFiniteNumber, checkOptions, checkTensor, showShape, tensorValues } from './validate.js';
 
 // grads (as backward() returns them; dx and dContext are ignored) and learningRate, read once
 // -> a frozen { learningRate, given: [[name, Float32Array copy of d<name>]] }.
@@ -18,7 +18,7 @@ export function parseStep(layer, where, grads, learningRate) {
     if (grad.shape.some((d, i) => d !== shape[i])) {
       throw new RangeError(`${where}: grads.d${name} is ${showShape(grad.shape)} but ${name} is ${showShape(shape)}`);
     }
-    const data = grad.data.slice(); // small: copied and checked here, in JS
+    const data = tensorValues(grad).slice(); // small: copied (float16 widened) and checked here, in JS
     checkFinite(where, `grads.d${name}.data`, data);
     given.push(Object.freeze([name, data]));
   }

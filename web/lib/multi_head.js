@@ -20,6 +20,7 @@ import { layerForward, parseForward } from './layer_forward.js';
 import { layerForwardCached } from './layer_forward_cached.js';
 import { checkLayerAlive, createLayer, disposeLayer, readWeights } from './layer_state.js';
 import { layerStep, parseStep } from './layer_step.js';
+import { widenHalves } from './validate.js';
 
 export class MultiHeadAttention {
   #layer; // layer_state.js
@@ -82,5 +83,8 @@ export class MultiHeadAttention {
 }
 
 // parseForward's call c on the layer's state -> its result, over a cache or not.
-export const runForward = (layer, where, c) =>
-  c.cache !== undefined ? layerForwardCached(layer, where, c) : layerForward(layer, where, c);
+// Its float16 inputs widened first (widenHalves), in both forms.
+export function runForward(layer, where, call) {
+  const c = widenHalves(call);
+  return c.cache !== undefined ? layerForwardCached(layer, where, c) : layerForward(layer, where, c);
+}

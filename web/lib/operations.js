@@ -11,7 +11,7 @@ import { checkLayerConfig } from './layer_config.js';
 import { parseForward } from './layer_forward.js';
 import { layerStep, parseStep } from './layer_step.js';
 import { MultiHeadAttention, runForward } from './multi_head.js';
-import { checkInteger, readTensor, typedArrayLength } from './validate.js';
+import { checkInteger, packageCopies, readTensor, typedArrayLength } from './validate.js';
 
 // The worker form reads dOutput before it knows the saved forward: its messages name the
 // saved forward's shape by this, which the worker's answer replaces (backward's run).
@@ -214,7 +214,10 @@ export function postable(value, transfer, depth = 0) {
     // the worker's run refuses as the direct form's does
     if (typedArrayLength(value) === 0) return new value.constructor(0);
     const partial = !transfer && value.byteLength !== value.buffer.byteLength;
-    return partial || !(value.buffer instanceof ArrayBuffer) ? Reflect.apply(slice, value, []) : value;
+    if (!partial && value.buffer instanceof ArrayBuffer) return value;
+    const copy = Reflect.apply(slice, value, []);
+    packageCopies.add(copy.buffer);
+    return copy;
   }
   if (Array.isArray(value)) return value.map((v) => postable(v, transfer, depth + 1));
   const proto = Object.getPrototypeOf(value);

@@ -371,8 +371,9 @@ function tensorData(where, name, rawData, dtype) {
   return { format: type === 'Float16Array' ? FORMATS.float16 : FORMATS.float16Bits, view };
 }
 
-// A tensor argument, read once: { data: its own Float32Array view (float16 data widened into a
-// new Float32Array), shape: frozen integers, format: the input's (half.js FORMATS) }, validated.
+// A tensor argument, read once: { data: its own Float32Array view (float16 data: a copy of its
+// bits, a Uint16Array, widened by the run: widenHalves), shape: frozen integers, format: the
+// input's (half.js FORMATS) }, validated.
 // Callers use what this returns, never the argument again.
 // ranks: the ranks allowed, e.g. [2] or [2, 3]; shapes named like "[n,dModel]" for messages.
 export function checkTensor(where, name, t, ranks, shapeNames) {
@@ -380,8 +381,9 @@ export function checkTensor(where, name, t, ranks, shapeNames) {
 }
 
 // checkTensor's first half: the argument read (its getters run once) and its kinds checked ->
-// a frozen { data: its own Float32Array view, or float16 data widened into a new one, shape:
-// frozen numbers, format }, sizes not yet checked.
+// a frozen { data: its own Float32Array view, or a copy of float16 data's bits (a Uint16Array:
+// half the bytes to post to the worker form's worker, widened there), shape: frozen numbers,
+// format }, sizes not yet checked.
 export function readTensor(where, name, t, shapeNames) {
   const expected = shapeNames ? ` ${shapeNames}` : '';
   if (!isObjectArgument(t) || ArrayBuffer.isView(t)) {
@@ -395,9 +397,40 @@ export function readTensor(where, name, t, shapeNames) {
   // the shape's elements first: their getters may detach or shrink the data's buffer
   const shape = shapeSnapshot(where, name, rawShape);
   const { format, view } = tensorData(where, name, rawData, rawDtype);
-  // a half ±Infinity or NaN widens to the same float32 at the same index (named by putFinite)
-  const data = format.dtype === 'float16' ? halfToFloat32(view) : view;
+  // the bits copied: a getter read later in the call cannot change the values the call uses
+  const data = format.dtype === 'float16' ? new Uint16Array(typedArrayBytes(view).slice().buffer) : view;
+  if (data !== view) packageCopies.add(data.buffer);
   return Object.freeze({ data, shape, format });
+}
+
+// The ArrayBuffers of copies the package made of an argument's values (readTensor's float16
+// bits, operations.js's postable's): no caller holds them, so the worker form moves them to its
+// worker instead of copying them again.
+export const packageCopies = new WeakSet();
+
+// A tensor snapshot's values: its Float32Array, or its float16 bits widened into a new one
+// (exact; a half ±Infinity or NaN widens to the same float32 at the same index, which
+// Heap.putFinite names as it would the float32 input).
+export const tensorValues = (t) => (isHalfSnapshot(t) ? halfToFloat32(t.data) : t.data);
+const isHalfSnapshot = (t) => t.format?.dtype === 'float16' && typedArrayName(t.data) === 'Uint16Array';
+
+// A call's snapshot (parse's, or its structured clone in the worker form's worker) -> the same
+// with every tensor snapshot holding float16 bits replaced by one holding their float32 values
+// (tensorValues): the first step of each run that computes on tensors, in both forms. Plain
+// objects and arrays are rebuilt only where something changed; anything else is kept as it is.
+export function widenHalves(value, depth = 0) {
+  if (value === null || typeof value !== 'object' || depth > 8 || ArrayBuffer.isView(value)) return value;
+  if (isArray(value)) {
+    const items = value.map((v) => widenHalves(v, depth + 1));
+    return items.some((v, i) => v !== value[i]) ? items : value;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return value;
+  if (isHalfSnapshot(value)) return Object.freeze({ ...value, data: tensorValues(value) });
+  const entries = Object.entries(value).map(([k, v]) => [k, widenHalves(v, depth + 1)]);
+  if (entries.every(([k, v]) => v === value[k])) return value;
+  const widened = Object.fromEntries(entries);
+  return Object.isFrozen(value) ? Object.freeze(widened) : widened;
 }
 
 // checkTensor's second half, on readTensor's snapshot: its rank one of ranks, its sizes
@@ -749,7 +782,7 @@ export function checkSinks(where, sinks, qHeads) {
   let data;
   if (typedArrayName(sinks) !== undefined) data = float32View(where, 'sinks', sinks);
   else if (typeof sinks === 'object' && !Array.isArray(sinks))
-    data = checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`).data;
+    data = tensorValues(checkTensor(where, 'sinks', sinks, [1], `[Hq] = [${qHeads}]`));
   else
     throw new TypeError(
       `${where}: sinks must be a Float32Array of Hq = ${qHeads} values, one per query head, got ${describe(sinks)}`,

@@ -5,7 +5,7 @@ import { BUILDS } from './builds.js';
 import { isNode, nodeBuiltin, process } from './host.js';
 import { buffersOf, OPERATIONS, operationsOn, postable, withSavedShape } from './operations.js';
 import { cacheForms, checkBoolean, checkCacheOption, disposedError, isArray, isRevoked } from './validate.js';
-import { outChanged, typedArrayLength as lengthOf } from './validate.js';
+import { outChanged, packageCopies, typedArrayLength as lengthOf } from './validate.js';
 
 // { name, message } -> an error of that class (Error's native subclasses, WebAssembly's) here.
 function rebuildError({ name, message }) {
@@ -52,8 +52,9 @@ class Channel {
   send(where, op, args, { target, transfer = false, accept = null, hold = false } = {}) {
     if (this.#broken) return Promise.reject(this.#broken);
     const id = this.#nextId++;
+    const moved = [...buffersOf(args)].filter((b) => transfer || packageCopies.has(b)); // its own copies: always
     try {
-      this.#worker.postMessage({ id, op, target, args, hold }, transfer ? [...buffersOf(args)] : []);
+      this.#worker.postMessage({ id, op, target, args, hold }, moved);
     } catch (e) {
       return Promise.reject(new TypeError(`${where}: an argument cannot be sent to the worker: ${e.message}`));
     }

@@ -171,6 +171,30 @@ describe('float16 tensors through the API', () => {
     assertBitsEqual(grads.dv, wantGrads.dv, 'dv');
   });
 
+  test("float16 data is read when its argument is: a later argument's getter that rewrites or detaches it changes nothing", () => {
+    const q = half(data(5 * 8), [5, 8]),
+      k = half(data(7 * 8), [7, 8]),
+      v = half(data(7 * 6), [7, 6]);
+    const want = attn.attention(widened(q), widened(k), widened(v)).output;
+    for (const spoil of [
+      (bits) => bits.fill(0x7c00),
+      (bits) => structuredClone(bits.buffer, { transfer: [bits.buffer] }),
+    ]) {
+      const qBits = q.data.slice();
+      const options = {
+        get causal() {
+          spoil(qBits); // q was read before the options
+          return false;
+        },
+      };
+      assertBitsEqual(
+        attn.attention(tensor(qBits, q.shape, { dtype: 'float16' }), k, v, options).output,
+        want,
+        'output',
+      );
+    }
+  });
+
   test("4-D attention with a past, a float16 mask and qk: output and qk in q's format, present in the past's", () => {
     const [B, Hq, Hkv, nQ, nNew, nPast, d] = [2, 4, 2, 3, 2, 5, 8];
     const q = half(data(B * Hq * nQ * d), [B, Hq, nQ, d]);

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { createAttention, tensor } from '../../../web/lib/index.js';
+import { createAttention, tensor, toFloat16Bits } from '../../../web/lib/index.js';
 import { buffersOf, DIRECT_ONLY, OPERATION, operationsOn, postable } from '../../../web/lib/operations.js';
 import { randomTensor, rng } from '../../../scripts/lib/reference.mjs';
 import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
@@ -15,15 +15,16 @@ import { evalArgs, garbageCollector, RUNTIME } from '../helpers/runtime.mjs';
 const INDEX = new URL('../../../web/lib/index.js', import.meta.url).href;
 const WASM = fileURLToPath(new URL('../../../web/lib/wasm/', import.meta.url));
 
-// Two results of the same call hold the same keys, shapes and float32 bits (NaN included).
+// Two results of the same call hold the same keys, shapes and bits (float32 or float16, NaN included).
 function assertSameBits(remote, local, path = 'result') {
   if (ArrayBuffer.isView(local)) {
     assert.ok(
       remote instanceof local.constructor,
       `${path} is ${remote?.constructor?.name}, expected ${local.constructor.name}`,
     );
-    const a = new Uint32Array(remote.buffer, remote.byteOffset, remote.length);
-    const b = new Uint32Array(local.buffer, local.byteOffset, local.length);
+    const Bits = { 1: Uint8Array, 2: Uint16Array, 4: Uint32Array }[local.BYTES_PER_ELEMENT]; // float16: its bits
+    const a = new Bits(remote.buffer, remote.byteOffset, remote.length);
+    const b = new Bits(local.buffer, local.byteOffset, local.length);
     assert.equal(a.length, b.length, `${path}: lengths differ`);
     const i = a.findIndex((x, j) => x !== b[j]);
     assert.equal(i, -1, `${path}[${i}]: worker ${remote[i]}, synchronous ${local[i]}`);
@@ -349,6 +350,68 @@ describe('the worker form', () => {
     }
     mine.dispose();
     await theirs.dispose();
+  });
+
+  // What the calling thread posts for float16 inputs: a copy of their bits (2 bytes a value),
+  // transferred, widened to float32 by the run in the worker, never here.
+  test("float16 inputs go to the worker as their 16-bit data, and give the synchronous form's results bitwise", async () => {
+    const next = rng(24);
+    const half = (shape) => tensor(toFloat16Bits(randomTensor(next, shape).data), shape, { dtype: 'float16' });
+    const posted = [];
+    const { Worker } = await import('node:worker_threads');
+    const postMessage = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (message, ...rest) {
+      if (message?.op) posted.push(message);
+      return Reflect.apply(postMessage, this, [message, ...rest]);
+    };
+    // every typed array a message holds -> [path, array]
+    const arrays = (value, path = 'args') =>
+      ArrayBuffer.isView(value)
+        ? [[path, value]]
+        : value !== null && typeof value === 'object'
+          ? Object.entries(value).flatMap(([key, v]) => arrays(v, `${path}.${key}`))
+          : [];
+    const config = { dModel: 8, heads: 2, seed: 4 };
+    const [direct, layer] = [local.multiHeadAttention(config), await remote.multiHeadAttention(config)];
+    try {
+      const [q, k, v] = [half([1, 2, 5, 8]), half([1, 2, 7, 8]), half([1, 2, 7, 8])];
+      const [pastKey, pastValue] = [half([1, 2, 3, 8]), half([1, 2, 3, 8])];
+      const [q4, k4, v4] = [half([1, 2, 5, 8]), half([1, 2, 2, 8]), half([1, 2, 2, 8])];
+      const [x, w, dOut] = [half([5, 8]), half([8, 3]), half([1, 2, 5, 8])];
+      const calls = [
+        ['attention', (a) => a.attention(q, k, v, { causal: true })],
+        ['attention with a past', (a) => a.attention(q4, k4, v4, { pastKey, pastValue })],
+        ['attentionBackward', (a) => a.attentionBackward(q, k, v, dOut)],
+        ['matmul', (a) => a.matmul(x, w)],
+      ];
+      for (const [name, call] of calls) {
+        posted.length = 0;
+        assertSameBits(await call(remote), call(local), name);
+        const sent = arrays(posted.at(-1).args);
+        assert.ok(sent.length >= 2, `${name}: its inputs were posted`);
+        for (const [path, array] of sent) {
+          assert.ok(array instanceof Uint16Array, `${name}: ${path} is posted as a ${array.constructor.name}`);
+          assert.equal(array.buffer.byteLength, 0, `${name}: ${path}, the package's copy, is moved, not copied again`);
+        }
+      }
+      posted.length = 0;
+      const dOutput = half([5, 8]);
+      assertSameBits(await layer.forward(x), direct.forward(x), 'forward');
+      assertSameBits(await layer.backward(dOutput), direct.backward(dOutput), 'backward');
+      for (const message of posted) {
+        for (const [path, array] of arrays(message.args)) {
+          assert.ok(array instanceof Uint16Array, `${message.op}: ${path} is posted as a ${array.constructor.name}`);
+        }
+      }
+      assert.deepEqual(
+        posted.map((m) => m.op),
+        ['layer.forward', 'layer.backward'],
+      );
+    } finally {
+      Worker.prototype.postMessage = postMessage;
+      direct.dispose();
+      await layer.dispose();
+    }
   });
 
   test("errors over a kvCache reject with the synchronous form's class and message, leaving the cache as it was", async () => {
