@@ -418,16 +418,34 @@ const isHalfSnapshot = (t) => t.format?.dtype === 'float16' && typedArrayName(t.
 // with every tensor snapshot holding float16 bits replaced by one holding their float32 values
 // (tensorValues): the first step of each run that computes on tensors, in both forms. Plain
 // objects and arrays are rebuilt only where something changed; anything else is kept as it is.
-export function widenHalves(value, depth = 0) {
+export const widenHalves = (call) => (hasHalves(call, 0) ? widen(call, 0) : call);
+
+// Whether a snapshot holds a tensor of float16 bits: walked without allocating, since most calls
+// have none and this runs on every call.
+function hasHalves(value, depth) {
+  if (value === null || typeof value !== 'object' || depth > 8 || ArrayBuffer.isView(value)) return false;
+  if (isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (hasHalves(value[i], depth + 1)) return true;
+    return false;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  // a tensor snapshot ({ data, shape, format }) is one or the other: no need to walk into it
+  if (value.format !== undefined && value.data !== undefined) return isHalfSnapshot(value);
+  for (const k in value) if (hasHalves(value[k], depth + 1)) return true;
+  return false;
+}
+
+function widen(value, depth) {
   if (value === null || typeof value !== 'object' || depth > 8 || ArrayBuffer.isView(value)) return value;
   if (isArray(value)) {
-    const items = value.map((v) => widenHalves(v, depth + 1));
+    const items = value.map((v) => widen(v, depth + 1));
     return items.some((v, i) => v !== value[i]) ? items : value;
   }
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return value;
   if (isHalfSnapshot(value)) return Object.freeze({ ...value, data: tensorValues(value) });
-  const entries = Object.entries(value).map(([k, v]) => [k, widenHalves(v, depth + 1)]);
+  const entries = Object.entries(value).map(([k, v]) => [k, widen(v, depth + 1)]);
   if (entries.every(([k, v]) => v === value[k])) return value;
   const widened = Object.fromEntries(entries);
   return Object.isFrozen(value) ? Object.freeze(widened) : widened;
