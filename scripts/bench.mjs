@@ -84,11 +84,13 @@ if (want('decode')) {
 
 const caseIds = caseIdsOf(options);
 if (caseIds.length) {
-  const rows = await runKernels({ caseIds, quick: options.quick, peersOk, log });
+  // the decode rows' own read probes (groups.mjs), fewer passes than the one above
+  const probe = async (threads) => (await measureReadBandwidth({ threads, passes: 7 })).gbPerSecond;
+  const rows = await runKernels({ caseIds, quick: options.quick, peersOk, log, probe });
   log('computing the float64 reference of the cases small enough for it');
   const references = new Map();
   for (const id of caseIds) {
-    const sampled = referenceSample(caseById(id));
+    const sampled = await referenceSample(caseById(id));
     if (sampled) references.set(id, sampled);
   }
   results.rows = compareRows(rows, references);

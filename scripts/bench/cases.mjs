@@ -47,7 +47,7 @@ function mha(causal, backward, backwardOnly = false) {
 // grouped-query (32 query heads, 8 kv heads, d 128: a Llama-style layer), batch 1. dtype: the
 // cache's element type (attn.kvCache's dtype); the peers keep float32 caches only.
 const GQA = { batch: 1, qHeads: 32, kvHeads: 8, d: 128 };
-export const DECODE_LENGTHS = [512, 1024, 2048, 4096, 8192];
+export const DECODE_LENGTHS = [512, 1024, 2048, 4096, 8192, 16384];
 export const DECODE_DTYPES = ['float32', 'float16', 'int8'];
 export const decodeId = (past, dtype = 'float32') => `decode-${past}${dtype === 'float32' ? '' : `-${dtype}`}`;
 function decode(past, dtype) {

@@ -52,8 +52,12 @@ export const failedRows = (key, threads, caseIds, status, reason) =>
 // take a core from the next one's measurement.
 const settle = () => new Promise((resolve) => setTimeout(resolve, 400));
 
-// The configurations of a group that run here -> rows (never throws).
-export async function runGroup(name, { caseIds, quick, peersOk, log = () => {} }) {
+// The configurations of a group that run here -> rows (never throws). probe(threads) -> GB/s,
+// where given (Node: bandwidth.mjs): the read probe at a decode row's thread count, measured
+// just before and just after our row, the better kept as the row's probeGbs, so that its % of
+// the probe is of memory as fast as it was while the row ran (a shared machine's bandwidth
+// moves by a fifth from one minute to the next).
+export async function runGroup(name, { caseIds, quick, peersOk, log = () => {}, probe = null }) {
   const settings = quick ? QUICK : FULL;
   const rows = [];
   const impls = [];
@@ -82,7 +86,10 @@ export async function runGroup(name, { caseIds, quick, peersOk, log = () => {} }
       if (!ids.includes(id)) continue;
       await settle();
       // the prefill takes seconds per call for the peers: the long-sequence settings
+      const probed = probe && spec.op === 'decode' && impl.key.startsWith('ours-');
+      const before = probed ? await probe(impl.threads) : null;
       const row = await runCase(impl, spec, spec.op === 'prefill' ? (quick ? LONG_QUICK : PREFILL) : settings);
+      if (probed) row.probeGbs = Math.max(before, await probe(impl.threads));
       rows.push(row);
       log(`${spec.id} ${impl.key}: ${describe(row)}`);
     }

@@ -6,8 +6,8 @@
 import { failedRows, GROUPS, runGroup } from './groups.mjs';
 import { runChild } from './spawn.mjs';
 
-export async function runKernels({ caseIds, quick, peersOk, log }) {
-  const rows = await runGroup('main', { caseIds, quick, peersOk, log });
+export async function runKernels({ caseIds, quick, peersOk, log, probe }) {
+  const rows = await runGroup('main', { caseIds, quick, peersOk, log, probe });
   for (const name of Object.keys(GROUPS).filter((g) => g !== 'main')) {
     const [c] = GROUPS[name];
     if (!peersOk) {

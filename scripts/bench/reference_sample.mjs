@@ -2,6 +2,8 @@
 // on a case's seeded inputs, sampled as every row's outputs are (inputs.mjs). Node only (the
 // bench page does not serve the tests' modules). A case whose reference would take more than a
 // few seconds has none: the cross-check then holds the rows to ours on 1 thread (compare.mjs).
+// A decode over a float16 or int8 cache is held to the reference over the values the cache
+// stores (its read(), as the tests hold it): the rounding to those is the dtype's, not an error.
 import {
   attentionBackwardRef,
   attentionRef,
@@ -18,10 +20,48 @@ import { makeInputs, sample } from './inputs.mjs';
 const LIMIT_FLOPS = 2e9;
 
 // spec (cases.mjs) -> the reference's output sample, or null over the limit
-export function referenceSample(spec) {
+export async function referenceSample(spec) {
   // a backward recomputes the forward and then does twice its work
   if (forwardFlops(spec) * (spec.backward ? 3 : 1) > LIMIT_FLOPS) return null;
-  return sample(referenceOutputs(spec, makeInputs(spec)));
+  const x = makeInputs(spec);
+  if (spec.op === 'decode' && spec.dtype !== 'float32') Object.assign(x, await storedValues(spec, x));
+  return sample(referenceOutputs(spec, x));
+}
+
+// A decode case's cache keys and values as a cache of its dtype stores them: the past tokens
+// and the new one appended as the bench's run appends them (impl_ours.mjs), then read back ->
+// { pastK, pastV, k, v } in the inputs' layouts.
+async function storedValues(spec, x) {
+  const { createAttention, tensor } = await import('../../web/lib/index.js');
+  const { batch, qHeads, kvHeads, d, past, dtype } = spec;
+  const attn = await createAttention({ threads: 1 });
+  try {
+    const cache = attn.kvCache({ batch, kvHeads, dK: d, dV: d, capacity: past + 1, dtype });
+    const q = tensor(x.q, [batch, qHeads, 1, d]);
+    attn.attention(q, tensor(x.pastK, [batch, kvHeads, past, d]), tensor(x.pastV, [batch, kvHeads, past, d]), {
+      cache,
+    });
+    attn.attention(q, tensor(x.k, [batch, kvHeads, 1, d]), tensor(x.v, [batch, kvHeads, 1, d]), {
+      cache,
+      causal: true,
+    });
+    const { key, value } = cache.read();
+    // [batch,kvHeads,past+1,d] -> the first past rows of each head, and its last
+    const split = (all) => {
+      const first = new Float32Array(batch * kvHeads * past * d),
+        last = new Float32Array(batch * kvHeads * d);
+      for (let h = 0; h < batch * kvHeads; ++h) {
+        first.set(all.subarray(h * (past + 1) * d, (h * (past + 1) + past) * d), h * past * d);
+        last.set(all.subarray((h * (past + 1) + past) * d, (h + 1) * (past + 1) * d), h * d);
+      }
+      return [first, last];
+    };
+    const [pastK, k] = split(key.data),
+      [pastV, v] = split(value.data);
+    return { pastK, pastV, k, v };
+  } finally {
+    attn.dispose();
+  }
 }
 
 // The outputs every implementation returns for the case (impl_ours.mjs), in float64.

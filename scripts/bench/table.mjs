@@ -38,10 +38,14 @@ function notes(r, bandwidth, flops, peak) {
   if (r.status === 'ok' && r.case.startsWith('decode-')) {
     const spec = caseById(r.case);
     const gbs = cacheBytes(spec) / r.ms / 1e6;
-    const probe = bandwidth?.byThreads?.[r.threads];
+    // the probe measured beside the row where there is one (groups.mjs), else the run's
+    const probe = r.probeGbs ?? bandwidth?.byThreads?.[r.threads];
+    const which = r.probeGbs
+      ? `${r.threads}-thread read probe beside it (${r.probeGbs.toFixed(1)} GB/s)`
+      : `${r.threads}-thread read probe`;
     parts.push(`${tokenBytes(spec)} bytes per token per kv head`);
     parts.push(
-      `${gbs.toFixed(1)} GB/s of cache read${probe ? `, ${Math.round((100 * gbs) / probe)}% of the ${r.threads}-thread read probe` : ''}`,
+      `${gbs.toFixed(1)} GB/s of cache read${probe ? `, ${Math.round((100 * gbs) / probe)}% of the ${which}` : ''}`,
     );
     // the other limit: the multiply-adds a byte of cache takes (2 FLOPs per float32 value and
     // query head of its group), at the mul+add peak of the row's thread count

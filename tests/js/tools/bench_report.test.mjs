@@ -9,16 +9,18 @@ import { caseById } from '../../../scripts/bench/cases.mjs';
 import { forwardFlops } from '../../../scripts/bench/flops.mjs';
 import { peakRecord } from '../../../scripts/bench/peak_probe.mjs';
 import { renderReport } from '../../../scripts/bench/table.mjs';
+import { checkTargets } from '../../../scripts/bench/targets.mjs';
 
 // A run with one decode row per case id, each 6 ms on `threads` threads, a 41 GFLOP/s peak per
-// core and read probes of 23 (1 thread) and 38 GB/s (2) -> the report's lines
-function report(ids, threads) {
-  const peak = peakRecord({ perCoreGflops: 41, allCoresGflops: 80, cores: 2 });
-  const rows = ids.map((id) => {
+// core and read probes of 23 (1 thread) and 38 GB/s (2); probeGbs: each row's own probe, where
+// given -> the report's lines
+function decodeRows(ids, threads, probeGbs) {
+  return ids.map((id) => {
     const spec = caseById(id);
     const flops = forwardFlops(spec);
     return {
       case: id,
+      section: 'decode',
       impl: `ours-${threads}`,
       threads,
       status: 'ok',
@@ -26,11 +28,18 @@ function report(ids, threads) {
       flops,
       gflops: flops / 6e6,
       label: spec.label,
+      ...(probeGbs ? { probeGbs } : {}),
     };
   });
+}
+const BANDWIDTH = { gbPerSecond: 23, byThreads: { 1: 23, 2: 38 }, methods: {} };
+function report(ids, threads, probeGbs) {
+  const peak = peakRecord({ perCoreGflops: 41, allCoresGflops: 80, cores: 2 });
+  const rows = decodeRows(ids, threads, probeGbs);
   const machine = { cpuModel: 'a CPU', cores: 2, memoryGB: 8, node: '20', v8: '11', loadAverage: [0, 0, 0] };
-  const bandwidth = { gbPerSecond: 23, byThreads: { 1: 23, 2: 38 }, methods: {} };
-  return renderReport({ machine, peak, rows, notes: [], options: {}, startedAt: 'now', bandwidth }).split('\n');
+  return renderReport({ machine, peak, rows, notes: [], options: {}, startedAt: 'now', bandwidth: BANDWIDTH }).split(
+    '\n',
+  );
 }
 
 test('a float32 decode row states its % of the read probe and the mul+add peak as GB/s at 2 FLOPs per byte', () => {
@@ -54,4 +63,22 @@ test('an int8 row does the same FLOPs on 272 bytes per token: 7.5 FLOPs per byte
       `${perByte.toFixed(1)} FLOPs per byte: the mul\\+add peak reads at most ${(80 / perByte).toFixed(1)} GB/s \\(${Math.round((100 * 80) / perByte / 38)}% of the probe\\)`,
     ),
   );
+});
+
+test('a row measured with a probe beside it is stated against that probe, in the table and the targets', () => {
+  const gbs = (8 * 8193 * 1024) / 6e6; // 11.2 GB/s
+  const [line] = report(['decode-8192'], 1, 20).filter((l) => l.includes('bytes per token per kv head'));
+  assert.match(
+    line,
+    new RegExp(
+      `${gbs.toFixed(1)} GB/s of cache read, ${Math.round((100 * gbs) / 20)}% of the 1-thread read probe beside it \\(20\\.0 GB/s\\)`,
+    ),
+  );
+  const peak = peakRecord({ perCoreGflops: 41, allCoresGflops: 80, cores: 2 });
+  const share = (rows) =>
+    checkTargets({ rows, peak, bandwidth: BANDWIDTH }).find((t) =>
+      t.target.startsWith('decode, cache 8192, 1 thread: cache read'),
+    );
+  assert.equal(share(decodeRows(['decode-8192'], 1, 20)).value, (100 * gbs) / 20);
+  assert.equal(share(decodeRows(['decode-8192'], 1)).value, (100 * gbs) / 23); // the run's probe
 });
