@@ -10,7 +10,7 @@ const SECTIONS = {
   mha: 'multi-head attention n=512 dModel=512 8 heads, plain and causal',
   backward: 'backward of the attention and multi-head cases',
   decode:
-    'decoding one token over a KV cache of 512 .. 8192 (GQA 32/8 heads, d 128), a causal GQA prefill n=2048, the memory read probe',
+    'decoding one token over a KV cache of 512 .. 16384 (GQA 32/8 heads, d 128; float32, float16, int8), a causal GQA prefill n=2048, the memory read probe (once per run, and beside each of our decode rows)',
   startup: 'time to a ready module, in fresh processes',
   firstcall: 'first attention call (19×100) on a fresh instance vs later calls, in fresh processes',
   sizes: 'sizes of the .wasm files',
