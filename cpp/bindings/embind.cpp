@@ -1,16 +1,18 @@
 // The wasm module's surface: bindings only. The core's own argument structs (ConstMatrix,
-// Matrix, ScoreMask, the traces, MhaShape, MhaWeights, MhaGrads, HeadsShape, HeadTensor,
-// HeadsMask, Rotary) are Embind value objects,
-// so JS passes them as plain objects (built by web/lib/binding.js, one helper per struct);
-// their pointer fields are byte offsets into wasm memory, 0 for null. Each call converts,
-// calls the core, and returns a Status instead of throwing, because a C++ exception reaching
-// JS would arrive as a bare number.
+// Matrix, ScoreMask, the traces, MhaShape, MhaWeights, MhaSaved, MhaGrads, HeadsShape,
+// HeadTensor, HeadsMask, Rotary) come as the address of their bytes in wasm memory, written
+// there by web/lib/binding.js at the offsets struct_layouts() reports (one field at a time
+// through Embind's value objects took a wasm call per field, a fifth of a small call); their
+// pointer fields are byte offsets into wasm memory, 0 for null. Each call converts, calls the
+// core, and returns a Status instead of throwing, because a C++ exception reaching JS would
+// arrive as a bare number.
 #include <emscripten/bind.h>
 #include <emscripten/heap.h>
 
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -72,15 +74,124 @@ T* ptr(uintptr_t offset) {
   return reinterpret_cast<T*>(offset);
 }
 
-// A pointer field of a core struct, seen from JS as a byte offset (a number; 0 = null).
-template <auto field>
-struct Offset;
-template <class T, class P, P* T::*field>
-struct Offset<field> {
-  static uintptr_t get(const T& t) { return reinterpret_cast<uintptr_t>(t.*field); }
-  static void set(T& t, uintptr_t offset) { t.*field = reinterpret_cast<P*>(offset); }
+// ---- the argument structs as JS writes them ----
+
+// wasm32: a pointer, size_t and long are 32 bits, which the layouts' kinds below assume.
+static_assert(sizeof(void*) == 4 && sizeof(size_t) == 4 && sizeof(long) == 4, "wasm32");
+
+// A struct argument at byte offset `at` of wasm memory (binding.js wrote it there).
+template <class T>
+const T& arg(uintptr_t at) {
+  return *ptr<const T>(at);
+}
+
+// How JS writes a field: "u8" (bool), "i32" (long), "u32" (size_t, or a pointer as its byte
+// offset), "f32", "f64", or the name of a struct held inline.
+constexpr const char* kind_of(bool*) { return "u8"; }
+constexpr const char* kind_of(long*) { return "i32"; }
+constexpr const char* kind_of(size_t*) { return "u32"; }
+constexpr const char* kind_of(float*) { return "f32"; }
+constexpr const char* kind_of(double*) { return "f64"; }
+template <class P>
+constexpr const char* kind_of(P**) {
+  return "u32";
+}
+constexpr const char* kind_of(wa::ScoreMask*) { return "ScoreMask"; }
+
+struct Field {
+  const char* name;  // as JS names it
+  size_t offset;
+  const char* kind;
 };
-#define WA_OFFSET(member) &Offset<&member>::get, &Offset<&member>::set
+#define WA_FIELD(T, name, member) \
+  Field { name, offsetof(T, member), kind_of(static_cast<decltype(T::member)*>(nullptr)) }
+
+// The same bytes serve the const and the mutable form of a matrix or a head tensor.
+static_assert(sizeof(wa::ConstMatrix) == sizeof(wa::Matrix) &&
+                  offsetof(wa::ConstMatrix, ld) == offsetof(wa::Matrix, ld),
+              "ConstMatrix and Matrix share a layout");
+static_assert(sizeof(wa::HeadTensor<const float>) == sizeof(wa::HeadTensor<float>) &&
+                  offsetof(wa::HeadTensor<const float>, row_stride) ==
+                      offsetof(wa::HeadTensor<float>, row_stride),
+              "HeadTensor's const and mutable forms share a layout");
+
+// Every struct argument's size and fields, as JSON: { name: { size, fields: { field:
+// [offset, kind] } } }, read once per instance by web/lib/binding.js.
+std::string struct_layouts() {
+  std::string json;
+  auto add = [&](const char* name, size_t size, std::initializer_list<Field> fields) {
+    json += std::string(json.empty() ? "{" : ",") + "\"" + name +
+            "\":{\"size\":" + std::to_string(size) + ",\"fields\":{";
+    const char* comma = "";
+    for (const Field& f : fields) {
+      json += std::string(comma) + "\"" + f.name + "\":[" + std::to_string(f.offset) + ",\"" +
+              f.kind + "\"]";
+      comma = ",";
+    }
+    json += "}}";
+  };
+  using CM = wa::Matrix;
+  add("Matrix", sizeof(CM),
+      {WA_FIELD(CM, "data", data), WA_FIELD(CM, "rows", rows), WA_FIELD(CM, "cols", cols),
+       WA_FIELD(CM, "ld", ld)});
+  using SM = wa::ScoreMask;
+  add("ScoreMask", sizeof(SM),
+      {WA_FIELD(SM, "causal", causal), WA_FIELD(SM, "keep", keep), WA_FIELD(SM, "bias", bias),
+       WA_FIELD(SM, "offset", offset), WA_FIELD(SM, "left", left), WA_FIELD(SM, "right", right),
+       WA_FIELD(SM, "keyLimit", key_limit), WA_FIELD(SM, "maskLd", mask_ld),
+       WA_FIELD(SM, "maskCols", mask_cols), WA_FIELD(SM, "softcap", softcap),
+       WA_FIELD(SM, "sink", sink)});
+  using AT = wa::AttentionTrace;
+  add("AttentionTrace", sizeof(AT),
+      {WA_FIELD(AT, "scores", scores), WA_FIELD(AT, "scaled", scaled),
+       WA_FIELD(AT, "masked", masked), WA_FIELD(AT, "weights", weights),
+       WA_FIELD(AT, "capped", capped)});
+  using BT = wa::AttentionBackwardTrace;
+  add("AttentionBackwardTrace", sizeof(BT),
+      {WA_FIELD(BT, "weights", weights), WA_FIELD(BT, "dWeights", d_weights),
+       WA_FIELD(BT, "dScores", d_scores)});
+  using HS = wa::HeadsShape;
+  add("HeadsShape", sizeof(HS),
+      {WA_FIELD(HS, "batch", batch), WA_FIELD(HS, "qHeads", q_heads),
+       WA_FIELD(HS, "kvHeads", kv_heads), WA_FIELD(HS, "nQ", n_q), WA_FIELD(HS, "nK", n_k),
+       WA_FIELD(HS, "dK", d_k), WA_FIELD(HS, "dV", d_v)});
+  using HT = wa::HeadTensor<float>;
+  add("HeadTensor", sizeof(HT),
+      {WA_FIELD(HT, "data", data), WA_FIELD(HT, "batchStride", batch_stride),
+       WA_FIELD(HT, "headStride", head_stride), WA_FIELD(HT, "rowStride", row_stride)});
+  using HM = wa::HeadsMask;
+  add("HeadsMask", sizeof(HM),
+      {WA_FIELD(HM, "mask", mask), WA_FIELD(HM, "batchStride", batch_stride),
+       WA_FIELD(HM, "headStride", head_stride), WA_FIELD(HM, "kvLength", kv_length),
+       WA_FIELD(HM, "sinks", sinks)});
+  using RO = wa::Rotary;
+  add("Rotary", sizeof(RO),
+      {WA_FIELD(RO, "offset", offset), WA_FIELD(RO, "base", base), WA_FIELD(RO, "dims", dims),
+       WA_FIELD(RO, "interleaved", interleaved)});
+  using MS = wa::MhaShape;
+  add("MhaShape", sizeof(MS),
+      {WA_FIELD(MS, "batch", batch), WA_FIELD(MS, "nQ", n_q), WA_FIELD(MS, "nK", n_k),
+       WA_FIELD(MS, "dModel", d_model), WA_FIELD(MS, "heads", heads), WA_FIELD(MS, "dK", d_k),
+       WA_FIELD(MS, "dV", d_v), WA_FIELD(MS, "kvHeads", kv_heads)});
+  using MW = wa::MhaWeights;
+  add("MhaWeights", sizeof(MW),
+      {WA_FIELD(MW, "wq", wq), WA_FIELD(MW, "wk", wk), WA_FIELD(MW, "wv", wv),
+       WA_FIELD(MW, "wo", wo), WA_FIELD(MW, "bq", bq), WA_FIELD(MW, "bk", bk),
+       WA_FIELD(MW, "bv", bv), WA_FIELD(MW, "bo", bo), WA_FIELD(MW, "sinks", sinks)});
+  using SV = wa::MhaSaved;
+  add("MhaSaved", sizeof(SV),
+      {WA_FIELD(SV, "q", q), WA_FIELD(SV, "k", k), WA_FIELD(SV, "v", v),
+       WA_FIELD(SV, "scores", scores), WA_FIELD(SV, "scaled", scaled),
+       WA_FIELD(SV, "masked", masked), WA_FIELD(SV, "weights", weights),
+       WA_FIELD(SV, "concat", concat)});
+  using MG = wa::MhaGrads;
+  add("MhaGrads", sizeof(MG),
+      {WA_FIELD(MG, "dx", dx), WA_FIELD(MG, "dContext", d_context), WA_FIELD(MG, "dwq", dwq),
+       WA_FIELD(MG, "dwk", dwk), WA_FIELD(MG, "dwv", dwv), WA_FIELD(MG, "dwo", dwo),
+       WA_FIELD(MG, "dbq", dbq), WA_FIELD(MG, "dbk", dbk), WA_FIELD(MG, "dbv", dbv),
+       WA_FIELD(MG, "dbo", dbo), WA_FIELD(MG, "dsinks", dsinks)});
+  return json + "}";
+}
 
 // The fewest threads that get a pool: 2 (1 thread runs without one), or 1 in the bench's pool-
 // trace modules (WA_POOL_TRACE), whose 1-thread pool runs each parallel section on the caller,
@@ -150,105 +261,114 @@ Status gemm(bool transpose_a, bool transpose_b, uint32_t m, uint32_t n, uint32_t
   });
 }
 
-// A trace whose first buffer is null is no trace (value objects cannot be null).
-Status attention_forward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
-                         const wa::ConstMatrix& v, const wa::Matrix& out, float scale,
-                         const wa::ScoreMask& mask, const wa::AttentionTrace& trace) {
+// Each struct argument is the address of its bytes (arg). A trace whose first buffer is null
+// is no trace.
+Status attention_forward(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t out, float scale,
+                         uintptr_t mask, uintptr_t trace) {
   return guarded([&] {
-    wa::attention_forward(q, k, v, out, scale, mask, trace.scores ? &trace : nullptr, pool.get());
+    const auto& t = arg<wa::AttentionTrace>(trace);
+    wa::attention_forward(arg<wa::ConstMatrix>(q), arg<wa::ConstMatrix>(k), arg<wa::ConstMatrix>(v),
+                          arg<wa::Matrix>(out), scale, arg<wa::ScoreMask>(mask),
+                          t.scores ? &t : nullptr, pool.get());
   });
 }
 
-Status attention_backward(const wa::ConstMatrix& q, const wa::ConstMatrix& k,
-                          const wa::ConstMatrix& v, const wa::ConstMatrix& d_out,
-                          const wa::Matrix& dq, const wa::Matrix& dk, const wa::Matrix& dv,
-                          float scale, const wa::ScoreMask& mask,
-                          const wa::AttentionBackwardTrace& trace, uintptr_t d_sink) {
+Status attention_backward(uintptr_t q, uintptr_t k, uintptr_t v, uintptr_t d_out, uintptr_t dq,
+                          uintptr_t dk, uintptr_t dv, float scale, uintptr_t mask, uintptr_t trace,
+                          uintptr_t d_sink) {
   return guarded([&] {
-    wa::attention_backward(q, k, v, d_out, dq, dk, dv, scale, mask,
-                           trace.weights ? &trace : nullptr, pool.get(), ptr<float>(d_sink));
+    const auto& t = arg<wa::AttentionBackwardTrace>(trace);
+    wa::attention_backward(
+        arg<wa::ConstMatrix>(q), arg<wa::ConstMatrix>(k), arg<wa::ConstMatrix>(v),
+        arg<wa::ConstMatrix>(d_out), arg<wa::Matrix>(dq), arg<wa::Matrix>(dk), arg<wa::Matrix>(dv),
+        scale, arg<wa::ScoreMask>(mask), t.weights ? &t : nullptr, pool.get(), ptr<float>(d_sink));
   });
 }
 
-// The multi-head calls take their rotary as a value and `rotated` saying whether to use it
-// (value objects cannot be null).
-Status mha_forward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
-                   uintptr_t context, uintptr_t out, float scale, const wa::ScoreMask& mask,
-                   const wa::MhaSaved& trace, const wa::Rotary& rotary, bool rotated) {
+// The multi-head calls take a rotary and `rotated` saying whether to use it.
+Status mha_forward(uintptr_t shape, uintptr_t w, uintptr_t x, uintptr_t context, uintptr_t out,
+                   float scale, uintptr_t mask, uintptr_t trace, uintptr_t rotary, bool rotated) {
   return guarded([&] {
-    wa::mha_forward(shape, w, ptr<const float>(x), ptr<const float>(context), ptr<float>(out),
-                    scale, mask, trace.q ? &trace : nullptr, pool.get(),
-                    rotated ? &rotary : nullptr);
+    const auto& saved = arg<wa::MhaSaved>(trace);
+    wa::mha_forward(arg<wa::MhaShape>(shape), arg<wa::MhaWeights>(w), ptr<const float>(x),
+                    ptr<const float>(context), ptr<float>(out), scale, arg<wa::ScoreMask>(mask),
+                    saved.q ? &saved : nullptr, pool.get(),
+                    rotated ? &arg<wa::Rotary>(rotary) : nullptr);
   });
 }
 
 // The same over a cache (wa::mha_forward_cached), the cache by its handle.
-Status mha_forward_cached(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
-                          uintptr_t cache, uintptr_t out, float scale, const wa::ScoreMask& mask,
-                          const wa::Rotary& rotary, bool rotated) {
+Status mha_forward_cached(uintptr_t shape, uintptr_t w, uintptr_t x, uintptr_t cache, uintptr_t out,
+                          float scale, uintptr_t mask, uintptr_t rotary, bool rotated) {
   return guarded([&] {
-    wa::mha_forward_cached(shape, w, ptr<const float>(x), *ptr<wa::KvCache>(cache), ptr<float>(out),
-                           scale, mask, pool.get(), rotated ? &rotary : nullptr);
+    wa::mha_forward_cached(arg<wa::MhaShape>(shape), arg<wa::MhaWeights>(w), ptr<const float>(x),
+                           *ptr<wa::KvCache>(cache), ptr<float>(out), scale,
+                           arg<wa::ScoreMask>(mask), pool.get(),
+                           rotated ? &arg<wa::Rotary>(rotary) : nullptr);
   });
 }
 
-Status mha_backward(const wa::MhaShape& shape, const wa::MhaWeights& w, uintptr_t x,
-                    uintptr_t context, const wa::MhaSaved& saved, uintptr_t d_out, float scale,
-                    const wa::ScoreMask& mask, const wa::MhaGrads& grads, const wa::Rotary& rotary,
+Status mha_backward(uintptr_t shape, uintptr_t w, uintptr_t x, uintptr_t context, uintptr_t saved,
+                    uintptr_t d_out, float scale, uintptr_t mask, uintptr_t grads, uintptr_t rotary,
                     bool rotated) {
   return guarded([&] {
-    wa::mha_backward(shape, w, ptr<const float>(x), ptr<const float>(context), saved,
-                     ptr<const float>(d_out), scale, mask, grads, pool.get(),
-                     rotated ? &rotary : nullptr);
+    wa::mha_backward(arg<wa::MhaShape>(shape), arg<wa::MhaWeights>(w), ptr<const float>(x),
+                     ptr<const float>(context), arg<wa::MhaSaved>(saved), ptr<const float>(d_out),
+                     scale, arg<wa::ScoreMask>(mask), arg<wa::MhaGrads>(grads), pool.get(),
+                     rotated ? &arg<wa::Rotary>(rotary) : nullptr);
   });
 }
 
-// Heads in 3-D or 4-D tensors (wa/attention_heads.h). A trace whose first buffer is null is
-// no trace.
-Status attention_heads_forward(const wa::HeadsShape& shape, const wa::HeadTensor<const float>& q,
-                               const wa::HeadTensor<const float>& k,
-                               const wa::HeadTensor<const float>& v,
-                               const wa::HeadTensor<float>& out, float scale,
-                               const wa::HeadsMask& mask, const wa::HeadsTrace& trace) {
+// Heads in 3-D or 4-D tensors (wa/attention_heads.h).
+Status attention_heads_forward(uintptr_t shape, uintptr_t q, uintptr_t k, uintptr_t v,
+                               uintptr_t out, float scale, uintptr_t mask, uintptr_t trace) {
   return guarded([&] {
-    wa::attention_heads_forward(shape, q, k, v, out, scale, mask, trace.scores ? &trace : nullptr,
-                                pool.get());
+    const auto& t = arg<wa::HeadsTrace>(trace);
+    wa::attention_heads_forward(arg<wa::HeadsShape>(shape), arg<wa::HeadTensor<const float>>(q),
+                                arg<wa::HeadTensor<const float>>(k),
+                                arg<wa::HeadTensor<const float>>(v),
+                                arg<wa::HeadTensor<float>>(out), scale, arg<wa::HeadsMask>(mask),
+                                t.scores ? &t : nullptr, pool.get());
   });
 }
 
 // The same over a cache's keys and values (wa/kv_cache.h), the cache by its handle.
-Status attention_heads_forward_cached(const wa::HeadsShape& shape,
-                                      const wa::HeadTensor<const float>& q, uintptr_t cache,
-                                      const wa::HeadTensor<float>& out, float scale,
-                                      const wa::HeadsMask& mask, const wa::HeadsTrace& trace) {
+Status attention_heads_forward_cached(uintptr_t shape, uintptr_t q, uintptr_t cache, uintptr_t out,
+                                      float scale, uintptr_t mask, uintptr_t trace) {
   return guarded([&] {
-    wa::attention_heads_forward(shape, q, *ptr<wa::KvCache>(cache), out, scale, mask,
-                                trace.scores ? &trace : nullptr, pool.get());
+    const auto& t = arg<wa::HeadsTrace>(trace);
+    wa::attention_heads_forward(arg<wa::HeadsShape>(shape), arg<wa::HeadTensor<const float>>(q),
+                                *ptr<wa::KvCache>(cache), arg<wa::HeadTensor<float>>(out), scale,
+                                arg<wa::HeadsMask>(mask), t.scores ? &t : nullptr, pool.get());
   });
 }
 
-Status attention_heads_backward(const wa::HeadsShape& shape, const wa::HeadTensor<const float>& q,
-                                const wa::HeadTensor<const float>& k,
-                                const wa::HeadTensor<const float>& v,
-                                const wa::HeadTensor<const float>& d_out,
-                                const wa::HeadTensor<float>& dq, const wa::HeadTensor<float>& dk,
-                                const wa::HeadTensor<float>& dv, float scale,
-                                const wa::HeadsMask& mask, uintptr_t d_sinks) {
+Status attention_heads_backward(uintptr_t shape, uintptr_t q, uintptr_t k, uintptr_t v,
+                                uintptr_t d_out, uintptr_t dq, uintptr_t dk, uintptr_t dv,
+                                float scale, uintptr_t mask, uintptr_t d_sinks) {
+  using In = wa::HeadTensor<const float>;
+  using Out = wa::HeadTensor<float>;
   return guarded([&] {
-    wa::attention_heads_backward(shape, q, k, v, d_out, dq, dk, dv, scale, mask, nullptr,
-                                 pool.get(), ptr<float>(d_sinks));
+    wa::attention_heads_backward(arg<wa::HeadsShape>(shape), arg<In>(q), arg<In>(k), arg<In>(v),
+                                 arg<In>(d_out), arg<Out>(dq), arg<Out>(dk), arg<Out>(dv), scale,
+                                 arg<wa::HeadsMask>(mask), nullptr, pool.get(),
+                                 ptr<float>(d_sinks));
   });
 }
 
 // wa/rotary.h, in place on x (batch, heads, rows, d).
-Status rotary_forward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d,
-                      const wa::HeadTensor<float>& x, const wa::Rotary& r) {
-  return guarded([&] { wa::rotary_forward(batch, heads, rows, d, x, r); });
+Status rotary_forward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d, uintptr_t x,
+                      uintptr_t r) {
+  return guarded([&] {
+    wa::rotary_forward(batch, heads, rows, d, arg<wa::HeadTensor<float>>(x), arg<wa::Rotary>(r));
+  });
 }
 
-Status rotary_backward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d,
-                       const wa::HeadTensor<float>& dx, const wa::Rotary& r) {
-  return guarded([&] { wa::rotary_backward(batch, heads, rows, d, dx, r); });
+Status rotary_backward(uint32_t batch, uint32_t heads, uint32_t rows, uint32_t d, uintptr_t dx,
+                       uintptr_t r) {
+  return guarded([&] {
+    wa::rotary_backward(batch, heads, rows, d, arg<wa::HeadTensor<float>>(dx), arg<wa::Rotary>(r));
+  });
 }
 
 // wa::KvCache behind an opaque handle (its address): JS owns it from kv_cache_create to
@@ -272,9 +392,11 @@ uint32_t kv_cache_length(uintptr_t handle) {
   return static_cast<uint32_t>(cache_at(handle)->length());
 }
 
-Status kv_cache_append(uintptr_t handle, uint32_t n_new, const wa::HeadTensor<const float>& k_new,
-                       const wa::HeadTensor<const float>& v_new) {
-  return guarded([&] { cache_at(handle)->append(n_new, k_new, v_new); });
+Status kv_cache_append(uintptr_t handle, uint32_t n_new, uintptr_t k_new, uintptr_t v_new) {
+  return guarded([&] {
+    cache_at(handle)->append(n_new, arg<wa::HeadTensor<const float>>(k_new),
+                             arg<wa::HeadTensor<const float>>(v_new));
+  });
 }
 
 Status kv_cache_truncate(uintptr_t handle, uint32_t n) {
@@ -298,9 +420,12 @@ double kv_cache_head_bytes(uint32_t capacity, uint32_t d_k, uint32_t d_v, uint32
 
 // rows [0, length) -> k (batch, hkv, length, d_k), v (batch, hkv, length, d_v); either data
 // 0: not wanted
-Status kv_cache_read(uintptr_t handle, const wa::HeadTensor<float>& k,
-                     const wa::HeadTensor<float>& v) {
-  return guarded([&] { cache_at(handle)->copy_rows(k, v); });
+Status kv_cache_read(uintptr_t handle, uintptr_t k, uintptr_t v) {
+  return guarded([&] {
+    const auto& kt = arg<wa::HeadTensor<float>>(k);
+    const auto& vt = arg<wa::HeadTensor<float>>(v);
+    cache_at(handle)->copy_rows(kt, vt);
+  });
 }
 
 }  // namespace
@@ -308,110 +433,6 @@ Status kv_cache_read(uintptr_t handle, const wa::HeadTensor<float>& k,
 EMSCRIPTEN_BINDINGS(wasm_attention) {
   using namespace emscripten;
   value_object<Status>("Status").field("kind", &Status::kind).field("message", &Status::message);
-
-  value_object<wa::ConstMatrix>("ConstMatrix")
-      .field("data", WA_OFFSET(wa::ConstMatrix::data))
-      .field("rows", &wa::ConstMatrix::rows)
-      .field("cols", &wa::ConstMatrix::cols)
-      .field("ld", &wa::ConstMatrix::ld);
-  value_object<wa::Matrix>("Matrix")
-      .field("data", WA_OFFSET(wa::Matrix::data))
-      .field("rows", &wa::Matrix::rows)
-      .field("cols", &wa::Matrix::cols)
-      .field("ld", &wa::Matrix::ld);
-  value_object<wa::ScoreMask>("ScoreMask")
-      .field("causal", &wa::ScoreMask::causal)
-      .field("keep", WA_OFFSET(wa::ScoreMask::keep))
-      .field("bias", WA_OFFSET(wa::ScoreMask::bias))
-      .field("offset", &wa::ScoreMask::offset)
-      .field("left", &wa::ScoreMask::left)
-      .field("right", &wa::ScoreMask::right)
-      .field("keyLimit", &wa::ScoreMask::key_limit)
-      .field("maskLd", &wa::ScoreMask::mask_ld)
-      .field("maskCols", &wa::ScoreMask::mask_cols)
-      .field("softcap", &wa::ScoreMask::softcap)
-      .field("sink", &wa::ScoreMask::sink);
-  value_object<wa::AttentionTrace>("AttentionTrace")
-      .field("scores", WA_OFFSET(wa::AttentionTrace::scores))
-      .field("scaled", WA_OFFSET(wa::AttentionTrace::scaled))
-      .field("masked", WA_OFFSET(wa::AttentionTrace::masked))
-      .field("weights", WA_OFFSET(wa::AttentionTrace::weights))
-      .field("capped", WA_OFFSET(wa::AttentionTrace::capped));
-  value_object<wa::AttentionBackwardTrace>("AttentionBackwardTrace")
-      .field("weights", WA_OFFSET(wa::AttentionBackwardTrace::weights))
-      .field("dWeights", WA_OFFSET(wa::AttentionBackwardTrace::d_weights))
-      .field("dScores", WA_OFFSET(wa::AttentionBackwardTrace::d_scores));
-
-  value_object<wa::HeadsShape>("HeadsShape")
-      .field("batch", &wa::HeadsShape::batch)
-      .field("qHeads", &wa::HeadsShape::q_heads)
-      .field("kvHeads", &wa::HeadsShape::kv_heads)
-      .field("nQ", &wa::HeadsShape::n_q)
-      .field("nK", &wa::HeadsShape::n_k)
-      .field("dK", &wa::HeadsShape::d_k)
-      .field("dV", &wa::HeadsShape::d_v);
-  value_object<wa::HeadTensor<const float>>("ConstHeadTensor")
-      .field("data", WA_OFFSET(wa::HeadTensor<const float>::data))
-      .field("batchStride", &wa::HeadTensor<const float>::batch_stride)
-      .field("headStride", &wa::HeadTensor<const float>::head_stride)
-      .field("rowStride", &wa::HeadTensor<const float>::row_stride);
-  value_object<wa::HeadTensor<float>>("HeadTensor")
-      .field("data", WA_OFFSET(wa::HeadTensor<float>::data))
-      .field("batchStride", &wa::HeadTensor<float>::batch_stride)
-      .field("headStride", &wa::HeadTensor<float>::head_stride)
-      .field("rowStride", &wa::HeadTensor<float>::row_stride);
-  value_object<wa::HeadsMask>("HeadsMask")
-      .field("mask", &wa::HeadsMask::mask)
-      .field("batchStride", &wa::HeadsMask::batch_stride)
-      .field("headStride", &wa::HeadsMask::head_stride)
-      .field("kvLength", WA_OFFSET(wa::HeadsMask::kv_length))
-      .field("sinks", WA_OFFSET(wa::HeadsMask::sinks));
-  value_object<wa::Rotary>("Rotary")
-      .field("offset", &wa::Rotary::offset)
-      .field("base", &wa::Rotary::base)
-      .field("dims", &wa::Rotary::dims)
-      .field("interleaved", &wa::Rotary::interleaved);
-
-  value_object<wa::MhaShape>("MhaShape")
-      .field("batch", &wa::MhaShape::batch)
-      .field("nQ", &wa::MhaShape::n_q)
-      .field("nK", &wa::MhaShape::n_k)
-      .field("dModel", &wa::MhaShape::d_model)
-      .field("heads", &wa::MhaShape::heads)
-      .field("dK", &wa::MhaShape::d_k)
-      .field("dV", &wa::MhaShape::d_v)
-      .field("kvHeads", &wa::MhaShape::kv_heads);
-  value_object<wa::MhaWeights>("MhaWeights")
-      .field("wq", WA_OFFSET(wa::MhaWeights::wq))
-      .field("wk", WA_OFFSET(wa::MhaWeights::wk))
-      .field("wv", WA_OFFSET(wa::MhaWeights::wv))
-      .field("wo", WA_OFFSET(wa::MhaWeights::wo))
-      .field("bq", WA_OFFSET(wa::MhaWeights::bq))
-      .field("bk", WA_OFFSET(wa::MhaWeights::bk))
-      .field("bv", WA_OFFSET(wa::MhaWeights::bv))
-      .field("bo", WA_OFFSET(wa::MhaWeights::bo))
-      .field("sinks", WA_OFFSET(wa::MhaWeights::sinks));
-  value_object<wa::MhaSaved>("MhaSaved")
-      .field("q", WA_OFFSET(wa::MhaSaved::q))
-      .field("k", WA_OFFSET(wa::MhaSaved::k))
-      .field("v", WA_OFFSET(wa::MhaSaved::v))
-      .field("scores", WA_OFFSET(wa::MhaSaved::scores))
-      .field("scaled", WA_OFFSET(wa::MhaSaved::scaled))
-      .field("masked", WA_OFFSET(wa::MhaSaved::masked))
-      .field("weights", WA_OFFSET(wa::MhaSaved::weights))
-      .field("concat", WA_OFFSET(wa::MhaSaved::concat));
-  value_object<wa::MhaGrads>("MhaGrads")
-      .field("dx", WA_OFFSET(wa::MhaGrads::dx))
-      .field("dContext", WA_OFFSET(wa::MhaGrads::d_context))
-      .field("dwq", WA_OFFSET(wa::MhaGrads::dwq))
-      .field("dwk", WA_OFFSET(wa::MhaGrads::dwk))
-      .field("dwv", WA_OFFSET(wa::MhaGrads::dwv))
-      .field("dwo", WA_OFFSET(wa::MhaGrads::dwo))
-      .field("dbq", WA_OFFSET(wa::MhaGrads::dbq))
-      .field("dbk", WA_OFFSET(wa::MhaGrads::dbk))
-      .field("dbv", WA_OFFSET(wa::MhaGrads::dbv))
-      .field("dbo", WA_OFFSET(wa::MhaGrads::dbo))
-      .field("dsinks", WA_OFFSET(wa::MhaGrads::dsinks));
 
   function("setThreads", &set_threads);
   function("threads", &threads);
@@ -421,6 +442,7 @@ EMSCRIPTEN_BINDINGS(wasm_attention) {
   function("useGemmKernel", &use_gemm_kernel);
   function("allocatedBytes", &allocated_bytes);
   function("heapRoom", &heap_room);
+  function("structLayouts", &struct_layouts);
   function("firstNonFinite", &first_non_finite);
   function("maxAbs", &max_abs);
   function("gemm", &gemm);

@@ -7,6 +7,7 @@
 import {
   attentionBackwardTrace,
   attentionTrace,
+  dataOf,
   heads3d,
   heads4d,
   headsMask,
@@ -209,7 +210,7 @@ export function headsBackward(rt, where, c, dOut) {
       const { nQ, nNew: nK, dK, dV } = c;
       for (const name of BACKWARD_TRACE_NAMES) traced[name] = s.alloc(4 * nQ * nK, `the trace's ${name} [${nQ},${nK}]`);
       const mask = putScoreMask(s, c, 0, c.sinks?.[0]);
-      const m = (head, rows, cols) => matrix(head.data, rows, cols);
+      const m = (head, rows, cols) => matrix(dataOf(head), rows, cols);
       rt.call(
         where,
         'attentionBackward',

@@ -1,10 +1,12 @@
-// The wasm module's side of every call, in one place: the core's argument structs as the
-// module binds them (cpp/bindings/embind.cpp, value objects of the structs of cpp/include/wa/:
-// ScoreMask in score_mask.h, HeadsShape and HeadsMask in attention_heads.h, Rotary in rotary.h,
-// the others in attention.h), one builder per struct, and the Status every call returns.
+// The wasm module's side of every call, in one place: the core's argument structs (those of
+// cpp/include/wa/: ScoreMask in score_mask.h, HeadsShape and HeadsMask in attention_heads.h,
+// Rotary in rotary.h, the others in attention.h), one builder per struct, how a call writes
+// them into wasm memory (StructWriter, at the offsets cpp/bindings/embind.cpp reports), and
+// the Status every call returns.
 //
 // Pointer fields are byte offsets into wasm memory; a field left out is 0, a null pointer.
-// A new field of a core struct is added here once, in its list, and once in embind.cpp.
+// A new field of a core struct is added here once, in its list, and once in embind.cpp's
+// struct_layouts(); a module whose layouts differ from these lists is refused as it loads.
 
 // Status.kind, as embind.cpp's ErrorKind.
 export const ErrorKind = Object.freeze({ ok: 0, invalidArgument: 1, outOfMemory: 2, other: 3, outOfRange: 4 });
@@ -20,17 +22,35 @@ export function throwIfFailed(where, status) {
   throw new ErrorClass(`${where}: ${status.message}`);
 }
 
+// A builder's record: { [STRUCT]: the struct's name in embind.cpp's layouts, values: its
+// fields' values in its list's order }. StructWriter writes it; structFields shows it.
+const STRUCT = Symbol('wasm-attention struct');
+// Each struct's fields in its builder's order: StructWriter holds a module's layouts to them.
+const FIELDS = {};
+
+// A record -> { field: value } (for tests and debugging).
+export const structFields = (record) => Object.fromEntries(FIELDS[record[STRUCT]].map((f, i) => [f, record.values[i]]));
+
 // A builder for the struct `name` with these fields: given an object with some of them,
-// returns one with all of them, 0 (or false) for those left out. A key that is not a field
+// returns a record of all of them, 0 (or false) for those left out. A key that is not a field
 // is a bug in this package, so it throws.
 function struct(name, fields, defaults = {}) {
+  FIELDS[name] = fields;
+  const known = new Set(fields);
+  const zeros = fields.map((f) => defaults[f] ?? 0);
   return (given = {}) => {
-    for (const key in given) {
-      if (!fields.includes(key)) throw new Error(`wasm-attention: ${name} has no field "${key}"`);
+    const values = new Array(fields.length);
+    let present = 0;
+    for (let i = 0; i < fields.length; ++i) {
+      const g = given[fields[i]];
+      if (g !== undefined) ++present;
+      values[i] = g ?? zeros[i];
     }
-    const value = {};
-    for (const f of fields) value[f] = given[f] ?? defaults[f] ?? 0;
-    return value;
+    // every key a field: the walk over given's keys only when their count says one is not
+    if (present !== Object.keys(given).length) {
+      for (const key in given) if (!known.has(key)) throw new Error(`wasm-attention: ${name} has no field "${key}"`);
+    }
+    return { [STRUCT]: name, values };
   };
 }
 
@@ -90,21 +110,117 @@ export const headsMask = struct('HeadsMask', ['mask', 'batchStride', 'headStride
 // wa::Rotary (wa/rotary.h): offset (position of row 0), base, dims (0 = all), interleaved.
 export const rotary = struct('Rotary', ['offset', 'base', 'dims', 'interleaved'], { base: 10000, interleaved: false });
 
-// wa::HeadTensor (ConstHeadTensor and HeadTensor alike): heads at offset data, element t of
+// wa::HeadTensor (its const and mutable forms alike): heads at offset data, element t of
 // row i of head h in sequence b at data + 4·(b·batchStride + h·headStride + i·rowStride + t).
 //   4-D [B,heads,rows,d]: heads4d;   3-D [B,rows,heads·d]: heads3d   (wa::heads_4d, heads_3d)
+FIELDS.HeadTensor = ['data', 'batchStride', 'headStride', 'rowStride'];
 export const heads4d = (data, heads, rows, d) => ({
-  data,
-  batchStride: heads * rows * d,
-  headStride: rows * d,
-  rowStride: d,
+  [STRUCT]: 'HeadTensor',
+  values: [data, heads * rows * d, rows * d, d],
 });
 export const heads3d = (data, heads, rows, d) => ({
-  data,
-  batchStride: rows * heads * d,
-  headStride: d,
-  rowStride: heads * d,
+  [STRUCT]: 'HeadTensor',
+  values: [data, rows * heads * d, d, heads * d],
 });
 
+// A HeadTensor's or a matrix's data offset (the first field of both).
+export const dataOf = (record) => record.values[0];
+
 // wa::ConstMatrix and wa::Matrix: a dense (rows,cols) row-major matrix at offset data.
-export const matrix = (data, rows, cols) => ({ data, rows, cols, ld: cols });
+FIELDS.Matrix = ['data', 'rows', 'cols', 'ld'];
+export const matrix = (data, rows, cols) => ({ [STRUCT]: 'Matrix', values: [data, rows, cols, cols] });
+
+// Bytes of wasm memory a runtime keeps for one call's struct arguments: the most any call
+// passes (a layer's backward) is about 230.
+const ARENA_BYTES = 1024;
+// A field's kind (embind.cpp's kind_of) -> its least and greatest value
+const KINDS = ['u8', 'i32', 'u32', 'f32', 'f64'];
+const RANGES = [
+  [0, 1],
+  [-(2 ** 31), 2 ** 31 - 1],
+  [0, 2 ** 32 - 1],
+  [-Infinity, Infinity],
+  [-Infinity, Infinity],
+];
+
+// Writes a call's struct arguments into a block of wasm memory kept for them, one after
+// another, and gives each one's address: embind.cpp reads them there (its arg<T>). One per
+// runtime; calls do not nest, so each call starts the block over (begin).
+export class StructWriter {
+  #heap;
+  #plans = {}; // name -> { size, offsets, kinds (KINDS' index, or a struct's name) }
+  #arena;
+  #at = 0;
+  #buffer = null;
+  #u8;
+  #i32;
+  #u32;
+  #f32;
+  #f64;
+
+  // module: its structLayouts() (JSON, embind.cpp) held to this file's builders
+  constructor(module, heap) {
+    this.#heap = heap;
+    const layouts = JSON.parse(module.structLayouts());
+    for (const [name, fields] of Object.entries(FIELDS)) {
+      const layout = layouts[name];
+      const theirs = layout ? Object.keys(layout.fields).sort().join() : '(none)';
+      if (theirs !== [...fields].sort().join())
+        throw new Error(`wasm-attention: the module's ${name} has fields ${theirs}, binding.js's ${fields.join()}`);
+      const at = fields.map((f) => layout.fields[f]);
+      this.#plans[name] = {
+        size: layout.size,
+        offsets: at.map(([offset]) => offset),
+        kinds: at.map(([, kind]) => (KINDS.includes(kind) ? KINDS.indexOf(kind) : kind)),
+      };
+    }
+    this.#arena = heap.alloc(ARENA_BYTES, "the calls' struct arguments");
+  }
+
+  begin() {
+    this.#at = 0;
+    const buffer = this.#heap.buffer();
+    if (this.#buffer === buffer) return;
+    this.#buffer = buffer;
+    this.#u8 = new Uint8Array(buffer);
+    this.#i32 = new Int32Array(buffer);
+    this.#u32 = new Uint32Array(buffer);
+    this.#f32 = new Float32Array(buffer);
+    this.#f64 = new Float64Array(buffer);
+  }
+
+  // a builder's record -> the address of its bytes (8-aligned)
+  write(record) {
+    const plan = this.#plans[record[STRUCT]];
+    if (!plan) throw new Error(`wasm-attention: a call's argument is not a struct: ${String(record)}`);
+    const at = this.#arena + this.#at;
+    this.#at += (plan.size + 7) & ~7;
+    if (this.#at > ARENA_BYTES) throw new Error('wasm-attention: a call passes more struct bytes than its arena holds');
+    this.#fill(at, plan, record);
+    return at;
+  }
+
+  #fill(address, plan, record) {
+    const { offsets, kinds } = plan;
+    const values = record.values;
+    for (let i = 0; i < kinds.length; ++i) {
+      const kind = kinds[i],
+        v = values[i],
+        at = address + offsets[i];
+      if (typeof kind === 'string') {
+        this.#fill(at, this.#plans[kind], v); // a struct held inline
+        continue;
+      }
+      const x = typeof v === 'boolean' ? +v : v;
+      if (typeof x !== 'number' || !(x >= RANGES[kind][0] && x <= RANGES[kind][1]))
+        throw new Error(
+          `wasm-attention: ${record[STRUCT]}.${FIELDS[record[STRUCT]][i]} is ${String(v)}, not a ${KINDS[kind]}`,
+        );
+      if (kind === 0) this.#u8[at] = x;
+      else if (kind === 1) this.#i32[at >> 2] = x;
+      else if (kind === 2) this.#u32[at >> 2] = x;
+      else if (kind === 3) this.#f32[at >> 2] = x;
+      else this.#f64[at >> 3] = x;
+    }
+  }
+}

@@ -4,7 +4,7 @@
 // Ownership: the object createAttention() returns owns the runtime. dispose() stops its
 // threads and lets the module go; an owner collected without dispose() gets the same from
 // a finalizer, once no layer made from it is left either (layers keep their owner alive).
-import { throwIfFailed } from './binding.js';
+import { StructWriter, throwIfFailed } from './binding.js';
 import { Heap } from './heap.js';
 import { Owned } from './owned.js';
 import { disposedError } from './validate.js';
@@ -14,10 +14,12 @@ const ownerOf = new WeakMap(); // layer -> the owner it keeps alive
 export class Runtime {
   #owner; // a WeakRef: the runtime must not keep its owner alive
   #owned;
+  #structs; // where each call's struct arguments go (binding.js)
 
   constructor(module, owner) {
     this.module = module;
     this.heap = new Heap(module);
+    this.#structs = new StructWriter(module, this.heap);
     this.#owner = new WeakRef(owner);
     this.#owned = new Owned(owner);
     this.#owned.onRelease(() => {
@@ -41,8 +43,13 @@ export class Runtime {
   }
 
   // Calls a binding, which returns a Status, and throws a failed one (see throwIfFailed),
-  // prefixed with the public entry's name.
+  // prefixed with the public entry's name. A struct argument (a builder's object, binding.js)
+  // goes in as the address of its bytes in wasm memory.
   call(where, binding, ...args) {
+    this.#structs.begin();
+    for (let i = 0; i < args.length; ++i) {
+      if (typeof args[i] === 'object' && args[i] !== null) args[i] = this.#structs.write(args[i]);
+    }
     throwIfFailed(where, this.module[binding](...args));
   }
 

@@ -10,6 +10,7 @@ import { relaxedSimdAvailable } from '../../../web/lib/features.js';
 import * as esm from '../../../web/lib/index.js';
 import { createAttention, seededRandom, tensor, xavierUniform } from '../../../web/lib/index.js';
 import { glue } from '../../../web/lib/glue.js';
+import { Heap } from '../../../web/lib/heap.js';
 import { loadModule } from '../../../web/lib/loader.js';
 import {
   attentionRef,
@@ -715,7 +716,8 @@ describe('the CommonJS entry (require)', () => {
 describe('binding contract (web/lib/binding.js)', () => {
   const { ErrorKind, mhaSaved, scoreMask, throwIfFailed } = binding;
   test('a struct builder sets every field, its default (0 unless said) for those left out', () => {
-    assert.deepEqual(scoreMask({ keep: 64 }), {
+    const fields = binding.structFields;
+    assert.deepEqual(fields(scoreMask({ keep: 64 })), {
       causal: false,
       keep: 64,
       bias: 0,
@@ -728,7 +730,7 @@ describe('binding contract (web/lib/binding.js)', () => {
       softcap: 0,
       sink: -Infinity,
     });
-    assert.deepEqual(mhaSaved({ q: 8, concat: 16 }), {
+    assert.deepEqual(fields(mhaSaved({ q: 8, concat: 16 })), {
       q: 8,
       k: 0,
       v: 0,
@@ -742,6 +744,37 @@ describe('binding contract (web/lib/binding.js)', () => {
 
   test('a struct builder rejects a field the struct does not have', () => {
     assert.throws(() => mhaSaved({ x: 8 }), { name: 'Error', message: 'wasm-attention: MhaSaved has no field "x"' });
+  });
+
+  test("a struct argument's layout and values are checked as it is written: a bug in this package throws", async () => {
+    const { module } = await loadModule({ threads: 1, isa: 'simd128', glue });
+    try {
+      const structs = new binding.StructWriter(module, new Heap(module));
+      structs.begin();
+      assert.throws(() => structs.write({ rows: 1 }), /wasm-attention: a call's argument is not a struct/);
+      assert.throws(() => structs.write(binding.matrix(-4, 1, 1)), {
+        message: 'wasm-attention: Matrix.data is -4, not a u32',
+      });
+      assert.throws(() => structs.write(scoreMask({ softcap: NaN })), {
+        message: 'wasm-attention: ScoreMask.softcap is NaN, not a f32',
+      });
+      assert.throws(() => structs.write(binding.headsShape({ nQ: '4' })), {
+        message: 'wasm-attention: HeadsShape.nQ is 4, not a u32',
+      });
+      // the bytes embind.cpp reads: HeadsMask holds its ScoreMask inline
+      const at = structs.write(binding.headsMask({ mask: scoreMask({ causal: true, left: 3 }), headStride: 7 }));
+      const layouts = JSON.parse(module.structLayouts());
+      const view = new DataView(new Heap(module).buffer());
+      const { fields } = layouts.HeadsMask;
+      const mask = at + fields.mask[0];
+      assert.equal(view.getUint8(mask + layouts.ScoreMask.fields.causal[0]), 1);
+      assert.equal(view.getInt32(mask + layouts.ScoreMask.fields.left[0], true), 3);
+      assert.equal(view.getInt32(mask + layouts.ScoreMask.fields.right[0], true), -1);
+      assert.equal(view.getFloat32(mask + layouts.ScoreMask.fields.sink[0], true), -Infinity);
+      assert.equal(view.getUint32(at + fields.headStride[0], true), 7);
+    } finally {
+      module.setThreads(1);
+    }
   });
 
   test('a failed call throws by its error kind, not by its text', () => {
@@ -760,9 +793,16 @@ describe('binding contract (web/lib/binding.js)', () => {
     const { module } = await loadModule({ threads: 1, isa: 'simd128', glue });
     try {
       const { matrix, attentionBackwardTrace } = binding;
+      // each struct argument as the address of its bytes (Runtime.call's way)
+      const structs = new binding.StructWriter(module, new Heap(module));
+      const call = (name, ...args) => {
+        structs.begin();
+        return module[name](...args.map((a) => (typeof a === 'object' ? structs.write(a) : a)));
+      };
       const nowhere = 64; // an offset the core never reads: each call below fails first
       // k with 3 columns for q's 2: std::invalid_argument in the core
-      const bad = module.attentionForward(
+      const bad = call(
+        'attentionForward',
         matrix(nowhere, 4, 2),
         matrix(nowhere, 5, 3),
         matrix(nowhere, 5, 3),
@@ -775,7 +815,8 @@ describe('binding contract (web/lib/binding.js)', () => {
       assert.match(bad.message, /^attention: k must have as many columns as q \(d_k\): q \(4,2\), k \(5,3\)/);
       // P (65536,65536) is 2^32 floats, past wasm32: std::bad_alloc before any memory is read
       const n = 65536;
-      const oom = module.attentionBackward(
+      const oom = call(
+        'attentionBackward',
         matrix(nowhere, n, 1),
         matrix(nowhere, n, 1),
         matrix(nowhere, n, 1),
