@@ -130,10 +130,10 @@ std::string struct_layouts() {
     }
     json += "}}";
   };
-  using CM = wa::Matrix;
-  add("Matrix", sizeof(CM),
-      {WA_FIELD(CM, "data", data), WA_FIELD(CM, "rows", rows), WA_FIELD(CM, "cols", cols),
-       WA_FIELD(CM, "ld", ld)});
+  using MX = wa::Matrix;
+  add("Matrix", sizeof(MX),
+      {WA_FIELD(MX, "data", data), WA_FIELD(MX, "rows", rows), WA_FIELD(MX, "cols", cols),
+       WA_FIELD(MX, "ld", ld)});
   using SM = wa::ScoreMask;
   add("ScoreMask", sizeof(SM),
       {WA_FIELD(SM, "causal", causal), WA_FIELD(SM, "keep", keep), WA_FIELD(SM, "bias", bias),

@@ -3,7 +3,7 @@
 import { TOLERANCE } from './compare.mjs';
 import { caseById } from './cases.mjs';
 import { configOf, configOrder } from './configs.mjs';
-import { cacheBytes, tokenBytes } from './targets.mjs';
+import { cacheBytes, decodeRead, tokenBytes } from './targets.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
@@ -37,9 +37,7 @@ function notes(r, bandwidth, flops, peak) {
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
   if (r.status === 'ok' && r.case.startsWith('decode-')) {
     const spec = caseById(r.case);
-    const gbs = cacheBytes(spec) / r.ms / 1e6;
-    // the probe measured beside the row where there is one (groups.mjs), else the run's
-    const probe = r.probeGbs ?? bandwidth?.byThreads?.[r.threads];
+    const { gbs, probe } = decodeRead(r, bandwidth);
     const which = r.probeGbs
       ? `${r.threads}-thread read probe beside it (${r.probeGbs.toFixed(1)} GB/s)`
       : `${r.threads}-thread read probe`;

@@ -2,7 +2,7 @@
 // by side, never absolute times): -> [{ target, value, goal, unit, ok }] (ok null: not measured).
 
 import { rowBytes } from '../../web/lib/internal.js';
-import { DECODE_LENGTHS, decodeId } from './cases.mjs';
+import { caseById, DECODE_LENGTHS, decodeId } from './cases.mjs';
 
 // Median time of a case for an implementation, or null when the row did not run.
 function finder(rows) {
@@ -13,6 +13,14 @@ function finder(rows) {
 // scales), and the bytes a step reads from it: every kv head's, past + 1 tokens.
 export const tokenBytes = (spec) => 2 * rowBytes(spec.dtype ?? 'float32', spec.d);
 export const cacheBytes = (spec) => tokenBytes(spec) * spec.batch * spec.kvHeads * (spec.past + 1);
+
+// A decode row -> { gbs: the cache read per second, probe: the read probe it is held to (the
+// one measured beside it, groups.mjs, else the run's at its thread count; null: none) }
+export function decodeRead(r, bandwidth) {
+  const gbs = cacheBytes(caseById(r.case)) / r.ms / 1e6;
+  const runs = bandwidth?.byThreads?.[r.threads] ?? (r.threads === 1 ? bandwidth?.gbPerSecond : null);
+  return { gbs, probe: r.probeGbs ?? runs ?? null };
+}
 
 export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
   const row = finder(rows);
@@ -150,8 +158,7 @@ export function checkTargets({ rows, peak, startup, sizes, bandwidth }) {
     for (const past of [4096, 8192, 16384])
       for (const t of [1, 2]) {
         const r = row(decodeId(past), `ours-${t}`);
-        const gbs = r ? cacheBytes({ batch: 1, kvHeads: 8, past, d: 128 }) / r.ms / 1e6 : null;
-        const probe = r?.probeGbs ?? bandwidth?.byThreads?.[t] ?? (t === 1 ? bandwidth?.gbPerSecond : null);
+        const { gbs, probe } = r ? decodeRead(r, bandwidth) : {};
         add(
           `decode, cache ${past}, ${t} thread${t > 1 ? 's' : ''}: cache read GB/s as a share of the read probe at ${t}`,
           gbs && probe ? (100 * gbs) / probe : null,

@@ -133,15 +133,15 @@ export const matrix = (data, rows, cols) => ({ [STRUCT]: 'Matrix', values: [data
 // Bytes of wasm memory a runtime keeps for one call's struct arguments: the most any call
 // passes (a layer's backward) is about 230.
 const ARENA_BYTES = 1024;
-// A field's kind (embind.cpp's kind_of) -> its least and greatest value
-const KINDS = ['u8', 'i32', 'u32', 'f32', 'f64'];
-const RANGES = [
-  [0, 1],
-  [-(2 ** 31), 2 ** 31 - 1],
-  [0, 2 ** 32 - 1],
-  [-Infinity, Infinity],
-  [-Infinity, Infinity],
+// A field's kind (embind.cpp's kind_of), by its index in the plans: [name, least, greatest value]
+const KINDS = [
+  ['u8', 0, 1],
+  ['i32', -(2 ** 31), 2 ** 31 - 1],
+  ['u32', 0, 2 ** 32 - 1],
+  ['f32', -Infinity, Infinity],
+  ['f64', -Infinity, Infinity],
 ];
+const kindIndex = (kind) => KINDS.findIndex(([name]) => name === kind);
 
 // Writes a call's struct arguments into a block of wasm memory kept for them, one after
 // another, and gives each one's address: embind.cpp reads them there (its arg<T>). One per
@@ -171,7 +171,7 @@ export class StructWriter {
       this.#plans[name] = {
         size: layout.size,
         offsets: at.map(([offset]) => offset),
-        kinds: at.map(([, kind]) => (KINDS.includes(kind) ? KINDS.indexOf(kind) : kind)),
+        kinds: at.map(([, kind]) => (kindIndex(kind) >= 0 ? kindIndex(kind) : kind)),
       };
     }
     this.#arena = heap.alloc(ARENA_BYTES, "the calls' struct arguments");
@@ -212,9 +212,10 @@ export class StructWriter {
         continue;
       }
       const x = typeof v === 'boolean' ? +v : v;
-      if (typeof x !== 'number' || !(x >= RANGES[kind][0] && x <= RANGES[kind][1]))
+      const [name, least, greatest] = KINDS[kind];
+      if (typeof x !== 'number' || !(x >= least && x <= greatest))
         throw new Error(
-          `wasm-attention: ${record[STRUCT]}.${FIELDS[record[STRUCT]][i]} is ${String(v)}, not a ${KINDS[kind]}`,
+          `wasm-attention: ${record[STRUCT]}.${FIELDS[record[STRUCT]][i]} is ${String(v)}, not a ${name}`,
         );
       if (kind === 0) this.#u8[at] = x;
       else if (kind === 1) this.#i32[at >> 2] = x;
