@@ -3,7 +3,7 @@
 import { TOLERANCE } from './compare.mjs';
 import { caseById } from './cases.mjs';
 import { configOf, configOrder } from './configs.mjs';
-import { cacheBytes, decodeRead, tokenBytes } from './targets.mjs';
+import { cacheBytes, decodeInCache, decodeRead, tokenBytes } from './targets.mjs';
 
 export const fmtMs = (ms) => (ms == null ? '' : ms < 10 ? ms.toFixed(2) : ms < 100 ? ms.toFixed(1) : ms.toFixed(0));
 const fmtG = (g) => (g == null ? '' : g < 10 ? g.toFixed(2) : g.toFixed(1));
@@ -31,8 +31,8 @@ function grid(header, rows, rightAligned) {
 }
 
 // bandwidth: the read probe (bandwidth.mjs) by thread count, or null where none ran; flops:
-// the case's nominal FLOPs; peak: the SIMD peak probe (peak_probe.mjs)
-function notes(r, bandwidth, flops, peak) {
+// the case's nominal FLOPs; peak: the SIMD peak probe (peak_probe.mjs); all: the run's rows
+function notes(r, bandwidth, flops, peak, all) {
   const parts = [];
   if (r.status !== 'ok') parts.push(r.reason ?? r.status);
   if (r.status === 'ok' && r.case.startsWith('decode-')) {
@@ -52,6 +52,12 @@ function notes(r, bandwidth, flops, peak) {
     parts.push(
       `${perByte.toFixed(1)} FLOPs per byte: the mul+add peak reads at most ${computeGbs.toFixed(1)} GB/s${probe ? ` (${Math.round((100 * computeGbs) / probe)}% of the probe)` : ''}`,
     );
+    // the limit it sits on: the same decode's rate over a cache the CPU's caches hold
+    const ref = decodeInCache(r, all);
+    if (ref)
+      parts.push(
+        `${Math.round((100 * r.gflops) / ref.gflops)}% of the same decode's GFLOP/s in cache (${ref.past} keys, ${(ref.bytes / 2 ** 20).toFixed(1)} MiB; at that rate it would read ${(ref.gflops / perByte).toFixed(1)} GB/s)`,
+      );
   }
   if (r.formulation) parts.push(r.formulation);
   if (r.note) parts.push(r.note);
@@ -60,7 +66,7 @@ function notes(r, bandwidth, flops, peak) {
   return parts.join('; ');
 }
 
-function caseBlock(label, flops, rows, peak, bandwidth) {
+function caseBlock(label, flops, rows, peak, bandwidth, all) {
   const lines = [`${label}   (${(flops / 1e6).toFixed(1)} MFLOP nominal)`];
   const sorted = [...rows].sort((a, b) => configOrder(a.impl) - configOrder(b.impl));
   const body = sorted.map((r) => [
@@ -70,7 +76,7 @@ function caseBlock(label, flops, rows, peak, bandwidth) {
     r.status === 'ok' ? `${Math.round((100 * r.gflops) / peak.forThreads(r.threads))}%` : '',
     r.oursSpeedup ? `${r.oursSpeedup.factor.toFixed(2)}×` : '',
     r.check ? (r.check.reference ? 'ref' : r.check.ok ? 'ok' : 'DIFF') : '',
-    notes(r, bandwidth, flops, peak),
+    notes(r, bandwidth, flops, peak, all),
   ]);
   lines.push(
     ...grid(
@@ -126,7 +132,7 @@ export function renderReport(results) {
     for (const r of rows) if (!seen.includes(r.case)) seen.push(r.case);
     for (const id of seen) {
       const list = rows.filter((r) => r.case === id);
-      out.push(...caseBlock(list[0].label, list[0].flops, list, peak, results.bandwidth), '');
+      out.push(...caseBlock(list[0].label, list[0].flops, list, peak, results.bandwidth, rows), '');
     }
   }
 

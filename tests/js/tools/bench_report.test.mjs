@@ -1,6 +1,7 @@
 // The bench's text report (scripts/bench/table.mjs) on a made-up run: each decode row states both
 // of its limits, its share of the read probe at its thread count and the GB/s the mul+add peak
-// allows at its FLOPs per cache byte (float32 2, int8 7.5: the same FLOPs on fewer bytes).
+// allows at its FLOPs per cache byte (float32 2, int8 7.5: the same FLOPs on fewer bytes), and a
+// long row its GFLOP/s against the same decode over a cache the CPU's caches hold.
 // Nothing here runs a kernel or asserts a speed.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -81,4 +82,35 @@ test('a row measured with a probe beside it is stated against that probe, in the
     );
   assert.equal(share(decodeRows(['decode-8192'], 1, 20)).value, (100 * gbs) / 20);
   assert.equal(share(decodeRows(['decode-8192'], 1)).value, (100 * gbs) / 23); // the run's probe
+});
+
+test('a long decode row states its GFLOP/s against the same decode in cache, in the table and the targets', () => {
+  // the 8192 row at 6 ms against 512- and 1024-key rows at the same 6 ms: the faster of the two
+  // in GFLOP/s is the 1024 row (more FLOPs in the same time)
+  const rows = decodeRows(['decode-512', 'decode-1024', 'decode-8192'], 1);
+  const peak = peakRecord({ perCoreGflops: 41, allCoresGflops: 80, cores: 2 });
+  const machine = { cpuModel: 'a CPU', cores: 2, memoryGB: 8, node: '20', v8: '11', loadAverage: [0, 0, 0] };
+  const lines = renderReport({ machine, peak, rows, notes: [], options: {}, startedAt: 'now', bandwidth: BANDWIDTH })
+    .split('\n')
+    .filter((l) => l.includes('bytes per token per kv head'));
+  const [r512, r1024, r8192] = rows;
+  const share = Math.round((100 * r8192.gflops) / r1024.gflops);
+  const inCache = (r1024.gflops / 2).toFixed(1); // 2 FLOPs per byte
+  assert.match(
+    lines[2],
+    new RegExp(
+      `${share}% of the same decode's GFLOP/s in cache \\(1024 keys, 8\\.0 MiB; at that rate it would read ${inCache} GB/s\\)`,
+    ),
+  );
+  // the in-cache rows themselves are not held to one
+  assert.ok(!lines[0].includes('in cache') && !lines[1].includes('in cache'));
+  const target = (list) =>
+    checkTargets({ rows: list, peak, bandwidth: BANDWIDTH }).find((t) =>
+      t.target.startsWith('decode, cache 8192, 1 thread: GFLOP/s over the same decode in cache'),
+    );
+  assert.equal(target(rows).value, r8192.gflops / r1024.gflops);
+  assert.equal(target([r512, r8192]).value, r8192.gflops / r512.gflops); // the 512 row alone
+  assert.equal(target([r8192]).value, null); // no in-cache row: not measured
+  // another dtype's or thread count's in-cache row is not this row's reference
+  assert.equal(target([...decodeRows(['decode-1024-int8'], 1), ...decodeRows(['decode-1024'], 2), r8192]).value, null);
 });
