@@ -55,16 +55,20 @@ function guessTable(caption, list, other, changeWord) {
 
 // The share of the copy probability a knock-out removes, as a signed percentage.
 const removed = (copy, knocked) => (copy > 0 ? (copy - knocked) / copy : 0);
-const removedCell = (share) => {
+const removedCell = (share, also = '') => {
   const v = Math.round(100 * share);
-  return `<td class="num delta${deltaClass(-share)}">${v < 0 ? '\u2212' : ''}${Math.abs(v)} %</td>`;
+  return `<td class="num delta${deltaClass(-share)}${also && ` ${also}`}">${v < 0 ? '\u2212' : ''}${Math.abs(v)} %</td>`;
 };
-const changeCell = (d) => `<td class="num delta${deltaClass(d)}">${signedPct(d)}</td>`;
+const changeCell = (d, also = '') => `<td class="num delta${deltaClass(d)}${also && ` ${also}`}">${signedPct(d)}</td>`;
+// The cells of the zero ablation's pair of columns, then the mean's: make(class) each.
+const both = (make) => make('abl-zero') + make('abl-mean');
 
 // One row per head, ranked by the copy its mean ablation removes; each with its bar of the
-// attribution (scaled to the largest |part|; for right, blue; against left, red); then the parts
-// that are not heads, and the sum.
-function ranking(e, a, labels) {
+// attribution (scaled to the largest |part|; for right, blue; against left, red), then what its
+// zero and its mean ablation change, each pair of columns together (abl-zero, abl-mean: on a
+// narrow screen only `ablation`'s pair shows, style.css); then the parts that are not heads, and
+// the sum.
+function ranking(e, a, labels, ablation) {
   const part = (h) => a.parts.find((x) => x.part === 'head' && same(x, h));
   const parts = a.parts.map((x) => x.diff);
   const top = Math.max(...parts.map(Math.abs), 1e-9);
@@ -83,10 +87,10 @@ function ranking(e, a, labels) {
       return (
         `<tr${mark}><th scope="row"><span aria-hidden="true">L${h.layer + 1} H${h.head + 1}</span><span class="visually-hidden">${headName(h)}</span>${tag}</th>` +
         bar(part(h).diff) +
-        removedCell(removed(e.copy, h.zero.copy)) +
-        removedCell(removed(e.copy, h.mean.copy)) +
-        changeCell(h.zero.p - e.predicted.p) +
-        changeCell(h.mean.p - e.predicted.p) +
+        removedCell(removed(e.copy, h.zero.copy), 'abl-zero') +
+        changeCell(h.zero.p - e.predicted.p, 'abl-zero') +
+        removedCell(removed(e.copy, h.mean.copy), 'abl-mean') +
+        changeCell(h.mean.p - e.predicted.p, 'abl-mean') +
         `</tr>`
       );
     })
@@ -98,7 +102,7 @@ function ranking(e, a, labels) {
   ]
     .map(([key, name]) => {
       const x = a.parts.find((y) => y.part === key);
-      return `<tr><th scope="row">${name}</th>${bar(x.diff)}<td colspan="4" class="muted">not a head</td></tr>`;
+      return `<tr><th scope="row">${name}</th>${bar(x.diff)}${both((c) => `<td colspan="2" class="muted ${c}">not a head</td>`)}</tr>`;
     })
     .join('');
   const what = quote(tok(a.word)) + ' \u2212 ' + quote(tok(a.against));
@@ -108,15 +112,19 @@ function ranking(e, a, labels) {
       : 'the copy on your text written twice';
   return (
     `<p id="head-rank-caption" class="head-rank-caption">Every head (L layer, H head) knocked out alone, ranked by how much of ${copyWhere} it removes (mean ablation); and its direct part of logit ${what} after ${labels}</p>` +
-    `<div class="table-scroll" tabindex="0" role="region" aria-labelledby="head-rank-caption"><table class="attr-chart head-rank" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
+    `<div class="table-scroll" tabindex="0" role="region" aria-labelledby="head-rank-caption"><table class="attr-chart head-rank" data-ablation="${ablation}" aria-labelledby="head-rank-caption" aria-describedby="attr-note">` +
     `<thead><tr><th scope="col" rowspan="2">head</th><th scope="colgroup" colspan="2">logit ${what}</th>` +
-    `<th scope="colgroup" colspan="2" class="num">copy removed</th>` +
-    `<th scope="colgroup" colspan="2" class="num">p(${tok(e.predicted.word)}), points</th></tr>` +
-    `<tr><th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th>` +
-    `<th scope="col" class="num">zero</th><th scope="col" class="num">mean</th><th scope="col" class="num">zero</th><th scope="col" class="num">mean</th></tr></thead>` +
-    `<tbody>${rows}${rest}</tbody>` +
-    `<tfoot><tr><th scope="row">sum of the parts</th><td></td><td class="num">${fmt(a.total, 2)}</td><td colspan="4"></td></tr>` +
-    `<tr><th scope="row">the model's difference</th><td></td><td class="num">${fmt(a.diff, 2)}</td><td colspan="4"></td></tr></tfoot></table></div>`
+    both(
+      (c) => `<th scope="colgroup" colspan="2" class="num ${c}">${c === 'abl-zero' ? 'zero' : 'mean'} ablation</th>`,
+    ) +
+    `</tr><tr><th scope="col"><span class="visually-hidden">bar</span><span aria-hidden="true" class="axis"><span>against</span><span>for</span></span></th><th scope="col" class="num">part</th>` +
+    both(
+      (c) =>
+        `<th scope="col" class="num ${c}">copy removed</th><th scope="col" class="num ${c}">p(${tok(e.predicted.word)}), points</th>`,
+    ) +
+    `</tr></thead><tbody>${rows}${rest}</tbody>` +
+    `<tfoot><tr><th scope="row">sum of the parts</th><td></td><td class="num">${fmt(a.total, 2)}</td>${both((c) => `<td colspan="2" class="${c}"></td>`)}</tr>` +
+    `<tr><th scope="row">the model's difference</th><td></td><td class="num">${fmt(a.diff, 2)}</td>${both((c) => `<td colspan="2" class="${c}"></td>`)}</tr></tfoot></table></div>`
   );
 }
 
@@ -187,9 +195,10 @@ export function createKnockoutPanel(box, { onChange }) {
       `<h4 class="sub-label">Heads ranked by what they cause</h4>` +
       `<p class="field-note">${copyNote}</p>` +
       `<p class="knock-line">${wordSelect}</p>` +
-      ranking(e, a, token) +
+      ranking(e, a, token, ablation) +
       `<p id="attr-note" class="field-note">Copy removed: the share of the copy probability gone with the head knocked out alone (zero: its output set to 0; mean: set to its mean over ${state.model.manifest.heldOut.windows} held-out windows of the model's corpus, which keeps what the head adds on any text and removes only what it adds for this one). ` +
       `p(${tok(e.predicted.word)}): the change of the predicted token's probability after ${token}, in points. ` +
+      `<span class="narrow-only">On a narrow screen the table shows the knock-out chosen under <em>Knocked out means</em> (${ablation === 'zero' ? 'zero' : 'mean'}). </span>` +
       `Part: the head's output at ${token} carried straight to the logits (through W<sub>out</sub>, past the feed-forward block, which adds its own part), along ${quote(tok(a.word))} minus ${quote(tok(a.against))}; the parts sum to the model's difference. ` +
       `Largest part: <strong>${headName(byAttr)}</strong> (${fmt(byAttr.diff, 2)}). A part is what a head writes, not what happens without it: a layer-1 head also changes what layer 2 and the feed-forward block compute, which only its knock-out shows.</p>`;
   }

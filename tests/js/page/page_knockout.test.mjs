@@ -6,8 +6,8 @@
 // the model's difference; the model view's and the steps' toggles knock heads out and put them
 // back; bad input to the hooks throws a message that says what to give and changes nothing; the
 // notes' numbers are recomputed from what the page shows; "Follow the induction head" opens the
-// named head; axe finds nothing in the panel; nothing scrolls sideways on a phone. Screenshots:
-// tests/artifacts/page/knockout-*.png.
+// named head; axe finds nothing in the panel; on a phone nothing scrolls sideways, the page nor a
+// table in its box. Screenshots: tests/artifacts/page/knockout-*.png.
 // run with: node --test tests/js/page/page_knockout.test.mjs
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -266,7 +266,35 @@ test('phone (390 px): the panel fits, the tables and chart read, no sideways scr
   assert.ok(box.width <= 390, `the panel is ${box.width} px wide`);
   assert.equal(await page.locator('.knock-table').count(), 2);
   assert.equal(await page.locator('.head-rank tbody tr').count(), 11); // 8 heads, embedding, feed-forward, bias
+  // every table whole inside the panel: none scrolls sideways in its box (a learner may not see
+  // that it can), none runs past the panel's edge
+  const wide = await page.evaluate(() => {
+    const panel = document.querySelector('#knock').getBoundingClientRect();
+    return [...document.querySelectorAll('#knock table')]
+      .map((t) => {
+        const box = t.parentElement.classList.contains('table-scroll') ? t.parentElement : t;
+        const over = Math.max(box.scrollWidth - box.clientWidth, t.getBoundingClientRect().right - panel.right);
+        return over > 1 ? `${t.className}: ${Math.round(over)} px too wide` : null;
+      })
+      .filter(Boolean);
+  });
+  assert.deepEqual(wide, []);
+  // the heads' table: the pair of columns of the knock-out chosen above, the other hidden
+  const shown = async (kind) => (await page.locator(`.head-rank td.abl-${kind}`).first()).isVisible();
+  assert.equal(await page.inputValue('#knock-ablation'), 'zero');
+  assert.deepEqual([await shown('zero'), await shown('mean')], [true, false]);
   await shot(page.locator('#knock'), 'phone');
+  await act(
+    page,
+    () => page.selectOption('#knock-ablation', 'mean'),
+    () => true,
+  );
+  assert.deepEqual([await shown('zero'), await shown('mean')], [false, true]);
+  assert.match(await page.textContent('#attr-note'), /On a narrow screen the table shows the knock-out chosen/);
+  // on a wide screen both pairs, and no word of a narrow one
+  await page.setViewportSize({ width: 1280, height: 900 });
+  assert.deepEqual([await shown('zero'), await shown('mean')], [true, true]);
+  assert.ok(!(await page.locator('#attr-note .narrow-only').isVisible()));
   assert.deepEqual(errors(), []);
   await page.close();
 });
