@@ -18,3 +18,19 @@ export async function nodeBuiltin(name) {
   const specifier = `node:${name}`;
   return import(/* @vite-ignore */ /* webpackIgnore: true */ specifier);
 }
+
+// A worker_threads Worker of script (a file: URL or an absolute path) under Node, Deno or Bun,
+// with the process's flags less --input-type, which is for `node -e` code only (the worker is a
+// file): Node refuses a worker that inherits it once NODE_OPTIONS has --import. The flags Node
+// refuses in a worker (V8's, named after the error's last ': ') are left out: they apply to the
+// worker anyway. Used for the pool's workers (loader.js) and the worker form's (worker_client.js).
+export function nodeWorker(Worker, script) {
+  const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
+  try {
+    return new Worker(script, { execArgv });
+  } catch (e) {
+    if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+    const refused = new Set(String(e.message).split(': ').pop().split(/,\s*/));
+    return new Worker(script, { execArgv: execArgv.filter((flag) => !refused.has(flag)) });
+  }
+}

@@ -21,7 +21,7 @@
 // policy needs (web/docs/loading.md).
 
 import { sharedMemoryAvailable } from './features.js';
-import { isNode, nodeBuiltin } from './host.js';
+import { isNode, nodeBuiltin, nodeWorker } from './host.js';
 import { buildFor } from './builds.js';
 
 // -> URL of the build's .wasm (builds.js), with a message a person can act on where the
@@ -162,6 +162,12 @@ async function loadBuild({ threads, isa, locateFile, wasmBinary, glue, onThreads
     // Node 20's fetch() cannot read a file path: hand the loader the bytes.
     settings.wasmBinary = wasmBinary ?? (await readFile(locate(`${base}.wasm`)));
     settings.locateFile = locate;
+    if (threaded) {
+      // the glue's pool makes its workers with it (scripts/build/patch_glue.mjs): the process's
+      // flags, less those a worker refuses (host.js)
+      const { Worker } = await nodeBuiltin('worker_threads');
+      settings.pthreadWorker = () => nodeWorker(Worker, locate(`${base}.worker.js`));
+    }
     factory = wrapped(createRequire(import.meta.url), dirname(locate(`${base}.js`)));
   } else {
     if (wasmBinary) settings.wasmBinary = wasmBinary;

@@ -2,7 +2,7 @@
 // (operations.js), its errors thrown here as there, and its snapshot run by worker_host.js in
 // a Worker. The transfer rule and the undo of held calls: web/docs/loading.md#the-worker-form.
 import { BUILDS } from './builds.js';
-import { isNode, nodeBuiltin, process } from './host.js';
+import { isNode, nodeBuiltin, nodeWorker } from './host.js';
 import { buffersOf, OPERATIONS, operationsOn, postable, withSavedShape } from './operations.js';
 import { cacheForms, checkBoolean, checkCacheOption, disposedError, isArray, isRevoked } from './validate.js';
 import { outChanged, packageCopies, typedArrayLength as lengthOf } from './validate.js';
@@ -274,17 +274,7 @@ const here = import.meta.url;
 async function startWorker() {
   if (isNode) {
     const { Worker } = await nodeBuiltin('worker_threads');
-    // The process's flags, less --input-type (for `node -e` code only; the worker is a file).
-    const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--input-type'));
-    const script = new URL('./worker_host.js', here);
-    try {
-      return new Worker(script, { execArgv });
-    } catch (e) {
-      // V8's flags (named after the last ': ') are refused there, and apply to it anyway.
-      if (e?.code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
-      const refused = new Set(String(e.message).split(': ').pop().split(/,\s*/));
-      return new Worker(script, { execArgv: execArgv.filter((flag) => !refused.has(flag)) });
-    }
+    return nodeWorker(Worker, new URL('./worker_host.js', here));
   }
   // Literal URL and options: the pattern bundlers follow, building worker_host.js as a worker.
   return new Worker(new URL('./worker_host.js', import.meta.url), { type: 'module' });

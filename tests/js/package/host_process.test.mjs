@@ -15,12 +15,13 @@ const INDEX = new URL('../../../web/lib/index.js', import.meta.url).href;
 const STUCK_MS = 300_000;
 
 // Runs `source` (an ES module; `createAttention` and `tensor` are imported for it) in a child
-// process -> { code, stdout, stderr }.
-function child(source, flags = []) {
+// process with `flags` and the environment `env` -> { code, stdout, stderr }.
+function child(source, flags = [], env = process.env) {
   const program = `import { createAttention, tensor } from ${JSON.stringify(INDEX)};\n${source}`;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [...flags, '--input-type=module', '--eval', program], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env,
     });
     let stdout = '',
       stderr = '';
@@ -130,6 +131,27 @@ test('threads whose workers fail to start: one thread, a warning, and the proces
   assert.equal(backend.threads, 1);
   assert.equal(same, true);
   assert.match(r.stderr, /running on one thread: .*this worker cannot start/);
+});
+
+test('threads start in a `node --input-type=module --eval` program under NODE_OPTIONS=--import, the pool and the worker form', async () => {
+  // the workers are files: the program's --input-type is not theirs (Node refuses a worker that
+  // inherits it once NODE_OPTIONS has --import)
+  const env = { ...process.env, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import data:text/javascript,0` };
+  const r = await child(
+    `
+    const x = tensor(new Float32Array(64 * 16).map((_, i) => Math.sin(i)), [64, 16]);
+    const attn = await createAttention({ threads: 2 });
+    const worker = await createAttention({ threads: 2, worker: true });
+    const a = attn.attention(x, x, x).output.data, b = (await worker.attention(x, x, x)).output.data;
+    console.log(JSON.stringify({ threads: [attn.backend.threads, (await worker.backend).threads], same: a.every((v, i) => Object.is(v, b[i])) }));
+    attn.dispose(); await worker.dispose();
+  `,
+    [],
+    env,
+  );
+  assert.equal(r.code, 0, `exit code ${r.code}; stderr:\n${r.stderr.slice(0, 1000)}`);
+  assert.deepEqual(report(r), { threads: [2, 2], same: true });
+  assert.doesNotMatch(r.stderr, /running on one thread/);
 });
 
 test("an app's own uncaught error exits with code 1 and its own message", async () => {
