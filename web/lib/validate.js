@@ -578,7 +578,7 @@ const MASK_DATA =
 // The first: the mask read (its getters, and a boolean[]'s elements, run once) -> null (no
 // mask) or a frozen { data: a copy (a typed array's, before the shape's getters run: they may
 // detach or shrink the caller's buffer; a boolean[]'s as a Uint8Array, see readBooleans),
-// length: the values the caller's data holds, type ('Uint8Array', 'Float32Array' or 'Array'),
+// length: the values the caller's data holds, type ('Uint8Array', 'Float32Array', 'float16': the bits of one, or 'Array'),
 // bad: the first element of a boolean[] that is not a boolean ({ index, what }) or null,
 // shape: the sizes (numbers), or null (a 2-D mask of nQ·nK values) }.
 export function readMask(where, mask, twoD) {
@@ -595,8 +595,8 @@ export function readMask(where, mask, twoD) {
   const dtype = bare ? undefined : mask.dtype;
   if (dtype !== undefined) checkOneOf(where, 'mask.dtype', dtype, DTYPES);
   let type = typedArrayName(rawData);
-  let data = halfMask(where, name, rawData, dtype); // float16 values added, widened: a copy
-  if (data) type = 'Float32Array';
+  let data = halfMask(where, name, rawData, dtype); // float16 values added: a copy of their bits
+  if (data) type = 'float16';
   else if (type === 'Uint8Array') data = typedArrayCopy(where, name, rawData, U8);
   else if (type === 'Float32Array') data = typedArrayCopy(where, name, rawData, F32);
   else if (isArray(rawData)) type = 'Array';
@@ -627,7 +627,8 @@ export function readMask(where, mask, twoD) {
 }
 
 // A mask's data when it holds half-precision values added to the scores (a Float16Array, or a
-// Uint16Array of bits with dtype 'float16') -> a new Float32Array of them; else null.
+// Uint16Array of bits with dtype 'float16') -> a copy of their bits, which fitMask widens where
+// the call runs (the worker form's worker: half the bytes posted), as tensors' are; else null.
 function halfMask(where, name, rawData, dtype) {
   const type = typedArrayName(rawData);
   if (dtype === 'float16' && type !== 'Float16Array' && type !== 'Uint16Array') {
@@ -636,7 +637,9 @@ function halfMask(where, name, rawData, dtype) {
     );
   }
   if (type !== 'Float16Array' && !(type === 'Uint16Array' && dtype === 'float16')) return null;
-  return halfToFloat32(typedArrayCopy(where, name, rawData, Uint16Array));
+  const bits = typedArrayCopy(where, name, rawData, Uint16Array);
+  packageCopies.add(bits.buffer);
+  return bits;
 }
 
 // A boolean[] (its length read once) -> { data: its elements, each read once, as a Uint8Array
@@ -695,8 +698,10 @@ export function fitMask(where, mask, s, nTotal) {
     throw new RangeError(`${where}: mask has ${mask.length} values but the scores [${s.nQ},${nTotal}] need ${count}`);
   if (mask.length !== count)
     throw new RangeError(`${where}: mask.data has ${mask.length} values but shape ${showShape(shape)} needs ${count}`);
-  const keep = type === 'Float32Array' ? null : mask.data;
-  const bias = type === 'Float32Array' ? checkAdditiveMask(where, mask.data) : null;
+  const additive = type === 'Float32Array' || type === 'float16';
+  const keep = additive ? null : mask.data;
+  // float16 values widened here, exactly (a half NaN or ±Infinity to the same float32)
+  const bias = additive ? checkAdditiveMask(where, type === 'float16' ? halfToFloat32(mask.data) : mask.data) : null;
   const cols = dims[3];
   return {
     keep,

@@ -378,9 +378,11 @@ describe('the worker form', () => {
       const [pastKey, pastValue] = [half([1, 2, 3, 8]), half([1, 2, 3, 8])];
       const [q4, k4, v4] = [half([1, 2, 5, 8]), half([1, 2, 2, 8]), half([1, 2, 2, 8])];
       const [x, w, dOut] = [half([5, 8]), half([8, 3]), half([1, 2, 5, 8])];
+      const mask = half([1, 1, 5, 7]); // added to the scores
       const calls = [
         ['attention', (a) => a.attention(q, k, v, { causal: true })],
         ['attention with a past', (a) => a.attention(q4, k4, v4, { pastKey, pastValue })],
+        ['attention with a float16 mask', (a) => a.attention(q, k, v, { mask })],
         ['attentionBackward', (a) => a.attentionBackward(q, k, v, dOut)],
         ['matmul', (a) => a.matmul(x, w)],
       ];
