@@ -5,7 +5,7 @@
 //   node scripts/bench.mjs --quick    a smoke test: few runs, a subset of every section
 //   node scripts/bench.mjs --only matmul,attention
 //   node scripts/bench.mjs --only scaling [--threads 1,2,4,8,16] [--peers ort]   a process per thread count
-//   node scripts/bench.mjs --browser[=chromium|firefox|webkit]   the kernel sections in a browser page
+//   node scripts/bench.mjs --browser[=chromium|firefox|webkit]   the kernel and decode sections in a browser page
 // A table on stdout, build/bench/results*.json and .svg; the peers install on first use into
 // build/bench-peers/. Each module of scripts/bench/ says what it does; scripts/LAB.md what the runs found.
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -28,8 +28,9 @@ export const SCALING_THREADS = [1, 2, 4, 8, 16];
 export const SCALING_PEERS = ['ort', 'tfjs'];
 const MAX_THREADS = 64; // createAttention's limit
 
-// The sections a browser run has: the kernels (startup, sizes and long sequences are Node's).
-export const BROWSER_SECTIONS = ['matmul', 'attention', 'mha', 'backward'];
+// The sections a browser run has: the kernels and the decode (its read probe, startup, sizes and
+// long sequences are Node's).
+export const BROWSER_SECTIONS = ['matmul', 'attention', 'mha', 'backward', 'decode'];
 
 // The browsers a run can use (--browser=NAME; --browser alone is chromium), as
 // scripts/lib/browser.mjs launches them.
@@ -37,7 +38,7 @@ export const BROWSERS = ['chromium', 'firefox', 'webkit'];
 
 const USAGE = `usage: node scripts/bench.mjs [--quick] [--browser[=chromium|firefox|webkit]] [--only ${Object.keys(SECTIONS).join(',')}] [--cases id,...]
   --quick    few runs and a small subset of every section: a smoke test of under a minute
-  --browser  the kernel sections in a browser, in a cross-origin-isolated page (web/bench.html,
+  --browser  the kernel and decode sections in a browser, in a cross-origin-isolated page (web/bench.html,
              served as npm start serves it): chromium (V8; the default), firefox (SpiderMonkey)
              or webkit (WebKitGTK's MiniBrowser: JavaScriptCore), Debian's, never downloaded
   --only     run only these sections (the SIMD peak probe always runs: the % columns need it)
@@ -142,6 +143,9 @@ export function parseArgs(argv) {
   }
   if ((options.threads || argv.some((a) => isArg(a, '--peers'))) && !options.sections.includes('scaling'))
     fail("--threads and --peers are the scaling section's: add --only scaling");
+  // (the page would take an empty list of cases for all of them)
+  if (options.browser && !options.sections.length)
+    fail(`--browser runs the sections ${BROWSER_SECTIONS.join(', ')}: none of them is picked`);
   return options;
 }
 

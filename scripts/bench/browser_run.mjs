@@ -1,4 +1,4 @@
-// `npm run bench -- --browser[=chromium|firefox|webkit]`: the kernel sections in a browser
+// `npm run bench -- --browser[=chromium|firefox|webkit]`: the kernel and decode sections in a browser
 // engine. Serves web/ as `npm start` does (cross-origin isolated, so the libraries get threads
 // where the engine has them; the peers and the bench's modules under the paths
 // scripts/serve.mjs lists), opens web/bench.html with ?run=..., which runs everything in the

@@ -296,6 +296,14 @@ test('--only scaling takes thread counts, peers and cases', () => {
   assert.deepEqual(caseIdsOf(c), [], 'the kernel sections run none of them');
 });
 
+test('a browser run takes the kernel and decode sections and their cases, and refuses a pick with none of them', () => {
+  const d = parseArgs(['--only', 'decode', '--browser=firefox', '--cases', 'decode-1024,decode-8192']);
+  assert.deepEqual(d.sections, ['decode']);
+  assert.deepEqual(caseIdsOf(d), ['decode-1024', 'decode-8192']);
+  assert.ok(caseIdsOf(parseArgs(['--browser', '--only', 'decode'])).includes('decode-16384-int8'));
+  assert.deepEqual(parseArgs(['--browser']).sections, ['matmul', 'attention', 'mha', 'backward', 'decode']);
+});
+
 test('the default run leaves the scaling section out; a scaling case brings it in', () => {
   assert.ok(!parseArgs([]).sections.includes('scaling'));
   assert.deepEqual(parseArgs(['--cases', 'mha']).sections, ['mha']);
@@ -306,6 +314,7 @@ test('the default run leaves the scaling section out; a scaling case brings it i
 });
 
 for (const [args, message] of [
+  [['--browser=webkit', '--only', 'startup'], /--browser runs the sections .*: none of them is picked/],
   [['--only', 'scaling', '--threads', '0,2'], /--threads: integers from 1 to 64.*not 0/],
   [['--only', 'scaling', '--threads', 'two'], /--threads: .*not two/],
   [['--only', 'scaling', '--threads'], /--threads needs a list/],
