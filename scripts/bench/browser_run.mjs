@@ -57,7 +57,9 @@ export async function runInBrowser({ options, caseIds, log }) {
   if (bundles.skipped.length) log(`not bundled: ${bundles.skipped.join(', ')}`);
   const node = machineInfo();
   const server = await startServer({ port: 9470, quiet: true });
-  const browser = await launchBrowser(engine);
+  // WebKitGTK as Safari runs it: as shipped, its JavaScriptCore has no SharedArrayBuffer, so no
+  // library would run a second thread (tests/js/helpers/engines.mjs, WEBKIT_AS_SAFARI)
+  const browser = await launchBrowser(engine, engine === 'webkit' ? { env: { JSC_useSharedArrayBuffer: 'true' } } : {});
   try {
     const page = await browser.newPage();
     if (page.on) {
@@ -88,6 +90,10 @@ export async function runInBrowser({ options, caseIds, log }) {
     results.peak = peakRecord(results.peak); // its forThreads() did not survive the trip
     for (const name of Object.keys(PEER_VERSIONS)) results.peers[name] = installedVersion(name);
     if (!peers.ok) results.notes.unshift(`the peers could not be installed (${peers.error}): their rows are n/a`);
+    if (engine === 'webkit')
+      results.notes.unshift(
+        'WebKitGTK ran with JSC_useSharedArrayBuffer=true, as Safari runs (as shipped it has no SharedArrayBuffer: no library would run a second thread)',
+      );
     if (node.loadAverage[0] > 0.25 * node.cores)
       results.notes.unshift(
         `the machine was busy when the run started (1-minute load average ${node.loadAverage[0]} on ${node.cores} cores): the figures are noisy`,

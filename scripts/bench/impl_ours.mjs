@@ -26,6 +26,13 @@ export const oursKey = (threads, isa) => (isa === 'relaxed-simd' ? `ours-relaxed
 export async function create({ threads, isa = 'simd128', libUrl }) {
   const { lib, start } = await load(threads, isa, libUrl);
   const attn = await start();
+  // a row is what it says: a build that fell back to one thread (no SharedArrayBuffer) is not a
+  // 2-thread row ('auto': whatever the instance picked)
+  if (typeof threads === 'number' && attn.backend.threads !== threads) {
+    const actual = attn.backend.threads;
+    attn.dispose();
+    throw new Error(`wasm-attention runs ${actual} thread(s), not ${threads}`);
+  }
   const isaName = attn.backend.isa === 'relaxed-simd' ? 'relaxed SIMD (FMA)' : 'SIMD128';
   return {
     key: oursKey(threads, attn.backend.isa),
