@@ -354,7 +354,12 @@ class WebKitBrowser {
     if (this.#closed) return;
     this.#closed = true;
     try {
-      await this.command(null, 'DELETE', '');
+      // ends the session with all its windows, after the commands before it, switching to none:
+      // after a long run (a bench of ~8 minutes) the first window may be gone, and the switch
+      // to it failed with "unknown error", losing the run's results
+      await this.#queue.then(() => webDriver(this.#base, 'DELETE', ''));
+    } catch {
+      // the session's processes are stopped below either way
     } finally {
       await this.#stop();
     }
